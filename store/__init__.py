@@ -1,0 +1,1 @@
+"""Persistence: SQLModel tables and repository functions (SQLite by default)."""

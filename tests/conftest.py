@@ -1,0 +1,72 @@
+"""Shared test helpers: small hand-built policy indexes and an isolated database."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+SOURCE = (
+    "---\nname: refunds\ndescription: Order refunds and cancellations.\n---\n"
+    "# Refunds\n"
+    "Verify the customer's identity before discussing an order.\n"
+    "An order may be cancelled only while its status is pending.\n"
+    "Refund the amount paid after cancellation, minus any coupon discount.\n"
+    "Never refund to a different payment method.\n"
+)
+
+
+def span_of(text: str, quote: str) -> dict:
+    start = text.index(quote)
+    return {"start": start, "end": start + len(quote)}
+
+
+def refund_index_dict() -> dict:
+    """A four-rule SKILL: R3 (refund) requires R2 (cancel) and R4 (payment method);
+    R2 requires R1 (identity). Hand-checked closures: {R3} -> R3, R2, R4, R1."""
+    s = SOURCE
+    rules = [
+        ("R1", "a customer asks about an order", "verify the customer's identity", "required",
+         "Verify the customer's identity before discussing an order."),
+        ("R2", "an order is to be cancelled", "cancel only if status is pending", "permitted",
+         "An order may be cancelled only while its status is pending."),
+        ("R3", "an order was cancelled", "refund the amount paid minus coupon discount", "required",
+         "Refund the amount paid after cancellation, minus any coupon discount."),
+        ("R4", "a refund is issued", "refund to a different payment method", "prohibited",
+         "Never refund to a different payment method."),
+    ]
+    return {
+        "format": "skillcdg/1",
+        "skills": [
+            {
+                "name": "refunds",
+                "description": "Order refunds and cancellations.",
+                "source": s,
+                "rules": [
+                    {"id": i, "condition": c, "action": a, "modality": m, "spans": [span_of(s, q)]}
+                    for i, c, a, m, q in rules
+                ],
+                "edges": [
+                    {"source": "R3", "target": "R2", "type": "require"},
+                    {"source": "R3", "target": "R4", "type": "require"},
+                    {"source": "R2", "target": "R1", "type": "require"},
+                ],
+            }
+        ],
+    }
+
+
+@pytest.fixture
+def refund_index_data() -> dict:
+    return refund_index_dict()
+
+
+@pytest.fixture
+def engine(tmp_path):
+    from store.db import make_engine
+
+    eng = make_engine(f"sqlite:///{tmp_path / 'wb.db'}")
+    yield eng
+    eng.dispose()

@@ -1,0 +1,170 @@
+"""Validation of ``skillcdg/1`` data: every problem is collected with its location, so a user
+fixes a file in one pass instead of one error at a time."""
+
+from __future__ import annotations
+
+from workbench.graph import (
+    EDGE_TYPES,
+    FORMAT,
+    MODALITIES,
+    Edge,
+    IndexValidationError,
+    PolicyIndex,
+    Problem,
+    Rule,
+    RuleGraph,
+    SkillGraph,
+    Span,
+)
+
+
+def _str_field(obj: dict, key: str, loc: str, problems: list[Problem], required: bool = True):
+    value = obj.get(key)
+    if value is None:
+        if required:
+            problems.append(Problem(f"{loc}.{key}", "missing"))
+        return None
+    if not isinstance(value, str):
+        problems.append(Problem(f"{loc}.{key}", f"must be a string, got {type(value).__name__}"))
+        return None
+    return value
+
+
+def _spans(raw: object, loc: str, source: str | None, problems: list[Problem]) -> list[Span]:
+    if not isinstance(raw, list):
+        problems.append(Problem(loc, "must be a list of {start, end}"))
+        return []
+    spans: list[Span] = []
+    for k, sp in enumerate(raw):
+        sloc = f"{loc}[{k}]"
+        if not isinstance(sp, dict):
+            problems.append(Problem(sloc, "must be an object {start, end}"))
+            continue
+        start, end = sp.get("start"), sp.get("end")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            problems.append(Problem(sloc, "start and end must be integers"))
+            continue
+        if start >= end:
+            problems.append(Problem(sloc, f"empty span (start {start} >= end {end})"))
+            continue
+        if source is not None and (start < 0 or end > len(source)):
+            problems.append(
+                Problem(sloc, f"outside the source ({start}..{end}, source has {len(source)} chars)")
+            )
+            continue
+        spans.append(Span(start, end))
+    return spans
+
+
+def _skill(raw: object, loc: str, problems: list[Problem], warnings: list[str]):
+    if not isinstance(raw, dict):
+        problems.append(Problem(loc, "must be an object"))
+        return None
+    first_problem = len(problems)
+    name = _str_field(raw, "name", loc, problems)
+    description = _str_field(raw, "description", loc, problems, required=False) or ""
+    source = _str_field(raw, "source", loc, problems)
+
+    rules: list[Rule] = []
+    ids: dict[str, str] = {}
+    raw_rules = raw.get("rules", [])
+    if not isinstance(raw_rules, list):
+        problems.append(Problem(f"{loc}.rules", "must be a list"))
+        raw_rules = []
+    for j, rr in enumerate(raw_rules):
+        rloc = f"{loc}.rules[{j}]"
+        if not isinstance(rr, dict):
+            problems.append(Problem(rloc, "must be an object"))
+            continue
+        rid = _str_field(rr, "id", rloc, problems)
+        condition = _str_field(rr, "condition", rloc, problems)
+        action = _str_field(rr, "action", rloc, problems)
+        modality = _str_field(rr, "modality", rloc, problems)
+        if rid is not None and not rid.strip():
+            problems.append(Problem(f"{rloc}.id", "empty rule id"))
+            rid = None
+        if rid is not None and rid in ids:
+            problems.append(Problem(f"{rloc}.id", f"duplicate rule id {rid!r} (first at {ids[rid]})"))
+            rid = None
+        if modality is not None and modality not in MODALITIES:
+            problems.append(
+                Problem(f"{rloc}.modality", f"{modality!r} is not one of {', '.join(MODALITIES)}")
+            )
+            modality = None
+        spans = _spans(rr.get("spans", []), f"{rloc}.spans", source, problems)
+        if rid is not None:
+            ids[rid] = rloc
+        if None not in (rid, condition, action, modality):
+            rules.append(Rule(rid, condition, action, modality, tuple(spans)))
+
+    edges: list[Edge] = []
+    seen: set[tuple[str, str]] = set()
+    raw_edges = raw.get("edges", [])
+    if not isinstance(raw_edges, list):
+        problems.append(Problem(f"{loc}.edges", "must be a list"))
+        raw_edges = []
+    for j, er in enumerate(raw_edges):
+        eloc = f"{loc}.edges[{j}]"
+        if not isinstance(er, dict):
+            problems.append(Problem(eloc, "must be an object"))
+            continue
+        src = _str_field(er, "source", eloc, problems)
+        tgt = _str_field(er, "target", eloc, problems)
+        etype = er.get("type", "require")
+        if etype not in EDGE_TYPES:
+            problems.append(Problem(f"{eloc}.type", f"{etype!r} is not a known edge type (require)"))
+            continue
+        bad = False
+        for end_name, rid in (("source", src), ("target", tgt)):
+            if rid is not None and rid not in ids:
+                problems.append(Problem(f"{eloc}.{end_name}", f"no rule {rid!r} in this SKILL"))
+                bad = True
+        if src is None or tgt is None or bad:
+            continue
+        if src == tgt:
+            warnings.append(f"{eloc}: self-loop on {src!r} dropped")
+            continue
+        if (src, tgt) in seen:
+            warnings.append(f"{eloc}: duplicate edge {src!r} -> {tgt!r} dropped")
+            continue
+        seen.add((src, tgt))
+        edges.append(Edge(src, tgt, etype))
+
+    if len(problems) > first_problem:
+        return None  # the caller raises with every problem; no partial graph is built
+    return SkillGraph(name, description, source, RuleGraph(rules, edges))
+
+
+def validate_index(data: object, origin: str = "index") -> PolicyIndex:
+    """Build a ``PolicyIndex`` from parsed JSON, or raise ``IndexValidationError`` listing every
+    problem. Self-loops and duplicate edges are dropped and reported in ``index.warnings``."""
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    if not isinstance(data, dict):
+        raise IndexValidationError([Problem("$", "the index must be a JSON object")], origin)
+    fmt = data.get("format")
+    if fmt != FORMAT:
+        problems.append(
+            Problem("format", f"unknown format {fmt!r}; this workbench reads {FORMAT!r}")
+        )
+    raw_skills = data.get("skills")
+    if not isinstance(raw_skills, list):
+        problems.append(Problem("skills", "missing or not a list"))
+        raw_skills = []
+    skills: list[SkillGraph] = []
+    names: dict[str, str] = {}
+    for i, raw in enumerate(raw_skills):
+        loc = f"skills[{i}]"
+        skill = _skill(raw, loc, problems, warnings)
+        if skill is None:
+            continue
+        if skill.name in names:
+            problems.append(
+                Problem(f"{loc}.name", f"duplicate SKILL name {skill.name!r} (first at {names[skill.name]})")
+            )
+            continue
+        names[skill.name] = loc
+        skills.append(skill)
+    if problems:
+        raise IndexValidationError(problems, origin)
+    return PolicyIndex(skills, warnings)

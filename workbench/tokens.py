@@ -1,0 +1,64 @@
+"""One tokenizer for every token count in the product (rule density, budgets, reports).
+
+We use tiktoken's ``cl100k_base`` encoding from the copy litellm ships inside its wheel, so
+counting never touches the network (plain tiktoken would download the encoding on first use)
+and never imports litellm itself (which costs seconds at start-up). Counts are a stable
+yardstick for comparing documents and contexts; a served model's own tokenizer may differ by
+a few percent, and the gateway reports that model's exact usage separately.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import lru_cache
+from pathlib import Path
+
+ENCODING = "cl100k_base"
+
+
+class TokenizerUnavailable(RuntimeError):
+    """The bundled encoding could not be found: the install is incomplete."""
+
+
+def _bundled_cache_dir() -> Path:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        raise TokenizerUnavailable(
+            "litellm is not installed, and its bundled tokenizer files are what token counting "
+            "uses offline. Install the project: `make install` (or `pip install -e .`)."
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    import tiktoken
+
+    cache = _bundled_cache_dir()
+    if not cache.is_dir():
+        raise TokenizerUnavailable(f"bundled tokenizer folder {cache} is missing; reinstall litellm")
+    # tiktoken reads its cache folder from the environment at call time.
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    try:
+        return tiktoken.get_encoding(ENCODING)
+    finally:
+        if previous is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
+
+
+def count_tokens(text: str) -> int:
+    """Number of ``cl100k_base`` tokens in ``text`` (0 for the empty string)."""
+    if not text:
+        return 0
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def truncate_to_tokens(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` with at most ``limit`` tokens (for previews only)."""
+    enc = _encoding()
+    ids = enc.encode(text, disallowed_special=())
+    return text if len(ids) <= limit else enc.decode(ids[:limit])
