@@ -1,0 +1,204 @@
+"""Repository functions for SKILL versions, rules and edges.
+
+Import/export with ``skillcdg/1`` is lossless: rule order, edge order, spans and the full source
+text round-trip exactly. Saving content identical to the latest version does not add a version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
+from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
+
+
+class NotFound(LookupError):
+    """A SKILL or version that is not in the store; the message lists what is."""
+
+
+@dataclass(frozen=True)
+class SavedVersion:
+    name: str
+    version: int
+    id: int
+    created: bool  # False when the content equalled the latest version
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def graph_fingerprint(skill: SkillGraph) -> str:
+    """Hash of description, rules and edges (in order): what makes two versions different."""
+    payload = PolicyIndex([skill]).to_dict()["skills"][0]
+    payload.pop("source")
+    return _sha(json.dumps(payload, sort_keys=True, ensure_ascii=False))
+
+
+def save_skill(
+    engine: Engine,
+    skill: SkillGraph,
+    author: str = "system",
+    note: str = "",
+    report: dict | None = None,
+) -> SavedVersion:
+    """Store ``skill`` as a new version of its name, unless it equals the latest version."""
+    src_sha, g_sha = _sha(skill.source), graph_fingerprint(skill)
+    with Session(engine) as session:
+        latest = _latest(session, skill.name)
+        if latest and latest.source_sha256 == src_sha and latest.graph_sha256 == g_sha:
+            return SavedVersion(skill.name, latest.version, latest.id, False)
+        number = (
+            session.exec(select(func.max(SkillVersion.version)).where(SkillVersion.name == skill.name)).one()
+            or 0
+        ) + 1
+        row = SkillVersion(
+            name=skill.name,
+            version=number,
+            description=skill.description,
+            source=skill.source,
+            source_sha256=src_sha,
+            graph_sha256=g_sha,
+            created_by=author,
+            note=note,
+            report_json=json.dumps(report) if report is not None else None,
+        )
+        session.add(row)
+        session.flush()
+        for pos, rule in enumerate(skill.graph.rules.values()):
+            session.add(
+                RuleRow(
+                    version_id=row.id,
+                    position=pos,
+                    rule_id=rule.id,
+                    condition=rule.condition,
+                    action=rule.action,
+                    modality=rule.modality,
+                    spans_json=json.dumps([[s.start, s.end] for s in rule.spans]),
+                )
+            )
+        for pos, e in enumerate(skill.graph.edges):
+            session.add(
+                EdgeRow(version_id=row.id, position=pos, source=e.source, target=e.target, type=e.type)
+            )
+        if latest is not None:
+            session.add(
+                EditRecord(
+                    name=skill.name,
+                    from_version=latest.version,
+                    to_version=number,
+                    author=author,
+                    summary=note or "new version",
+                )
+            )
+        session.commit()
+        return SavedVersion(skill.name, number, row.id, True)
+
+
+def import_index(engine: Engine, index: PolicyIndex, author: str = "import") -> list[SavedVersion]:
+    return [save_skill(engine, skill, author=author, note="imported") for skill in index]
+
+
+def _latest(session: Session, name: str) -> SkillVersion | None:
+    return session.exec(
+        select(SkillVersion)
+        .where(SkillVersion.name == name, SkillVersion.deleted == False)  # noqa: E712
+        .order_by(SkillVersion.version.desc())
+    ).first()
+
+
+def skill_names(engine: Engine) -> list[str]:
+    with Session(engine) as session:
+        rows = session.exec(
+            select(SkillVersion.name).where(SkillVersion.deleted == False).distinct()  # noqa: E712
+        ).all()
+    return sorted(rows)
+
+
+def versions(engine: Engine, name: str) -> list[SkillVersion]:
+    with Session(engine) as session:
+        return list(
+            session.exec(
+                select(SkillVersion)
+                .where(SkillVersion.name == name, SkillVersion.deleted == False)  # noqa: E712
+                .order_by(SkillVersion.version)
+            ).all()
+        )
+
+
+def get_version(engine: Engine, name: str, version: int | None = None) -> SkillVersion:
+    with Session(engine) as session:
+        if version is None:
+            row = _latest(session, name)
+        else:
+            row = session.exec(
+                select(SkillVersion).where(
+                    SkillVersion.name == name,
+                    SkillVersion.version == version,
+                    SkillVersion.deleted == False,  # noqa: E712
+                )
+            ).first()
+        if row is None:
+            known = ", ".join(skill_names(engine)) or "(none: import an index first)"
+            what = f"{name!r} version {version}" if version else f"{name!r}"
+            raise NotFound(f"no SKILL {what} in the store; known SKILLs: {known}")
+        return row
+
+
+def load_skill(engine: Engine, name: str, version: int | None = None) -> SkillGraph:
+    row = get_version(engine, name, version)
+    return _to_skill(engine, row)
+
+
+def _to_skill(engine: Engine, row: SkillVersion) -> SkillGraph:
+    with Session(engine) as session:
+        rules = session.exec(
+            select(RuleRow).where(RuleRow.version_id == row.id).order_by(RuleRow.position)
+        ).all()
+        edges = session.exec(
+            select(EdgeRow).where(EdgeRow.version_id == row.id).order_by(EdgeRow.position)
+        ).all()
+    graph = RuleGraph(
+        (
+            Rule(r.rule_id, r.condition, r.action, r.modality,
+                 tuple(Span(a, b) for a, b in json.loads(r.spans_json)))
+            for r in rules
+        ),
+        (Edge(e.source, e.target, e.type) for e in edges),
+    )
+    return SkillGraph(row.name, row.description, row.source, graph)
+
+
+def export_index(engine: Engine, names: Iterable[str] | None = None) -> PolicyIndex:
+    """The latest version of each named SKILL (default: all) as a ``PolicyIndex``."""
+    chosen = list(names) if names is not None else skill_names(engine)
+    return PolicyIndex(load_skill(engine, n) for n in chosen)
+
+
+def delete_skill(engine: Engine, name: str, author: str = "system") -> int:
+    """Hide every version of a SKILL (rows are kept for the audit trail). Returns the count."""
+    with Session(engine) as session:
+        rows = session.exec(select(SkillVersion).where(SkillVersion.name == name)).all()
+        if not rows:
+            raise NotFound(f"no SKILL {name!r} to delete")
+        for r in rows:
+            r.deleted = True
+            session.add(r)
+        session.add(EditRecord(name=name, from_version=max(r.version for r in rows),
+                               to_version=0, author=author, summary="deleted"))
+        session.commit()
+        return len(rows)
+
+
+def edit_history(engine: Engine, name: str) -> list[EditRecord]:
+    with Session(engine) as session:
+        return list(
+            session.exec(select(EditRecord).where(EditRecord.name == name).order_by(EditRecord.id)).all()
+        )

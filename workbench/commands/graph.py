@@ -1,0 +1,116 @@
+"""``workbench graph stats|closure|export`` over a ``skillcdg/1`` index file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    graph = sub.add_parser("graph", help="inspect a policy index file (stats, closure, export)")
+    gsub = graph.add_subparsers(dest="graph_command", metavar="ACTION", required=True)
+
+    p = gsub.add_parser("stats", help="rules, edges, coupling, depth, cycles, density, complexity")
+    p.add_argument("index", help="skillcdg/1 JSON file")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_stats)
+
+    p = gsub.add_parser("closure", help="transitive require-closure of seed rules")
+    p.add_argument("index")
+    p.add_argument("--skill", required=True, help="SKILL name")
+    p.add_argument("--seeds", required=True, help="comma-separated rule ids")
+    p.add_argument("--budget", type=int, default=None, help="token budget for the rendered closure")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--render", action="store_true", help="also print the rendered context")
+    p.set_defaults(func=_closure)
+
+    p = gsub.add_parser("export", help="write the graph as GraphML or skillcdg/1 JSON")
+    p.add_argument("index")
+    p.add_argument("--format", choices=["graphml", "json"], default="json")
+    p.add_argument("--out", help="output file (default: standard output)")
+    p.set_defaults(func=_export)
+
+
+def load_index_or_fail(path: str):
+    """Load an index, turning file and validation problems into CLI errors."""
+    from workbench.cli import CliError
+    from workbench.graph import IndexValidationError, PolicyIndex
+
+    try:
+        return PolicyIndex.load(path)
+    except (FileNotFoundError, IndexValidationError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _stats(args) -> int:
+    from workbench.stats import skill_stats
+
+    index = load_index_or_fail(args.index)
+    rows = {s.name: skill_stats(s).as_dict() for s in index}
+    total = skill_stats(list(index)).as_dict()
+    for w in index.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"skills": rows, "total": total}, indent=1))
+        return 0
+    cols = ["rules", "edges", "coupling", "max_depth", "has_cycle", "density", "complexity"]
+    width = max([len("TOTAL"), *map(len, rows)])
+    print(f"{'skill':<{width}}  " + "  ".join(f"{c:>10}" for c in cols))
+    for name, r in [*rows.items(), ("TOTAL", total)]:
+        cells = [f"{r[c]:>10.3f}" if isinstance(r[c], float) else f"{r[c]!s:>10}" for c in cols]
+        print(f"{name:<{width}}  " + "  ".join(cells))
+    return 0
+
+
+def _closure(args) -> int:
+    from workbench.cli import CliError
+    from workbench.closure import BudgetExceeded, EmptySeed, select_closure
+    from workbench.graph import UnknownRule
+
+    index = load_index_or_fail(args.index)
+    seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
+    try:
+        outcome = select_closure(index, {args.skill: seeds}, budget=args.budget)
+    except KeyError as exc:
+        raise CliError(f"{exc.args[0]}. Pass --skill with one of those names.") from None
+    except UnknownRule as exc:
+        raise CliError(f"{exc}. List rule ids with `workbench graph export {args.index}`.") from None
+    if isinstance(outcome, EmptySeed):
+        raise CliError("no seeds given: pass --seeds ID,ID")
+    if isinstance(outcome, BudgetExceeded):
+        if args.json:
+            print(json.dumps({"outcome": "BudgetExceeded", "closure": outcome.rules[args.skill],
+                              "tokens": outcome.tokens, "budget": outcome.budget}))
+        print(f"error: {outcome.message}", file=sys.stderr)
+        return 3
+    ids = outcome.rules[args.skill]
+    if args.json:
+        out = {"outcome": "Closure", "skill": args.skill, "seeds": seeds, "closure": ids,
+               "tokens": outcome.tokens}
+        if args.render:
+            out["context"] = outcome.text
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print(f"closure ({len(ids)} rules, {outcome.tokens} tokens): {', '.join(ids)}")
+        if args.render:
+            print()
+            print(outcome.text)
+    return 0
+
+
+def _export(args) -> int:
+    index = load_index_or_fail(args.index)
+    if args.format == "json":
+        text = index.dumps()
+    else:
+        from workbench.export import to_graphml
+
+        text = to_graphml(index)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,37 @@
+"""``workbench ui``: start the Streamlit workbench."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ui", help="start the workbench web UI")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--db", help="SQLAlchemy URL (sets WORKBENCH_DB for the app)")
+    p.set_defaults(func=_ui)
+
+
+def _ui(args) -> int:
+    from workbench.cli import CliError
+
+    if not APP.is_file():
+        raise CliError(f"{APP} not found: run `workbench ui` from a source checkout (pip install -e .)")
+    env = dict(os.environ)
+    if args.db:
+        env["WORKBENCH_DB"] = args.db
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.port", str(args.port),
+        "--server.address", args.host,
+        "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+    ]
+    return subprocess.call(cmd, env=env, cwd=APP.parent)
