@@ -22,13 +22,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _ui(args) -> int:
     from workbench.cli import CliError
 
+    # components.launcher (not plain `streamlit run`) keeps st.navigation in charge; see there.
     if not APP.is_file():
         raise CliError(f"{APP} not found: run `workbench ui` from a source checkout (pip install -e .)")
     env = dict(os.environ)
     if args.db:
         env["WORKBENCH_DB"] = args.db
     cmd = [
-        sys.executable, "-m", "streamlit", "run", str(APP),
+        sys.executable, "-m", "components.launcher", str(APP),
         "--server.port", str(args.port),
         "--server.address", args.host,
         "--server.headless", "true",

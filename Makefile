@@ -1,0 +1,40 @@
+# SkillCDG Workbench. Two commands for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8501
+
+.PHONY: install chromium demo test test-fast lint bench clean-db
+
+install: $(STAMP)
+
+# Reinstall whenever the dependency declaration or the lock changes.
+$(STAMP): pyproject.toml requirements.lock
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c requirements.lock -e '.[dev]'
+	touch $(STAMP)
+
+# Debian's Chromium for the browser tests (Playwright cannot download its own here).
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  echo "installing Debian chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+demo: install
+	$(VENV)/bin/workbench import fixtures/demo/index.json --author demo
+	$(VENV)/bin/workbench ui --port $(PORT)
+
+test: install chromium
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not e2e and not model"
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) bench/closure.py

@@ -1,0 +1,75 @@
+"""Draw a (focused) rule graph with pyvis, fully offline (vis-network inlined).
+
+Rule text reaches the browser only as node labels (drawn on a canvas) and as HTML-escaped
+tooltips, so policy text cannot inject markup into the page.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+
+import streamlit as st
+from pyvis.network import Network
+
+from workbench.graph import SkillGraph
+
+# pyvis's template always links Bootstrap from a CDN, even with inlined vis-network; the graph
+# does not use it, and the workbench must make no request off the machine.
+_REMOTE_TAGS = re.compile(
+    r"<link\b[^>]*href=\"https?://[^>]*>|<script\b[^>]*src=\"https?://[^>]*>\s*</script>", re.S
+)
+
+MODALITY_COLOURS = {"required": "#2f6fde", "prohibited": "#d9363e", "permitted": "#2e9e5b"}
+SEED_BORDER = "#111111"
+
+
+def graph_html(
+    skill: SkillGraph,
+    rule_ids: Iterable[str],
+    seeds: Iterable[str] = (),
+    selected: str | None = None,
+    height_px: int = 560,
+) -> str:
+    ids = [r for r in rule_ids if r in skill.graph.rules]
+    keep = set(ids)
+    seed_set = set(seeds)
+    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
+    for rid in ids:
+        rule = skill.graph.rules[rid]
+        colour = MODALITY_COLOURS.get(rule.modality, "#888888")
+        tooltip = html.escape(f"{rid} ({rule.modality})\nWhen: {rule.condition}\nThen: {rule.action}")
+        node = {
+            "label": rid,
+            "title": tooltip,
+            "color": {"background": colour, "border": SEED_BORDER if rid in seed_set else colour},
+            "borderWidth": 4 if rid in seed_set else 1,
+            "shape": "box" if rid in seed_set else "dot",
+            "size": 18 if rid == selected else 12,
+            "font": {"color": "#111111" if rid not in seed_set else "#ffffff"},
+        }
+        net.add_node(rid, **node)
+    for e in skill.graph.edges:
+        if e.source in keep and e.target in keep:
+            net.add_edge(e.source, e.target, arrows="to", color="#999999")
+    net.set_options(
+        '{"physics": {"stabilization": {"iterations": 150}, "barnesHut": {"springLength": 120}},'
+        ' "interaction": {"hover": true, "navigationButtons": false}}'
+    )
+    return strip_remote_resources(net.generate_html(notebook=False))
+
+
+def strip_remote_resources(page: str) -> str:
+    """Remove ``<link>``/``<script>`` tags that load from the network."""
+    return _REMOTE_TAGS.sub("", page)
+
+
+def show_graph(skill: SkillGraph, rule_ids: Iterable[str], seeds: Iterable[str] = (),
+               selected: str | None = None, height_px: int = 560) -> None:
+    st.iframe(graph_html(skill, rule_ids, seeds, selected, height_px), height=height_px + 30)
+
+
+def legend() -> None:
+    st.caption("Colour = modality: blue required · red prohibited · green permitted. "
+               "Boxes with a dark border are seeds/selected; arrows point to prerequisites.")

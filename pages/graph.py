@@ -1,0 +1,63 @@
+"""Graph: one SKILL's CDG, focused on a rule's closure or dependants, with its source spans."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components.graph_view import legend, show_graph
+from components.rules import rules_frame
+from components.spans import show_source
+from components.state import engine
+from store import repo
+from workbench.rule_search import search_rules
+
+FULL_GRAPH_LIMIT = 300  # beyond this a whole-graph drawing is a hairball; focus instead
+
+st.title("Graph")
+eng = engine()
+names = repo.skill_names(eng)
+if not names:
+    st.info("No SKILLs in the store yet. Import an index: `workbench import fixtures/demo/index.json`.")
+    st.stop()
+
+left, right = st.columns([1, 1])
+name = left.selectbox("SKILL", names, key="graph_skill")
+vers = [v.version for v in repo.versions(eng, name)]
+version = right.selectbox("Version", vers[::-1], key="graph_version")
+skill = repo.load_skill(eng, name, version)
+
+query = st.text_input("Search rules", key="graph_query", placeholder="e.g. refund coupon")
+hits = search_rules(skill, query)
+st.caption(f"{len(hits)} of {len(skill.graph)} rules match.")
+if not hits:
+    st.warning("No rule matches the search; clear it to see all rules.")
+    st.stop()
+# Open on the rule with the most prerequisites: its closure shows the graph's structure best.
+default = max(range(len(hits)), key=lambda i: len(skill.graph.requires(hits[i])))
+rule_id = st.selectbox("Rule", hits, index=default, key="graph_rule",
+                       format_func=lambda r: f"{r} — {skill.graph.rules[r].action[:80]}")
+focus = st.radio("Show", ["closure of this rule", "dependants of this rule", "search results",
+                          "whole graph"], horizontal=True, key="graph_focus")
+
+if focus == "closure of this rule":
+    shown = skill.graph.closure([rule_id])
+elif focus == "dependants of this rule":
+    shown = skill.graph.dependants([rule_id])
+elif focus == "search results":
+    shown = hits
+else:
+    shown = list(skill.graph.rules)
+    if len(shown) > FULL_GRAPH_LIMIT:
+        st.warning(f"{len(shown)} rules is too many to draw at once; showing the closure instead.")
+        shown = skill.graph.closure([rule_id])
+
+st.write(f"**{len(shown)} rules** shown.")
+legend()
+show_graph(skill, shown, seeds=[rule_id], selected=rule_id)
+
+st.subheader(f"Rule {rule_id}")
+rule = skill.graph.rules[rule_id]
+st.text(f"Modality: {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}")
+show_source(skill.source, rule.spans, context_chars=600)
+with st.expander("Rules shown"):
+    st.dataframe(rules_frame(skill, shown), hide_index=True, width="stretch")

@@ -1,0 +1,125 @@
+"""Real browser tests: a real ``streamlit run app.py`` server on a free port with a temporary
+database, driven by Debian's Chromium through Playwright."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, db_url: str, log: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        env = dict(os.environ, WORKBENCH_DB=db_url, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "components.launcher", str(ROOT / "app.py"),
+             "--server.port", str(self.port), "--server.address", "127.0.0.1",
+             "--server.headless", "true", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        )
+
+    def wait(self, timeout: float = 90) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        output = self.log.read_text() if self.log.exists() else ""
+        self.stop()
+        raise RuntimeError(f"streamlit server did not come up at {self.url}; its output:\n{output}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def seed_database(db_url: str, index_data: dict) -> None:
+    from store import repo
+    from store.db import make_engine
+    from workbench.graph import PolicyIndex
+
+    eng = make_engine(db_url)
+    repo.import_index(eng, PolicyIndex.from_dict(index_data))
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing at /usr/bin/chromium: run `make test` (installs it) or "
+                    "`apt-get install -y chromium`.")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.external_requests = []  # type: ignore[attr-defined]
+
+    def on_request(req):
+        url = req.url
+        if not (url.startswith("http://127.0.0.1") or url.startswith("data:")
+                or url.startswith("about:") or url.startswith("blob:")):
+            pg.external_requests.append(url)  # type: ignore[attr-defined]
+
+    pg.on("request", on_request)
+    yield pg
+    context.close()
+
+
+def make_server(tmp_path: Path, index_data: dict) -> Server:
+    db = f"sqlite:///{tmp_path / 'e2e.db'}"
+    seed_database(db, index_data)
+    server = Server(db, tmp_path / "server.log")
+    server.wait()
+    return server
+
+
+def wait_idle(page, timeout: float = 60_000) -> None:
+    """Wait until Streamlit has finished running the script after an action."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
+                           timeout=timeout)
+
+
+def demo_index() -> dict:
+    path = ROOT / "fixtures" / "demo" / "index.json"
+    return json.loads(path.read_text())
