@@ -98,3 +98,4 @@ class AuditResultRow(SQLModel, table=True):
 
 
 # Table modules owned by other areas register here (import for side effect).
+import store.annotation  # noqa: E402, F401

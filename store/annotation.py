@@ -1,0 +1,286 @@
+"""Annotation persistence: append-only labels and adjudications, annotators, task queues.
+
+Records are only ever inserted; a changed mind is a newer record (see
+``workbench.annotation.current_labels``). There are deliberately no update or delete
+functions. References to SKILLs, rules and cases are plain strings (``skill_name``,
+``skill_version``, ``item_key``) rather than foreign keys, so annotation history survives
+however those tables evolve.
+
+Every writer validates with the core (``workbench.annotation``) first and raises its
+``LabelError`` for invalid records. Each ``add_*`` call is one short transaction: on SQLite
+(WAL, busy timeout, see ``store.db``) concurrent writers in threads or processes wait for
+each other instead of losing records. Times are stored as UTC instants (sqlmodel's
+timezone-aware column type) and come back timezone-aware in UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Field, Index, Session, SQLModel, UniqueConstraint, select
+
+from workbench.annotation.labels import (
+    Adjudication,
+    Annotator,
+    Label,
+    LabelError,
+    task_type,
+    utcnow,
+    validate_adjudication,
+    validate_annotator,
+    validate_label,
+)
+
+
+class AnnotationLabel(SQLModel, table=True):
+    """One label as given: who, when, what, and whether a human or a model gave it."""
+
+    __tablename__ = "annotation_label"
+    __table_args__ = (Index("ix_annotation_label_task_item", "task", "item_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task: str
+    item_key: str
+    annotator: str = Field(index=True)
+    value: str
+    error_type: str | None = None
+    note: str = ""
+    source: str = "human"
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AnnotationAdjudication(SQLModel, table=True):
+    """A reviewer's final decision on one item; the newest per item wins."""
+
+    __tablename__ = "annotation_adjudication"
+    __table_args__ = (Index("ix_annotation_adjudication_task_item", "task", "item_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task: str
+    item_key: str
+    reviewer: str
+    value: str
+    error_type: str | None = None
+    note: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AnnotationAnnotator(SQLModel, table=True):
+    """A named annotator and their role. Sign-in by name for now; an auth id can join later."""
+
+    __tablename__ = "annotation_annotator"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+    role: str = "annotator"
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AnnotationTaskItem(SQLModel, table=True):
+    """One item in the queue of a task for one SKILL version."""
+
+    __tablename__ = "annotation_task_item"
+    __table_args__ = (
+        UniqueConstraint("task", "skill_name", "skill_version", "item_key"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    task: str
+    skill_name: str = Field(index=True)
+    skill_version: int
+    item_key: str
+    position: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+def _label_row(label: Label) -> AnnotationLabel:
+    validate_label(label)
+    return AnnotationLabel(
+        task=label.task,
+        item_key=label.item,
+        annotator=label.annotator,
+        value=label.value,
+        error_type=label.error_type,
+        note=label.note,
+        source=label.source,
+        created_at=label.created_at,
+    )
+
+
+def _label(row: AnnotationLabel) -> Label:
+    return Label(
+        item=row.item_key,
+        task=row.task,
+        annotator=row.annotator,
+        value=row.value,
+        error_type=row.error_type,
+        note=row.note,
+        created_at=row.created_at,
+        source=row.source,
+    )
+
+
+def add_label(engine: Engine, label: Label) -> int:
+    """Validate and append one label; returns its record id."""
+    return add_labels(engine, [label])[0]
+
+
+def add_labels(engine: Engine, labels: Iterable[Label]) -> list[int]:
+    """Validate every label, then append them all in one transaction (all or none)."""
+    rows = [_label_row(label) for label in labels]
+    with Session(engine) as session:
+        session.add_all(rows)
+        session.flush()
+        ids = [row.id for row in rows]
+        session.commit()
+        return ids
+
+
+def labels_for(engine: Engine, task: str, item_key: str | None = None, *,
+               annotator: str | None = None) -> list[Label]:
+    """Every label record of ``task`` (optionally one item, one annotator), oldest first."""
+    task_type(task)
+    query = select(AnnotationLabel).where(AnnotationLabel.task == task)
+    if item_key is not None:
+        query = query.where(AnnotationLabel.item_key == item_key)
+    if annotator is not None:
+        query = query.where(AnnotationLabel.annotator == annotator)
+    with Session(engine) as session:
+        return [_label(row) for row in session.exec(query.order_by(AnnotationLabel.id))]
+
+
+def add_annotator(engine: Engine, name: str, role: str = "annotator") -> Annotator:
+    """Register an annotator (idempotent for the same name and role).
+
+    Raises ``LabelError`` if the name is taken with another role: roles are not changed here.
+    """
+    wanted = validate_annotator(Annotator(name, role))
+    existing = get_annotator(engine, name)
+    if existing is None:
+        try:
+            with Session(engine) as session:
+                session.add(AnnotationAnnotator(name=name, role=role))
+                session.commit()
+            return wanted
+        except IntegrityError:  # registered concurrently; fall through to the check
+            existing = get_annotator(engine, name)
+    if existing is not None and existing.role != role:
+        raise LabelError(
+            f"annotator {name!r} is already registered as {existing.role!r}; "
+            "pick another name or ask an administrator to change the role"
+        )
+    return wanted
+
+
+def get_annotator(engine: Engine, name: str) -> Annotator | None:
+    with Session(engine) as session:
+        row = session.exec(
+            select(AnnotationAnnotator).where(AnnotationAnnotator.name == name)
+        ).first()
+        return Annotator(row.name, row.role) if row else None
+
+
+def annotators(engine: Engine) -> list[Annotator]:
+    """Every registered annotator, in registration order."""
+    with Session(engine) as session:
+        rows = session.exec(select(AnnotationAnnotator).order_by(AnnotationAnnotator.id))
+        return [Annotator(row.name, row.role) for row in rows]
+
+
+def add_adjudication(engine: Engine, adjudication: Adjudication) -> int:
+    """Validate and append a reviewer's decision; returns its record id.
+
+    The reviewer must be registered with role ``reviewer`` (``add_annotator``), else
+    ``LabelError``.
+    """
+    reviewer = get_annotator(engine, adjudication.reviewer)
+    if reviewer is None:
+        raise LabelError(
+            f"{adjudication.reviewer!r} is not a registered annotator; register them with "
+            "add_annotator(engine, name, role='reviewer') first"
+        )
+    validate_adjudication(adjudication, reviewer)
+    row = AnnotationAdjudication(
+        task=adjudication.task,
+        item_key=adjudication.item,
+        reviewer=adjudication.reviewer,
+        value=adjudication.value,
+        error_type=adjudication.error_type,
+        note=adjudication.note,
+        created_at=adjudication.created_at,
+    )
+    with Session(engine) as session:
+        session.add(row)
+        session.flush()
+        record_id = row.id
+        session.commit()
+        return record_id
+
+
+def adjudications_for(engine: Engine, task: str, item_key: str | None = None) -> list[Adjudication]:
+    """Every adjudication record of ``task`` (optionally one item), oldest first."""
+    task_type(task)
+    query = select(AnnotationAdjudication).where(AnnotationAdjudication.task == task)
+    if item_key is not None:
+        query = query.where(AnnotationAdjudication.item_key == item_key)
+    with Session(engine) as session:
+        return [
+            Adjudication(
+                item=row.item_key,
+                task=row.task,
+                reviewer=row.reviewer,
+                value=row.value,
+                error_type=row.error_type,
+                note=row.note,
+                created_at=row.created_at,
+            )
+            for row in session.exec(query.order_by(AnnotationAdjudication.id))
+        ]
+
+
+def add_task_items(engine: Engine, task: str, skill_name: str, skill_version: int,
+                   item_keys: Iterable[str]) -> int:
+    """Queue items of ``task`` for one SKILL version, keeping their order; items already
+    queued are skipped. Returns how many were added."""
+    task_type(task)
+    keys = list(dict.fromkeys(item_keys))
+    if any(not isinstance(k, str) or not k.strip() for k in keys):
+        raise LabelError("item keys must be non-empty strings")
+    for _attempt in range(3):  # a concurrent enqueue of the same items: re-read and retry
+        try:
+            with Session(engine) as session:
+                queued = set(_queued(session, task, skill_name, skill_version))
+                start = len(queued)
+                new = [k for k in keys if k not in queued]
+                session.add_all(
+                    AnnotationTaskItem(task=task, skill_name=skill_name,
+                                       skill_version=skill_version, item_key=k,
+                                       position=start + offset)
+                    for offset, k in enumerate(new)
+                )
+                session.commit()
+                return len(new)
+        except IntegrityError:
+            continue
+    raise RuntimeError("could not queue items: other writers kept adding the same items")
+
+
+def _queued(session: Session, task: str, skill_name: str, skill_version: int) -> list[str]:
+    rows = session.exec(
+        select(AnnotationTaskItem)
+        .where(AnnotationTaskItem.task == task)
+        .where(AnnotationTaskItem.skill_name == skill_name)
+        .where(AnnotationTaskItem.skill_version == skill_version)
+        .order_by(AnnotationTaskItem.position, AnnotationTaskItem.id)
+    )
+    return [row.item_key for row in rows]
+
+
+def task_items(engine: Engine, task: str, skill_name: str, skill_version: int) -> list[str]:
+    """The queue of ``task`` for one SKILL version, in queue order."""
+    task_type(task)
+    with Session(engine) as session:
+        return _queued(session, task, skill_name, skill_version)
