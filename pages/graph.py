@@ -7,8 +7,9 @@ import streamlit as st
 from components.graph_view import legend, show_graph
 from components.rules import rules_frame
 from components.spans import show_source
-from components.state import engine
+from components.state import engine, user_name
 from store import repo
+from workbench.editing import apply_edits
 from workbench.rule_search import search_rules
 
 FULL_GRAPH_LIMIT = 300  # beyond this a whole-graph drawing is a hairball; focus instead
@@ -61,3 +62,52 @@ st.text(f"Modality: {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}
 show_source(skill.source, rule.spans, context_chars=600)
 with st.expander("Rules shown"):
     st.dataframe(rules_frame(skill, shown), hide_index=True, width="stretch")
+
+# -- editing -------------------------------------------------------------------------------
+st.divider()
+st.subheader("Edit rules and edges")
+st.caption("Edit condition, action or modality in place; add or delete rows. Saving validates "
+           "everything and creates a new version; older versions stay readable.")
+rule_rows = [{"id": r.id, "condition": r.condition, "action": r.action, "modality": r.modality}
+             for r in skill.graph.rules.values()]
+edge_rows = [{"source": e.source, "target": e.target} for e in skill.graph.edges]
+edited_rules = st.data_editor(
+    rule_rows, num_rows="dynamic", key=f"rules_editor_{name}_{version}", width="stretch",
+    column_config={"modality": st.column_config.SelectboxColumn(
+        "modality", options=["required", "prohibited", "permitted"], required=True)},
+)
+rule_options = [r["id"] for r in edited_rules if r.get("id")]
+edited_edges = st.data_editor(
+    edge_rows, num_rows="dynamic", key=f"edges_editor_{name}_{version}", width="stretch",
+    column_config={
+        "source": st.column_config.SelectboxColumn("source (requires →)", options=rule_options),
+        "target": st.column_config.SelectboxColumn("target (prerequisite)", options=rule_options),
+    },
+)
+author = st.text_input("Your name", value=user_name(), key="graph_author")
+note = st.text_input("What and why (optional)", key="graph_note")
+if st.button("Save as new version", type="primary", key="graph_save"):
+    result = apply_edits(skill, edited_rules, edited_edges)
+    if not result.ok:
+        st.error("Nothing was saved. Fix these and save again:\n\n"
+                 + "\n".join(f"- {p}" for p in result.problems))
+    elif result.summary == "no changes":
+        st.info("No changes to save.")
+    else:
+        saved = repo.save_skill(eng, result.skill, author=author or "analyst",
+                                note=note or result.summary)
+        st.session_state["graph_saved"] = (saved.version, result.summary)
+        st.session_state.pop("graph_version", None)
+        st.rerun()
+if "graph_saved" in st.session_state:
+    v, summary = st.session_state.pop("graph_saved")
+    st.success(f"Saved version {v}: {summary}")
+
+with st.expander("Edit history"):
+    history = repo.edit_history(eng, name)
+    if history:
+        st.dataframe([{"when": h.created_at, "who": h.author, "from": h.from_version,
+                       "to": h.to_version, "summary": h.summary} for h in history],
+                     hide_index=True, width="stretch")
+    else:
+        st.caption("No edits yet.")

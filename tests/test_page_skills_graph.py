@@ -53,3 +53,24 @@ def test_graph_page_focus_and_search(db):
     assert any("3 rules" in m.value for m in at.markdown)  # R1 <- R2 <- R3
     at.text_input(key="graph_query").set_value("zzz-no-match").run()
     assert "No rule matches" in at.warning[0].value
+
+
+def test_graph_page_edit_creates_new_version(db):
+    at = AppTest.from_file(str(ROOT / "pages/graph.py"), default_timeout=60).run()
+    # Invalid edit: nothing saved, every problem listed.
+    rules_key = "rules_editor_refunds_1"
+    at.session_state[rules_key] = {"edited_rows": {1: {"modality": "must"}},
+                                   "added_rows": [], "deleted_rows": []}
+    at.button(key="graph_save").click().run()
+    assert "Nothing was saved" in at.error[0].value and "'must'" in at.error[0].value
+    assert [v.version for v in repo.versions(db, "refunds")] == [1]
+    # Valid edit: new version 2 with the change and an edit-history entry.
+    at.session_state[rules_key] = {"edited_rows": {0: {"action": "verify identity by email"}},
+                                   "added_rows": [], "deleted_rows": []}
+    at.text_input(key="graph_author").set_value("pat")
+    at.button(key="graph_save").click().run()
+    assert not at.exception
+    assert [v.version for v in repo.versions(db, "refunds")] == [1, 2]
+    assert repo.load_skill(db, "refunds").graph.rules["R1"].action == "verify identity by email"
+    assert repo.edit_history(db, "refunds")[0].author == "pat"
+    assert "Saved version 2" in at.success[0].value
