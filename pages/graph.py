@@ -52,14 +52,21 @@ else:
         st.warning(f"{len(shown)} rules is too many to draw at once; showing the closure instead.")
         shown = skill.graph.closure([rule_id])
 
-st.write(f"**{len(shown)} rules** shown.")
-legend()
-show_graph(skill, shown, seeds=[rule_id], selected=rule_id)
-
-st.subheader(f"Rule {rule_id}")
-rule = skill.graph.rules[rule_id]
-st.text(f"Modality: {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}")
-show_source(skill.source, rule.spans, context_chars=600)
+graph_col, detail_col = st.columns([3, 2])
+with graph_col:
+    st.write(f"**{len(shown)} rules** shown.")
+    legend()
+    show_graph(skill, shown, seeds=[rule_id], selected=rule_id)
+with detail_col:
+    st.subheader(f"Rule {rule_id}")
+    rule = skill.graph.rules[rule_id]
+    st.text(f"Modality: {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}")
+    requires = skill.graph.requires(rule_id)
+    st.caption("Requires: " + (", ".join(requires) if requires else "nothing"))
+    if rule.spans:
+        show_source(skill.source, rule.spans, context_chars=400)
+    else:
+        st.warning("This rule has no source span yet (added by an edit).")
 with st.expander("Rules shown"):
     st.dataframe(rules_frame(skill, shown), hide_index=True, width="stretch")
 
