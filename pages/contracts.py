@@ -1,0 +1,179 @@
+"""Skill contracts: edit and validate a contract, replay trajectories against it, step
+through one, and read the dataset summary (PCR, RF-PCR, outcome, PCR x outcome).
+
+Everything that comes from a trajectory (messages, tool arguments and results, ids) is shown
+with st.code / st.dataframe / st.text, which display text as is: never as Markdown or HTML.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from workbench.contracts import (
+    ReplayReport,
+    TrajectoryFormatError,
+    check_contract_text,
+    parse_contract,
+    read_trajectories,
+    replay_all,
+    summarize,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTRACT_FILE = ROOT / "fixtures" / "contracts" / "airline.yaml"
+SOURCES = {
+    "Synthetic airline conversations (3)": ROOT / "fixtures" / "contracts" / "airline_synthetic.json",
+    "tau-bench gpt-4o airline sample (5 runs)": ROOT / "fixtures" / "contracts" / "tau_airline_sample.json",
+    "tau-bench gpt-4o airline (200 runs, shared corpus)": ROOT.parent / "shared" / "corpora" / "tau-bench"
+    / "historical_trajectories" / "gpt-4o-airline.json",
+}
+UPLOAD = "Upload a file…"
+PASTE = "Paste JSON…"
+
+
+@st.cache_data(show_spinner=False)
+def _replay(contract_text: str, name: str, data: str) -> list[ReplayReport]:
+    return replay_all(parse_contract(contract_text), read_trajectories(data, name))
+
+
+@st.cache_data(show_spinner=False)
+def _read(path: str, mtime: float) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _pct(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.1%}"
+
+
+st.title("Skill contracts")
+st.caption("Procedural compliance: does each trajectory follow the contract's phases, "
+           "with explicit confirmation and verified milestones?")
+
+# -- contract ------------------------------------------------------------------------------
+if "contract_yaml" not in st.session_state:
+    st.session_state["contract_yaml"] = CONTRACT_FILE.read_text(encoding="utf-8")
+with st.expander("Contract (YAML)", expanded=False):
+    st.text_area("Contract", key="contract_yaml", height=420, label_visibility="collapsed")
+    if st.button("Reset to the airline contract"):
+        st.session_state.pop("contract_yaml")
+        st.rerun()
+text = st.session_state["contract_yaml"]
+contract, issues = check_contract_text(text, "contract")
+if issues:
+    st.error(f"The contract has {len(issues)} problem(s); fix them to replay.")
+    st.code("\n".join(str(i) for i in issues), language=None, wrap_lines=True)
+    st.stop()
+assert contract is not None
+st.success(f"Valid contract: {len(contract.phases)} phases, {len(contract.milestones)} milestones.")
+st.text(f"Contract: {contract.name}   required phases: {', '.join(contract.required_phases) or 'none'}")
+
+# -- trajectories --------------------------------------------------------------------------
+available = [label for label, path in SOURCES.items() if path.exists()]
+source = st.selectbox("Trajectories", available + [UPLOAD, PASTE])
+if source == PASTE:
+    name = "pasted.json"
+    data = st.text_area("Trajectory JSON (tau-bench records, a message list, or records with "
+                        "'messages')", key="pasted_trajectories", height=200)
+    if not data.strip():
+        st.info("Paste a trajectory to replay it.")
+        st.stop()
+elif source == UPLOAD:
+    uploaded = st.file_uploader("Trajectory file", type=["json", "jsonl"])
+    if uploaded is None:
+        st.info("Upload tau-bench records, message lists or JSON Lines.")
+        st.stop()
+    name, data = uploaded.name, uploaded.getvalue().decode("utf-8", errors="replace")
+else:
+    path = SOURCES[source]
+    name, data = path.name, _read(str(path), path.stat().st_mtime)
+try:
+    reports = _replay(text, name, data)
+except TrajectoryFormatError as exc:
+    st.error("The trajectory file could not be read.")
+    st.code(str(exc), language=None, wrap_lines=True)
+    st.stop()
+if not reports:
+    st.info("The file holds no trajectories.")
+    st.stop()
+
+# -- dataset summary -----------------------------------------------------------------------
+summary = summarize(reports)
+st.subheader("Dataset summary")
+cols = st.columns(6)
+cols[0].metric("Trajectories", summary.n)
+cols[1].metric("PCR", _pct(summary.pcr))
+cols[2].metric("RF-PCR", _pct(summary.rf_pcr))
+cols[3].metric("Outcome rate", _pct(summary.outcome_rate))
+cols[4].metric("Hint rate", _pct(summary.hint_rate))
+cols[5].metric("Mean credit", "n/a" if math.isnan(summary.mean_credit) else f"{summary.mean_credit:.2f}")
+st.caption("PCR × outcome (trajectory counts)")
+st.dataframe(pd.DataFrame(summary.table.rows()), hide_index=True, key="pcr_table")
+table = pd.DataFrame([{
+    "id": r.trajectory_id, "accepted termination": r.accepted_termination,
+    "rejected": r.rejected, "credit": round(r.credit, 2), "outcome": r.outcome,
+    "final phase": r.termination.phase,
+} for r in reports])
+with st.expander("All trajectories"):
+    st.dataframe(table, hide_index=True, key="trajectory_table")
+
+# -- one trajectory, step by step ----------------------------------------------------------
+st.subheader("Step through a trajectory")
+by_id = {r.trajectory_id: r for r in reports}
+picked = st.selectbox(
+    "Trajectory", list(by_id),
+    format_func=lambda tid: f"{tid} — {'accepted' if by_id[tid].accepted_termination else 'not accepted'}, "
+    f"{by_id[tid].rejected} rejected",
+)
+report = by_id[picked]
+verdict = report.termination
+if verdict.accepted:
+    st.success("Accepted termination" + (" (no rejected action)" if report.rejection_free else ""))
+else:
+    st.warning("No accepted termination")
+    st.text(verdict.reason)
+st.text(f"Milestones: {', '.join(sorted(report.milestones)) or 'none'}   credit: {report.credit:.2f}"
+        f"   outcome: {report.outcome if report.outcome is not None else 'unknown'}")
+
+steps = report.steps
+if not steps:
+    st.info("This trajectory has no steps.")
+    st.stop()
+index = 0
+if len(steps) > 1:
+    index = st.slider("Step", 0, len(steps) - 1, 0, key=f"step-{picked}")
+step = steps[index]
+left, right = st.columns([2, 3])
+with left:
+    st.text(f"Step {step.index}: {step.action.label()}")
+    st.text(f"Phase: {step.phase_before} → {step.phase}   ({step.via})")
+    if step.accepted:
+        st.success("Accepted")
+    else:
+        st.error("Rejected")
+    st.caption("Contract feedback")
+    st.code(step.feedback.render(), language=None, wrap_lines=True)
+    if step.milestones:
+        st.text(f"Milestones: {', '.join(step.milestones)} (+{step.credit:.2f})"
+                + ("  [recovery: discounted]" if step.recovery else ""))
+with right:
+    action = step.action
+    if action.kind == "tool":
+        st.caption("Tool call")
+        st.json(dict(action.args), expanded=True)
+        st.caption("Observation")
+        st.code(step.observation if step.observation is not None else "(none)", language=None,
+                wrap_lines=True)
+    else:
+        st.caption(f"{action.kind.capitalize()} message")
+        st.code(action.text or "(empty)", language=None, wrap_lines=True)
+
+st.caption("Steps up to here")
+st.dataframe(pd.DataFrame([{
+    "step": s.index, "verdict": "accepted" if s.accepted else "REJECTED",
+    "phase": f"{s.phase_before} → {s.phase}", "action": s.action.summary(120),
+    "milestones": ", ".join(s.milestones), "feedback": "" if s.accepted else s.feedback.render(),
+} for s in steps[: index + 1]]), hide_index=True, key="steps_table")

@@ -1,0 +1,86 @@
+"""Skill contracts: procedural compliance of agent trajectories.
+
+A contract (YAML, see ``workbench.contracts.spec``) lists a skill's phases, the actions each
+admits, the allowed transitions, actions admissible anywhere, milestones and what verifies
+them, the accepted termination condition and budgets. ``ContractRuntime.step`` accepts or
+rejects each action with contract-state feedback, and can guard a live agent; ``replay``
+audits recorded trajectories; ``summarize`` gives PCR, RF-PCR, outcome rate, hint rate,
+mean credit and the PCR x outcome table. Pure Python: no UI, no storage.
+"""
+
+from workbench.contracts.actions import Action
+from workbench.contracts.metrics import ContractSummary, PcrOutcomeTable, outcome_class, summarize
+from workbench.contracts.model import (
+    ActionRule,
+    ArgCheck,
+    Budgets,
+    Contract,
+    Evidence,
+    Milestone,
+    ObservationCheck,
+    Phase,
+    Requirement,
+    TextCheck,
+    Transition,
+    TurnShape,
+)
+from workbench.contracts.replay import ReplayReport, Scorer, replay, replay_all
+from workbench.contracts.results import ContractState, Feedback, StepResult, TerminationVerdict
+from workbench.contracts.runtime import ContractRuntime
+from workbench.contracts.spec import (
+    ContractError,
+    ContractIssue,
+    check_contract_text,
+    load_contract,
+    parse_contract,
+)
+from workbench.contracts.trajectories import (
+    Trajectory,
+    TrajectoryFormatError,
+    TrajectoryStep,
+    load_trajectories,
+    parse_trajectories,
+    read_trajectories,
+    steps_from_messages,
+)
+
+__all__ = [
+    "Action",
+    "ActionRule",
+    "ArgCheck",
+    "Budgets",
+    "Contract",
+    "ContractError",
+    "ContractIssue",
+    "ContractRuntime",
+    "ContractState",
+    "ContractSummary",
+    "Evidence",
+    "Feedback",
+    "Milestone",
+    "ObservationCheck",
+    "PcrOutcomeTable",
+    "Phase",
+    "ReplayReport",
+    "Requirement",
+    "Scorer",
+    "StepResult",
+    "TerminationVerdict",
+    "TextCheck",
+    "Trajectory",
+    "TrajectoryFormatError",
+    "TrajectoryStep",
+    "Transition",
+    "TurnShape",
+    "check_contract_text",
+    "load_contract",
+    "load_trajectories",
+    "outcome_class",
+    "parse_contract",
+    "parse_trajectories",
+    "read_trajectories",
+    "replay",
+    "replay_all",
+    "steps_from_messages",
+    "summarize",
+]
