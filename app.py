@@ -1,4 +1,4 @@
-"""SkillCDG Workbench: the Streamlit entry point (``workbench ui`` or ``streamlit run app.py``)."""
+"""SkillCDG Workbench: the Streamlit entry point (``workbench ui`` starts it)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,14 @@ import streamlit as st
 
 st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
 
-PAGES = [
-    st.Page("pages/skills.py", title="Skills", url_path="skills", default=True),
-    st.Page("pages/graph.py", title="Graph", url_path="graph"),
-]
+PAGES = {
+    "Policies": [
+        st.Page("pages/skills.py", title="Skills", url_path="skills", default=True),
+        st.Page("pages/graph.py", title="Graph", url_path="graph"),
+    ],
+    "Procedures": [
+        st.Page("pages/contracts.py", title="Contracts", url_path="contracts"),
+    ],
+}
 
 st.navigation(PAGES).run()
