@@ -76,7 +76,9 @@ def seed_database(db_url: str, index_data: dict) -> None:
     eng.dispose()
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running on the main
+# thread while the browser is open, which would break asyncio.run() in later, non-browser tests.
+@pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail("Chromium is missing at /usr/bin/chromium: run `make test` (installs it) or "

@@ -1,9 +1,18 @@
-"""``workbench annotate``: annotation statistics from the command line.
+"""``workbench annotate``: annotation statistics, the dataset report and label exports.
 
 ``workbench annotate agreement LABELS.csv [--json]`` reads a CSV with columns
 ``item,annotator,label`` (other columns are ignored; an empty label cell is a missing label)
 and prints percent agreement, Cohen's kappa, Fleiss' kappa and Krippendorff's alpha, each
 ``null`` where it does not apply.
+
+``workbench annotate report --index INDEX.json [--db URL] [--json] [--out-jsonl F]
+[--out-csv F]`` builds the dataset report (the SkillCDG paper's Table 10: per SKILL and
+pooled, extracted and reference rule counts, matched pairs, precision, recall, F1 agreement
+and rule correctness) from the extracted index and the labels in the database, plus
+agreement per task type and judge-vs-human agreement.
+
+``workbench annotate export [--db URL] [--task T] [--current] [--adjudications]
+[--format jsonl|csv] [--out F]`` writes the label records.
 """
 
 from __future__ import annotations
@@ -47,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     agreement.add_argument("--json", action="store_true", help="print one JSON object")
     agreement.set_defaults(func=run_agreement)
+    _register_report(sub)
+    _register_export(sub)
 
 
 def _print_help(parser: argparse.ArgumentParser) -> int:
@@ -143,4 +154,211 @@ def run_agreement(args: argparse.Namespace) -> int:
         value = report[key]
         suffix = f"  ({reason})" if value is None else ""
         print(f"{key}: {_format(value)}{suffix}")
+    return 0
+
+
+# -- report ------------------------------------------------------------------------------
+
+SIMILARITIES = ("embedding", "jaccard", "tfidf")  # as workbench.annotation.report.SIMILARITIES
+DB_HELP = "SQLAlchemy URL of the labels (default: WORKBENCH_DB or .workbench/workbench.db)"
+
+
+def _register_report(sub: argparse._SubParsersAction) -> None:
+    report = sub.add_parser(
+        "report",
+        help="dataset report: rule-set agreement and rule correctness (Table 10)",
+        description="Per SKILL of INDEX and pooled: extracted and reference rule counts, "
+        "matched pairs, precision, recall, their F1 (the rule-set agreement) and rule "
+        "correctness after adjudication; plus inter-annotator agreement per task type and "
+        "judge-vs-human agreement on reviewed items. Labels are read from the database.",
+    )
+    report.add_argument("--index", required=True, metavar="INDEX.json",
+                        help="the extracted skillcdg/1 index (e.g. from `workbench export-store`)")
+    report.add_argument("--db", help=DB_HELP)
+    report.add_argument("--skill", action="append", metavar="NAME",
+                        help="only this SKILL of the index (repeatable)")
+    report.add_argument("--similarity", choices=SIMILARITIES, default="embedding",
+                        help="how rules are matched by meaning (default: embedding, the offline "
+                        "all-MiniLM-L6-v2 model; jaccard and tfidf are lexical)")
+    report.add_argument("--threshold", type=float,
+                        help="lowest similarity of a matched pair (default: 0.6 for embedding, "
+                        "0.5 otherwise)")
+    report.add_argument("--min-annotators", type=int, default=2, metavar="N",
+                        help="unanimous labels of at least N annotators resolve an item without "
+                        "a reviewer (default 2)")
+    report.add_argument("--reference-annotator", action="append", metavar="NAME",
+                        help="use only this annotator's reference rules (repeatable; default: "
+                        "everyone's, pooled)")
+    report.add_argument("--confirm-with-judge", action="store_true",
+                        help="ask the judge role to confirm each matched pair (model calls)")
+    report.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    report.add_argument("--out-jsonl", metavar="FILE", help="write the table rows as JSONL")
+    report.add_argument("--out-csv", metavar="FILE", help="write the table rows as CSV")
+    report.set_defaults(func=run_report)
+
+
+def _all_records(engine) -> tuple[list, list]:
+    from store.annotation import adjudications_for, labels_for
+    from workbench.annotation.labels import TASK_TYPES
+
+    labels = [lab for task in TASK_TYPES for lab in labels_for(engine, task)]
+    adjudications = [adj for task in TASK_TYPES for adj in adjudications_for(engine, task)]
+    return labels, adjudications
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}; pick a writable path") from None
+
+
+def run_report(args: argparse.Namespace) -> int:
+    import sys
+
+    from store.db import make_engine
+    from workbench.annotation.embedding import EmbeddingUnavailable
+    from workbench.annotation.report import (
+        TABLE_COLUMNS,
+        dataset_report,
+        default_threshold,
+        similarity_by_name,
+        to_csv,
+        to_jsonl,
+    )
+    from workbench.commands.graph import load_index_or_fail
+    from workbench.llm import ModelCallError
+
+    index = load_index_or_fail(args.index)
+    skills = list(index)
+    if args.skill:
+        unknown = [name for name in args.skill if name not in index.skills]
+        if unknown:
+            raise CliError(f"no SKILL {', '.join(map(repr, unknown))} in {args.index}; it has "
+                           f"{', '.join(index.skills) or '(none)'}")
+        skills = [index[name] for name in args.skill]
+    threshold = args.threshold if args.threshold is not None else default_threshold(args.similarity)
+    if not 0 < threshold <= 1:
+        raise CliError(f"--threshold {threshold} is outside (0, 1]; pass e.g. --threshold 0.6")
+    if args.min_annotators < 1:
+        raise CliError("--min-annotators must be at least 1")
+    engine = make_engine(args.db)
+    labels, adjudications = _all_records(engine)
+    if not labels:
+        print("warning: the database has no annotation labels yet; label rules on the Annotate "
+              "page, or pass --db with the annotators' database", file=sys.stderr)
+    confirm = None
+    if args.confirm_with_judge:
+        from store.llm_cache import persistent_gateway
+        from workbench.annotation.confirm import model_confirmer
+
+        confirm = model_confirmer(persistent_gateway(engine))
+    try:
+        report = dataset_report(
+            skills, labels, adjudications, similarity=similarity_by_name(args.similarity),
+            similarity_name=args.similarity, threshold=threshold,
+            reference_annotators=args.reference_annotator, min_annotators=args.min_annotators,
+            confirm=confirm,
+        )
+    except EmbeddingUnavailable as exc:
+        raise CliError(str(exc)) from None
+    except ModelCallError as exc:
+        raise CliError(f"the judge could not confirm a match: {exc}; run without "
+                       "--confirm-with-judge or check `workbench model check`") from None
+    table = report.table()
+    if args.out_jsonl:
+        _write(args.out_jsonl, to_jsonl(table))
+    if args.out_csv:
+        _write(args.out_csv, to_csv(table, TABLE_COLUMNS))
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print_report(report)
+    return 0
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _print_report(report) -> None:
+    columns = ("skill", "n_extracted", "n_reference", "matched", "precision", "recall", "f1",
+               "rule_correctness", "unresolved")
+    rows = [[_cell(row[c]) for c in columns] for row in report.table()]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
+    settings = report.settings
+    print(f"\nmatching: {settings['similarity']} >= {settings['threshold']}"
+          + (", confirmed by the judge" if settings["confirmed_by"] else "")
+          + f"; {len(report.pairs)} matched pair(s) for review (--json lists them)")
+    print("agreement (current human labels):")
+    for task, stats in report.agreement.items():
+        print(f"  {task}: items {stats['n_items']}, annotators {stats['n_annotators']}, "
+              f"cohen_kappa {_cell(stats['cohen_kappa'])}, fleiss_kappa "
+              f"{_cell(stats['fleiss_kappa'])}, krippendorff_alpha "
+              f"{_cell(stats['krippendorff_alpha'])}")
+    for task, models in report.judge_human.items():
+        for model, stats in models.items():
+            print(f"judge vs human ({task}, {model}): {stats['agree']}/{stats['n_items']} agree, "
+                  f"cohen_kappa {_cell(stats['cohen_kappa'])}")
+
+
+# -- export ------------------------------------------------------------------------------
+
+# The task types of workbench.annotation.labels.TASK_TYPES, spelled out so that building the
+# parser does not import the annotation package (numpy); a test keeps the two equal.
+TASKS = ("rule_correctness", "reference_rule", "cdg_inspection")
+
+
+def _register_export(sub: argparse._SubParsersAction) -> None:
+    export = sub.add_parser(
+        "export",
+        help="write annotation labels as JSONL or CSV",
+        description="Write the label records (append-only history, or --current: each "
+        "annotator's latest label per item) as JSONL or CSV, with columns kind, task, item, "
+        "annotator, label, error_type, note, source, created_at. A --current CSV of one task "
+        "is a valid input of `workbench annotate agreement`.",
+    )
+    export.add_argument("--db", help=DB_HELP)
+    export.add_argument("--task", choices=TASKS, help="only this task type")
+    export.add_argument("--current", action="store_true",
+                        help="only each annotator's latest label per item")
+    export.add_argument("--source", choices=("human", "model"), help="only human or model labels")
+    export.add_argument("--adjudications", action="store_true",
+                        help="append the reviewers' adjudications (kind=adjudication)")
+    export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    export.add_argument("--out", metavar="FILE", help="write here instead of standard output")
+    export.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    import sys
+
+    from store.annotation import adjudications_for, labels_for
+    from store.db import make_engine
+    from workbench.annotation.labels import TASK_TYPES
+    from workbench.annotation.report import LABEL_COLUMNS, label_rows, to_csv, to_jsonl
+
+    engine = make_engine(args.db)
+    tasks = [args.task] if args.task else list(TASK_TYPES)
+    labels = [lab for task in tasks for lab in labels_for(engine, task)]
+    if args.source:
+        labels = [lab for lab in labels if lab.source == args.source]
+    adjudications = (
+        [adj for task in tasks for adj in adjudications_for(engine, task)]
+        if args.adjudications else []
+    )
+    rows = label_rows(labels, adjudications, current_only=args.current)
+    text = to_csv(rows, LABEL_COLUMNS) if args.format == "csv" else to_jsonl(rows)
+    if args.out:
+        _write(args.out, text)
+        print(f"wrote {len(rows)} record(s) to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0

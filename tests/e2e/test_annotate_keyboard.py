@@ -1,0 +1,130 @@
+"""An annotator session on the Annotate page driven by the keyboard only, in real Chromium
+against a real server: sign in, label rules with one key each, move next and previous, and
+find every label in the database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from conftest import refund_index_dict  # noqa: E402
+
+from .conftest import ROOT, Server, free_port, make_server, seed_database, wait_idle  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+# Until app.py registers the page, serve it from a small entry script of our own (the page
+# must not be the default one: the default page answers at "/", not at its url_path).
+ENTRY = """
+import streamlit as st
+
+st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
+st.navigation([
+    st.Page(lambda: st.title("Home"), title="Home", url_path="home", default=True),
+    st.Page({page!r}, title="Annotate", url_path="annotate"),
+]).run()
+"""
+
+
+class EntryServer(Server):
+    """``Server`` on another entry script (same launcher, flags and failure output)."""
+
+    def __init__(self, db_url: str, log: Path, script: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        env = dict(os.environ, WORKBENCH_DB=db_url, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "components.launcher", str(script),
+             "--server.port", str(self.port), "--server.address", "127.0.0.1",
+             "--server.headless", "true", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        )
+
+
+@pytest.fixture
+def server(tmp_path):
+    data = refund_index_dict()
+    if '"annotate"' in (ROOT / "app.py").read_text() and "pages/annotate.py" in (ROOT / "app.py").read_text():
+        srv = make_server(tmp_path, data)
+    else:
+        db = f"sqlite:///{tmp_path / 'e2e.db'}"
+        seed_database(db, data)
+        script = tmp_path / "entry.py"
+        script.write_text(ENTRY.format(page=str(ROOT / "pages" / "annotate.py")))
+        srv = EntryServer(db, tmp_path / "server.log", script)
+        srv.wait()
+    srv.db_url = f"sqlite:///{tmp_path / 'e2e.db'}"
+    yield srv
+    srv.stop()
+
+
+def focused_label(page) -> str:
+    return page.evaluate("document.activeElement && (document.activeElement.getAttribute("
+                         "'aria-label') || document.activeElement.textContent || '')")
+
+
+def tab_to(page, label: str, limit: int = 60) -> None:
+    """Press Tab until the field called ``label`` has the focus, as a keyboard user would."""
+    for _ in range(limit):
+        if focused_label(page) == label:
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"{label!r} never got the keyboard focus")
+
+
+def press(page, key: str, expect: str) -> None:
+    """Press one key, then wait for the rule card to show ``expect`` and the app to settle."""
+    page.keyboard.press(key)
+    page.locator("[data-testid='wb-rule-card']", has_text=expect).wait_for(timeout=30_000)
+    wait_idle(page)
+
+
+def test_an_annotator_session_by_keyboard_only(server, page):
+    page.goto(f"{server.url}/annotate")
+    wait_idle(page)
+    tab_to(page, "Your name")
+    page.keyboard.type("ada")
+    page.keyboard.press("Enter")  # submits the sign-in form
+    page.get_by_text("Signed in as ada (annotator)").wait_for()
+    page.locator("[data-testid='wb-key-legend']").wait_for()
+    wait_idle(page)
+    card = page.locator("[data-testid='wb-rule-card']")
+    assert card.inner_text().startswith("1/4")
+
+    press(page, "y", "2/4")  # R1 correct, moves on
+    press(page, "3", "3/4")  # R2 incorrect: wrong action
+    press(page, "k", "2/4")  # back to R2: its label is shown
+    page.get_by_text("Your label: incorrect (wrong action)").wait_for()
+    press(page, "j", "3/4")
+    # A note: Tab into the field, type, Tab out (committing it), then the label's key.
+    tab_to(page, "Note (optional)")
+    page.keyboard.type("closure needs the coupon rule")
+    page.keyboard.press("Tab")
+    wait_idle(page)
+    press(page, "7", "4/4")  # R3 incorrect: duplicate, with the note
+    page.keyboard.press("y")  # R4 correct; the last rule stays in view
+    page.get_by_text("Your label: correct").wait_for()
+    wait_idle(page)
+    assert page.external_requests == []
+
+    from store.annotation import labels_for
+    from store.db import make_engine
+    from workbench.annotation.labels import RULE_CORRECTNESS
+
+    eng = make_engine(server.db_url)
+    stored = [(lab.item.split("@")[0], lab.value, lab.error_type, lab.note)
+              for lab in labels_for(eng, RULE_CORRECTNESS, annotator="ada")]
+    eng.dispose()
+    assert stored == [
+        ("refunds/R1", "correct", None, ""),
+        ("refunds/R2", "incorrect", "wrong_action", ""),
+        ("refunds/R3", "incorrect", "duplicate", "closure needs the coupon rule"),
+        ("refunds/R4", "correct", None, ""),
+    ]
