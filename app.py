@@ -17,6 +17,9 @@ PAGES = {
     "Procedures": [
         st.Page("pages/contracts.py", title="Contracts", url_path="contracts"),
     ],
+    "Workbench": [
+        st.Page("pages/settings.py", title="Settings", url_path="settings"),
+    ],
 }
 
 st.navigation(PAGES).run()

@@ -1,0 +1,116 @@
+"""Settings: the model roles, their endpoints, a connection test per role, usage totals."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import streamlit as st
+
+from components.state import engine
+from store.llm_cache import SqlResponseCache, SqlUsageLog, persistent_gateway
+from workbench.llm import LlmConfigError, api_key_source, load_config
+from workbench.llm.check import check_role
+from workbench.llm.embedded import current_embedded_server
+
+RESULTS = "settings_check_results"
+
+st.title("Settings")
+try:
+    config = load_config()
+except LlmConfigError as exc:
+    st.error("The model configuration is invalid; fix it and reload the page.")
+    st.code(str(exc), language=None, wrap_lines=True)
+    st.stop()
+
+mode = os.environ.get("WORKBENCH_LLM_MODE", "live")
+st.caption(
+    f"Model roles from {config.source} (mode: {mode}). Change them in workbench.toml or with "
+    "WORKBENCH_<ROLE>_<SETTING> variables; workbench.toml.example explains every setting. "
+    "API keys are read from the environment or .streamlit/secrets.toml and never shown."
+)
+
+st.subheader("Roles")
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "role": r.name,
+                "model": r.model,
+                "endpoint": r.endpoint,
+                "temperature": r.temperature,
+                "max tokens": r.max_tokens,
+                "timeout s": r.timeout,
+                "concurrency": r.concurrency,
+                "retries": r.retries,
+                "API key": api_key_source(r),
+            }
+            for r in config.roles.values()
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+)
+
+emb = config.embedded
+server = current_embedded_server()
+if server is not None and server.info is not None:
+    st.caption(
+        f"Embedded model: running at {server.info.url}/v1, {server.info.slots} slots x "
+        f"{server.info.slot_ctx} tokens, {server.info.threads} threads."
+    )
+else:
+    st.caption(
+        f"Embedded model: not started (starts on first use; {emb.parallel} slots x "
+        f"{emb.slot_ctx} tokens, {emb.n_threads} threads)."
+    )
+
+st.subheader("Test connection")
+results: dict = st.session_state.setdefault(RESULTS, {})
+for role in config.roles.values():
+    left, middle, right = st.columns([2, 1, 4])
+    left.markdown(f"**{role.name}** · `{role.model}`")
+    if middle.button("Test connection", key=f"settings_test_{role.name}"):
+        note = " (the embedded model starts first, about 10 s)" if role.is_embedded else ""
+        with st.spinner(f"Sending one small request for {role.name}{note}..."):
+            results[role.name] = check_role(persistent_gateway(engine(), config), role.name)
+    result = results.get(role.name)
+    if result is None:
+        right.caption("not tested yet")
+    elif result["ok"]:
+        right.success(
+            f"ok · {result['latency_ms']:.0f} ms · {result['prompt_tokens']} prompt + "
+            f"{result['completion_tokens']} completion tokens"
+        )
+    else:
+        right.error("failed")
+        right.code(result.get("error", ""), language=None, wrap_lines=True)
+
+st.subheader("Usage so far")
+totals = SqlUsageLog(engine()).totals_by_role()
+if not totals:
+    st.info("No model calls recorded in this workbench database yet.")
+else:
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "role": role,
+                    "calls": t.calls,
+                    "cache hits": t.cached_calls,
+                    "prompt tokens (live)": t.live_prompt_tokens,
+                    "completion tokens (live)": t.live_completion_tokens,
+                    "latency s": round(t.latency_ms / 1000.0, 1),
+                    "cost USD": round(t.cost_usd, 4) if t.unpriced_calls < t.calls else None,
+                }
+                for role, t in sorted(totals.items())
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+cache = SqlResponseCache(engine()).stats()
+c1, c2, c3 = st.columns(3)
+c1.metric("Cached answers", cache["entries"])
+c2.metric("Tokens behind them", cache["prompt_tokens"] + cache["completion_tokens"])
+c3.metric("Model time they saved per replay", f"{cache['latency_ms'] / 1000.0:.1f} s")

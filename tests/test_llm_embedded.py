@@ -1,0 +1,61 @@
+"""The real embedded model: assembled from the wheels, served on 127.0.0.1, called through
+litellm with a JSON schema. Slow on a small CPU (~20-40 s), so one tiny request only."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+
+from workbench.llm import Gateway, load_config
+from workbench.llm.embedded import current_embedded_server, stop_embedded_server
+from workbench.llm.weights import MODEL_SHA256, assembled_path, sha256_of
+
+pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.timeout(600)]
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "modality": {"type": "string", "enum": ["required", "prohibited", "permitted"]},
+    },
+    "required": ["modality"],
+    "additionalProperties": False,
+}
+
+
+def test_embedded_model_answers_a_structured_request_through_litellm(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    for var in ("WORKBENCH_CONFIG", "WORKBENCH_LLM_MODE"):
+        monkeypatch.delenv(var, raising=False)
+    path = assembled_path()  # once per machine; later runs reuse the verified file
+    assert sha256_of([path]) == MODEL_SHA256
+
+    config = load_config(env={"WORKBENCH_EXTRACTOR_MAX_TOKENS": "24"})
+    gw = Gateway(config)
+    res = gw.complete_json(
+        "extractor",
+        [
+            {"role": "system", "content": "Classify the modality of the policy sentence."},
+            {"role": "user", "content": "Never refund to a different payment method."},
+        ],
+        SCHEMA,
+        schema_name="modality",
+        step="test:embedded",
+        use_cache=False,
+    )
+    # The server enforces the schema: the answer is one of the enum values, nothing else.
+    assert res.data["modality"] in {"required", "prohibited", "permitted"}
+    assert res.usage.prompt_tokens > 10 and 0 < res.usage.completion_tokens <= 24
+    assert res.usage.model == "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+    server = current_embedded_server()
+    assert server is not None and server.info is not None
+    assert server.info.url.startswith("http://127.0.0.1:")
+    # 8192 tokens over 2 slots: each request may use 4096 (prompt + answer).
+    assert (server.info.slots, server.info.slot_ctx) == (2, 4096)
+
+    url = server.info.url
+    stop_embedded_server()
+    with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+        urllib.request.urlopen(f"{url}/health", timeout=2)

@@ -1,0 +1,176 @@
+"""``workbench model serve`` and ``workbench model check``: the model endpoints of the roles."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+
+CHECK_TIMEOUT_CAP_S = 120.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("model", help="run or check the models behind the roles")
+    msub = p.add_subparsers(dest="model_command", metavar="ACTION")
+
+    serve = msub.add_parser("serve", help="run the embedded model server in the foreground and print its URL")
+    serve.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    serve.add_argument("--ctx-size", type=int, help="total context, split over the slots")
+    serve.add_argument("--parallel", type=int, help="parallel request slots")
+    serve.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    serve.add_argument("--verbose", action="store_true", help="show llama.cpp's log")
+    serve.set_defaults(func=_serve)
+
+    check = msub.add_parser("check", help="send one small request through each role (or --role) and report")
+    check.add_argument("--role", help="check only this role (default: every role)")
+    check.add_argument("--json", action="store_true", help="print JSON (one object per role)")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        help=f"seconds to wait for the answer (default: the role's timeout, at most {CHECK_TIMEOUT_CAP_S:g})",
+    )
+    check.set_defaults(func=_check)
+    p.set_defaults(func=lambda _args: _usage(p))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _config():
+    from workbench.cli import CliError
+    from workbench.llm import LlmConfigError, load_config
+
+    try:
+        return load_config()
+    except LlmConfigError as exc:
+        raise CliError(f"{exc}") from None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from workbench.cli import CliError
+    from workbench.llm import EmbeddedModelUnavailable
+    from workbench.llm.embedded import ensure_embedded_server, stop_embedded_server
+
+    config = _config()
+    changes = {
+        k: v
+        for k, v in {
+            "port": args.port,
+            "ctx_size": args.ctx_size,
+            "parallel": args.parallel,
+            "threads": args.threads,
+        }.items()
+        if v is not None
+    }
+    embedded = dataclasses.replace(config.embedded, **changes)
+    if embedded.slot_ctx < 1024:
+        raise CliError(
+            f"each of the {embedded.parallel} slots would hold only {embedded.slot_ctx} tokens; "
+            "raise --ctx-size or lower --parallel"
+        )
+    try:
+        server = ensure_embedded_server(embedded, progress=_progress, quiet=not args.verbose)
+    except EmbeddedModelUnavailable as exc:
+        raise CliError(str(exc)) from None
+    info = server.info
+    assert info is not None
+    print(f"{info.url}/v1", flush=True)
+    print(
+        f"embedded model '{info.alias}' serving at {info.url}/v1 ({info.slots} slots x "
+        f"{info.slot_ctx} tokens, {info.threads} threads; started in {info.startup_s:.1f}s). "
+        f"Point a role at it from another process with WORKBENCH_<ROLE>_MODEL=openai/"
+        f"{info.alias} WORKBENCH_<ROLE>_API_BASE={info.url}/v1. Ctrl-C stops it.",
+        file=sys.stderr,
+        flush=True,
+    )
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it as cleanly as Ctrl-C
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_embedded_server()
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from workbench.cli import CliError
+    from workbench.llm import EmbeddedModelUnavailable, Gateway, LlmConfigError
+    from workbench.llm.check import check_role
+    from workbench.llm.embedded import ensure_embedded_server
+
+    config = _config()
+    if args.role and args.role not in config.roles:
+        raise CliError(f"unknown role '{args.role}'; configured roles: {', '.join(config.roles)}")
+    roles = [args.role] if args.role else list(config.roles)
+    for name in roles:
+        role = config.role(name)
+        timeout = args.timeout or min(role.timeout, CHECK_TIMEOUT_CAP_S)
+        config = config.with_role(name, timeout=timeout)
+    try:
+        gateway = Gateway.from_env(config)
+    except LlmConfigError as exc:
+        raise CliError(str(exc)) from None
+
+    startup_error = None
+    if gateway.mode == "live" and any(config.role(r).is_embedded for r in roles):
+        # Start it first so each role's latency is the request's, not the model loading.
+        try:
+            server = ensure_embedded_server(config.embedded, progress=_progress)
+            info = server.info
+            if info is not None:
+                _progress(
+                    f"embedded server up at {info.url} in {info.startup_s:.1f}s "
+                    f"({info.slots} slots x {info.slot_ctx} tokens)"
+                )
+        except EmbeddedModelUnavailable as exc:
+            startup_error = str(exc)
+
+    results = []
+    for name in roles:
+        if startup_error and config.role(name).is_embedded:
+            results.append(_unavailable(name, startup_error))
+        else:
+            results.append(check_role(gateway, name))
+
+    if args.json:
+        payload = results[0] if args.role else results
+        print(json.dumps(payload, indent=None if args.role else 2))
+    else:
+        for r in results:
+            if r["ok"]:
+                print(
+                    f"{r['role']:<10} ok      {r['model']}  {r['latency_ms']:.0f} ms  "
+                    f"{r['prompt_tokens']}+{r['completion_tokens']} tokens  ({r['endpoint']})"
+                )
+            else:
+                print(f"{r['role']:<10} FAILED  {r['model']}  {r['error']}")
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+def _unavailable(role: str, error: str) -> dict:
+    return {
+        "role": role,
+        "model": "embedded",
+        "ok": False,
+        "latency_ms": 0.0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "endpoint": "embedded",
+        "error": error,
+    }
+
+
+def _progress(message: str) -> None:
+    print(f"[model] {message}", file=sys.stderr, flush=True)

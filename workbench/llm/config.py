@@ -1,0 +1,321 @@
+"""Model roles and their settings, from ``workbench.toml`` and ``WORKBENCH_*`` variables.
+
+Precedence, lowest to highest: built-in defaults (per role), the file's ``[defaults]`` table,
+the file's ``[roles.<name>]`` table, ``WORKBENCH_DEFAULT_<SETTING>``, ``WORKBENCH_<ROLE>_<SETTING>``.
+The file is ``$WORKBENCH_CONFIG`` if set, else ``./workbench.toml`` if present; without a
+file every role uses the embedded model. ``workbench.toml.example`` documents every setting.
+
+API keys never live in the file: :func:`resolve_api_key` reads them at call time from the
+environment or ``.streamlit/secrets.toml``, and nothing here stores or prints them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from workbench.llm.errors import LlmConfigError
+
+EMBEDDED = "embedded"
+ROLE_NAMES = ("extractor", "fuser", "keyworder", "judge", "matcher")
+CONFIG_ENV = "WORKBENCH_CONFIG"
+DEFAULT_CONFIG_FILE = Path("workbench.toml")
+SECRETS_FILES = (Path(".streamlit/secrets.toml"), Path("~/.streamlit/secrets.toml"))
+
+# Room a prompt needs besides the answer in one embedded server slot; below this a slot is
+# too small for the product's prompts and we refuse the configuration up front.
+MIN_PROMPT_ROOM = 1024
+
+# Per-role built-in defaults. The judge runs at 0.01 as in the SkillCDG paper; the others are
+# greedy for reproducibility. Answers of extraction and fusion are rule lists, hence longer.
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "extractor": {"max_tokens": 2048},
+    "fuser": {"max_tokens": 2048},
+    "keyworder": {"max_tokens": 256},
+    "judge": {"temperature": 0.01, "max_tokens": 512},
+    "matcher": {"max_tokens": 256},
+}
+
+
+@dataclass(frozen=True)
+class RoleConfig:
+    """How one role reaches its model. ``model`` is a litellm model string, or ``embedded``."""
+
+    name: str
+    model: str = EMBEDDED
+    api_base: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    timeout: float = 300.0
+    concurrency: int = 2
+    retries: int = 2
+    retry_backoff: float = 0.5
+    seed: int | None = None
+    api_key_env: str | None = None
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.model == EMBEDDED
+
+    @property
+    def endpoint(self) -> str:
+        """Where calls go, for messages: the api_base, or who chooses it."""
+        if self.api_base:
+            return self.api_base
+        if self.is_embedded:
+            return "the embedded server (127.0.0.1, started on first use)"
+        return f"the default endpoint of provider '{self.model.split('/', 1)[0]}'"
+
+
+@dataclass(frozen=True)
+class EmbeddedConfig:
+    """The in-process llama.cpp server. ``ctx_size`` is split evenly over ``parallel`` slots."""
+
+    ctx_size: int = 8192
+    parallel: int = 2
+    threads: int = 0  # 0: os.cpu_count()
+    port: int = 0  # 0: a free port
+    startup_timeout: float = 300.0
+    cache_dir: str = ""  # "": ~/.cache/skillcdg-workbench/models (WORKBENCH_MODEL_CACHE wins)
+
+    @property
+    def slot_ctx(self) -> int:
+        return self.ctx_size // self.parallel
+
+    @property
+    def n_threads(self) -> int:
+        return self.threads or os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    roles: Mapping[str, RoleConfig]
+    embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
+    source: str = "built-in defaults"
+
+    def role(self, name: str) -> RoleConfig:
+        try:
+            return self.roles[name]
+        except KeyError:
+            raise LlmConfigError(
+                f"unknown model role '{name}'; configured roles: {', '.join(self.roles)}. "
+                f"Add a [roles.{name}] table to workbench.toml to define it."
+            ) from None
+
+    def with_role(self, name: str, **changes: Any) -> LlmConfig:
+        """A copy with one role's settings changed (for tools and tests)."""
+        roles = dict(self.roles)
+        roles[name] = dataclasses.replace(self.role(name), **changes)
+        return dataclasses.replace(self, roles=roles)
+
+
+ROLE_FIELDS = {f.name: f for f in fields(RoleConfig) if f.name != "name"}
+EMBEDDED_FIELDS = {f.name: f for f in fields(EmbeddedConfig)}
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> LlmConfig:
+    """Read the configuration. Raises LlmConfigError naming the bad file, key or variable."""
+    env = os.environ if env is None else env
+    file_path = _config_path(path, env)
+    data: dict[str, Any] = {}
+    if file_path is not None:
+        try:
+            data = tomllib.loads(file_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise LlmConfigError(
+                f"configuration file {file_path} does not exist; create it from "
+                f"workbench.toml.example or unset {CONFIG_ENV}"
+            ) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise LlmConfigError(f"{file_path} is not valid TOML: {exc}") from None
+    where = str(file_path) if file_path else "built-in defaults"
+
+    file_defaults = _table(data, "defaults", where)
+    file_roles = _table(data, "roles", where)
+    names = list(ROLE_NAMES) + [n for n in file_roles if n not in ROLE_NAMES]
+    roles: dict[str, RoleConfig] = {}
+    for name in names:
+        settings: dict[str, Any] = dict(ROLE_DEFAULTS.get(name, {}))
+        settings.update(_checked(file_defaults, ROLE_FIELDS, f"{where} [defaults]"))
+        own = _table(file_roles, name, f"{where} [roles]")
+        settings.update(_checked(own, ROLE_FIELDS, f"{where} [roles.{name}]"))
+        settings.update(_from_env(env, "WORKBENCH_DEFAULT_", ROLE_FIELDS))
+        settings.update(_from_env(env, f"WORKBENCH_{_env_name(name)}_", ROLE_FIELDS))
+        roles[name] = _build(RoleConfig, {"name": name, **settings}, f"role '{name}' ({where})")
+
+    emb_settings = _checked(_table(data, "embedded", where), EMBEDDED_FIELDS, f"{where} [embedded]")
+    emb_settings.update(_from_env(env, "WORKBENCH_EMBEDDED_", EMBEDDED_FIELDS))
+    embedded = _build(EmbeddedConfig, emb_settings, f"[embedded] ({where})")
+    config = LlmConfig(roles=roles, embedded=embedded, source=where)
+    _check_slots(config)
+    return config
+
+
+def resolve_api_key(
+    role: RoleConfig,
+    env: Mapping[str, str] | None = None,
+    secrets_files: tuple[Path, ...] = SECRETS_FILES,
+) -> str | None:
+    """The role's API key, looked up at call time; None lets litellm use its own variables.
+
+    Order: ``WORKBENCH_<ROLE>_API_KEY``; then the variable named by ``api_key_env`` in the
+    environment, then as a top-level key of ``.streamlit/secrets.toml`` (project, then home).
+    """
+    env = os.environ if env is None else env
+    direct = env.get(f"WORKBENCH_{_env_name(role.name)}_API_KEY")
+    if direct:
+        return direct
+    if not role.api_key_env:
+        return None
+    if env.get(role.api_key_env):
+        return env[role.api_key_env]
+    for secrets in secrets_files:
+        secrets = secrets.expanduser()
+        if secrets.is_file():
+            try:
+                value = tomllib.loads(secrets.read_text(encoding="utf-8")).get(role.api_key_env)
+            except tomllib.TOMLDecodeError as exc:
+                raise LlmConfigError(f"{secrets} is not valid TOML: {exc}") from None
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def api_key_source(role: RoleConfig, env: Mapping[str, str] | None = None) -> str:
+    """Where the key would come from, for display (never the key itself)."""
+    env = os.environ if env is None else env
+    direct = f"WORKBENCH_{_env_name(role.name)}_API_KEY"
+    if env.get(direct):
+        return f"env {direct}"
+    if role.api_key_env:
+        found = resolve_api_key(role, env) is not None
+        return f"{role.api_key_env} ({'set' if found else 'NOT set'})"
+    return "none (provider default variables)" if not role.is_embedded else "not needed"
+
+
+def _config_path(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
+    if path:
+        return Path(path)
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV])
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def _env_name(role: str) -> str:
+    return role.upper().replace("-", "_")
+
+
+def _table(data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise LlmConfigError(f"{where}: '{key}' must be a table, got {type(value).__name__}")
+    return value
+
+
+def _checked(table: Mapping[str, Any], allowed: Mapping[str, Any], where: str) -> dict[str, Any]:
+    for key in table:
+        if key == "api_key" or key.endswith("_api_key"):
+            raise LlmConfigError(
+                f"{where}: '{key}' looks like an API key; keys never go in workbench.toml. "
+                'Set api_key_env = "NAME" there and put NAME in the environment or in '
+                ".streamlit/secrets.toml"
+            )
+        if key not in allowed:
+            raise LlmConfigError(f"{where}: unknown setting '{key}'; known settings: {', '.join(allowed)}")
+    return dict(table)
+
+
+def _from_env(env: Mapping[str, str], prefix: str, allowed: Mapping[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for name in allowed:
+        var = prefix + name.upper()
+        if var in env:
+            found[name] = _EnvValue(var, env[var])
+    return found
+
+
+@dataclass(frozen=True)
+class _EnvValue:
+    var: str
+    raw: str
+
+
+def _build(cls: type, settings: dict[str, Any], where: str) -> Any:
+    types = {f.name: f.type for f in fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in settings.items():
+        origin = f"{value.var}={value.raw!r}" if isinstance(value, _EnvValue) else f"{key}"
+        raw = value.raw if isinstance(value, _EnvValue) else value
+        try:
+            values[key] = _coerce(raw, str(types[key]))
+        except (TypeError, ValueError) as exc:
+            raise LlmConfigError(f"{where}: bad value for {origin}: {exc}") from None
+    obj = cls(**values)
+    _validate(obj, where)
+    return obj
+
+
+def _coerce(value: Any, type_name: str) -> Any:
+    optional = "None" in type_name
+    if optional and (value is None or value == ""):
+        return None
+    if type_name.startswith("str"):
+        if not isinstance(value, str):
+            raise TypeError(f"expected text, got {value!r}")
+        return value
+    if type_name.startswith("int"):
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise TypeError(f"expected a whole number, got {value!r}")
+        return int(value)
+    if type_name.startswith("float"):
+        if isinstance(value, bool):
+            raise TypeError(f"expected a number, got {value!r}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"expected a finite number, got {value!r}")
+        return number
+    return value
+
+
+def _validate(obj: Any, where: str) -> None:
+    problems: list[str] = []
+    if isinstance(obj, RoleConfig):
+        if not obj.model:
+            problems.append("model must not be empty (use 'embedded' or a litellm model string)")
+        if not 0.0 <= obj.temperature <= 2.0:
+            problems.append(f"temperature {obj.temperature} is outside 0..2")
+        for key in ("max_tokens", "concurrency"):
+            if getattr(obj, key) < 1:
+                problems.append(f"{key} must be at least 1")
+        if obj.timeout <= 0:
+            problems.append("timeout must be positive (seconds)")
+        if obj.retries < 0 or obj.retry_backoff < 0:
+            problems.append("retries and retry_backoff must not be negative")
+    if isinstance(obj, EmbeddedConfig):
+        if obj.parallel < 1 or obj.ctx_size < 512:
+            problems.append("parallel must be at least 1 and ctx_size at least 512")
+        if obj.threads < 0 or not 0 <= obj.port <= 65535 or obj.startup_timeout <= 0:
+            problems.append("threads >= 0, port in 0..65535 and startup_timeout > 0 are required")
+    if problems:
+        raise LlmConfigError(f"{where}: " + "; ".join(problems))
+
+
+def _check_slots(config: LlmConfig) -> None:
+    emb = config.embedded
+    for role in config.roles.values():
+        if role.is_embedded and role.max_tokens + MIN_PROMPT_ROOM > emb.slot_ctx:
+            raise LlmConfigError(
+                f"role '{role.name}' may answer with {role.max_tokens} tokens, but each of the "
+                f"embedded server's {emb.parallel} slots holds only {emb.slot_ctx} tokens "
+                f"(ctx_size {emb.ctx_size} / parallel {emb.parallel}), leaving less than "
+                f"{MIN_PROMPT_ROOM} for the prompt. Raise [embedded].ctx_size, lower "
+                f"[embedded].parallel, or lower [roles.{role.name}].max_tokens ({config.source})"
+            )

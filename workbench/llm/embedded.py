@@ -1,0 +1,201 @@
+"""The embedded model server: llama.cpp's OpenAI-compatible HTTP server, in this process.
+
+``xllamacpp.Server`` loads the GGUF and serves ``/v1/chat/completions`` on 127.0.0.1 from
+native threads. One server per process (a singleton): it starts on first use by a role
+whose model is ``embedded`` (or by ``workbench model serve``), is checked on ``/health``,
+and stops at interpreter exit. JSON-schema ``response_format`` is enforced by the server's
+grammar sampler; GBNF grammars can be passed as ``extra_body={"grammar": ...}``.
+
+Sizing on a small CPU machine: threads = all cores, waiting passively (see ``start``) so a
+busy machine does not collapse throughput; the context (``ctx_size``, 8192 by
+default) is split evenly over ``parallel`` slots (2 by default, so 4096 tokens per request,
+prompt plus answer); ``workbench.llm.config`` refuses settings that leave a slot too small.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.llm.config import EmbeddedConfig
+from workbench.llm.errors import EmbeddedModelUnavailable
+from workbench.llm.weights import MODEL_ALIAS, assembled_path, cache_dir
+
+XLLAMACPP_HINT = (
+    "Install it with `make install` (or `pip install xllamacpp==2026.10.11549`); it is the "
+    "prebuilt llama.cpp server the embedded model runs on."
+)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    url: str  # http://127.0.0.1:PORT (append /v1 for the OpenAI API)
+    model_path: Path
+    alias: str
+    slots: int
+    slot_ctx: int
+    threads: int
+    assemble_s: float
+    startup_s: float
+
+
+class EmbeddedServer:
+    """A started server. Use :func:`ensure_embedded_server` rather than building one."""
+
+    def __init__(self, config: EmbeddedConfig, quiet: bool = True) -> None:
+        self.config = config
+        self.quiet = quiet
+        self._server: Any = None
+        self.info: ServerInfo | None = None
+
+    @property
+    def url(self) -> str:
+        if self.info is None:
+            raise RuntimeError("embedded server is not running")
+        return self.info.url
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def start(self, progress: Callable[[str], None] | None = None) -> ServerInfo:
+        # llama.cpp's CPU threads synchronise through OpenMP barriers that spin by default.
+        # When other processes share the cores (the UI, tests, a second server), spinning
+        # threads starve each other: on 2 busy cores we measured 0.3-0.5 generated tok/s with
+        # spinning and 3.7-4.1 tok/s with passive waits. Must be set before the library loads;
+        # OMP_WAIT_POLICY=ACTIVE in the environment restores spinning on a dedicated machine.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            import xllamacpp
+        except ImportError as exc:
+            raise EmbeddedModelUnavailable(
+                f"the embedded model server package xllamacpp is not installed ({exc}). " + XLLAMACPP_HINT
+            ) from exc
+        t0 = time.perf_counter()
+        model_path = assembled_path(cache_dir(self.config.cache_dir or None), progress=progress)
+        assemble_s = time.perf_counter() - t0
+
+        params = xllamacpp.CommonParams()
+        params.model.path = str(model_path)
+        params.model_alias = {MODEL_ALIAS}
+        params.hostnames = ["127.0.0.1"]
+        params.port = self.config.port  # 0: the server picks a free port
+        params.n_ctx = self.config.ctx_size
+        params.n_parallel = self.config.parallel
+        params.cpuparams.n_threads = self.config.n_threads
+        params.cpuparams_batch.n_threads = self.config.n_threads
+        params.ui = False
+        if self.quiet:
+            params.verbosity = 0  # keep llama.cpp's per-request log lines off our stderr
+        if progress:
+            progress(
+                f"starting llama.cpp on 127.0.0.1 ({self.config.n_threads} threads, "
+                f"{self.config.parallel} slots x {self.config.slot_ctx} tokens)"
+            )
+        t1 = time.perf_counter()
+        try:
+            server = xllamacpp.Server(params)
+        except Exception as exc:
+            raise EmbeddedModelUnavailable(
+                f"the embedded server did not start ({exc}); the model file is {model_path}. "
+                f"Delete it to have it assembled again, and check free memory (~2 GB needed)"
+            ) from exc
+        url = str(server.listening_address).rstrip("/")
+        self._server = server
+        try:
+            props = _wait_healthy(url, self.config.startup_timeout)
+        except EmbeddedModelUnavailable:
+            self.stop()
+            raise
+        slot_ctx = int((props.get("default_generation_settings") or {}).get("n_ctx") or 0)
+        self.info = ServerInfo(
+            url=url,
+            model_path=model_path,
+            alias=MODEL_ALIAS,
+            slots=int(props.get("total_slots") or self.config.parallel),
+            slot_ctx=slot_ctx or self.config.slot_ctx,
+            threads=self.config.n_threads,
+            assemble_s=assemble_s,
+            startup_s=time.perf_counter() - t1,
+        )
+        return self.info
+
+    def stop(self) -> None:
+        # Dropping the last reference runs the native destructor, which ends the HTTP and
+        # inference threads (about 0.1 s).
+        self._server = None
+        self.info = None
+
+
+def _get_json(url: str, timeout: float) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read().decode() or "{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, {}
+
+
+def _wait_healthy(url: str, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            status, body = _get_json(f"{url}/health", timeout=5)
+            if status == 200 and body.get("status") == "ok":
+                return _get_json(f"{url}/props", timeout=5)[1]
+            last = f"HTTP {status} {body}"
+        except (OSError, ValueError) as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise EmbeddedModelUnavailable(
+        f"the embedded server at {url} was not healthy within {timeout:g}s ({last}); raise "
+        "[embedded].startup_timeout or check free memory"
+    )
+
+
+_lock = threading.Lock()
+_instance: EmbeddedServer | None = None
+
+
+def ensure_embedded_server(
+    config: EmbeddedConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+    quiet: bool = True,
+) -> EmbeddedServer:
+    """The process's embedded server, started (assembling the model once) if needed.
+
+    The first caller's configuration wins for the life of the process. Raises
+    EmbeddedModelUnavailable with the fix when it cannot run.
+    """
+    global _instance
+    with _lock:
+        if _instance is None or not _instance.running:
+            server = EmbeddedServer(config or EmbeddedConfig(), quiet=quiet)
+            server.start(progress)
+            _instance = server
+        return _instance
+
+
+def current_embedded_server() -> EmbeddedServer | None:
+    """The running server, if any (never starts one)."""
+    return _instance if _instance is not None and _instance.running else None
+
+
+def stop_embedded_server() -> None:
+    global _instance
+    with _lock:
+        if _instance is not None:
+            _instance.stop()
+            _instance = None
+
+
+atexit.register(stop_embedded_server)

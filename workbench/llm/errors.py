@@ -1,0 +1,70 @@
+"""Typed errors of the model gateway. Each message says what happened and what to check."""
+
+from __future__ import annotations
+
+
+class LlmConfigError(ValueError):
+    """The model configuration (workbench.toml or WORKBENCH_* variables) is invalid."""
+
+
+class ModelCallError(RuntimeError):
+    """A model call failed for good (after retries and the one repair attempt).
+
+    Attributes name where it went: ``role``, ``model``, ``endpoint`` (the api_base, or the
+    provider when litellm chooses it), ``kind`` (one of ``timeout``, ``rate_limited``,
+    ``server_error``, ``connection``, ``bad_request``, ``auth``, ``context_overflow``,
+    ``malformed_response``, ``invalid_output``, ``embedded_unavailable``), ``attempts``
+    (HTTP requests made) and ``hint`` (what to check).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        role: str = "",
+        model: str = "",
+        endpoint: str = "",
+        kind: str = "",
+        attempts: int = 0,
+        hint: str = "",
+    ) -> None:
+        self.role = role
+        self.model = model
+        self.endpoint = endpoint
+        self.kind = kind
+        self.attempts = attempts
+        self.hint = hint
+        self.detail = message
+        where = f"{role} call to {model}" if role else f"call to {model}"
+        if endpoint:
+            where += f" at {endpoint}"
+        tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
+        text = f"{where} failed{tries}: {message.rstrip('. ')}"
+        if hint:
+            text += f". Check: {hint}"
+        super().__init__(text)
+
+
+class EmbeddedModelUnavailable(RuntimeError):
+    """The embedded model cannot run: a package is missing, the weights fail their hash,
+    or the server did not come up. The message says how to fix it."""
+
+
+class MissingRecording(LookupError):
+    """Replay mode met a request that has no recorded response.
+
+    Deliberately not a ModelCallError: code that tolerates failed model calls must not
+    swallow this, because a replay that silently skips calls proves nothing.
+    """
+
+    def __init__(self, key: str, role: str, preview: str, source: str, record_hint: str) -> None:
+        self.key = key
+        self.role = role
+        self.preview = preview
+        self.source = source
+        super().__init__(
+            f"no recorded response for request {key} (role {role or '?'}) in {source}.\n"
+            f"  request: {preview}\n"
+            f"  Record it by running the same code against the real model:\n"
+            f"    {record_hint}"
+        )

@@ -1,0 +1,236 @@
+"""A scripted, fault-injecting OpenAI-compatible server for tests (no model behind it).
+
+    with FakeChatServer([status(429), reply({"ok": True})]) as srv:
+        config = load_config(env=role_env(srv.api_base, role="judge"))
+        ...
+        srv.requests        # the JSON bodies it received, in order
+
+Each POST to ``/v1/chat/completions`` consumes the next scripted action; when the script
+is empty the ``default`` action (or callable of the request body) answers. Actions cover
+what real servers do wrong: HTTP errors with or without ``Retry-After``, answers that come
+too late, bodies that are not JSON or are cut off, answers without choices, and dropped
+connections. Other teams can script model answers for their own pipeline tests with it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Action:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    drop: bool = False
+    cut_at: int | None = None  # announce the whole body, send this many bytes, hang up
+
+
+def reply(
+    content: str | dict[str, Any],
+    *,
+    prompt_tokens: int = 11,
+    completion_tokens: int = 5,
+    finish_reason: str = "stop",
+    model: str = "fake-model",
+) -> Action:
+    """A well-formed chat completion whose message content is ``content`` (dicts as JSON)."""
+    text = content if isinstance(content, str) else json.dumps(content)
+    body = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    return Action(body=json.dumps(body).encode())
+
+
+def status(code: int, message: str = "injected failure", retry_after: float | None = None) -> Action:
+    headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
+    body = json.dumps({"error": {"message": message, "type": "server_error", "code": code}})
+    return Action(status=code, body=body.encode(), headers=headers)
+
+
+def hang(seconds: float, then: Action | None = None) -> Action:
+    """Answer only after ``seconds`` (longer than the client's timeout, usually)."""
+    base = then or reply({"ok": True})
+    return Action(base.status, base.body, dict(base.headers), delay_s=seconds)
+
+
+def raw(body: str | bytes, status_code: int = 200) -> Action:
+    return Action(status=status_code, body=body.encode() if isinstance(body, str) else body)
+
+
+def empty_choices() -> Action:
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "fake", "choices": []}
+    return raw(json.dumps(body))
+
+
+def truncated_body() -> Action:
+    """A 200 whose body stops mid-way (the connection closes early), as when a proxy or a
+    crashing server cuts the transfer."""
+    whole = reply({"ok": True}).body
+    return Action(body=whole, cut_at=len(whole) // 2)
+
+
+def drop() -> Action:
+    """Close the connection without any response."""
+    return Action(drop=True)
+
+
+Responder = Callable[[dict[str, Any]], Action]
+
+
+def role_env(api_base: str, role: str = "judge", **settings: Any) -> dict[str, str]:
+    """``WORKBENCH_*`` variables pointing ``role`` at a fake server, for ``load_config(env=)``.
+
+    Retries back off briefly (10 ms) so fault tests stay fast; pass settings to override,
+    e.g. ``role_env(srv.api_base, timeout=0.5, retries=0)``.
+    """
+    prefix = f"WORKBENCH_{role.upper()}_"
+    env = {
+        prefix + "MODEL": "openai/fake-model",
+        prefix + "API_BASE": api_base,
+        prefix + "RETRY_BACKOFF": "0.01",
+        prefix + "TIMEOUT": "5",
+    }
+    env.update({prefix + k.upper(): str(v) for k, v in settings.items()})
+    return env
+
+
+class FakeChatServer:
+    """An OpenAI-compatible server on 127.0.0.1 (free port) playing a script of actions."""
+
+    def __init__(self, script: Iterable[Action] = (), default: Action | Responder | None = None) -> None:
+        self._script: deque[Action] = deque(script)
+        self._default = default if default is not None else reply({"ok": True})
+        self._lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("FakeChatServer is not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def api_base(self) -> str:
+        return f"{self.url}/v1"
+
+    def push(self, *actions: Action) -> None:
+        with self._lock:
+            self._script.extend(actions)
+
+    def _next(self, body: dict[str, Any]) -> Action:
+        with self._lock:
+            self.requests.append(body)
+            if self._script:
+                return self._script.popleft()
+        return self._default(body) if callable(self._default) else self._default
+
+    def start(self) -> FakeChatServer:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") in ("/health", "/v1/health"):
+                    self._send(Action(body=b'{"status":"ok"}'))
+                elif self.path.rstrip("/") in ("/v1/models", "/models"):
+                    self._send(Action(body=b'{"object":"list","data":[{"id":"fake-model"}]}'))
+                else:
+                    self._send(status(404, "not found"))
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length) if length else b""
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(status(404, f"no route {self.path}"))
+                    return
+                try:
+                    body = json.loads(data or b"{}")
+                except json.JSONDecodeError:
+                    self._send(status(400, "request body is not JSON"))
+                    return
+                with owner._lock:
+                    owner.headers.append({k.lower(): v for k, v in self.headers.items()})
+                action = owner._next(body)
+                if action.delay_s:
+                    time.sleep(action.delay_s)
+                if action.drop:
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(2)
+                    except OSError:
+                        pass
+                    return
+                self._send(action)
+
+            def _send(self, action: Action) -> None:
+                try:
+                    self.send_response(action.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(action.body)))
+                    for name, value in action.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    if action.cut_at is not None:
+                        self.wfile.write(action.body[: action.cut_at])
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    self.wfile.write(action.body)
+                except OSError:
+                    pass  # the client gave up (timeout); nothing to tell it
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -1,0 +1,456 @@
+"""The one door to models: structured output, retries, one repair, caching, accounting.
+
+Every model call of the product goes through :class:`Gateway`. A call names a *role*
+(extractor, fuser, keyworder, judge, matcher, ...) whose model, endpoint and limits come
+from configuration, never from code. What comes back is untrusted: it is parsed, checked
+against the JSON schema and the caller's ``validate``; one repair attempt tells the model
+what was wrong; after that the call fails with a :class:`ModelCallError` naming the
+endpoint and what to check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import random
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.llm.cache import CachedResponse, ResponseCache, request_key
+from workbench.llm.config import LlmConfig, RoleConfig, load_config
+from workbench.llm.errors import ModelCallError
+from workbench.llm.recording import Recorder, transport_from_env
+from workbench.llm.structured import (
+    OutputProblem,
+    Validator,
+    check,
+    repair_messages,
+    response_format,
+)
+from workbench.llm.transport import AttemptError, LiteLLMTransport, RawResponse, key_model
+from workbench.llm.usage import Usage
+
+log = logging.getLogger("workbench.llm")
+
+MAX_BACKOFF_S = 30.0
+_MESSAGE_ROLES = {"system", "user", "assistant"}
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """A finished call: ``data`` (the checked JSON object; None for free text), the raw
+    ``text``, its ``usage``, and the request ``key`` (for caches, recordings and traces)."""
+
+    data: dict[str, Any] | None
+    text: str
+    usage: Usage
+    key: str
+
+
+class _Spend:
+    """What one logical call consumed across its HTTP attempts."""
+
+    def __init__(self) -> None:
+        self.prompt = self.completion = self.attempts = 0
+        self.cost: float | None = None
+        self.model = ""
+
+    def add(self, raw: RawResponse) -> None:
+        self.prompt += raw.prompt_tokens
+        self.completion += raw.completion_tokens
+        if raw.cost_usd is not None:
+            self.cost = (self.cost or 0.0) + raw.cost_usd
+        self.model = raw.model or self.model
+
+
+def _hint(kind: str, role: RoleConfig, endpoint: str, step: str) -> str:
+    r = role.name
+    hints = {
+        "timeout": f"that the server at {endpoint} is up and not overloaded; or raise "
+        f"[roles.{r}].timeout (now {role.timeout:g}s) or lower max_tokens ({role.max_tokens})",
+        "rate_limited": f"the provider's rate limits; lower [roles.{r}].concurrency "
+        f"(now {role.concurrency}) or raise retries (now {role.retries})",
+        "server_error": f"the server's own log at {endpoint}",
+        "connection": f"that a server listens at {endpoint} (try `workbench model check --role "
+        f"{r}`), or fix [roles.{r}].api_base / WORKBENCH_{r.upper()}_API_BASE",
+        "bad_request": f"that '{role.model}' is a model this endpoint serves (litellm strings "
+        "look like openai/<name>) and that the prompt fits its context",
+        "auth": f"the API key: set api_key_env in [roles.{r}] and put that variable in the "
+        "environment or .streamlit/secrets.toml",
+        "context_overflow": "that the prompt fits the model's context; for the embedded model "
+        "raise [embedded].ctx_size (each of the parallel slots gets ctx_size / parallel)",
+        "malformed_response": f"that {endpoint} is an OpenAI-compatible /v1/chat/completions server",
+        "invalid_output": f"the prompt and schema of step '{step or '?'}'; a stronger model "
+        f"([roles.{r}].model) or a higher max_tokens (now {role.max_tokens}) may help",
+    }
+    return hints.get(kind, "")
+
+
+class Gateway:
+    """Calls models for roles. Thread-safe; async methods run calls on a bounded pool.
+
+    ``cache``: a ResponseCache (e.g. ``store.llm_cache.SqlResponseCache``) or None.
+    ``recorder``: a :class:`Recorder` (live calls, appended to a fixture file) or a
+    :class:`Replayer` (answers only from recordings), or None for plain live calls.
+    ``usage_sink``: called with every :class:`Usage` (e.g. to persist it); failures of the
+    sink are logged, never raised. ``transport`` replaces the live litellm transport (tests).
+    """
+
+    def __init__(
+        self,
+        config: LlmConfig | None = None,
+        cache: ResponseCache | None = None,
+        recorder: Any = None,
+        *,
+        usage_sink: Callable[[Usage], None] | None = None,
+        transport: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.config = config or load_config()
+        self.cache = cache
+        live = transport or LiteLLMTransport(self.config)
+        if isinstance(recorder, Recorder):
+            recorder.bind(live)
+        self._transport = recorder if recorder is not None else live
+        self.mode = {"Recorder": "record", "Replayer": "replay"}.get(type(recorder).__name__, "live")
+        self.usage_log: list[Usage] = []
+        self._usage_sink = usage_sink
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._slots: dict[str, threading.BoundedSemaphore] = {}
+        self._async_slots: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Semaphore]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._executor: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def from_env(
+        cls,
+        config: LlmConfig | None = None,
+        cache: ResponseCache | None = None,
+        *,
+        usage_sink: Callable[[Usage], None] | None = None,
+    ) -> Gateway:
+        """A gateway in the mode ``WORKBENCH_LLM_MODE`` selects (live, record or replay)."""
+        return cls(config or load_config(), cache, transport_from_env(), usage_sink=usage_sink)
+
+    # -- public calls ---------------------------------------------------------------------
+
+    def complete_json(
+        self,
+        role: str,
+        messages: Sequence[Mapping[str, Any]],
+        schema: Mapping[str, Any],
+        schema_name: str = "answer",
+        step: str = "",
+        validate: Validator | None = None,
+        use_cache: bool = True,
+    ) -> CallResult:
+        """A JSON object matching ``schema``. ``validate(data)`` may raise ValueError to
+        reject it (the message goes into the one repair attempt). Raises ModelCallError."""
+        return self._call(role, messages, dict(schema), schema_name, step, validate, use_cache)
+
+    def complete_text(
+        self,
+        role: str,
+        messages: Sequence[Mapping[str, Any]],
+        step: str = "",
+        validate: Callable[[str], Any] | None = None,
+        use_cache: bool = True,
+    ) -> CallResult:
+        """Free text (``data`` is None). An empty reply counts as unusable."""
+        return self._call(role, messages, None, "", step, validate, use_cache)
+
+    async def acomplete_json(
+        self,
+        role: str,
+        messages: Sequence[Mapping[str, Any]],
+        schema: Mapping[str, Any],
+        schema_name: str = "answer",
+        step: str = "",
+        validate: Validator | None = None,
+        use_cache: bool = True,
+    ) -> CallResult:
+        """As complete_json; at most the role's ``concurrency`` calls run at once."""
+        call = functools.partial(
+            self.complete_json, role, messages, schema, schema_name, step, validate, use_cache
+        )
+        return await self._run_async(role, call)
+
+    async def acomplete_text(
+        self,
+        role: str,
+        messages: Sequence[Mapping[str, Any]],
+        step: str = "",
+        validate: Callable[[str], Any] | None = None,
+        use_cache: bool = True,
+    ) -> CallResult:
+        """As complete_text, bounded like acomplete_json."""
+        call = functools.partial(self.complete_text, role, messages, step, validate, use_cache)
+        return await self._run_async(role, call)
+
+    def build_request(
+        self,
+        role: RoleConfig,
+        messages: Sequence[Mapping[str, Any]],
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "answer",
+    ) -> dict[str, Any]:
+        """The request as keyed, cached and recorded: no address, key or timeout in it."""
+        request: dict[str, Any] = {
+            "model": key_model(role),
+            "messages": [dict(m) for m in messages],
+            "temperature": role.temperature,
+            "max_tokens": role.max_tokens,
+        }
+        if schema is not None:
+            request["response_format"] = response_format(schema, schema_name)
+        if role.seed is not None:
+            request["seed"] = role.seed
+        return request
+
+    def with_config(self, config: LlmConfig) -> Gateway:
+        """A gateway with other settings but the same transport, mode and usage sink, and no
+        cache (e.g. a connection check with retries off)."""
+        clone = Gateway(
+            config, None, transport=self._transport, usage_sink=self._usage_sink, sleep=self._sleep
+        )
+        clone.mode = self.mode
+        return clone
+
+    def endpoint(self, role: str) -> str:
+        return self._transport.endpoint(self.config.role(role))
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    # -- the call -------------------------------------------------------------------------
+
+    def _call(
+        self,
+        role_name: str,
+        messages: Sequence[Mapping[str, Any]],
+        schema: dict[str, Any] | None,
+        schema_name: str,
+        step: str,
+        validate: Callable[[Any], Any] | None,
+        use_cache: bool,
+    ) -> CallResult:
+        role = self.config.role(role_name)
+        _check_messages(messages)
+        request = self.build_request(role, messages, schema, schema_name)
+        key = request_key(request)
+        started = time.perf_counter()
+
+        if use_cache and self.cache is not None:
+            hit = self._from_cache(key, schema, validate, role, step, started)
+            if hit is not None:
+                return hit
+
+        spend = _Spend()
+        error = ""
+        try:
+            raw = self._send(role, request, key, spend, step)
+            try:
+                data = self._accept(raw, schema, validate)
+            except OutputProblem as problem:
+                fixed = dict(request)
+                fixed["messages"] = repair_messages(
+                    request["messages"], raw.text, str(problem), structured=schema is not None
+                )
+                raw = self._send(role, fixed, request_key(fixed), spend, step)
+                try:
+                    data = self._accept(raw, schema, validate)
+                except OutputProblem as again:
+                    raise ModelCallError(
+                        f"the answer was unusable ({problem}), and again after one repair attempt ({again})",
+                        role=role.name,
+                        model=role.model,
+                        endpoint=self._transport.endpoint(role),
+                        kind="invalid_output",
+                        attempts=spend.attempts,
+                        hint=_hint("invalid_output", role, "", step),
+                    ) from None
+        except BaseException as exc:
+            error = getattr(exc, "kind", "") or type(exc).__name__
+            raise
+        finally:
+            usage = Usage(
+                prompt_tokens=spend.prompt,
+                completion_tokens=spend.completion,
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                cost_usd=spend.cost,
+                cached=False,
+                model=key_model(role),
+                role=role.name,
+                step=step,
+                attempts=spend.attempts,
+                error=error,
+            )
+            if spend.attempts:
+                self._account(usage)
+
+        if use_cache and self.cache is not None:
+            self._store(
+                CachedResponse(
+                    key=key,
+                    request=request,
+                    text=raw.text,
+                    model=usage.model,
+                    role=role.name,
+                    prompt_tokens=usage.prompt_tokens,
+                    completion_tokens=usage.completion_tokens,
+                    latency_ms=usage.latency_ms,
+                    cost_usd=usage.cost_usd,
+                )
+            )
+        return CallResult(data=data, text=raw.text, usage=usage, key=key)
+
+    def _from_cache(
+        self,
+        key: str,
+        schema: dict[str, Any] | None,
+        validate: Callable[[Any], Any] | None,
+        role: RoleConfig,
+        step: str,
+        started: float,
+    ) -> CallResult | None:
+        assert self.cache is not None
+        try:
+            entry = self.cache.get(key)
+        except Exception:  # a broken cache costs a model call, never the answer
+            log.exception("response cache lookup failed; asking the model")
+            return None
+        if entry is None:
+            return None
+        try:
+            data = self._accept(RawResponse(entry.text, "stop", 0, 0, None, ""), schema, validate)
+        except OutputProblem:
+            # Stored under rules that have since changed: ask the model again.
+            return None
+        usage = Usage(
+            prompt_tokens=entry.prompt_tokens,
+            completion_tokens=entry.completion_tokens,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            cost_usd=0.0,
+            cached=True,
+            model=key_model(role),
+            role=role.name,
+            step=step,
+            attempts=0,
+        )
+        self._account(usage)
+        return CallResult(data=data, text=entry.text, usage=usage, key=key)
+
+    def _store(self, entry: CachedResponse) -> None:
+        assert self.cache is not None
+        try:
+            self.cache.put(entry)
+        except Exception:  # the answer is good; failing to keep it must not lose it
+            log.exception("could not store a response in the cache (key %s)", entry.key)
+
+    @staticmethod
+    def _accept(
+        raw: RawResponse, schema: dict[str, Any] | None, validate: Callable[[Any], Any] | None
+    ) -> dict[str, Any] | None:
+        if schema is not None:
+            return check(raw.text, raw.finish_reason, schema, validate)
+        if not raw.text.strip():
+            raise OutputProblem("the reply was empty")
+        if validate is not None:
+            try:
+                validate(raw.text)
+            except ValueError as exc:
+                raise OutputProblem(f"the answer is not acceptable: {exc}") from None
+        return None
+
+    def _send(
+        self, role: RoleConfig, request: dict[str, Any], key: str, spend: _Spend, step: str
+    ) -> RawResponse:
+        """One exchange with retries and exponential backoff on transient failures."""
+        last: AttemptError | None = None
+        with self._slot(role):
+            for attempt in range(role.retries + 1):
+                spend.attempts += 1
+                try:
+                    raw = self._transport.send(request, role, key=key)
+                except AttemptError as err:
+                    last = err
+                    if not err.retryable or attempt == role.retries:
+                        break
+                    self._sleep(self._backoff(role, attempt, err))
+                    continue
+                spend.add(raw)
+                return raw
+        assert last is not None
+        endpoint = self._transport.endpoint(role)
+        raise ModelCallError(
+            str(last),
+            role=role.name,
+            model=role.model,
+            endpoint=endpoint,
+            kind=last.kind,
+            attempts=spend.attempts,
+            hint=_hint(last.kind, role, endpoint, step),
+        ) from last
+
+    @staticmethod
+    def _backoff(role: RoleConfig, attempt: int, err: AttemptError) -> float:
+        if err.retry_after is not None:
+            return min(err.retry_after, MAX_BACKOFF_S)
+        # Jitter spreads retries of concurrent calls so they do not hit the server together.
+        return min(role.retry_backoff * (2**attempt), MAX_BACKOFF_S) * random.uniform(0.8, 1.2)
+
+    def _account(self, usage: Usage) -> None:
+        with self._lock:
+            self.usage_log.append(usage)
+        if self._usage_sink is not None:
+            try:
+                self._usage_sink(usage)
+            except Exception:  # accounting must never break a call
+                log.exception("could not record model usage for step %r", usage.step)
+
+    # -- concurrency ----------------------------------------------------------------------
+
+    @contextmanager
+    def _slot(self, role: RoleConfig):
+        with self._lock:
+            sem = self._slots.get(role.name)
+            if sem is None:
+                sem = self._slots[role.name] = threading.BoundedSemaphore(role.concurrency)
+        with sem:
+            yield
+
+    async def _run_async(self, role_name: str, call: Callable[[], CallResult]) -> CallResult:
+        role = self.config.role(role_name)
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            per_loop = self._async_slots.setdefault(loop, {})
+            sem = per_loop.get(role.name)
+            if sem is None:
+                sem = per_loop[role.name] = asyncio.Semaphore(role.concurrency)
+            if self._executor is None:
+                workers = min(64, sum(r.concurrency for r in self.config.roles.values()) + 1)
+                self._executor = ThreadPoolExecutor(workers, thread_name_prefix="llm")
+            executor = self._executor
+        async with sem:
+            return await loop.run_in_executor(executor, call)
+
+
+def _check_messages(messages: Sequence[Mapping[str, Any]]) -> None:
+    if not messages:
+        raise ValueError("messages must not be empty")
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or m.get("role") not in _MESSAGE_ROLES:
+            raise ValueError(f"message {i} needs a role in {sorted(_MESSAGE_ROLES)}")
+        if not isinstance(m.get("content"), str):
+            raise ValueError(f"message {i} needs text content")

@@ -1,0 +1,92 @@
+"""Turning untrusted model text into checked data, and asking once for a repair."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Validator = Callable[[dict[str, Any]], Any]
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+class OutputProblem(ValueError):
+    """The model's answer is unusable; the message is written to be shown to the model."""
+
+
+def response_format(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The OpenAI ``response_format`` that asks for JSON matching ``schema``."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "answer"
+    return {"type": "json_schema", "json_schema": {"name": safe, "schema": dict(schema)}}
+
+
+def parse_object(text: str, finish_reason: str | None = None) -> dict[str, Any]:
+    """The JSON object in ``text`` (a code fence around it is tolerated).
+
+    Raises OutputProblem when it is empty, cut off, not JSON, or not an object.
+    """
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    if not stripped:
+        raise OutputProblem("the reply was empty; it must be one JSON object")
+    try:
+        data = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        if finish_reason == "length":
+            raise OutputProblem(
+                "the reply was cut off by the token limit before the JSON ended; "
+                "answer with a shorter JSON object"
+            ) from None
+        raise OutputProblem(f"the reply is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise OutputProblem(f"the reply must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def check_schema(data: dict[str, Any], schema: Mapping[str, Any]) -> None:
+    """Raise OutputProblem naming the first place where ``data`` breaks ``schema``."""
+    import jsonschema
+
+    validator_cls = jsonschema.validators.validator_for(schema)
+    errors = sorted(validator_cls(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.absolute_path) or "(top level)"
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise OutputProblem(f"the JSON does not match the schema at {where}: {first.message}{more}")
+
+
+def check(
+    text: str,
+    finish_reason: str | None,
+    schema: Mapping[str, Any] | None,
+    validate: Validator | None,
+) -> dict[str, Any]:
+    """Parse, schema-check and semantically validate; raise OutputProblem on the first fault."""
+    data = parse_object(text, finish_reason)
+    if schema is not None:
+        check_schema(data, schema)
+    if validate is not None:
+        try:
+            validate(data)
+        except OutputProblem:
+            raise
+        except ValueError as exc:
+            raise OutputProblem(f"the answer is not acceptable: {exc}") from None
+    return data
+
+
+def repair_messages(
+    messages: list[dict[str, Any]], bad_text: str, problem: str, *, structured: bool = True
+) -> list[dict[str, Any]]:
+    """The original conversation plus the bad answer and a note saying what was wrong."""
+    what = "Reply again with only the corrected JSON object." if structured else "Reply again."
+    return [
+        *messages,
+        {"role": "assistant", "content": bad_text[:4000]},
+        {"role": "user", "content": f"Your previous reply was not usable: {problem}. {what}"},
+    ]
