@@ -14,6 +14,9 @@ PAGES = {
     "Annotation": [
         st.Page("pages/annotate.py", title="Annotate", url_path="annotate"),
     ],
+    "Analysis": [
+        st.Page("pages/scaling.py", title="Scaling", url_path="scaling"),
+    ],
     "Procedures": [
         st.Page("pages/contracts.py", title="Contracts", url_path="contracts"),
     ],

@@ -1,0 +1,153 @@
+"""Scaling: how judge correctness depends on judge size and policy-graph complexity."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from workbench.scaling import (
+    AnalysisOptions,
+    FitError,
+    FitOptions,
+    OutcomesError,
+    ScalingReport,
+    analyse_scaling,
+    outcomes_format,
+    read_outcomes,
+    scaling_figure,
+)
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "scaling" / "outcomes.csv"
+SOURCES = ("Demo outcomes (simulated)", "Upload a file")
+
+
+def _md(text: str) -> str:
+    """Escape markdown so dataset names and file names render as the text they are."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", str(text))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _analyse(
+    data: bytes, name: str, bootstrap: int, maxiter: int, loso: bool, reference: float
+) -> tuple[pd.DataFrame, ScalingReport]:
+    outcomes = read_outcomes(data.decode("utf-8"), outcomes_format(name))
+    options = AnalysisOptions(
+        bootstrap=bootstrap, loso=loso, reference_b=reference, fit=FitOptions(maxiter=maxiter)
+    )
+    return outcomes, analyse_scaling(outcomes, options)
+
+
+st.title("Scaling")
+st.caption(
+    "Correctness of each judge on each case, against judge size N and the complexity C of "
+    "the case's rule graph. Three models are fitted by maximum likelihood, compared by "
+    "session-grouped 5-fold cross-validation (one-standard-error rule) and given "
+    "session-bootstrap intervals."
+)
+
+source = st.radio("Outcomes", SOURCES, key="scaling_source", horizontal=True)
+data: bytes | None = None
+name = DEMO.name
+if source == SOURCES[0]:
+    data = DEMO.read_bytes()
+else:
+    upload = st.file_uploader(
+        "Outcomes table: instance, dataset, session, params_b, complexity, correct",
+        type=["csv", "jsonl", "ndjson"],
+        key="scaling_upload",
+    )
+    if upload is not None:
+        data, name = upload.getvalue(), upload.name
+
+c1, c2, c3, c4 = st.columns(4)
+bootstrap = c1.number_input(
+    "Bootstrap replicates",
+    0,
+    5000,
+    1000,
+    step=100,
+    key="scaling_bootstrap",
+    help="Session-clustered bootstrap; 0 skips the intervals.",
+)
+maxiter = c2.number_input(
+    "Search generations",
+    10,
+    2000,
+    300,
+    step=50,
+    key="scaling_maxiter",
+    help="Differential-evolution generations per fit; fewer is faster.",
+)
+reference = c3.number_input(
+    "Reference size (B)",
+    0.1,
+    1000.0,
+    2.0,
+    key="scaling_reference",
+    help="Gains are P(size) minus P(reference size).",
+)
+loso = c4.checkbox("Leave-one-scale-out", True, key="scaling_loso")
+
+if data is None:
+    st.info("Upload an outcomes table (.csv or .jsonl) or use the demo outcomes.")
+    st.stop()
+
+args = (data, name, int(bootstrap), int(maxiter), bool(loso), float(reference))
+if st.button("Fit models", type="primary", key="scaling_run"):
+    st.session_state["scaling_args"] = args
+if st.session_state.get("scaling_args") != args:
+    st.info("Press **Fit models** to run the analysis on these outcomes and settings.")
+    st.stop()
+
+try:
+    with st.spinner("Fitting, cross-validating and bootstrapping…"):
+        outcomes, report = _analyse(*args)
+except UnicodeDecodeError:
+    st.error("The file is not UTF-8 text. Save it as UTF-8 CSV or JSONL and upload it again.")
+    st.stop()
+except (OutcomesError, FitError, ValueError) as exc:
+    st.error("The outcomes could not be analysed. Fix the table and upload it again:")
+    st.code(str(exc), language=None)
+    st.stop()
+
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Rows", len(outcomes))
+m2.metric("Instances", outcomes[["dataset", "instance"]].drop_duplicates().shape[0])
+m3.metric("Sessions", outcomes[["dataset", "session"]].drop_duplicates().shape[0])
+m4.metric("Judge sizes", outcomes["params_b"].nunique())
+
+st.subheader("Model comparison")
+st.dataframe(report.comparison_table(), hide_index=True, width="stretch")
+st.success(f"Selected by the one-SE rule: **{report.selected}**")
+
+models = list(report.fits)
+chosen = st.selectbox("Inspect model", models, index=models.index(report.selected), key="scaling_model")
+fit = report.fits[chosen]
+if fit.at_bounds:
+    st.warning(
+        "Estimates on the edge of the search box (weakly identified): "
+        + ", ".join(_md(p) for p in fit.at_bounds)
+    )
+
+st.subheader("Fitted correctness vs judge size")
+st.plotly_chart(scaling_figure(outcomes, fit), key="scaling_figure")
+
+st.subheader("Estimates and 95% intervals")
+if not report.bootstrap:
+    st.caption("Bootstrap skipped (0 replicates): no intervals.")
+else:
+    boot = report.bootstrap[chosen]
+    st.caption(f"{boot.draws.shape[0]} session-bootstrap replicates ({boot.failed} failed).")
+st.dataframe(report.intervals_table(chosen), hide_index=True, width="stretch")
+
+st.subheader(f"Gains over the {report.grid.reference:g}B judge")
+st.dataframe(report.gains(chosen), hide_index=True, width="stretch")
+
+st.subheader("Leave-one-scale-out")
+if report.loso:
+    st.dataframe(pd.DataFrame(report.loso), hide_index=True, width="stretch")
+else:
+    st.caption("Skipped, or fewer than three judge sizes.")

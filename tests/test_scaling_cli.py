@@ -1,0 +1,73 @@
+"""``workbench scaling fit`` and ``workbench scaling select`` on the simulated fixture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from workbench.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTCOMES = ROOT / "fixtures/scaling/outcomes.csv"
+CASES = ROOT / "fixtures/scaling/cases.jsonl"
+
+
+def test_fit_json_shape(capsys):
+    code = main(["scaling", "fit", str(OUTCOMES), "--json", "--bootstrap", "8", "--maxiter", "40"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["selected"] in {"additive", "nested", "full"}
+    assert set(out["models"]) == {"additive", "nested", "full"}
+    full = out["models"]["full"]
+    assert set(full["params"]) == {
+        "gamma_airlines",
+        "gamma_retail",
+        "eta",
+        "beta",
+        "rho",
+        "alpha",
+        "lambda",
+    }
+    assert set(out["models"]["additive"]["params"]) == {"gamma_airlines", "gamma_retail", "a", "b"}
+    assert full["cv_logloss"] > 0 and full["cv_se"] > 0
+    lo, hi = full["ci"]["beta"]
+    assert lo <= hi and full["bootstrap_replicates"] == 8
+    assert "delta_gain_retail_9B" in full["ci"]
+    sizes = {r["params_b"] for r in out["loso"]}
+    assert sizes == {0.5, 1.0, 2.0, 4.0, 9.0, 27.0}
+    assert {"model", "log_loss", "accuracy", "calibration_gap", "ece"} <= set(out["loso"][0])
+
+
+def test_fit_text_report(capsys):
+    code = main(["scaling", "fit", str(OUTCOMES), "--bootstrap", "0", "--no-loso", "--maxiter", "30"])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "Selected by the one-SE rule:" in captured.out
+    assert "Leave-one-scale-out: skipped" in captured.out
+    assert "cross-validation" in captured.err  # progress goes to stderr
+
+
+def test_select_writes_training_sets(tmp_path, capsys):
+    out_dir = tmp_path / "sets"
+    args = ["scaling", "select", str(OUTCOMES), "--teacher", "9", "--student", "4"]
+    args += ["--n", "30", "--out", str(out_dir), "--cases", str(CASES), "--model", "nested"]
+    assert main(args + ["--maxiter", "40"]) == 0
+    uniform = (out_dir / "uniform.jsonl").read_text().splitlines()
+    headroom = (out_dir / "headroom.jsonl").read_text().splitlines()
+    assert len(uniform) == len(headroom) == 30
+    row = json.loads(headroom[0])
+    assert row["prompt"].startswith("You are a compliance judge") and "violation" in row
+    summary = json.loads((out_dir / "selection.json").read_text())
+    assert summary["model"] == "nested" and sum(q["n"] for q in summary["quotas"]) == 30
+    assert "mean headroom" in capsys.readouterr().out
+
+
+def test_user_errors_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("instance,dataset,session,params_b,complexity,correct\ni,a,s,0,1,1\n")
+    assert main(["scaling", "fit", str(bad)]) == 2
+    assert "column 'params_b'" in capsys.readouterr().err
+    args = ["scaling", "select", str(OUTCOMES), "--teacher", "9", "--student", "4"]
+    assert main(args + ["--n", "100000", "--out", str(tmp_path), "--model", "additive"]) == 2
+    assert "lower --n" in capsys.readouterr().err
+    assert main(["scaling", "fit", str(OUTCOMES), "--bootstrap", "-1"]) == 2

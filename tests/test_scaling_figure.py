@@ -1,0 +1,57 @@
+"""The plotly scaling figure: fitted lines at the 10th/90th complexity percentile, observed
+binned rates with Wilson intervals, and escaped user text."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from workbench.scaling import (
+    FitOptions,
+    fit_model,
+    observed_bins,
+    scaling_figure,
+    simulate_outcomes,
+    wilson_interval,
+)
+
+ADDITIVE = {"gamma_<b>x</b>": -0.3, "gamma_B": 0.4, "a": 0.5, "b": -0.8}
+
+
+def test_wilson_interval_hand_value():
+    # k=5, n=10, z=1.96: centre 0.5, half = 1.96*sqrt(0.025 + 0.0096)/1.3842 = 0.2634...
+    lo, hi = wilson_interval(np.array([5]), np.array([10]))
+    z = 1.96
+    half = z * math.sqrt(0.25 / 10 + z**2 / 400) / (1 + z**2 / 10)
+    assert lo[0] == pytest.approx(0.5 - half) and hi[0] == pytest.approx(0.5 + half)
+
+
+def test_figure_panels_lines_and_escaping():
+    data = simulate_outcomes(
+        "additive",
+        ADDITIVE,
+        datasets=["<b>x</b>", "B"],
+        sizes=[1.0, 4.0, 16.0],
+        sessions_per_dataset=6,
+        instances_per_session=10,
+        seed=1,
+    )
+    fit = fit_model(data, "additive", FitOptions(maxiter=40))
+    fig = scaling_figure(data, fit)
+    titles = [a.text for a in fig.layout.annotations]
+    assert "&lt;b&gt;x&lt;/b&gt;" in titles and "<b>x</b>" not in titles
+    lines = [t for t in fig.data if t.mode == "lines"]
+    markers = [t for t in fig.data if t.mode == "markers"]
+    assert len(lines) == 4 and len(markers) == 4  # 2 datasets x (low, high)
+    # the low-complexity line of dataset B is the fit at B's 10th complexity percentile
+    b_instances = data[data["dataset"] == "B"].drop_duplicates("instance")
+    c10 = np.quantile(b_instances["complexity"], 0.1)
+    low_b = lines[2]
+    np.testing.assert_allclose(low_b.y, fit.predict("B", np.asarray(low_b.x), c10))
+    assert fig.layout.xaxis.type == "log"
+    bins = observed_bins(data, "B")
+    assert set(bins["bin"]) == {"low", "high"} and set(bins["params_b"]) == {1.0, 4.0, 16.0}
+    low = bins[bins["bin"] == "low"]
+    assert (low["rate"] >= low["ci_low"]).all() and (low["rate"] <= low["ci_high"]).all()

@@ -1,0 +1,196 @@
+"""``workbench scaling``: fit judge-size/complexity scaling models, pick distillation data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from workbench.cli import CliError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "scaling",
+        help="scaling analysis of judge correctness vs judge size and policy complexity",
+        description="Fit how judge correctness depends on judge size and rule-graph "
+        "complexity, and choose distillation samples from the fit.",
+    )
+    sub = parser.add_subparsers(dest="scaling_command", metavar="ACTION")
+    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+
+    fit = sub.add_parser(
+        "fit",
+        help="fit the models, select one by grouped CV, bootstrap intervals, LOSO",
+        description="Fit the full, nested and additive models to an outcomes table "
+        "(CSV or JSONL with instance, dataset, session, params_b, complexity, correct).",
+    )
+    fit.add_argument("outcomes", metavar="OUTCOMES", help="outcomes table (.csv or .jsonl)")
+    fit.add_argument("--json", action="store_true", help="print the results as JSON")
+    fit.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="session-bootstrap replicates for the intervals (default 1000; 0 skips)",
+    )
+    fit.add_argument("--seed", type=int, default=2027, help="bootstrap/CV seed (default 2027)")
+    fit.add_argument(
+        "--reference",
+        type=float,
+        default=2.0,
+        metavar="B",
+        help="reference judge size in billions for the gains (default 2)",
+    )
+    fit.add_argument("--no-loso", action="store_true", help="skip leave-one-scale-out")
+    _add_maxiter(fit)
+    fit.set_defaults(func=run_fit)
+
+    select = sub.add_parser(
+        "select",
+        help="select distillation samples by teacher-student headroom",
+        description="Write two same-size training sets with identical (dataset, label) "
+        "quotas: uniform within strata and highest-headroom within strata.",
+    )
+    select.add_argument("outcomes", metavar="OUTCOMES", help="outcomes table (.csv or .jsonl)")
+    select.add_argument(
+        "--teacher", type=float, required=True, metavar="B", help="teacher judge size in billions"
+    )
+    select.add_argument(
+        "--student", type=float, required=True, metavar="B", help="student judge size in billions"
+    )
+    select.add_argument("--n", type=int, required=True, help="samples per training set")
+    select.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    select.add_argument(
+        "--cases",
+        metavar="JSONL",
+        help="cases with 'instance' and a 'prompt' (or fields to build one) and target "
+        "fields such as 'violation'; without it the sets carry no prompts",
+    )
+    select.add_argument(
+        "--model",
+        choices=("auto", "additive", "nested", "full"),
+        default="auto",
+        help="model giving the headroom (default: the one chosen by grouped CV)",
+    )
+    select.add_argument("--seed", type=int, default=17, help="uniform selection seed (17)")
+    _add_maxiter(select)
+    select.set_defaults(func=run_select)
+
+
+def _add_maxiter(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--maxiter",
+        type=int,
+        default=300,
+        metavar="N",
+        help="differential-evolution generations per fit (default 300; lower is faster)",
+    )
+
+
+def _fit_options(args: argparse.Namespace):
+    from workbench.scaling import FitOptions
+
+    if args.maxiter < 1:
+        raise CliError("--maxiter must be at least 1")
+    return FitOptions(maxiter=args.maxiter)
+
+
+def _load(path: str):
+    from workbench.scaling import OutcomesError, load_outcomes
+
+    try:
+        return load_outcomes(path)
+    except OutcomesError as exc:
+        raise CliError(f"{exc}") from None
+
+
+def _progress(message: str) -> None:
+    print(f"… {message}", file=sys.stderr, flush=True)
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    from workbench.scaling import AnalysisOptions, FitError, analyse_scaling
+
+    if args.bootstrap < 0:
+        raise CliError("--bootstrap must be 0 or more replicates")
+    outcomes = _load(args.outcomes)
+    options = AnalysisOptions(
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        reference_b=args.reference,
+        loso=not args.no_loso,
+        fit=_fit_options(args),
+    )
+    try:
+        report = analyse_scaling(outcomes, options, progress=None if args.json else _progress)
+    except (FitError, ValueError) as exc:
+        raise CliError(f"{exc}") from None
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, allow_nan=False))
+        return 0
+    _print_report(report)
+    return 0
+
+
+def _print_report(report: Any) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.width", 120, "display.max_columns", 20):
+        print("Model comparison (session-grouped 5-fold CV, log loss):")
+        print(report.comparison_table().to_string(index=False, float_format="%.4f"))
+        print(f"\nSelected by the one-SE rule: {report.selected}")
+        print(f"\nParameters of {report.selected} (95% session-bootstrap intervals):")
+        table = report.intervals_table(report.selected)
+        print(table.to_string(index=False, float_format="%.4f"))
+        if report.loso:
+            print("\nLeave-one-scale-out:")
+            print(pd.DataFrame(report.loso).to_string(index=False, float_format="%.4f"))
+        else:
+            print("\nLeave-one-scale-out: skipped (needs at least three judge sizes)")
+
+
+def run_select(args: argparse.Namespace) -> int:
+    from workbench.scaling import (
+        FitError,
+        SelectionError,
+        cross_validate,
+        fit_model,
+        load_cases,
+        one_se_select,
+        select_distillation,
+        write_training_sets,
+    )
+
+    options = _fit_options(args)
+    outcomes = _load(args.outcomes)
+    try:
+        cases = load_cases(args.cases) if args.cases else None
+        model = args.model
+        if model == "auto":
+            _progress("choosing the model by session-grouped cross-validation")
+            model = one_se_select(cross_validate(outcomes, options=options))
+        _progress(f"fitting the {model} model")
+        fit = fit_model(outcomes, model, options)
+        selection = select_distillation(
+            outcomes, fit, args.teacher, args.student, args.n, cases=cases, seed=args.seed
+        )
+        paths = write_training_sets(selection, args.out, cases)
+    except (SelectionError, FitError, ValueError) as exc:
+        raise CliError(f"{exc}") from None
+    except OSError as exc:
+        raise CliError(
+            f"could not write to {args.out}: {exc.strerror}; choose a writable --out directory"
+        ) from None
+    summary = selection.summary()
+    print(f"model: {model}; {summary['n']} samples per set")
+    print(
+        f"mean headroom: uniform {summary['mean_headroom']['uniform']:.4f}, "
+        f"headroom {summary['mean_headroom']['headroom']:.4f}"
+    )
+    for note in selection.notes + ([] if cases else ["no --cases: prompts are empty"]):
+        print(f"note: {note}", file=sys.stderr)
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    return 0

@@ -1,0 +1,185 @@
+"""The whole scaling analysis in one call: fit every family, cross-validate and select,
+bootstrap intervals, leave-one-scale-out, and gains. What the CLI and the page show."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from workbench.scaling.bootstrap import (
+    DEFAULT_REPLICATES,
+    DEFAULT_SEED,
+    BootstrapResult,
+    bootstrap_intervals,
+)
+from workbench.scaling.crossval import (
+    CrossValidation,
+    cross_validate,
+    leave_one_scale_out,
+    one_se_select,
+)
+from workbench.scaling.fit import FitOptions, ScalingFit, fit_model, single_threaded_blas
+from workbench.scaling.gains import DEFAULT_REFERENCE_B, GainGrid, derived_quantities, gain_table
+from workbench.scaling.models import SIMPLICITY_ORDER
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Settings of :func:`analyse_scaling`; the defaults are the documented method."""
+
+    models: tuple[str, ...] = SIMPLICITY_ORDER
+    folds: int = 5
+    bootstrap: int = DEFAULT_REPLICATES
+    seed: int = DEFAULT_SEED
+    level: float = 0.95
+    reference_b: float = DEFAULT_REFERENCE_B
+    loso: bool = True
+    fit: FitOptions = field(default_factory=FitOptions)
+
+
+@dataclass
+class ScalingReport:
+    """Results of :func:`analyse_scaling`."""
+
+    fits: dict[str, ScalingFit]
+    cv: dict[str, CrossValidation]
+    selected: str
+    bootstrap: dict[str, BootstrapResult]
+    loso: list[dict]
+    grid: GainGrid
+    n_rows: int
+
+    def comparison_table(self) -> pd.DataFrame:
+        """One row per model: parameter count, log-likelihood, CV log loss and SE."""
+        best = min(r.cv_logloss for r in self.cv.values())
+        rows = []
+        for name, fit in self.fits.items():
+            cv = self.cv[name]
+            rows.append(
+                {
+                    "model": name,
+                    "n_params": fit.n_params,
+                    "loglik": fit.loglik,
+                    "cv_logloss": cv.cv_logloss,
+                    "cv_se": cv.cv_se,
+                    "delta_vs_best": cv.cv_logloss - best,
+                    "selected": name == self.selected,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def intervals_table(self, model: str) -> pd.DataFrame:
+        """Estimate and interval of each parameter and derived quantity of ``model``."""
+        fit = self.fits[model]
+        estimates = fit.params | derived_quantities(fit, self.grid)
+        ci = self.bootstrap[model].intervals if model in self.bootstrap else {}
+        return pd.DataFrame(
+            [
+                {
+                    "quantity": k,
+                    "estimate": v,
+                    "ci_low": ci.get(k, (math.nan, math.nan))[0],
+                    "ci_high": ci.get(k, (math.nan, math.nan))[1],
+                }
+                for k, v in estimates.items()
+            ]
+        )
+
+    def gains(self, model: str | None = None) -> pd.DataFrame:
+        return gain_table(self.fits[model or self.selected], self.grid)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"selected", "models": {name: {"params", "cv_logloss", "cv_se", "ci", ...}},
+        "loso": [...]}`` plus the gains of the selected model and the settings used."""
+        models = {}
+        for name, fit in self.fits.items():
+            boot = self.bootstrap.get(name)
+            models[name] = {
+                "params": fit.params,
+                "cv_logloss": _finite(self.cv[name].cv_logloss),
+                "cv_se": _finite(self.cv[name].cv_se),
+                "ci": {k: [lo, hi] for k, (lo, hi) in (boot.intervals if boot else {}).items()},
+                "n_params": fit.n_params,
+                "loglik": fit.loglik,
+                "c_median": fit.c_median,
+                "at_bounds": fit.at_bounds,
+                "derived": derived_quantities(fit, self.grid),
+                "bootstrap_replicates": int(boot.draws.shape[0]) if boot else 0,
+                "bootstrap_failed": boot.failed if boot else 0,
+            }
+        return _json_safe(
+            {
+                "selected": self.selected,
+                "models": models,
+                "loso": self.loso,
+                "gains": self.gains().to_dict(orient="records"),
+                "reference_params_b": self.grid.reference,
+                "n_rows": self.n_rows,
+            }
+        )
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _json_safe(value: Any) -> Any:
+    """Plain JSON types throughout; NaN/inf become None (strict JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return _finite(float(value))
+    return value
+
+
+def analyse_scaling(
+    outcomes: pd.DataFrame,
+    options: AnalysisOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ScalingReport:
+    """Run the scaling analysis on a validated outcomes table.
+
+    Fits each family on all rows, selects by session-grouped K-fold CV and the one-SE rule,
+    bootstraps sessions for ``options.bootstrap`` replicates (0 skips it), and runs
+    leave-one-scale-out. ``progress(message)`` reports each stage.
+    Raises ``FitError``/``ValueError`` when the data cannot support the analysis.
+    """
+    with single_threaded_blas():
+        return _analyse(outcomes, options or AnalysisOptions(), progress or (lambda _m: None))
+
+
+def _analyse(outcomes: pd.DataFrame, options: AnalysisOptions, say: Callable[[str], None]) -> ScalingReport:
+    say("fitting models on all rows")
+    fits = {m: fit_model(outcomes, m, options.fit) for m in options.models}
+    say(f"{options.folds}-fold session-grouped cross-validation")
+    cv = cross_validate(outcomes, options.models, k=options.folds, options=options.fit, seed=options.seed)
+    selected = one_se_select(cv)
+    grid = GainGrid.from_outcomes(outcomes, options.reference_b)
+    boot: dict[str, BootstrapResult] = {}
+    if options.bootstrap > 0:
+        say(f"session bootstrap, {options.bootstrap} replicates")
+        boot = bootstrap_intervals(
+            outcomes,
+            fits,
+            lambda f: derived_quantities(f, grid),
+            n_replicates=options.bootstrap,
+            seed=options.seed,
+            level=options.level,
+            options=options.fit,
+        )
+    loso: list[dict] = []
+    if options.loso:
+        say("leave-one-scale-out")
+        loso = leave_one_scale_out(outcomes, options.models, options=options.fit)
+    return ScalingReport(fits, cv, selected, boot, loso, grid, len(outcomes))

@@ -1,0 +1,146 @@
+"""Session-clustered bootstrap intervals for parameters and derived quantities.
+
+A replicate draws, within each dataset, as many sessions as it has, with replacement; every
+row of a drawn session is included once per draw. Rows of one session are correlated (same
+conversation, same policy context), so resampling rows would understate the uncertainty.
+Each replicate refits every model by local refinement from its full-data estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from workbench.scaling.crossval import session_keys
+from workbench.scaling.fit import (
+    FitError,
+    FitOptions,
+    Problem,
+    ScalingFit,
+    single_threaded_blas,
+)
+
+DEFAULT_REPLICATES = 1000
+DEFAULT_SEED = 2027
+
+
+def session_bootstrap_weights(
+    outcomes: pd.DataFrame, n_replicates: int, seed: int = DEFAULT_SEED
+) -> Iterator[np.ndarray]:
+    """Yield, per replicate, a row-weight vector: how many times each row's session was drawn.
+
+    Sessions are drawn with replacement within their dataset (so each replicate keeps every
+    dataset and its number of sessions); all rows of a session get the same integer weight.
+    """
+    keys = session_keys(outcomes)
+    codes, uniques = pd.factorize(keys, sort=True)
+    session_dataset = pd.Series(outcomes["dataset"].to_numpy(), index=codes).groupby(level=0).first()
+    strata = [
+        np.asarray(idx, dtype=int) for _, idx in session_dataset.groupby(session_dataset).groups.items()
+    ]
+    rng = np.random.default_rng(seed)
+    for _ in range(n_replicates):
+        counts = np.zeros(len(uniques))
+        for members in strata:
+            drawn = members[rng.integers(0, members.size, members.size)]
+            counts += np.bincount(drawn, minlength=len(uniques))
+        yield counts[codes]
+
+
+@dataclass
+class BootstrapResult:
+    """Replicate draws of one model and their percentile intervals."""
+
+    model: str
+    names: list[str]
+    draws: np.ndarray  # (replicates kept, quantities)
+    failed: int
+    level: float
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def percentile_intervals(draws: np.ndarray, names: list[str], level: float) -> dict[str, tuple[float, float]]:
+    """Equal-tailed percentile intervals of each column of ``draws``."""
+    if draws.shape[0] == 0:
+        return {}
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.nanpercentile(draws, [tail, 100 - tail], axis=0)
+    return {n: (float(a), float(b)) for n, a, b in zip(names, lo, hi, strict=True)}
+
+
+def bootstrap_intervals(
+    outcomes: pd.DataFrame,
+    fits: dict[str, ScalingFit],
+    derived: Callable[[ScalingFit], dict[str, float]] | None = None,
+    *,
+    n_replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
+    level: float = 0.95,
+    options: FitOptions | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, BootstrapResult]:
+    """Percentile intervals for every parameter of every model in ``fits`` and for the
+    quantities ``derived(fit)`` returns. All models share the same resamples (paired).
+
+    A replicate whose fit fails (e.g. a resample with a single judge size) is dropped and
+    counted in ``failed``. ``progress(done, total)`` is called after each replicate.
+    """
+    with single_threaded_blas():
+        return _bootstrap(
+            outcomes, fits, derived, n_replicates, seed, level, options or FitOptions(), progress
+        )
+
+
+def _bootstrap(
+    outcomes: pd.DataFrame,
+    fits: dict[str, ScalingFit],
+    derived: Callable[[ScalingFit], dict[str, float]] | None,
+    n_replicates: int,
+    seed: int,
+    level: float,
+    base: FitOptions,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, BootstrapResult]:
+    local = FitOptions(
+        maxiter=base.maxiter,
+        popsize=base.popsize,
+        tol=base.tol,
+        seed=base.seed,
+        global_search=False,
+    )
+    datasets = sorted(outcomes["dataset"].unique())
+    problem = Problem(outcomes, datasets)
+    names: dict[str, list[str]] = {}
+    for model, fit in fits.items():
+        extra = list(derived(fit)) if derived else []
+        names[model] = fit.param_names + extra
+    rows: dict[str, list[np.ndarray]] = {m: [] for m in fits}
+    failed = dict.fromkeys(fits, 0)
+    for i, weights in enumerate(session_bootstrap_weights(outcomes, n_replicates, seed)):
+        for model, fit in fits.items():
+            try:
+                rep = problem.fit(model, local, row_weights=weights, start=fit.theta)
+            except FitError:
+                failed[model] += 1
+                continue
+            values = list(rep.theta)
+            if derived:
+                values += list(derived(rep).values())
+            rows[model].append(np.asarray(values, float))
+        if progress:
+            progress(i + 1, n_replicates)
+    results = {}
+    for model in fits:
+        draws = np.vstack(rows[model]) if rows[model] else np.empty((0, len(names[model])))
+        results[model] = BootstrapResult(
+            model=model,
+            names=names[model],
+            draws=draws,
+            failed=failed[model],
+            level=level,
+            intervals=percentile_intervals(draws, names[model], level),
+        )
+    return results

@@ -1,0 +1,114 @@
+"""Plotly figure: fitted correctness against judge size at low and high complexity.
+
+One panel per dataset. Lines are the fitted P at the dataset's 10th and 90th complexity
+percentiles; markers are the observed correctness of the instances in the matching
+complexity bins (bottom and top fifth, whose centres are those percentiles), with 95%
+Wilson intervals.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from workbench.scaling.fit import ScalingFit
+
+_LOW_COLOUR, _HIGH_COLOUR = "#1f77b4", "#d62728"
+
+
+def wilson_interval(k: np.ndarray, n: np.ndarray, z: float = 1.96) -> tuple[np.ndarray, ...]:
+    """95% Wilson score interval of a binomial proportion k/n (element-wise)."""
+    k, n = np.asarray(k, float), np.asarray(n, float)
+    p = k / n
+    centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
+    return centre - half, centre + half
+
+
+def observed_bins(
+    outcomes: pd.DataFrame, dataset: str, low_q: float = 0.1, high_q: float = 0.9
+) -> pd.DataFrame:
+    """Observed correctness per judge size in the low and high complexity bins of a dataset.
+
+    The low bin holds instances with C <= Q(2*low_q), the high bin C >= Q(1 - 2*(1-high_q)),
+    so each bin is centred on the percentile its fitted line is drawn at.
+    """
+    rows = outcomes[outcomes["dataset"] == dataset]
+    instances = rows.drop_duplicates("instance")["complexity"]
+    low_cut = float(np.quantile(instances, min(2 * low_q, 0.5)))
+    high_cut = float(np.quantile(instances, max(1 - 2 * (1 - high_q), 0.5)))
+    parts = []
+    for name, mask in (
+        ("low", rows["complexity"] <= low_cut),
+        ("high", rows["complexity"] >= high_cut),
+    ):
+        grouped = rows[mask].groupby("params_b")["correct"].agg(["sum", "count"]).reset_index()
+        lo, hi = wilson_interval(grouped["sum"], grouped["count"])
+        parts.append(grouped.assign(bin=name, rate=grouped["sum"] / grouped["count"], ci_low=lo, ci_high=hi))
+    return pd.concat(parts, ignore_index=True).rename(columns={"count": "n", "sum": "correct"})
+
+
+def scaling_figure(
+    outcomes: pd.DataFrame, fit: ScalingFit, *, low_q: float = 0.1, high_q: float = 0.9
+) -> go.Figure:
+    """Fitted P(correct) vs judge size (log axis) per dataset, observed binned rates overlaid."""
+    datasets = [d for d in sorted(outcomes["dataset"].unique()) if d in fit.datasets]
+    # Plotly renders a subset of HTML in titles and hover text: escape user-supplied names.
+    titles = [html.escape(str(d)) for d in datasets]
+    fig = make_subplots(rows=1, cols=max(len(datasets), 1), shared_yaxes=True, subplot_titles=titles)
+    sizes = np.sort(outcomes["params_b"].unique())
+    grid = np.geomspace(sizes[0] / 1.25, sizes[-1] * 1.25, 80)
+    for col, dataset in enumerate(datasets, start=1):
+        instances = outcomes[outcomes["dataset"] == dataset].drop_duplicates("instance")
+        bins = observed_bins(outcomes, dataset, low_q, high_q)
+        for name, q, colour in (("low", low_q, _LOW_COLOUR), ("high", high_q, _HIGH_COLOUR)):
+            c = float(np.quantile(instances["complexity"], q))
+            label = f"C at {q:.0%} percentile"
+            fig.add_trace(
+                go.Scatter(
+                    x=grid,
+                    y=fit.predict(dataset, grid, c),
+                    mode="lines",
+                    line={"color": colour, "dash": "solid" if name == "low" else "dash"},
+                    name=f"fitted, {label}",
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    hovertemplate=f"{titles[col - 1]}<br>C={c:g}<br>%{{x:.3g}}B: P=%{{y:.3f}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+            obs = bins[bins["bin"] == name]
+            fig.add_trace(
+                go.Scatter(
+                    x=obs["params_b"],
+                    y=obs["rate"],
+                    mode="markers",
+                    marker={"color": colour, "size": 8, "symbol": "circle" if name == "low" else "square"},
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": obs["ci_high"] - obs["rate"],
+                        "arrayminus": obs["rate"] - obs["ci_low"],
+                    },
+                    customdata=obs["n"],
+                    name=f"observed, {name}-complexity bin",
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    hovertemplate="%{x:.3g}B: %{y:.3f} observed (n=%{customdata})<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        fig.update_xaxes(type="log", title_text="judge size (B parameters)", row=1, col=col)
+    fig.update_yaxes(title_text="P(correct)", range=[0, 1], row=1, col=1)
+    fig.update_layout(
+        title=f"Correctness vs judge size ({html.escape(fit.model)} model)",
+        legend={"orientation": "h", "y": -0.25},
+        margin={"t": 70},
+    )
+    return fig

@@ -1,0 +1,184 @@
+"""The three correctness-vs-scale model families and their linear predictors.
+
+Every family predicts ``logit P`` for one judgment from the dataset, the judge size
+``N`` (``params_b``, billions) and the scaled complexity ``Ct = C / median C`` (median taken
+over the training rows):
+
+- ``full``:     logit P = gamma_d - eta*Ct + beta*(1 - exp(-rho*N**alpha)) * exp(-lambda*Ct)
+- ``nested``:   the same with lambda = 0
+- ``additive``: logit P = gamma_d + a*ln N + b*Ct
+
+A parameter vector is ``[gamma_<d> for each dataset in sorted order] + family parameters``.
+Functions accept a vector of shape ``(P,)`` or a population of shape ``(P, S)`` (what
+``scipy.optimize.differential_evolution(vectorized=True)`` passes) and then return ``(n, S)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Search box for the global optimiser. beta, rho, alpha must be > 0 (the issue's constraint);
+# the lower bounds keep them strictly positive. lambda is allowed slightly negative so the
+# data, not the box, decides whether scale helps less on complex cases.
+GAMMA_BOUNDS = (-10.0, 10.0)
+FAMILY_BOUNDS: dict[str, tuple[float, float]] = {
+    "eta": (-10.0, 10.0),
+    "beta": (1e-6, 20.0),
+    "rho": (1e-6, 20.0),
+    "alpha": (1e-3, 3.0),
+    "lambda": (-3.0, 10.0),
+    "a": (-10.0, 10.0),
+    "b": (-10.0, 10.0),
+}
+
+
+@dataclass(frozen=True)
+class Design:
+    """Covariates of the rows (or collapsed covariate patterns) a model is evaluated on."""
+
+    dataset_code: np.ndarray  # int index into the sorted dataset list
+    n: np.ndarray  # judge size in billions, > 0
+    ct: np.ndarray  # complexity / training median
+    n_unique: np.ndarray = field(init=False, repr=False)
+    n_index: np.ndarray = field(init=False, repr=False)
+    ct_unique: np.ndarray = field(init=False, repr=False)
+    ct_index: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # The scale term depends on N only and the damping on Ct only: evaluating them on the
+        # few distinct values and indexing back saves most of the exp() calls in the search.
+        n_unique, n_index = np.unique(self.n, return_inverse=True)
+        ct_unique, ct_index = np.unique(self.ct, return_inverse=True)
+        object.__setattr__(self, "n_unique", n_unique)
+        object.__setattr__(self, "n_index", n_index.ravel())
+        object.__setattr__(self, "ct_unique", ct_unique)
+        object.__setattr__(self, "ct_index", ct_index.ravel())
+
+    @property
+    def log_n(self) -> np.ndarray:
+        return np.log(self.n)
+
+
+def _col(v: np.ndarray) -> np.ndarray:
+    """A parameter row as a broadcastable column: scalar -> scalar, (S,) -> (1, S)."""
+    return v if np.ndim(v) == 0 else v[np.newaxis, :]
+
+
+def _data(x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """A per-row covariate shaped to broadcast against a population ``theta`` (P, S)."""
+    return x if theta.ndim == 1 else x[:, np.newaxis]
+
+
+def _gamma(theta: np.ndarray, design: Design) -> np.ndarray:
+    return theta[design.dataset_code]
+
+
+def _additive_logit(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
+    a, b = theta[nd], theta[nd + 1]
+    return _gamma(theta, design) + _data(design.log_n, theta) * _col(a) + _data(design.ct, theta) * _col(b)
+
+
+def _saturating(theta: np.ndarray, design: Design, nd: int) -> tuple[np.ndarray, ...]:
+    """N**alpha, exp(-rho N**alpha) and 1 - exp(-rho N**alpha), one row per distinct N."""
+    rho, alpha = theta[nd + 2], theta[nd + 3]
+    n_alpha = np.exp(_data(np.log(design.n_unique), theta) * _col(alpha))
+    decay = np.exp(-_col(rho) * n_alpha)
+    return n_alpha, decay, 1.0 - decay
+
+
+def _scale_logit(theta: np.ndarray, design: Design, nd: int, with_lambda: bool) -> np.ndarray:
+    eta, beta = theta[nd], theta[nd + 1]
+    _, _, gain = _saturating(theta, design, nd)
+    # In-place updates: the global search evaluates (rows x population) arrays every step.
+    z = _gamma(theta, design)
+    z -= _col(eta) * _data(design.ct, theta)
+    scale_term = (_col(beta) * gain)[design.n_index]
+    if with_lambda:
+        damp = np.exp(-_col(theta[nd + 4]) * _data(design.ct_unique, theta))
+        scale_term *= damp[design.ct_index]
+    z += scale_term
+    return z
+
+
+def _additive_jac(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
+    jac = np.zeros((design.n.size, nd + 2))
+    jac[np.arange(design.n.size), design.dataset_code] = 1.0
+    jac[:, nd] = design.log_n
+    jac[:, nd + 1] = design.ct
+    return jac
+
+
+def _scale_jac(theta: np.ndarray, design: Design, nd: int, with_lambda: bool) -> np.ndarray:
+    beta, rho = theta[nd + 1], theta[nd + 2]
+    n_alpha, decay, gain = (v[design.n_index] for v in _saturating(theta, design, nd))
+    damp = np.exp(-theta[nd + 4] * design.ct) if with_lambda else np.ones_like(design.ct)
+    jac = np.zeros((design.n.size, nd + (5 if with_lambda else 4)))
+    jac[np.arange(design.n.size), design.dataset_code] = 1.0
+    jac[:, nd] = -design.ct  # eta
+    jac[:, nd + 1] = gain * damp  # beta
+    # d/d rho [1 - exp(-rho N^a)] = N^a exp(-rho N^a); d/d alpha adds rho ln N.
+    jac[:, nd + 2] = beta * damp * n_alpha * decay
+    jac[:, nd + 3] = beta * damp * n_alpha * decay * rho * design.log_n
+    if with_lambda:
+        jac[:, nd + 4] = -beta * gain * damp * design.ct
+    return jac
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """One model family: its parameter names (after the gammas) and its linear predictor."""
+
+    name: str
+    family_params: tuple[str, ...]
+    _logit: Callable[[np.ndarray, Design, int], np.ndarray]
+    _jac: Callable[[np.ndarray, Design, int], np.ndarray]
+
+    def param_names(self, datasets: list[str]) -> list[str]:
+        return [f"gamma_{d}" for d in datasets] + list(self.family_params)
+
+    def n_params(self, n_datasets: int) -> int:
+        return n_datasets + len(self.family_params)
+
+    def bounds(self, n_datasets: int) -> list[tuple[float, float]]:
+        return [GAMMA_BOUNDS] * n_datasets + [FAMILY_BOUNDS[p] for p in self.family_params]
+
+    def logit(self, theta: np.ndarray, design: Design, n_datasets: int) -> np.ndarray:
+        """Linear predictor: ``(n,)`` for a vector ``theta``, ``(n, S)`` for a population."""
+        return self._logit(np.asarray(theta, dtype=float), design, n_datasets)
+
+    def jacobian(self, theta: np.ndarray, design: Design, n_datasets: int) -> np.ndarray:
+        """d logit / d theta, shape ``(n, P)``, for a single parameter vector."""
+        return self._jac(np.asarray(theta, dtype=float), design, n_datasets)
+
+
+MODELS: dict[str, ModelFamily] = {
+    "additive": ModelFamily("additive", ("a", "b"), _additive_logit, _additive_jac),
+    "nested": ModelFamily(
+        "nested",
+        ("eta", "beta", "rho", "alpha"),
+        lambda t, d, nd: _scale_logit(t, d, nd, with_lambda=False),
+        lambda t, d, nd: _scale_jac(t, d, nd, with_lambda=False),
+    ),
+    "full": ModelFamily(
+        "full",
+        ("eta", "beta", "rho", "alpha", "lambda"),
+        lambda t, d, nd: _scale_logit(t, d, nd, with_lambda=True),
+        lambda t, d, nd: _scale_jac(t, d, nd, with_lambda=True),
+    ),
+}
+
+# Simplest first: the one-standard-error rule walks this order (parameter count).
+SIMPLICITY_ORDER: tuple[str, ...] = ("additive", "nested", "full")
+
+
+def get_model(name: str) -> ModelFamily:
+    """The family called ``name``; ``ValueError`` naming the valid choices otherwise."""
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown scaling model {name!r}; choose one of {', '.join(SIMPLICITY_ORDER)}"
+        ) from None
