@@ -1,0 +1,67 @@
+"""The online audit of SkillCDG: cases -> keywords -> routed SKILLs -> seeds -> closure ->
+rendered context -> judge verdict, every step kept in an :class:`AuditTrace`.
+
+    from workbench.audit import AuditIndex, AuditOptions, audit_case, load_cases
+    index = AuditIndex(PolicyIndex.load("index.json"))      # once per policy
+    trace = audit_case(case, index, "cdg", gateway, AuditOptions(judge_mode="per-rule"))
+    trace.verdict, trace.closure, trace.context, trace.usage
+
+Strategies (same judge, same prompt skeleton): ``cdg``, ``raw``, ``bm25``, ``dense``,
+``no-closure``, ``no-keywords``. Batch runs: :func:`run_audit`; metrics:
+:func:`compute_metrics`; CompliBench import: :func:`import_complibench`.
+"""
+
+from workbench.audit.cases import (
+    AuditCase,
+    CaseFormatError,
+    Turn,
+    case_from_dict,
+    dump_cases,
+    load_cases,
+    pseudonymise,
+)
+from workbench.audit.complibench import import_complibench
+from workbench.audit.metrics import StrategyMetrics, compute_metrics, format_table
+from workbench.audit.pipeline import JUDGE_MODES, AuditOptions, audit_case
+from workbench.audit.policy import AuditIndex
+from workbench.audit.runner import RunAborted, RunSummary, arun_audit, read_traces, run_audit
+from workbench.audit.strategies import (
+    STRATEGIES,
+    ContextOptions,
+    ContextUnavailable,
+    PolicyContext,
+    get_strategy,
+)
+from workbench.audit.trace import AuditError, AuditTrace, ModelCall, Verdict
+
+__all__ = [
+    "JUDGE_MODES",
+    "STRATEGIES",
+    "AuditCase",
+    "AuditError",
+    "AuditIndex",
+    "AuditOptions",
+    "AuditTrace",
+    "CaseFormatError",
+    "ContextOptions",
+    "ContextUnavailable",
+    "ModelCall",
+    "PolicyContext",
+    "RunAborted",
+    "RunSummary",
+    "StrategyMetrics",
+    "Turn",
+    "Verdict",
+    "arun_audit",
+    "audit_case",
+    "case_from_dict",
+    "compute_metrics",
+    "dump_cases",
+    "format_table",
+    "get_strategy",
+    "import_complibench",
+    "load_cases",
+    "pseudonymise",
+    "read_traces",
+    "run_audit",
+]

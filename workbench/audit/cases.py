@@ -1,0 +1,217 @@
+"""Audit cases in the normalised JSONL schema of the SkillCDG paper.
+
+One JSON object per line::
+
+    {"id": "c1", "session": "s1", "label": "negative", "skills": ["merchant-order-refund"],
+     "context": [{"role": "user", "content": "..."}, ...],   # or one string
+     "background": {...} | "...",                            # environment state
+     "model_response": "...", "gold": {...}}                  # extra fields are kept
+
+``label`` is ``positive`` (compliant), ``negative`` (violation) or absent (unknown).
+``skills`` is optional: without it the audit routes by keywords. Any other field (``gold``,
+provenance, ...) is kept verbatim in ``extra`` and written back unchanged by ``to_dict``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LABELS = ("positive", "negative")
+KNOWN_FIELDS = ("id", "session", "label", "skills", "context", "background", "model_response")
+
+
+class CaseFormatError(ValueError):
+    """A case does not follow the schema; the message names the line/field and the fix."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: str
+    content: str
+
+
+@dataclass
+class AuditCase:
+    """History H (``context``), state O (``background``) and the reply A (``model_response``)."""
+
+    id: str
+    model_response: str
+    session: str = ""
+    label: str | None = None
+    skills: list[str] | None = None
+    context: list[Turn] | str = field(default_factory=list)
+    background: str | dict | list | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def expected_violation(self) -> bool | None:
+        """True for ``negative`` (violation), False for ``positive``, None when unlabelled."""
+        return None if self.label is None else self.label == "negative"
+
+    @property
+    def turns(self) -> list[Turn]:
+        if isinstance(self.context, str):
+            return [Turn("transcript", self.context)] if self.context.strip() else []
+        return list(self.context)
+
+    @property
+    def last_user_message(self) -> str:
+        for t in reversed(self.turns):
+            if t.role == "user":
+                return t.content
+        return ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "session": self.session}
+        if self.label is not None:
+            out["label"] = self.label
+        if self.skills is not None:
+            out["skills"] = list(self.skills)
+        out["context"] = (
+            self.context
+            if isinstance(self.context, str)
+            else [{"role": t.role, "content": t.content} for t in self.context]
+        )
+        if self.background is not None:
+            out["background"] = self.background
+        out["model_response"] = self.model_response
+        out.update(self.extra)
+        return out
+
+
+def pseudonymise(session: str, salt: str = "") -> str:
+    """A stable pseudonym for a session id: hex SHA-256 of ``salt + session``.
+
+    Equal sessions stay equal (so per-session grouping survives) while the original id is
+    not stored. Use a secret ``salt`` when session ids are guessable (e.g. phone numbers).
+    """
+    return hashlib.sha256((salt + session).encode("utf-8")).hexdigest()
+
+
+def case_from_dict(data: Any, where: str = "case") -> AuditCase:
+    """Validate and normalise one case. Raises CaseFormatError naming the field and fix."""
+    if not isinstance(data, dict):
+        raise CaseFormatError(f"{where}: a case must be a JSON object, got {type(data).__name__}")
+    cid = data.get("id")
+    if isinstance(cid, int) and not isinstance(cid, bool):
+        cid = str(cid)
+    if not isinstance(cid, str) or not cid.strip():
+        raise CaseFormatError(f"{where}: 'id' is missing or empty; give every case a unique id")
+    where = f"{where} (id {cid!r})"
+    response = data.get("model_response")
+    if not isinstance(response, str):
+        raise CaseFormatError(f"{where}: 'model_response' (the reply to audit) must be a string")
+    session = data.get("session", "")
+    if session is None:
+        session = ""
+    if not isinstance(session, str | int) or isinstance(session, bool):
+        raise CaseFormatError(f"{where}: 'session' must be a string")
+    label = data.get("label")
+    if label is not None and label not in LABELS:
+        raise CaseFormatError(
+            f"{where}: 'label' must be 'positive' (compliant), 'negative' (violation) or "
+            f"absent, got {label!r}"
+        )
+    skills = data.get("skills")
+    if skills is not None:
+        if isinstance(skills, str):
+            skills = [skills]
+        if not isinstance(skills, list) or not all(isinstance(s, str) and s for s in skills):
+            raise CaseFormatError(f"{where}: 'skills' must be a list of SKILL names")
+        skills = list(skills) or None
+    context = _context(data.get("context", []), where)
+    background = data.get("background")
+    if background is not None and not isinstance(background, str | dict | list):
+        raise CaseFormatError(f"{where}: 'background' must be a string or a JSON object")
+    extra = {k: v for k, v in data.items() if k not in KNOWN_FIELDS}
+    return AuditCase(
+        id=cid,
+        model_response=response,
+        session=str(session),
+        label=label,
+        skills=skills,
+        context=context,
+        background=background,
+        extra=extra,
+    )
+
+
+def _context(raw: Any, where: str) -> list[Turn] | str:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return raw
+    if not isinstance(raw, list):
+        raise CaseFormatError(f"{where}: 'context' must be a list of {{role, content}} or a string")
+    turns = []
+    for i, t in enumerate(raw):
+        if not isinstance(t, dict) or not isinstance(t.get("content"), str):
+            raise CaseFormatError(f"{where}: context[{i}] needs a string 'content' (and a 'role')")
+        role = t.get("role") or "unknown"
+        if not isinstance(role, str):
+            raise CaseFormatError(f"{where}: context[{i}].role must be a string")
+        turns.append(Turn(role, t["content"]))
+    return turns
+
+
+def iter_cases(lines: Iterable[str], origin: str = "cases") -> Iterator[AuditCase]:
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CaseFormatError(f"{origin} line {number}: not valid JSON ({exc.msg})") from None
+        case = case_from_dict(data, f"{origin} line {number}")
+        if case.id in seen:
+            raise CaseFormatError(
+                f"{origin} line {number}: duplicate case id {case.id!r} (first on line "
+                f"{seen[case.id]}); ids must be unique"
+            )
+        seen[case.id] = number
+        yield case
+
+
+def load_cases(path: str | Path) -> list[AuditCase]:
+    """Read a cases JSONL file. Raises FileNotFoundError or CaseFormatError (with line)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such cases file (JSONL, one case per line)")
+    with open(p, encoding="utf-8") as src:
+        return list(iter_cases(src, str(p)))
+
+
+def dump_cases(cases: Iterable[AuditCase], path: str | Path) -> int:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with open(p, "w", encoding="utf-8") as out:
+        for c in cases:
+            out.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def render_conversation(case: AuditCase) -> str:
+    """The history as one JSON object per turn: quoting makes turn boundaries unforgeable
+    (a message cannot pretend to start a new turn or close the data block)."""
+    if isinstance(case.context, str):
+        return json.dumps({"transcript": case.context}, ensure_ascii=False)
+    return "\n".join(
+        json.dumps({"role": t.role, "content": t.content}, ensure_ascii=False) for t in case.turns
+    )
+
+
+def render_state(case: AuditCase) -> str:
+    bg = case.background
+    if bg is None or bg == "" or bg == {}:
+        return "(none)"
+    if isinstance(bg, str):
+        return json.dumps(bg, ensure_ascii=False)
+    return json.dumps(bg, ensure_ascii=False, sort_keys=True)

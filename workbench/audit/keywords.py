@@ -1,0 +1,96 @@
+"""Audit keywords from (history H, state O, reply A): the words that find governing rules.
+
+Two methods:
+
+- ``lexical`` (deterministic, no model): the content words of the reply (weight 2) and the
+  last user message (weight 1), weighted by how rare each word is in the policy (IDF over
+  rules and SKILL descriptions); words the policy never uses are dropped, since they can
+  neither route nor seed. Ties keep the order of first appearance.
+- ``llm``: the ``keyworder`` role names at most ``max_keywords`` (4 by default) short topics
+  under a JSON schema; conversation and reply are fenced as data.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from workbench.audit.cases import AuditCase, render_conversation, render_state
+from workbench.audit.policy import AuditIndex
+from workbench.audit.prompts import build_messages
+from workbench.audit.text import content_words, stem
+
+KEYWORD_METHODS = ("lexical", "llm")
+DEFAULT_MAX_LLM_KEYWORDS = 4
+DEFAULT_MAX_LEXICAL_KEYWORDS = 6
+KEYWORDS_PROMPT = "keywords_v1"
+
+
+def lexical_keywords(
+    case: AuditCase, index: AuditIndex | None = None, max_keywords: int = DEFAULT_MAX_LEXICAL_KEYWORDS
+) -> list[str]:
+    """Up to ``max_keywords`` words of the reply and last user message, rarest-in-policy first.
+
+    Without ``index`` words are ranked by weighted frequency only.
+    """
+    score: dict[str, float] = defaultdict(float)
+    surface: dict[str, str] = {}
+    first: dict[str, int] = {}
+    pos = 0
+    for text, weight in ((case.model_response, 2.0), (case.last_user_message, 1.0)):
+        for w in content_words(text):
+            if w.isdigit() or len(w) < 3:
+                continue
+            s = stem(w)
+            score[s] += weight
+            surface.setdefault(s, w)
+            first.setdefault(s, pos)
+            pos += 1
+    if index is not None:
+        for s in list(score):
+            idf = index.idf(s)
+            if idf == 0.0:
+                del score[s]
+            else:
+                score[s] *= idf
+    ranked = sorted(score, key=lambda s: (-score[s], first[s]))
+    return [surface[s] for s in ranked[:max_keywords]]
+
+
+def keyword_schema(max_keywords: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "keywords": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 40},
+                "maxItems": max_keywords,
+            }
+        },
+        "required": ["keywords"],
+        "additionalProperties": False,
+    }
+
+
+def keyword_messages(case: AuditCase, max_keywords: int) -> list[dict[str, str]]:
+    return build_messages(
+        KEYWORDS_PROMPT,
+        max_keywords=str(max_keywords),
+        state=render_state(case),
+        conversation=render_conversation(case),
+        reply=case.model_response,
+    )
+
+
+def clean_keywords(raw: Any, max_keywords: int) -> list[str]:
+    """Model output is untrusted: keep distinct, non-empty, short strings, at most the limit."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for k in raw if isinstance(raw, list) else []:
+        if not isinstance(k, str):
+            continue
+        k = " ".join(k.split())[:40]
+        if k and k.lower() not in seen:
+            seen.add(k.lower())
+            out.append(k)
+    return out[:max_keywords]

@@ -1,0 +1,183 @@
+"""Metrics over audit traces, per strategy, as in the SkillCDG papers.
+
+- ``acc``: correct verdicts / labelled cases. A case without a usable verdict (judge failure,
+  EmptySeed, BudgetExceeded, ...) counts as incorrect.
+- ``f1``: violation-F1 (violation is the positive class) over the cases with a parsed
+  verdict only; ``precision`` = TP / (TP + FP), ``recall`` = TP / (TP + FN). Undefined
+  values (no predicted or no actual violations) are NaN, never 0.
+- ``coverage``: the share of cases whose context contains all gold governing rules
+  (``gold.governing_rule`` or ``gold.governing_rules`` of the case): by rule id for
+  rule-based strategies, and by source span for the others (a passage or document whose
+  span holds the gold rule's spans) when ``gold_spans`` are given.
+- tokens and latency: mean rendered context tokens, mean online tokens (prompt + completion
+  of every model call of the case), mean wall time per case (``timings_ms.total``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+NAN = float("nan")
+
+
+@dataclass
+class StrategyMetrics:
+    group: str  # strategy, plus judge mode / keyword method when they differ
+    n: int = 0
+    labelled: int = 0
+    judged: int = 0
+    correct: int = 0
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+    acc: float = NAN
+    precision: float = NAN
+    recall: float = NAN
+    f1: float = NAN
+    coverage: float = NAN
+    coverage_n: int = 0
+    mean_context_tokens: float = NAN
+    mean_online_tokens: float = NAN
+    mean_latency_ms: float = NAN
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else NAN
+
+
+RULE_STRATEGIES = ("cdg", "no-closure", "no-keywords")
+
+
+def _span_covered(trace: Mapping[str, Any], skill: str, spans: list[tuple[int, int]]) -> bool:
+    """Every gold span lies inside some unit span of the same SKILL."""
+    if not spans:
+        return False
+    units = [u for u in (trace.get("unit_spans") or {}).values() if u.get("skill") == skill]
+    return all(
+        any(a <= s and e <= b for u in units for a, b in u.get("spans") or []) for s, e in spans
+    )
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else NAN
+
+
+def group_name(trace: Mapping[str, Any], with_mode: bool) -> str:
+    name = str(trace.get("strategy"))
+    if with_mode:
+        name += f"/{trace.get('judge_mode', 'whole')}/{trace.get('keywords_method', 'lexical')}"
+    return name
+
+
+def compute_metrics(
+    traces: Iterable[Mapping[str, Any]],
+    labels: Mapping[str, str | None] | None = None,
+    gold_rules: Mapping[str, str | list[str]] | None = None,
+    gold_spans: Mapping[str, list[tuple[str, list[tuple[int, int]]]]] | None = None,
+) -> list[StrategyMetrics]:
+    """Metrics per strategy (in first-seen order).
+
+    ``labels`` (case id -> "positive"/"negative") override the labels stored in traces;
+    ``gold_rules`` (case id -> governing rule id or ids) enables ``coverage``; ``gold_spans``
+    (case id -> [(SKILL, spans of one gold rule), ...]) extends it to passage and document
+    contexts.
+    """
+    traces = list(traces)
+    modes = {(t.get("judge_mode", "whole"), t.get("keywords_method", "lexical")) for t in traces}
+    with_mode = len(modes) > 1
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for t in traces:
+        groups.setdefault(group_name(t, with_mode), []).append(t)
+    out = []
+    for name, items in groups.items():
+        m = StrategyMetrics(group=name, n=len(items))
+        ctx, online, latency = [], [], []
+        covered = 0
+        for t in items:
+            label = labels.get(t["id"]) if labels is not None and t["id"] in labels else t.get("label")
+            verdict = t.get("verdict")
+            error = t.get("error")
+            if error:
+                m.errors[error["kind"]] = m.errors.get(error["kind"], 0) + 1
+            if verdict is not None:
+                m.judged += 1
+            if label in ("positive", "negative"):
+                m.labelled += 1
+                actual = label == "negative"
+                if verdict is not None:
+                    predicted = bool(verdict["violation"])
+                    m.correct += predicted == actual
+                    m.tp += predicted and actual
+                    m.fp += predicted and not actual
+                    m.fn += (not predicted) and actual
+                    m.tn += (not predicted) and (not actual)
+            if not error or error.get("kind") not in ("EmptySeed", "NoRoute", "UnknownSkill"):
+                ctx.append(float(t.get("context_tokens") or 0))
+            online.append(float(t.get("online_tokens") or 0))
+            latency.append(float((t.get("timings_ms") or {}).get("total", 0.0)))
+            if gold_rules is not None and t["id"] in gold_rules:
+                gold = gold_rules[t["id"]]
+                gold = [gold] if isinstance(gold, str) else list(gold)
+                if t.get("strategy") in RULE_STRATEGIES:
+                    units = set(t.get("units") or []) | {
+                        r for ids in (t.get("closure") or {}).values() for r in ids
+                    }
+                    m.coverage_n += 1
+                    covered += all(g in units for g in gold)
+                elif gold_spans is not None and t["id"] in gold_spans:
+                    m.coverage_n += 1
+                    covered += all(_span_covered(t, sk, sp) for sk, sp in gold_spans[t["id"]])
+        m.acc = _ratio(m.correct, m.labelled)
+        m.precision = _ratio(m.tp, m.tp + m.fp)
+        m.recall = _ratio(m.tp, m.tp + m.fn)
+        m.f1 = (
+            NAN
+            if math.isnan(m.precision) or math.isnan(m.recall) or (m.precision + m.recall) == 0
+            else 2 * m.precision * m.recall / (m.precision + m.recall)
+        )
+        m.coverage = _ratio(covered, m.coverage_n)
+        m.mean_context_tokens = _mean(ctx)
+        m.mean_online_tokens = _mean(online)
+        m.mean_latency_ms = _mean(latency)
+        out.append(m)
+    return out
+
+
+def format_table(rows: list[StrategyMetrics]) -> str:
+    """Strategies side by side as a plain-text table (columns = strategies)."""
+    if not rows:
+        return "(no traces)"
+    fields = [
+        ("cases", lambda m: f"{m.n}"),
+        ("labelled", lambda m: f"{m.labelled}"),
+        ("judged", lambda m: f"{m.judged}"),
+        ("ACC", lambda m: _fmt(m.acc)),
+        ("violation-F1", lambda m: _fmt(m.f1)),
+        ("precision", lambda m: _fmt(m.precision)),
+        ("recall", lambda m: _fmt(m.recall)),
+        ("gold in context", lambda m: _fmt(m.coverage) if m.coverage_n else "-"),
+        ("context tokens", lambda m: _fmt(m.mean_context_tokens, 1)),
+        ("online tokens", lambda m: _fmt(m.mean_online_tokens, 1)),
+        ("latency ms", lambda m: _fmt(m.mean_latency_ms, 1)),
+        ("errors", lambda m: ", ".join(f"{k}={v}" for k, v in sorted(m.errors.items())) or "-"),
+    ]
+    header = ["metric", *(m.group for m in rows)]
+    body = [[label, *(fn(m) for m in rows)] for label, fn in fields]
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    lines = []
+    for r in [header, *body]:
+        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "nan" if math.isnan(x) else f"{x:.{digits}f}"

@@ -1,0 +1,208 @@
+"""Auditing one case: keywords -> routing -> context (strategy) -> judgment, all traced.
+
+``audit_case`` never raises for outcomes a user must see (no route, unknown SKILL, empty
+seed, budget exceeded, a model call that failed for good): they become ``trace.error`` with
+no verdict. Configuration problems and ``MissingRecording`` (a replay without a recording)
+do raise: they are not facts about the case.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from workbench.audit.cases import AuditCase
+from workbench.audit.judge import (
+    JUDGE_PROMPT,
+    RULE_PROMPT,
+    call_record,
+    judge_per_rule,
+    judge_whole,
+)
+from workbench.audit.keywords import (
+    DEFAULT_MAX_LEXICAL_KEYWORDS,
+    DEFAULT_MAX_LLM_KEYWORDS,
+    KEYWORDS_PROMPT,
+    clean_keywords,
+    keyword_messages,
+    keyword_schema,
+    lexical_keywords,
+)
+from workbench.audit.policy import AuditIndex
+from workbench.audit.routing import DEFAULT_MAX_SKILLS, RoutingError, route
+from workbench.audit.strategies import ContextOptions, ContextUnavailable, Strategy, get_strategy
+from workbench.audit.trace import AuditError, AuditTrace, ModelCall
+from workbench.graph import PolicyIndex
+
+JUDGE_MODES = ("whole", "per-rule", "none")
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """Everything that shapes an audit besides the case, the index and the strategy."""
+
+    keywords: str = "lexical"  # "lexical" | "llm"
+    max_keywords: int | None = None  # default: 4 for llm, 6 for lexical
+    max_skills: int = DEFAULT_MAX_SKILLS
+    judge_mode: str = "whole"  # "whole" | "per-rule" | "none"
+    keep_prompts: bool = False
+    context: ContextOptions = ContextOptions()
+
+    def with_context(self, **changes: Any) -> AuditOptions:
+        return replace(self, context=replace(self.context, **changes))
+
+    @property
+    def keyword_limit(self) -> int:
+        if self.max_keywords is not None:
+            return self.max_keywords
+        return DEFAULT_MAX_LLM_KEYWORDS if self.keywords == "llm" else DEFAULT_MAX_LEXICAL_KEYWORDS
+
+
+def _model_call_error(exc: Exception) -> bool:
+    from workbench.llm import ModelCallError
+
+    return isinstance(exc, ModelCallError)
+
+
+def _failed_call(gateway: Any, step: str, label: str) -> list[ModelCall]:
+    """Usage of a call that raised: the gateway logged it under our unique step name."""
+    calls = []
+    for u in reversed(getattr(gateway, "usage_log", [])[-50:]):
+        if u.step == step:
+            calls.append(
+                ModelCall(label, u.role, u.prompt_tokens, u.completion_tokens,
+                          round(u.latency_ms, 3), u.cached, u.attempts, "", u.error or "failed")
+            )
+            break
+    return calls
+
+
+def audit_case(
+    case: AuditCase,
+    index: AuditIndex | PolicyIndex,
+    strategy: str | Strategy = "cdg",
+    gateway: Any = None,
+    options: AuditOptions | None = None,
+) -> AuditTrace:
+    """Audit one case under one strategy and return its complete trace.
+
+    ``index``: pass an :class:`AuditIndex` when auditing many cases (a bare PolicyIndex is
+    prepared on every call). ``gateway`` (a ``workbench.llm.Gateway``) is needed when
+    ``options.keywords == "llm"`` or ``options.judge_mode != "none"``; ValueError otherwise.
+    """
+    opts = options or AuditOptions()
+    if opts.judge_mode not in JUDGE_MODES:
+        raise ValueError(f"judge mode {opts.judge_mode!r} is not one of {', '.join(JUDGE_MODES)}")
+    if opts.keywords not in ("lexical", "llm"):
+        raise ValueError(f"keyword method {opts.keywords!r} is not 'lexical' or 'llm'")
+    if gateway is None and (opts.keywords == "llm" or opts.judge_mode != "none"):
+        raise ValueError(
+            "a model gateway is needed for LLM keywords or judging; pass gateway=Gateway.from_env() "
+            "or use keywords='lexical' and judge_mode='none'"
+        )
+    aindex = index if isinstance(index, AuditIndex) else AuditIndex(index)
+    strat = get_strategy(strategy) if isinstance(strategy, str) else strategy
+    trace = AuditTrace(
+        id=case.id,
+        strategy=strat.name,
+        session=case.session,
+        label=case.label,
+        keywords_method=opts.keywords,
+        judge_mode=opts.judge_mode,
+        prompt_version=JUDGE_PROMPT if opts.judge_mode == "whole" else (
+            RULE_PROMPT if opts.judge_mode == "per-rule" else ""),
+    )
+    t_start = time.perf_counter()
+    try:
+        _run(case, aindex, strat, gateway, opts, trace)
+    finally:
+        trace.timings_ms["total"] = round((time.perf_counter() - t_start) * 1000.0, 3)
+        trace.timings_ms["pipeline"] = round(
+            trace.timings_ms["total"] - sum(c.latency_ms for c in trace.usage if not c.cached), 3
+        )
+    return trace
+
+
+def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> None:
+    t = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal t
+        now = time.perf_counter()
+        trace.timings_ms[name] = round((now - t) * 1000.0, 3)
+        t = now
+
+    # 1. Keywords: needed for seeding, and for routing when the case names no SKILL.
+    if strat.uses_keywords or not case.skills:
+        if opts.keywords == "llm":
+            step = f"keywords:{case.id}"
+            messages = keyword_messages(case, opts.keyword_limit)
+            try:
+                res = gateway.complete_json(
+                    role="keyworder", messages=messages, schema=keyword_schema(opts.keyword_limit),
+                    schema_name="keywords", step=step,
+                )
+            except Exception as exc:
+                if not _model_call_error(exc):
+                    raise
+                trace.usage += _failed_call(gateway, step, "keywords")
+                trace.error = AuditError("ModelCallError", f"keywords: {exc}", getattr(exc, "kind", ""))
+                lap("keywords")
+                return
+            trace.usage.append(call_record("keywords", res))
+            trace.keywords = clean_keywords(res.data.get("keywords"), opts.keyword_limit)
+            if opts.keep_prompts:
+                trace.prompts.append({"step": "keywords", "prompt": KEYWORDS_PROMPT, "messages": messages})
+        else:
+            trace.keywords = lexical_keywords(case, index, opts.keyword_limit)
+    lap("keywords")
+
+    # 2. Routing.
+    try:
+        routing = route(case, trace.keywords, index, opts.max_skills)
+    except RoutingError as exc:
+        trace.error = AuditError(exc.kind, str(exc))
+        lap("routing")
+        return
+    trace.skills, trace.routing = routing.skills, routing.source
+    lap("routing")
+
+    # 3. Context: seeds, closure and rendering (or the baseline's equivalent).
+    try:
+        ctx = strat.build(case, trace.keywords, routing.skills, index, opts.context)
+    except ContextUnavailable as exc:
+        p = exc.partial
+        trace.seeds, trace.seed_matches, trace.closure = p.seeds, p.seed_matches, p.closure
+        trace.context_tokens = p.tokens
+        trace.error = AuditError(exc.kind, str(exc))
+        lap("context")
+        return
+    trace.seeds, trace.seed_matches, trace.closure = ctx.seeds, ctx.seed_matches, ctx.closure
+    trace.passages, trace.fallback = ctx.passages, ctx.fallback
+    trace.units = [u.id for u in ctx.units]
+    trace.unit_spans = {u.id: {"skill": u.skill, "spans": [list(sp) for sp in u.spans]} for u in ctx.units}
+    trace.context, trace.context_tokens = ctx.text, ctx.tokens
+    lap("context")
+
+    # 4. Judgment.
+    if opts.judge_mode == "none":
+        return
+    step = f"judge:{case.id}:{strat.name}"
+    try:
+        if opts.judge_mode == "whole":
+            verdict, calls, messages = judge_whole(gateway, case, ctx.text, ctx.units, step)
+            trace.usage += calls
+            if opts.keep_prompts:
+                trace.prompts.append({"step": "judge", "prompt": JUDGE_PROMPT, "messages": messages})
+        else:
+            verdict, _ = judge_per_rule(gateway, case, ctx.units, step, calls=trace.usage)
+    except Exception as exc:
+        if not _model_call_error(exc):
+            raise
+        trace.usage += _failed_call(gateway, step if opts.judge_mode == "whole" else "", "judge")
+        trace.error = AuditError("ModelCallError", f"judge: {exc}", getattr(exc, "kind", ""))
+        lap("judge")
+        return
+    trace.verdict = verdict
+    lap("judge")

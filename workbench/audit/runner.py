@@ -1,0 +1,182 @@
+"""Batch auditing: many cases, one strategy, traces appended to a JSONL file as they finish.
+
+Resumable: a case whose trace (same id, strategy, judge mode and keyword method) is already
+in the output file is skipped, so an interrupted run continues where it stopped. Cases run
+concurrently on worker threads (the gateway bounds calls per role); traces are written in
+completion order, one complete JSON line each. Three consecutive failures that are about
+the model endpoint rather than the case (no connection, embedded server unavailable, bad
+key) stop the run with :class:`RunAborted` instead of failing every remaining case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.audit.cases import AuditCase
+from workbench.audit.pipeline import AuditOptions, audit_case
+from workbench.audit.policy import AuditIndex
+from workbench.audit.strategies import get_strategy
+from workbench.audit.trace import AuditError, AuditTrace
+
+INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
+ABORT_AFTER = 3
+
+
+class RunAborted(RuntimeError):
+    """The model endpoint is unusable; traces written so far are kept (re-run to resume)."""
+
+
+@dataclass
+class RunSummary:
+    total: int = 0
+    skipped: int = 0
+    done: int = 0
+    judged: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+def trace_key(data: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        str(data.get("id")),
+        str(data.get("strategy")),
+        str(data.get("judge_mode", "whole")),
+        str(data.get("keywords_method", "lexical")),
+    )
+
+
+def read_traces(path: str | Path) -> list[dict[str, Any]]:
+    """Trace dicts from a JSONL file; a damaged (half-written) line is skipped."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    out = []
+    with open(p, encoding="utf-8") as src:
+        for line in src:
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict) and "id" in data:
+                out.append(data)
+    return out
+
+
+def _end_with_newline(path: Path) -> None:
+    """After a crash mid-write the file may end in half a line: close it, so the next trace
+    starts on its own line (the half line is then skipped as damaged)."""
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as f:
+            f.seek(-1, 2)
+            last = f.read(1)
+        if last != b"\n":
+            with open(path, "ab") as f:
+                f.write(b"\n")
+
+
+def _is_fatal(exc: BaseException) -> bool:
+    """Errors about the setup, not the case: they stop the run."""
+    from workbench.audit.dense import DenseUnavailable
+    from workbench.llm import EmbeddedModelUnavailable, LlmConfigError, MissingRecording
+
+    return isinstance(exc, MissingRecording | LlmConfigError | EmbeddedModelUnavailable | DenseUnavailable)
+
+
+async def arun_audit(
+    cases: Iterable[AuditCase],
+    index: AuditIndex,
+    strategy: str,
+    out: str | Path,
+    gateway: Any = None,
+    options: AuditOptions | None = None,
+    concurrency: int = 2,
+    on_trace: Callable[[AuditTrace], None] | None = None,
+) -> RunSummary:
+    opts = options or AuditOptions()
+    strat = get_strategy(strategy)  # one instance: the dense encoder loads once
+    out_path = Path(out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    done = {trace_key(t) for t in read_traces(out_path)}
+    _end_with_newline(out_path)
+    summary = RunSummary()
+    todo = []
+    for case in cases:
+        summary.total += 1
+        key = (case.id, strat.name, opts.judge_mode, opts.keywords)
+        if key in done:
+            summary.skipped += 1
+        else:
+            todo.append(case)
+            done.add(key)  # a duplicate id in the input is audited once
+
+    lock = threading.Lock()
+    streak = 0
+    sem = asyncio.Semaphore(max(1, concurrency))
+    abort: list[BaseException] = []
+
+    def work(case: AuditCase) -> AuditTrace:
+        try:
+            return audit_case(case, index, strat, gateway, opts)
+        except Exception as exc:
+            if _is_fatal(exc):
+                raise
+            trace = AuditTrace(id=case.id, strategy=strat.name, session=case.session,
+                               label=case.label, keywords_method=opts.keywords,
+                               judge_mode=opts.judge_mode)
+            trace.error = AuditError("InternalError", f"{type(exc).__name__}: {exc}")
+            return trace
+
+    def write(trace: AuditTrace) -> None:
+        nonlocal streak
+        line = json.dumps(trace.to_dict(), ensure_ascii=False)
+        with lock:
+            with open(out_path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+            summary.done += 1
+            summary.judged += trace.verdict is not None
+            if trace.error is not None:
+                summary.errors[trace.error.kind] = summary.errors.get(trace.error.kind, 0) + 1
+                streak = streak + 1 if trace.error.cause in INFRA_CAUSES else 0
+            else:
+                streak = 0
+            if streak >= ABORT_AFTER and not abort:
+                abort.append(RunAborted(
+                    f"{streak} cases in a row failed on the model endpoint ({trace.error.message}); "
+                    "fix the endpoint (`workbench model check`) and re-run the same command to "
+                    "resume"
+                ))
+
+    async def one(case: AuditCase) -> None:
+        async with sem:
+            if abort:
+                return
+            trace = await asyncio.to_thread(work, case)
+            write(trace)
+            if on_trace is not None:
+                on_trace(trace)
+
+    tasks = [asyncio.create_task(one(c)) for c in todo]
+    try:
+        for fut in asyncio.as_completed(tasks):
+            await fut
+            if abort:
+                break
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    if abort:
+        raise abort[0]
+    return summary
+
+
+def run_audit(*args: Any, **kwargs: Any) -> RunSummary:
+    """Synchronous wrapper of :func:`arun_audit` (for the CLI and scripts)."""
+    return asyncio.run(arun_audit(*args, **kwargs))

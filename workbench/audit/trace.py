@@ -1,0 +1,115 @@
+"""``AuditTrace``: every intermediate result of auditing one case, as plain JSON-able data.
+
+A trace is what a batch writes (one JSON line), what the store keeps and what the replay page
+shows: keywords, routed SKILLs, seeds (and which keyword matched them), the closure, the
+rendered context and its token count, the verdict, errors, and each model call's tokens and
+latency. ``from_dict(to_dict(t)) == t``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+TRACE_VERSION = 1
+
+
+@dataclass
+class ModelCall:
+    """One gateway call made for the case (cache hits included, marked ``cached``)."""
+
+    step: str  # "keywords", "judge", "judge:<rule id>"
+    role: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    cached: bool = False
+    attempts: int = 1
+    key: str = ""  # the request key: finds the cached/recorded exchange again
+    error: str = ""
+
+
+@dataclass
+class Verdict:
+    violation: bool
+    reason: str
+    violated_rules: list[str]
+    # Cited ids that are not in the judged context (hallucinated or mistyped): flagged, kept.
+    unknown_rule_ids: list[str] = field(default_factory=list)
+    # Per-rule mode: one {"id", "applies", "violated"} per judged item, else empty.
+    per_rule: list[dict[str, Any]] = field(default_factory=list)
+    # False when a violation's free-text reason names none of the violated ids (flagged).
+    reason_cites: bool = True
+
+
+@dataclass
+class AuditError:
+    kind: str  # EmptySeed, BudgetExceeded, NoRoute, UnknownSkill, ModelCallError, ...
+    message: str
+    cause: str = ""  # for ModelCallError: the gateway's kind (timeout, connection, ...)
+
+
+@dataclass
+class AuditTrace:
+    id: str
+    strategy: str
+    session: str = ""
+    label: str | None = None
+    keywords_method: str = "lexical"
+    judge_mode: str = "whole"  # whole | per-rule | none
+    keywords: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    routing: str = ""  # "case" (the case named its SKILLs) or "keywords"
+    seeds: dict[str, list[str]] = field(default_factory=dict)
+    seed_matches: dict[str, list[str]] = field(default_factory=dict)  # "skill/rule" -> keywords
+    closure: dict[str, list[str]] = field(default_factory=dict)  # SKILL -> rule ids judged
+    passages: list[str] = field(default_factory=list)  # passage ids (bm25, dense)
+    units: list[str] = field(default_factory=list)  # every citable id in the context
+    # Where each unit comes from: id -> {"skill": name, "spans": [[start, end], ...]}.
+    unit_spans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fallback: str | None = None  # "all-rules" when the empty-seed fallback was applied
+    context: str = ""
+    context_tokens: int = 0
+    verdict: Verdict | None = None
+    error: AuditError | None = None
+    usage: list[ModelCall] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    prompts: list[dict[str, Any]] = field(default_factory=list)  # kept when asked for
+    prompt_version: str = ""
+    version: int = TRACE_VERSION
+
+    # -- summaries -----------------------------------------------------------------------
+    @property
+    def violation(self) -> bool | None:
+        return None if self.verdict is None else self.verdict.violation
+
+    @property
+    def online_tokens(self) -> int:
+        """Prompt plus completion tokens of every model call made for this case."""
+        return sum(c.prompt_tokens + c.completion_tokens for c in self.usage)
+
+    @property
+    def model_latency_ms(self) -> float:
+        return sum(c.latency_ms for c in self.usage)
+
+    @property
+    def closure_ids(self) -> list[str]:
+        return [rid for ids in self.closure.values() for rid in ids]
+
+    # -- (de)serialisation ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["online_tokens"] = self.online_tokens
+        out["latency_ms"] = round(self.timings_ms.get("total", 0.0), 3)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AuditTrace:
+        known = {f for f in cls.__dataclass_fields__}
+        kw = {k: v for k, v in data.items() if k in known}
+        if kw.get("verdict") is not None:
+            kw["verdict"] = Verdict(**kw["verdict"])
+        if kw.get("error") is not None:
+            kw["error"] = AuditError(**kw["error"])
+        kw["usage"] = [ModelCall(**c) for c in kw.get("usage") or []]
+        return cls(**kw)

@@ -1,0 +1,232 @@
+"""``workbench audit``, ``workbench metrics`` and ``workbench import-complibench``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+STRATEGY_NAMES = ("cdg", "raw", "bm25", "dense", "no-closure", "no-keywords")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "audit",
+        help="audit agent replies (cases JSONL) against a policy index; writes traces JSONL",
+        description="Audit each case under one policy-access strategy. Each output line is the "
+        "case's AuditTrace as JSON. Re-running the same command skips cases already in --out.",
+    )
+    p.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
+    p.add_argument("--cases", required=True, help="cases JSONL in the normalised schema")
+    p.add_argument("--strategy", required=True, choices=STRATEGY_NAMES)
+    p.add_argument("--keywords", choices=["lexical", "llm"], default="lexical",
+                   help="audit keywords: deterministic words (default) or the keyworder role")
+    p.add_argument("--max-keywords", type=int, default=None,
+                   help="keyword limit (default 4 for llm, 6 for lexical)")
+    p.add_argument("--no-judge", action="store_true", help="build contexts only; no judge call")
+    p.add_argument("--judge-mode", choices=["whole", "per-rule"], default="whole",
+                   help="one verdict over the whole context, or one question per rule")
+    p.add_argument("--empty-seed", choices=["error", "all-rules"], default="error",
+                   help="no seed rule found: report EmptySeed (default) or judge every rule")
+    p.add_argument("--budget", type=int, default=None, help="token budget of the rendered context")
+    p.add_argument("--max-seeds", type=int, default=8)
+    p.add_argument("--top-k", type=int, default=6, help="passages for bm25 and dense")
+    p.add_argument("--concurrency", type=int, default=2, help="cases audited at once")
+    p.add_argument("--limit", type=int, default=None, help="audit only the first N cases")
+    p.add_argument("--out", default=None, help="traces JSONL (default: standard output)")
+    p.add_argument("--store", metavar="DATASET", default=None,
+                   help="also save the cases and traces in the workbench database under DATASET")
+    p.add_argument("--run-id", default=None, help="run id for --store (default: a timestamp)")
+    p.add_argument("--no-cache", action="store_true", help="do not use the database response cache")
+    p.set_defaults(func=_audit)
+
+    p = sub.add_parser("metrics", help="ACC, violation-F1, tokens and latency per strategy")
+    p.add_argument("traces", nargs="+", help="traces JSONL file(s) from `workbench audit`")
+    p.add_argument("--cases", default=None, help="cases JSONL: labels and gold rules from here")
+    p.add_argument("--index", default=None,
+                   help="policy index: also measure gold coverage of passage/document contexts")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_metrics)
+
+    p = sub.add_parser(
+        "import-complibench",
+        help="turn CompliBench conversations into SKILLs, an index and audit cases",
+    )
+    p.add_argument("dir", help="folder with conversation_*.json (e.g. data/airlines)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--long", action="store_true",
+                   help="long-policy variant: add the domain's other workflows as distractors")
+    p.add_argument("--distractors", type=int, default=None,
+                   help="with --long: number of distractor workflows per SKILL (default: all)")
+    p.add_argument("--pseudonymise", metavar="SALT", default=None,
+                   help="replace session ids by SHA-256(SALT + id)")
+    p.set_defaults(func=_import_complibench)
+
+
+def _audit(args) -> int:
+    from workbench.audit.cases import CaseFormatError, load_cases
+    from workbench.audit.pipeline import AuditOptions
+    from workbench.audit.policy import AuditIndex
+    from workbench.audit.runner import RunAborted, run_audit
+    from workbench.audit.strategies import ContextOptions
+    from workbench.cli import CliError
+    from workbench.commands.graph import load_index_or_fail
+
+    index = load_index_or_fail(args.index)
+    try:
+        cases = load_cases(args.cases)
+    except (FileNotFoundError, CaseFormatError) as exc:
+        raise CliError(str(exc)) from None
+    if args.limit is not None:
+        cases = cases[: args.limit]
+    opts = AuditOptions(
+        keywords=args.keywords,
+        max_keywords=args.max_keywords,
+        judge_mode="none" if args.no_judge else args.judge_mode,
+        context=ContextOptions(
+            max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k
+        ),
+    )
+    needs_model = args.keywords == "llm" or not args.no_judge
+    gateway = _gateway(args) if needs_model else None
+    out = args.out
+    to_stdout = out is None
+    if to_stdout:
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as tmp:
+            out = tmp.name  # traces go here first, then to standard output
+
+    def progress(trace) -> None:
+        state = trace.error.kind if trace.error else (
+            "violation" if trace.violation else ("compliant" if trace.verdict else "context"))
+        print(f"[audit] {trace.id} {trace.strategy}: {state} ({trace.context_tokens} ctx tokens)",
+              file=sys.stderr, flush=True)
+
+    from workbench.llm import LlmConfigError, MissingRecording
+
+    try:
+        summary = run_audit(cases, AuditIndex(index), args.strategy, out, gateway, opts,
+                            concurrency=args.concurrency, on_trace=progress)
+    except RunAborted as exc:
+        raise CliError(str(exc)) from None
+    except (LlmConfigError, MissingRecording) as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        if gateway is not None:
+            gateway.close()
+    print(
+        f"[audit] {summary.done} audited, {summary.skipped} already in {args.out or 'output'}, "
+        f"{summary.judged} judged; errors: {summary.errors or 'none'}",
+        file=sys.stderr,
+    )
+    if args.store:
+        _store(args, cases, out)
+    if to_stdout:
+        from pathlib import Path
+
+        sys.stdout.write(Path(out).read_text(encoding="utf-8"))
+        Path(out).unlink(missing_ok=True)
+    return 0
+
+
+def _gateway(args):
+    from workbench.cli import CliError
+    from workbench.llm import Gateway, LlmConfigError
+
+    try:
+        if args.no_cache:
+            return Gateway.from_env()
+        from store.db import make_engine
+        from store.llm_cache import persistent_gateway
+
+        return persistent_gateway(make_engine())
+    except LlmConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _store(args, cases, out) -> None:
+    from datetime import UTC, datetime
+
+    from store.audit_repo import save_cases, save_traces
+    from store.db import make_engine
+    from workbench.audit.runner import read_traces
+
+    engine = make_engine()
+    run_id = args.run_id or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    save_cases(engine, args.store, cases)
+    wanted = {c.id for c in cases}
+    traces = [t for t in read_traces(out) if t["id"] in wanted and t["strategy"] == args.strategy]
+    n = save_traces(engine, traces, run_id, args.store)
+    print(f"[audit] stored {len(cases)} cases and {n} traces as dataset {args.store!r}, run "
+          f"{run_id!r}", file=sys.stderr)
+
+
+def _metrics(args) -> int:
+    from pathlib import Path
+
+    from workbench.audit.cases import CaseFormatError, load_cases
+    from workbench.audit.metrics import compute_metrics, format_table
+    from workbench.audit.runner import read_traces
+    from workbench.cli import CliError
+
+    traces = []
+    for path in args.traces:
+        if not Path(path).is_file():
+            raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
+        traces += read_traces(path)
+    labels = gold = None
+    if args.cases:
+        try:
+            cases = load_cases(args.cases)
+        except (FileNotFoundError, CaseFormatError) as exc:
+            raise CliError(str(exc)) from None
+        labels = {c.id: c.label for c in cases}
+        gold = {c.id: ids for c in cases if (ids := _gold_rules(c))}
+    spans = None
+    if gold and args.index:
+        from workbench.commands.graph import load_index_or_fail
+
+        index = load_index_or_fail(args.index)
+        spans = {}
+        for c in cases:
+            found = []
+            for rid in gold.get(c.id, []):
+                for name in c.skills or []:
+                    if name in index.skills and rid in index[name].graph.rules:
+                        rule = index[name].graph.rules[rid]
+                        found.append((name, [(sp.start, sp.end) for sp in rule.spans]))
+                        break
+            if found and len(found) == len(gold[c.id]):
+                spans[c.id] = found
+    rows = compute_metrics(traces, labels, gold or None, spans)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=1))
+    else:
+        print(format_table(rows))
+    return 0
+
+
+def _gold_rules(case) -> list[str]:
+    """Gold governing rule ids of a case: ``gold.governing_rule`` or ``gold.governing_rules``."""
+    gold = case.extra.get("gold")
+    if not isinstance(gold, dict):
+        return []
+    one, many = gold.get("governing_rule"), gold.get("governing_rules")
+    if isinstance(one, str) and one:
+        return [one]
+    return [r for r in many if isinstance(r, str)] if isinstance(many, list) else []
+
+
+def _import_complibench(args) -> int:
+    from workbench.audit.complibench import CompliBenchFormatError, import_complibench
+    from workbench.cli import CliError
+
+    try:
+        s = import_complibench(args.dir, args.out, long=args.long, distractors=args.distractors,
+                               salt=args.pseudonymise)
+    except (FileNotFoundError, CompliBenchFormatError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"{s.conversations} conversations -> {s.skills} SKILLs ({s.rules} rules), {s.cases} cases "
+          f"({s.violations} violations) in {args.out}")
+    return 0
