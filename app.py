@@ -11,6 +11,9 @@ PAGES = {
         st.Page("pages/skills.py", title="Skills", url_path="skills", default=True),
         st.Page("pages/graph.py", title="Graph", url_path="graph"),
     ],
+    "Audit": [
+        st.Page("pages/replay.py", title="Replay", url_path="replay"),
+    ],
     "Annotation": [
         st.Page("pages/annotate.py", title="Annotate", url_path="annotate"),
     ],

@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db")
     p.add_argument("--skill", action="append", help="only this SKILL (repeatable)")
     p.set_defaults(func=_export)
+    register_cases(sub)
 
 
 def _import(args) -> int:
@@ -44,4 +45,52 @@ def _export(args) -> int:
         raise CliError(str(exc)) from None
     index.save(args.out)
     print(f"wrote {len(index)} SKILL(s) to {args.out}")
+    return 0
+
+
+def register_cases(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import-cases", help="store audit cases (JSONL) under a dataset name")
+    p.add_argument("cases")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--db")
+    p.set_defaults(func=_import_cases)
+
+    p = sub.add_parser("import-traces", help="store audit traces (JSONL) of a run; idempotent")
+    p.add_argument("traces")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--db")
+    p.set_defaults(func=_import_traces)
+
+
+def _import_cases(args) -> int:
+    from store import audit_repo
+    from store.db import make_engine
+    from workbench.audit import CaseFormatError, load_cases
+    from workbench.cli import CliError
+
+    try:
+        cases = load_cases(args.cases)
+    except (OSError, CaseFormatError) as exc:
+        raise CliError(f"{exc}. Cases are JSONL in the normalised schema (see README).") from None
+    n = audit_repo.save_cases(make_engine(args.db), args.dataset, cases)
+    print(f"{args.dataset}: {n} case(s) stored")
+    return 0
+
+
+def _import_traces(args) -> int:
+    from store import audit_repo
+    from store.db import make_engine
+    from workbench.audit import read_traces
+    from workbench.cli import CliError
+
+    try:
+        traces = read_traces(args.traces)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{exc}. Traces are the JSONL written by `workbench audit --out`.") from None
+    engine = make_engine(args.db)
+    have = {(t.id, t.strategy) for t in audit_repo.load_traces(engine, run_id=args.run_id)}
+    new = [t for t in traces if (t["id"], t["strategy"]) not in have]
+    audit_repo.save_traces(engine, new, args.run_id, args.dataset)
+    print(f"{args.run_id}: {len(new)} new trace(s), {len(traces) - len(new)} already stored")
     return 0

@@ -1,0 +1,117 @@
+"""Replay: one case, the trace step by step, the verdict with highlighted spans, and a
+side-by-side comparison of two policy-access strategies."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from components.conversation import show_conversation, show_response, show_state
+from components.replay_state import audit_index, policy_index
+from components.safe import md
+from components.state import engine
+from components.trace_view import show_steps
+from components.verdict import show_verdict
+from store import audit_repo
+from workbench.audit import STRATEGIES as _STRATEGY_TABLE
+from workbench.audit import AuditOptions, CaseFormatError, audit_case, case_from_dict
+
+STRATEGIES = list(_STRATEGY_TABLE)
+
+st.title("Replay")
+eng = engine()
+index = policy_index(eng)
+if index is None:
+    st.info("No SKILLs in the store yet. Run `make demo` or `workbench import fixtures/demo/index.json`.")
+    st.stop()
+
+PASTE = "(paste a case)"
+sources = [*audit_repo.datasets(eng), PASTE]
+top = st.columns([1, 2])
+dataset = top[0].selectbox("Dataset", sources, key="replay_dataset")
+if dataset == PASTE:
+    raw = top[1].text_area("Case JSON (normalised schema: id, context, background, model_response, ...)",
+                           key="replay_paste", height=150)
+    if not raw.strip():
+        st.stop()
+    try:
+        case = case_from_dict(json.loads(raw), "pasted case")
+    except (ValueError, CaseFormatError) as exc:
+        st.error(md(f"The pasted case cannot be used: {exc}"))
+        st.stop()
+else:
+    cases = {c.id: c for c in audit_repo.load_cases(eng, dataset)}
+    case_id = top[1].selectbox(
+        "Case", list(cases), key="replay_case",
+        format_func=lambda i: f"{i} — {cases[i].label or 'unlabelled'}")
+    case = cases[case_id]
+
+opts = st.columns(4)
+strategy_a = opts[0].selectbox("Strategy", STRATEGIES, index=STRATEGIES.index("cdg"), key="replay_a")
+strategy_b = opts[1].selectbox("Compare with", ["(none)", *STRATEGIES], key="replay_b")
+judge_mode = opts[2].selectbox("Judge", ["whole", "per-rule", "none"], key="replay_judge")
+keywords = opts[3].selectbox("Keywords", ["lexical", "llm"], key="replay_keywords")
+
+left, right = st.columns([1, 1])
+with left:
+    st.subheader("Conversation")
+    show_conversation(case.turns)
+    with st.expander("Environment state"):
+        show_state(case.background)
+    show_response(case.model_response)
+    if case.label:
+        st.caption(md(f"Gold label: {case.label}"))
+
+
+def stored(strategy: str) -> dict | None:
+    if dataset == PASTE:
+        return st.session_state.get(f"replay_trace_{case.id}_{strategy}")
+    traces = audit_repo.load_traces(eng, dataset=dataset, strategy=strategy, case_id=case.id)
+    return traces[-1].to_dict() if traces else st.session_state.get(f"replay_trace_{case.id}_{strategy}")
+
+
+def run(strategy: str) -> None:
+    from store.llm_cache import persistent_gateway
+
+    options = AuditOptions(keywords=keywords, judge_mode=judge_mode, keep_prompts=True)
+    gateway = None if judge_mode == "none" and keywords == "lexical" else persistent_gateway(eng)
+    with st.spinner(f"Auditing {case.id} with {strategy} (the local model can take a minute)…"):
+        trace = audit_case(case, audit_index(eng), strategy, gateway, options)
+    if dataset != PASTE:
+        audit_repo.save_trace(eng, trace, run_id="replay", dataset=dataset)
+    st.session_state[f"replay_trace_{case.id}_{strategy}"] = trace.to_dict()
+
+
+chosen = [strategy_a] + ([strategy_b] if strategy_b != "(none)" and strategy_b != strategy_a else [])
+with right:
+    st.subheader("Verdict")
+    if st.button("Run audit" if not stored(strategy_a) else "Re-run audit", key="replay_run",
+                 type="primary"):
+        for s in chosen:
+            run(s)
+    trace_a = stored(strategy_a)
+    if trace_a is None:
+        st.info("No stored trace for this case and strategy yet: press Run audit.")
+    else:
+        show_verdict(trace_a, index, key="a")
+
+if trace_a is not None:
+    if len(chosen) == 2:
+        st.subheader("Side by side")
+        cols = st.columns(2)
+        for col, s in zip(cols, chosen, strict=True):
+            t = stored(s)
+            with col:
+                st.markdown(f"**{md(s)}**")
+                if t is None:
+                    st.info("No trace yet for this strategy: press Run audit.")
+                    continue
+                c1, c2 = st.columns(2)
+                c1.metric("Context tokens", t.get("context_tokens", 0))
+                verdict = t.get("verdict") or {}
+                c2.metric("Verdict", "—" if not verdict else
+                          ("violation" if verdict.get("violation") else "compliant"))
+                show_verdict(t, index, key=f"side_{s}")
+    st.subheader("Trace")
+    show_steps(trace_a, index, key="a")
