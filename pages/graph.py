@@ -7,9 +7,11 @@ import streamlit as st
 from components.graph_view import legend, show_graph
 from components.rules import rules_frame
 from components.spans import show_source
+from components.replay_state import policy_index
 from components.state import engine, user_name
-from store import repo
+from store import audit_repo, repo
 from workbench.editing import apply_edits
+from workbench.impact import closure_changes, reaudit, with_skill
 from workbench.rule_search import search_rules
 
 FULL_GRAPH_LIMIT = 300  # beyond this a whole-graph drawing is a hairball; focus instead
@@ -118,3 +120,50 @@ with st.expander("Edit history"):
                      hide_index=True, width="stretch")
     else:
         st.caption("No edits yet.")
+
+# -- edit impact ---------------------------------------------------------------------------
+st.divider()
+st.subheader("Edit impact")
+datasets = audit_repo.datasets(eng)
+if version <= 1 or not datasets:
+    st.caption("Needs a SKILL with at least two versions and stored cases "
+               "(`workbench import-cases ...`).")
+else:
+    c1, c2 = st.columns(2)
+    impact_ds = c1.selectbox("Stored cases of", datasets, key="impact_dataset")
+    base = c2.selectbox("Compare with version", [v for v in vers if v < version][::-1],
+                        key="impact_base")
+    if st.button("Find cases whose closure changes", key="impact_find"):
+        before = with_skill(policy_index(eng), repo.load_skill(eng, name, base))
+        after = with_skill(before, skill)
+        cases = audit_repo.load_cases(eng, impact_ds)
+        st.session_state["impact"] = (name, version, base, impact_ds,
+                                      closure_changes(cases, before, after, name))
+    found = st.session_state.get("impact")
+    if found and found[:4] == (name, version, base, impact_ds):
+        changes = found[4]
+        if not changes:
+            st.success(f"No stored case of {impact_ds} changes closure between v{base} and v{version}.")
+        else:
+            st.write(f"**{len(changes)} case(s)** change closure:")
+            st.dataframe([{"case": c.case_id, "rules added": ", ".join(c.added),
+                           "rules removed": ", ".join(c.removed),
+                           "closure before": len(c.before), "closure after": len(c.after)}
+                          for c in changes], hide_index=True, width="stretch", key="impact_table")
+            if st.button("Re-audit these cases with the judge", key="impact_reaudit"):
+                from store.llm_cache import persistent_gateway
+
+                latest = audit_repo.latest_traces(eng, impact_ds, strategy="cdg")
+                previous = {cid: t.violation for (cid, _), t in latest.items()}
+                ids = {c.case_id for c in changes}
+                cases = [c for c in audit_repo.load_cases(eng, impact_ds) if c.id in ids]
+                with st.spinner(f"Re-auditing {len(cases)} case(s) with the local judge…"):
+                    flips = reaudit(cases, with_skill(policy_index(eng), skill), previous,
+                                    persistent_gateway(eng))
+                audit_repo.save_traces(eng, [f.trace for f in flips], f"impact-{name}-v{version}",
+                                       impact_ds)
+                st.dataframe([{"case": f.case_id, "before": f.before, "after": f.after,
+                               "flipped": f.flipped} for f in flips],
+                             hide_index=True, width="stretch", key="impact_flips")
+                n = sum(f.flipped for f in flips)
+                st.info(f"{n} verdict(s) flipped." if n else "No verdict flipped.")

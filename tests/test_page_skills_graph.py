@@ -74,3 +74,35 @@ def test_graph_page_edit_creates_new_version(db):
     assert repo.load_skill(db, "refunds").graph.rules["R1"].action == "verify identity by email"
     assert repo.edit_history(db, "refunds")[0].author == "pat"
     assert "Saved version 2" in at.success[0].value
+
+
+def test_edit_impact_lists_affected_cases(tmp_path, monkeypatch):
+    import json as _json
+
+    from store import audit_repo
+    from workbench.audit import load_cases
+
+    demo = ROOT / "fixtures" / "demo"
+    url = f"sqlite:///{tmp_path / 'impact.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    index = PolicyIndex.load(demo / "index.json")
+    repo.import_index(eng, index)
+    audit_repo.save_cases(eng, "demo", load_cases(demo / "cases.jsonl"))
+    # Version 2 of the airline SKILL without any edges: every airline case whose closure had
+    # prerequisites is affected.
+    data = _json.loads((demo / "index.json").read_text())
+    airline = next(s for s in data["skills"] if s["name"] == "airline-policy")
+    airline["edges"] = []
+    repo.save_skill(eng, PolicyIndex.from_dict({"format": "skillcdg/1", "skills": [airline]})[
+        "airline-policy"], author="pat", note="drop edges")
+    at = AppTest.from_file(str(ROOT / "pages/graph.py"), default_timeout=120).run()
+    at.selectbox(key="graph_skill").set_value("airline-policy").run()
+    assert at.selectbox(key="graph_version").value == 2
+    at.button(key="impact_find").click().run()
+    assert not at.exception
+    assert any("case(s)** change closure" in m.value for m in at.markdown)
+    # st.dataframe keys do not reach AppTest: find the table by its columns.
+    table = next(d.value for d in at.dataframe if "rules removed" in d.value.columns)
+    assert len(table) > 0 and all(c.startswith("air-") for c in table["case"])
+    assert (table["closure after"] < table["closure before"]).all()

@@ -1,0 +1,88 @@
+"""Edit impact: which stored cases see a different closure after a SKILL edit, and whose
+verdict flips when re-audited.
+
+Closures are recomputed under both versions without a judge (cheap, deterministic), so the
+comparison does not depend on when a case was last audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.audit import AuditIndex, AuditOptions, audit_case
+from workbench.audit.cases import AuditCase
+from workbench.graph import PolicyIndex, SkillGraph
+
+
+@dataclass
+class ClosureChange:
+    case_id: str
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+
+
+def with_skill(index: PolicyIndex, skill: SkillGraph) -> PolicyIndex:
+    """``index`` with one SKILL replaced (or added)."""
+    skills = [skill if s.name == skill.name else s for s in index]
+    if skill.name not in index.skills:
+        skills.append(skill)
+    return PolicyIndex(skills)
+
+
+def closure_changes(
+    cases: Iterable[AuditCase],
+    before: PolicyIndex,
+    after: PolicyIndex,
+    skill_name: str,
+    strategy: str = "cdg",
+    options: AuditOptions | None = None,
+) -> list[ClosureChange]:
+    """Cases whose closure within ``skill_name`` differs between the two indexes."""
+    opts = options or AuditOptions(judge_mode="none")
+    a_before, a_after = AuditIndex(before), AuditIndex(after)
+    changes = []
+    for case in cases:
+        old = audit_case(case, a_before, strategy, None, opts).closure.get(skill_name, [])
+        new = audit_case(case, a_after, strategy, None, opts).closure.get(skill_name, [])
+        if set(old) != set(new):
+            changes.append(ClosureChange(
+                case.id,
+                added=[r for r in new if r not in set(old)],
+                removed=[r for r in old if r not in set(new)],
+                before=old,
+                after=new,
+            ))
+    return changes
+
+
+@dataclass
+class Flip:
+    case_id: str
+    before: bool | None
+    after: bool | None
+    trace: dict[str, Any]
+
+    @property
+    def flipped(self) -> bool:
+        return self.before is not None and self.after is not None and self.before != self.after
+
+
+def reaudit(
+    cases: Iterable[AuditCase],
+    index: PolicyIndex,
+    previous: dict[str, bool | None],
+    gateway: Any,
+    strategy: str = "cdg",
+    options: AuditOptions | None = None,
+) -> list[Flip]:
+    """Re-audit ``cases`` under ``index`` and pair each new verdict with the previous one."""
+    aindex = AuditIndex(index)
+    out = []
+    for case in cases:
+        trace = audit_case(case, aindex, strategy, gateway, options or AuditOptions())
+        out.append(Flip(case.id, previous.get(case.id), trace.violation, trace.to_dict()))
+    return out
