@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from components.graph_view import legend, show_graph
+from components.replay_state import policy_index
 from components.rules import rules_frame
 from components.spans import show_source
-from components.replay_state import policy_index
 from components.state import engine, user_name
 from store import audit_repo, repo
 from workbench.editing import apply_edits
