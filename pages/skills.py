@@ -1,20 +1,76 @@
-"""Skills: the SKILLs in the store, their statistics and rule tables."""
+"""Skills: upload and extract SKILLs, their versions, statistics, reports and rule tables."""
 
 from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from components.rules import rules_frame
-from components.state import engine
+from components.safe import md
+from components.state import engine, user_name
 from store import repo
 from workbench.stats import skill_stats
 
 st.title("Skills")
 eng = engine()
+
+with st.expander("Upload SKILLs and extract their rule graphs", expanded=not repo.skill_names(eng)):
+    uploads = st.file_uploader("SKILL.md files or .zip archives (a folder per SKILL)",
+                               type=["md", "zip"], accept_multiple_files=True, key="skills_upload")
+    max_block = st.number_input("Largest block sent to the extractor (tokens)", 200, 12000, 1200,
+                                step=100, key="skills_max_block",
+                                help="Blocks longer than this are split at paragraph boundaries.")
+    if uploads and st.button("Extract", type="primary", key="skills_extract"):
+        from store.extraction import SqlStepStore
+        from store.llm_cache import persistent_gateway
+        from workbench.extract import SkillSourceError, extract_skill, load_sources
+
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for i, f in enumerate(uploads):
+                # One folder per upload keeps two files both called SKILL.md apart.
+                target = Path(tmp) / f"{i:03d}" / Path(f.name).name
+                target.parent.mkdir(parents=True)
+                target.write_bytes(f.getvalue())
+                paths.append(target)
+            try:
+                docs = load_sources(paths)
+            except SkillSourceError as exc:
+                st.error(md(f"Nothing was extracted: {exc}"))
+                docs = []
+        gateway = persistent_gateway(eng)
+        steps = SqlStepStore(eng)
+        for doc in docs:
+            for w in doc.warnings:
+                st.warning(md(w))
+            bar = st.progress(0.0, text=f"{doc.name}: planning blocks…")
+
+            def on_step(p, bar=bar, name=doc.name):
+                where = "cached" if p.cached else "read"
+                bar.progress(p.fraction, text=md(f"{name}: {p.phase} {p.done}/{p.total} — "
+                                                 f"{where} block '{p.section or p.block}'"))
+
+            try:
+                graph, report = extract_skill(doc, gateway, steps, progress=on_step,
+                                              max_block_tokens=int(max_block))
+            except Exception as exc:  # the model is unreachable or a prompt is broken
+                st.error(md(f"{doc.name}: extraction stopped: {exc}. Finished blocks are kept; "
+                            "press Extract again to resume."))
+                continue
+            saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
+                                    report=report.to_dict())
+            state = f"version {saved.version}" if saved.created else "unchanged (same as latest)"
+            st.success(md(f"{doc.name}: {len(graph.graph)} rules, {len(graph.graph.edges)} edges "
+                          f"— {state}"))
+
 names = repo.skill_names(eng)
 if not names:
-    st.info("No SKILLs in the store yet. Import an index: `workbench import fixtures/demo/index.json`.")
+    st.info("No SKILLs in the store yet. Upload one above, or import an index: "
+            "`workbench import fixtures/demo/index.json`.")
     st.stop()
 
 rows = []
@@ -40,5 +96,17 @@ c4.metric("Complexity C (all)", f"{total.complexity:.4f}")
 
 chosen = st.selectbox("Rules of", names, key="skills_pick")
 vers = repo.versions(eng, chosen)
-st.caption(" · ".join(f"v{v.version} by {v.created_by} ({v.note or 'no note'})" for v in vers))
+st.caption(md(" · ".join(f"v{v.version} by {v.created_by} ({v.note or 'no note'})" for v in vers)))
 st.dataframe(rules_frame(skills[chosen]), hide_index=True, width="stretch")
+
+latest = vers[-1]
+if latest.report_json:
+    with st.expander(f"Extraction report of v{latest.version}"):
+        report = json.loads(latest.report_json)
+        st.json(report, expanded=False)
+
+with st.expander(f"Delete {chosen}"):
+    st.caption("Hides every version (rows stay for the audit trail). Re-upload to extract again.")
+    if st.button(f"Delete {chosen}", key="skills_delete"):
+        repo.delete_skill(eng, chosen, author=user_name())
+        st.rerun()
