@@ -23,8 +23,13 @@ chromium:
 	  echo "installing Debian chromium for the browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# The demo workspace: three SKILLs with CDGs, 21 audit cases and the embedded judge's traces.
 demo: install
 	$(VENV)/bin/workbench import fixtures/demo/index.json --author demo
+	$(VENV)/bin/workbench import-cases fixtures/demo/cases.jsonl --dataset demo
+	for f in fixtures/demo/traces_*.jsonl; do \
+	  [ -f "$$f" ] && $(VENV)/bin/workbench import-traces "$$f" --dataset demo \
+	    --run-id "demo-$$(basename $$f .jsonl | sed 's/traces_//')"; done; true
 	$(VENV)/bin/workbench ui --port $(PORT)
 
 test: install chromium
