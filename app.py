@@ -13,6 +13,8 @@ PAGES = {
     ],
     "Audit": [
         st.Page("pages/replay.py", title="Replay", url_path="replay"),
+        st.Page("pages/review.py", title="Review", url_path="review"),
+        st.Page("pages/evaluate.py", title="Evaluate", url_path="evaluate"),
     ],
     "Annotation": [
         st.Page("pages/annotate.py", title="Annotate", url_path="annotate"),

@@ -70,3 +70,16 @@ def engine(tmp_path):
     eng = make_engine(f"sqlite:///{tmp_path / 'wb.db'}")
     yield eng
     eng.dispose()
+
+
+@pytest.fixture
+def spawn_safe_main(monkeypatch):
+    """Make ``multiprocessing`` spawn children safe after AppTest ran a page in this process.
+
+    Streamlit installs the last page script it ran as ``sys.modules['__main__']``; a spawned
+    child re-imports ``__main__`` and would execute that page. A bare module has no file to run.
+    """
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))

@@ -160,7 +160,7 @@ def write_labels(url: str, writer: str, barrier) -> None:
 
 
 @pytest.mark.slow
-def test_concurrent_threads_and_processes_lose_no_label(engine, db_url):
+def test_concurrent_threads_and_processes_lose_no_label(engine, db_url, spawn_safe_main):
     # Tables exist before the writers start (make_engine in the fixture).
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(N_THREADS + N_PROCESSES, timeout=120)

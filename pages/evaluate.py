@@ -1,0 +1,78 @@
+"""Evaluate: metrics of stored audit runs side by side (ACC, violation-F1, tokens, latency per
+strategy and dataset), as a table, plotly charts and a CSV export."""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from components.state import engine
+from store import audit_repo
+from store import review as review_store
+from workbench.review import METRIC_COLUMNS, gold_of, metrics_rows
+
+COMPARE = {"each run": "run", "newest trace per case and strategy": "latest"}
+
+st.title("Evaluate")
+st.caption("ACC counts a case without a verdict as wrong; violation-F1 (violation = positive) "
+           "uses judged cases only. Gold labels and governing rules come from the stored cases.")
+eng = engine()
+datasets = review_store.trace_datasets(eng)
+if not datasets:
+    st.info("No stored audit runs yet. Audit a dataset on the Review page, or "
+            "`workbench audit --store DATASET ...`.")
+    st.stop()
+
+cols = st.columns([2, 2])
+chosen = cols[0].multiselect("Datasets", datasets, default=datasets, key="ev_datasets")
+compare = cols[1].radio("Compare", list(COMPARE), horizontal=True, key="ev_compare",
+                        help="each run separately, or every run's newest trace per case")
+rows: list[dict] = []
+for dataset in chosen:
+    labels, gold_rules = gold_of(audit_repo.load_cases(eng, dataset))
+    rows += metrics_rows(dataset, review_store.run_traces(eng, dataset), labels or None,
+                         gold_rules or None, by=COMPARE[compare])
+table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
+if table.empty:
+    st.info("Choose at least one dataset.")
+    st.stop()
+all_runs = sorted(table["run"].unique())
+if compare == "each run" and len(all_runs) > 1:
+    runs = st.multiselect("Runs", all_runs, key="ev_runs", placeholder="all runs")
+    if runs:
+        table = table[table["run"].isin(runs)]
+
+st.dataframe(table, hide_index=True, width="stretch",
+             column_config={c: st.column_config.NumberColumn(format="%.3f")
+                            for c in ("ACC", "violation-F1", "precision", "recall", "gold in context")}
+             | {c: st.column_config.NumberColumn(format="%.1f")
+                for c in ("context tokens", "online tokens", "latency ms")})
+st.download_button("Download CSV", table.to_csv(index=False).encode("utf-8"),
+                   file_name="evaluation.csv", mime="text/csv", key="ev_csv")
+
+# One bar per (strategy, run) in each dataset; run names only when runs are compared.
+# Plotly reads tags in labels (<a>, <b>, ...): escaped names show as the text they are.
+series = (table["strategy"] if compare != "each run" or table["run"].nunique() < 2
+          else table["strategy"] + " · " + table["run"])
+plot = table.assign(series=series.map(html.escape), dataset=table["dataset"].map(html.escape))
+
+
+def bars(metrics: list[str], title: str, key: str, share: bool = False) -> None:
+    long = plot.melt(id_vars=["dataset", "series"], value_vars=metrics, var_name="metric")
+    long = long.dropna(subset=["value"])
+    if long.empty:
+        st.caption(f"{title}: nothing to plot (undefined for these runs).")
+        return
+    fig = px.bar(long, x="series", y="value", color="dataset", barmode="group",
+                 facet_col="metric", title=title, labels={"series": "", "value": ""})
+    fig.update_yaxes(matches=None, showticklabels=True, range=[0, 1] if share else None)
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    st.plotly_chart(fig, key=key, width="stretch")
+
+
+bars(["ACC", "violation-F1"], "Quality", "ev_quality", share=True)
+bars(["context tokens", "online tokens"], "Tokens per case (mean)", "ev_tokens")
+bars(["latency ms"], "Latency per case (mean, ms)", "ev_latency")

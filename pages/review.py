@@ -1,0 +1,356 @@
+"""Review queue: audit a dataset (or load traces), then confirm or overturn the judge's
+verdicts on flagged cases, strategy disagreements and gold mismatches, with progress and
+analyst-judge agreement. Decisions are append-only records (``store.review``)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from components.annotation import key_legend
+from components.conversation import show_conversation, show_response, show_state
+from components.safe import md
+from components.state import engine, user_name
+from components.verdict import show_verdict
+from store import audit_repo, repo
+from store import review as review_store
+from workbench.audit.cases import CaseFormatError, iter_cases
+from workbench.audit.pipeline import JUDGE_MODES
+from workbench.audit.strategies import STRATEGIES
+from workbench.review import (
+    REASON_TEXT,
+    REASONS,
+    STATUSES,
+    QueueItem,
+    ReviewDecision,
+    ReviewError,
+    agreement,
+    build_queue,
+    filter_queue,
+    item_text,
+    parse_traces,
+    pending_cases,
+    review_progress,
+)
+
+CONFIRM_KEY, OVERTURN_KEY, NEXT_KEY, PREVIOUS_KEY = "y", "n", "j", "k"
+SOURCES = ("A stored dataset", "Upload a cases JSONL")
+
+st.title("Review queue")
+eng = engine()
+
+
+def flash() -> None:
+    """Show the message a callback left (it may quote user input, so it is escaped)."""
+    kind, text = st.session_state.pop("rv_flash", (None, None))
+    if kind == "error":
+        st.error(md(text))
+    elif kind == "success":
+        st.success(md(text))
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
+def _item_key(item: QueueItem) -> str:
+    """A widget-key-safe id of a verdict: readable, and unique through a digest."""
+    text = item_text(item.key)
+    return f"{_safe(text)[:60]}_{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+# -- audit a dataset -------------------------------------------------------------------------
+
+def store_uploaded_cases() -> None:
+    upload = st.file_uploader("Cases JSONL (normalised schema: id, context, model_response, ...)",
+                              type=["jsonl", "ndjson"], key="rv_cases_file")
+    name = st.text_input("Store as dataset", key="rv_cases_name", placeholder="e.g. airline-may")
+    if st.button("Store cases", key="rv_cases_store"):
+        if upload is None or not name.strip():
+            st.error("Choose a cases file and name the dataset first.")
+            return
+        try:
+            cases = list(iter_cases(upload.getvalue().decode("utf-8", "replace").splitlines(),
+                                    upload.name))
+        except CaseFormatError as exc:
+            st.error(md(f"Nothing was stored: {exc}"))
+            return
+        n = audit_repo.save_cases(eng, name.strip(), cases)
+        st.success(md(f"Stored {n} cases as dataset {name.strip()}."))
+
+
+def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_id: str) -> None:
+    """Audit the dataset's cases not yet in the run, storing each trace as it finishes."""
+    from workbench.audit import AuditIndex, AuditOptions, RunAborted, run_audit
+    from workbench.audit.dense import DenseUnavailable
+    from workbench.llm import EmbeddedModelUnavailable, LlmConfigError, MissingRecording
+
+    cases = audit_repo.load_cases(eng, dataset)
+    index = repo.export_index(eng)
+    if not len(index):
+        st.error("No SKILLs in the store: import the policy index first "
+                 "(`workbench import INDEX.json`, or the Skills page).")
+        return
+    stored = [t for _run, t in review_store.run_traces(eng, dataset, [run_id])]
+    todo = pending_cases(cases, stored, strategy, judge_mode, keywords)
+    total, done = len(cases), len(cases) - len(todo)
+    if not todo:
+        st.info(md(f"All {total} cases are already audited in run {run_id}; "
+                   "pick a new run id to audit them again."))
+        return
+    bar = st.progress(done / total, text=f"{done} of {total} cases (already in the run)")
+
+    def on_trace(trace) -> None:
+        nonlocal done
+        audit_repo.save_trace(eng, trace, run_id, dataset)
+        done += 1
+        bar.progress(done / total, text=md(f"{done} of {total} cases · {trace.id}"))
+
+    gateway = None
+    try:
+        if keywords == "llm" or judge_mode != "none":
+            from store.llm_cache import persistent_gateway
+
+            gateway = persistent_gateway(eng)
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = run_audit(todo, AuditIndex(index), strategy, Path(tmp) / "traces.jsonl",
+                                gateway, AuditOptions(keywords=keywords, judge_mode=judge_mode),
+                                concurrency=1, on_trace=on_trace)
+    except (RunAborted, LlmConfigError, MissingRecording, EmbeddedModelUnavailable,
+            DenseUnavailable) as exc:
+        st.error(md(f"The run stopped after {done} of {total} cases: {exc}. Traces so far are "
+                    "stored; fix the problem and audit again with the same run id to resume."))
+        return
+    finally:
+        if gateway is not None:
+            gateway.close()
+    errors = ", ".join(f"{k} {v}" for k, v in sorted(summary.errors.items())) or "none"
+    st.success(md(f"Run {run_id}: audited {summary.done} cases ({total - len(todo)} were already "
+                  f"in the run), {summary.judged} judged; errors: {errors}."))
+
+
+def audit_panel() -> None:
+    stored = audit_repo.datasets(eng)
+    source = st.radio("Cases", SOURCES, horizontal=True, key="rv_cases_source",
+                      index=0 if stored else 1)
+    if source == SOURCES[1]:
+        store_uploaded_cases()
+        stored = audit_repo.datasets(eng)
+    if not stored:
+        st.caption("No stored cases yet.")
+        return
+    cols = st.columns(4)
+    dataset = cols[0].selectbox("Dataset", stored, key="rv_audit_dataset")
+    strategy = cols[1].selectbox("Strategy", STRATEGIES, key="rv_audit_strategy")
+    keywords = cols[2].selectbox("Keywords", ("lexical", "llm"), key="rv_audit_keywords")
+    judge_mode = cols[3].selectbox("Judge", JUDGE_MODES, key="rv_audit_judge",
+                                   help="'none' builds the contexts only (nothing to review)")
+    if "rv_run_id" not in st.session_state:
+        st.session_state["rv_run_id"] = "review-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_id = st.text_input("Run id", key="rv_run_id",
+                           help="Audit again with the same run id to resume: cases already "
+                                "audited in it (same strategy, judge and keywords) are skipped.")
+    if st.button("Audit", key="rv_audit_run", type="primary"):
+        if not run_id.strip():
+            st.error("Give the run a name (run id).")
+        else:
+            run_batch(dataset, strategy, keywords, judge_mode, run_id.strip())
+
+
+def load_panel() -> None:
+    upload = st.file_uploader("Traces JSONL (from `workbench audit` or another workbench)",
+                              type=["jsonl", "ndjson"], key="rv_traces_file")
+    cols = st.columns(2)
+    dataset = cols[0].text_input("Dataset", key="rv_traces_dataset",
+                                 placeholder="the dataset the cases belong to")
+    run_id = cols[1].text_input("Run id", key="rv_traces_run", placeholder="default: the file name")
+    if st.button("Store traces", key="rv_traces_store"):
+        if upload is None or not dataset.strip():
+            st.error("Choose a traces file and name its dataset first.")
+            return
+        traces, problems = parse_traces(upload.getvalue().decode("utf-8", "replace"))
+        if problems:
+            st.warning(md(f"{len(problems)} line(s) skipped: " + "; ".join(problems[:5])))
+        if traces:
+            run = run_id.strip() or Path(upload.name).stem
+            n = audit_repo.save_traces(eng, traces, run, dataset.strip())
+            st.success(md(f"Stored {n} traces as run {run} of dataset {dataset.strip()}."))
+
+
+# -- the queue ---------------------------------------------------------------------------------
+
+def _decide(item: QueueItem, decision: str, reviewer: str, pos_key: str, size: int,
+            advance: bool) -> None:
+    note = st.session_state.get(f"rv_note_{_item_key(item)}", "") or ""
+    try:
+        review_store.add_decision(eng, ReviewDecision(
+            item.dataset, item.run_id, item.case_id, item.strategy, reviewer, decision, note,
+            item.violation))
+    except ReviewError as exc:
+        st.session_state["rv_flash"] = ("error", str(exc))
+        return
+    verb = "Confirmed" if decision == "confirm" else "Overturned"
+    st.session_state["rv_flash"] = ("success", f"{verb} the {item.strategy} verdict on {item.case_id}.")
+    if advance:
+        st.session_state[pos_key] = min(st.session_state.get(pos_key, 0) + 1, size - 1)
+
+
+def _move(pos_key: str, step: int, size: int) -> None:
+    st.session_state[pos_key] = max(0, min(size - 1, st.session_state.get(pos_key, 0) + step))
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> None:
+    a = agreement(decisions, items)
+    cols = st.columns(4)
+    cols[0].metric("Decisions", a.decisions, help="current decisions: one per verdict and analyst")
+    cols[1].metric("Confirmed", "–" if a.share_confirmed is None else f"{a.share_confirmed:.0%}",
+                   help="share of decisions that confirm the judge")
+    cols[2].metric("Cohen's κ", _fmt(a.kappa),
+                   help="judge's verdicts vs the labels the analysts' decisions imply")
+    cols[3].metric("Analysts vs gold", "–" if a.analysts_gold is None else f"{a.analysts_gold:.0%}",
+                   help=f"on {a.gold_n} reviewed verdicts with a gold label; judge alone: "
+                        + ("–" if a.judge_gold is None else f"{a.judge_gold:.0%}"))
+    if a.per_reviewer:
+        with st.expander("Agreement per analyst"):
+            st.dataframe(pd.DataFrame(a.per_reviewer), hide_index=True)
+            if a.analysts_alpha is not None:
+                st.text(f"Among analysts (verdicts two or more reviewed): Krippendorff's α = "
+                        f"{a.analysts_alpha:.2f}")
+            rows = [{"when (UTC)": d.created_at.isoformat(), "reviewer": d.reviewer,
+                     "run": d.run_id, "case": d.case_id, "strategy": d.strategy,
+                     "decision": d.decision, "note": d.note} for d in decisions]
+            st.download_button("Download all decisions (CSV)",
+                               pd.DataFrame(rows).to_csv(index=False).encode("utf-8"),
+                               file_name="review_decisions.csv", mime="text/csv",
+                               key="rv_decisions_csv")
+
+
+def show_case(case) -> None:
+    if case is None:
+        st.caption("This case is not in the store (its traces were loaded without the cases).")
+        return
+    show_conversation(case.turns, height=360)
+    with st.expander("Environment state"):
+        show_state(case.background)
+    show_response(case.model_response)
+
+
+def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
+    st.text("In the queue because: " + (", ".join(REASON_TEXT[r] for r in item.reasons)
+                                        or "(no reason: filters cleared)"))
+    if item.others:
+        st.text("Other strategies: " + " · ".join(
+            f"{s}: {'violation' if v else 'compliant' if v is not None else 'no verdict'}"
+            for s, v in item.others.items()))
+    gold = {None: "no gold label", "negative": "violation", "positive": "compliant"}.get(item.label)
+    st.text(f"Gold: {gold}")
+    extra_gold = (getattr(case, "extra", None) or {}).get("gold") if case is not None else None
+    if isinstance(extra_gold, dict):
+        if extra_gold.get("violated_rules"):
+            st.text("Gold violated rules: " + ", ".join(map(str, extra_gold["violated_rules"])))
+        if extra_gold.get("note"):
+            with st.expander("Gold note"):
+                st.text(str(extra_gold["note"]))
+    mine = [d for d in decisions if d.key == item.key]
+    if mine:
+        st.caption("Decisions on this verdict (newest last)")
+        st.dataframe(pd.DataFrame([
+            {"when (UTC)": d.created_at.strftime("%Y-%m-%d %H:%M"), "reviewer": d.reviewer,
+             "decision": d.decision, "note": d.note} for d in mine]), hide_index=True)
+
+
+@st.fragment
+def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
+    records = review_store.run_traces(eng, dataset, runs or None)
+    cases = {c.id: c for c in audit_repo.load_cases(eng, dataset)}
+    labels = {cid: c.label for cid, c in cases.items() if c.label}
+    texts = {cid: " ".join([c.model_response, *(t.content for t in c.turns)])
+             for cid, c in cases.items()}
+    items = build_queue(records, labels, dataset, texts)
+    decisions = review_store.decisions_for(eng, dataset)
+    cols = st.columns([3, 3, 2])
+    reasons = cols[0].multiselect("Show verdicts where", REASONS, default=list(REASONS),
+                                  format_func=REASON_TEXT.get, key="rv_reasons",
+                                  help="clear to see every judged verdict")
+    query = cols[1].text_input("Search", key="rv_query",
+                               placeholder="case id, words of the conversation, reply or reason")
+    status = cols[2].selectbox("Status", STATUSES, key="rv_status")
+    queue = filter_queue(items, reasons)
+    shown = filter_queue(queue, None, query, status, reviewer, decisions)
+    progress = review_progress(queue, decisions, reviewer)
+    st.progress(progress.share, text=f"{progress.reviewed} of {progress.total} reviewed "
+                f"({progress.mine} by you)")
+    show_agreement(items, decisions)
+    flash()
+    if not items:
+        st.info("No judged verdict in these runs yet (traces audited with judge 'none' or "
+                "failed have nothing to confirm).")
+        return
+    if not shown:
+        st.success("Nothing in the queue matches these filters.")
+        return
+    pos_key = f"rv_pos/{dataset}"
+    pos = max(0, min(st.session_state.get(pos_key, 0), len(shown) - 1))
+    st.session_state[pos_key] = pos
+    item = shown[pos]
+    case = cases.get(item.case_id)
+    with st.container(border=True, key="rv_card"):
+        st.text(f"{pos + 1}/{len(shown)} · case {item.case_id} · {item.strategy} · run {item.run_id}")
+    left, right = st.columns([1, 1])
+    with left:
+        show_case(case)
+    with right:
+        verdict = item.trace.get("verdict") or {}
+        index = repo.export_index(eng) if verdict.get("violated_rules") else None
+        show_verdict(item.trace, index, key=_item_key(item))
+        st.text_input("Note (required to overturn)", key=f"rv_note_{_item_key(item)}",
+                      placeholder="why; press Tab to leave the field, then a key")
+        advance = status != "not reviewed by me"  # there a decided verdict leaves the list
+        args = (reviewer, pos_key, len(shown), advance)
+        buttons = st.columns(2)
+        buttons[0].button("Confirm verdict", key="rv_confirm", shortcut=CONFIRM_KEY,
+                          type="primary", on_click=_decide, args=(item, "confirm", *args),
+                          disabled=not reviewer, width="stretch")
+        buttons[1].button("Overturn verdict", key="rv_overturn", shortcut=OVERTURN_KEY,
+                          on_click=_decide, args=(item, "overturn", *args),
+                          disabled=not reviewer, width="stretch")
+        nav = st.columns(2)
+        nav[0].button("Previous", key="rv_prev", shortcut=PREVIOUS_KEY, on_click=_move,
+                      args=(pos_key, -1, len(shown)), disabled=pos == 0, width="stretch")
+        nav[1].button("Next", key="rv_next", shortcut=NEXT_KEY, on_click=_move,
+                      args=(pos_key, 1, len(shown)), disabled=pos >= len(shown) - 1,
+                      width="stretch")
+        key_legend([(CONFIRM_KEY.upper(), "confirm"), (OVERTURN_KEY.upper(), "overturn"),
+                    (NEXT_KEY.upper(), "next"), (PREVIOUS_KEY.upper(), "previous")])
+        show_item(item, case, decisions)
+
+
+reviewer = st.text_input("Reviewer", value=user_name(), key="rv_reviewer").strip()
+if reviewer:
+    st.session_state["user_name"] = reviewer
+else:
+    st.warning("Enter your name to record decisions.")
+datasets = review_store.trace_datasets(eng)
+with st.expander("Audit a dataset", expanded=not datasets):
+    audit_panel()
+with st.expander("Load a traces file"):
+    load_panel()
+datasets = review_store.trace_datasets(eng)
+if not datasets:
+    st.info("No audit traces yet: audit a dataset or load a traces file above.")
+    st.stop()
+top = st.columns([1, 2])
+dataset = top[0].selectbox("Dataset", datasets, key="rv_dataset")
+runs = top[1].multiselect("Runs", audit_repo.runs(eng, dataset), key=f"rv_runs_{_safe(dataset)}",
+                          placeholder="all runs (newest trace per case and strategy)")
+queue_panel(dataset, runs, reviewer)

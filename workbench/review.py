@@ -1,0 +1,468 @@
+"""Analyst review of audit verdicts: the review queue, decisions, progress and agreement,
+plus the side-by-side metrics table of stored runs. Pure Python (no UI, no database).
+
+A *review item* is the newest trace of one case under one strategy among the runs being
+reviewed, identified by ``(run_id, case_id, strategy)``. It enters the queue for any of
+:data:`REASONS`:
+
+- ``flagged``: the judge found a violation;
+- ``strategies-disagree``: strategies judged the same case differently;
+- ``gold-mismatch``: the verdict differs from the case's gold label.
+
+An analyst *confirms* or *overturns* an item's verdict, with a note (required to overturn).
+Decisions are append-only records; the newest per (item, reviewer) is that reviewer's current
+decision. A decision keeps the verdict it was made about (``judge_violation``), so a later
+re-audit never changes what an old decision meant.
+
+Agreement treats each current decision as a pair of labels on one verdict: the judge's
+(violation or not) and the one the decision implies (confirm = the judge's, overturn = the
+opposite). Share confirmed is their observed agreement; Cohen's kappa corrects it for
+chance from both label distributions (:func:`workbench.annotation.agreement.cohen_kappa`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
+
+DECISIONS = ("confirm", "overturn")
+REASONS = ("flagged", "strategies-disagree", "gold-mismatch")
+REASON_TEXT = {
+    "flagged": "judge flagged a violation",
+    "strategies-disagree": "strategies disagree",
+    "gold-mismatch": "judge disagrees with the gold label",
+}
+STATUSES = ("all", "not reviewed by me", "reviewed by me")
+MAX_NOTE_CHARS = 10_000
+VIOLATION, COMPLIANT = "violation", "compliant"
+
+
+class ReviewError(ValueError):
+    """A review decision is invalid; the message says which field and what is allowed."""
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+ItemKey = tuple[str, str, str]  # (run_id, case_id, strategy)
+
+
+def item_text(key: ItemKey) -> str:
+    """A stable one-line form of an item key (for widget keys and logs)."""
+    return " | ".join(key)
+
+
+@dataclass(frozen=True)
+class ReviewDecision:
+    """One analyst decision on one verdict, as recorded (never edited)."""
+
+    dataset: str
+    run_id: str
+    case_id: str
+    strategy: str
+    reviewer: str
+    decision: str  # confirm | overturn
+    note: str = ""
+    judge_violation: bool | None = None  # the verdict reviewed, as it was then
+    created_at: datetime = field(default_factory=utcnow)
+
+    @property
+    def key(self) -> ItemKey:
+        return (self.run_id, self.case_id, self.strategy)
+
+    @property
+    def implied_violation(self) -> bool | None:
+        """The verdict the analyst stands behind: the judge's if confirmed, else its opposite."""
+        if self.judge_violation is None:
+            return None
+        return self.judge_violation if self.decision == "confirm" else not self.judge_violation
+
+
+def validate_decision(d: ReviewDecision) -> ReviewDecision:
+    """Return ``d`` if valid, else raise :class:`ReviewError` naming the field and the fix."""
+    for name in ("dataset", "run_id", "case_id", "strategy"):
+        value = getattr(d, name)
+        if not isinstance(value, str) or not value.strip():
+            raise ReviewError(f"{name} must be a non-empty string (which verdict is reviewed?)")
+    if not isinstance(d.reviewer, str) or not d.reviewer.strip():
+        raise ReviewError("reviewer is empty; enter your name before deciding")
+    if d.decision not in DECISIONS:
+        raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, got {d.decision!r}")
+    if not isinstance(d.note, str):
+        raise ReviewError("note must be text")
+    if len(d.note) > MAX_NOTE_CHARS:
+        raise ReviewError(f"note is {len(d.note)} characters; keep it under {MAX_NOTE_CHARS}")
+    if d.decision == "overturn" and not d.note.strip():
+        raise ReviewError("an overturn needs a note saying why the judge is wrong; write one first")
+    if d.judge_violation is not None and not isinstance(d.judge_violation, bool):
+        raise ReviewError("judge_violation must be true, false or absent")
+    if d.created_at.tzinfo is None:
+        raise ReviewError("created_at must be timezone-aware (UTC)")
+    return d
+
+
+def current_decisions(decisions: Iterable[ReviewDecision]) -> dict[tuple[ItemKey, str], ReviewDecision]:
+    """The newest decision per (item, reviewer); ``decisions`` oldest first (later wins)."""
+    out: dict[tuple[ItemKey, str], ReviewDecision] = {}
+    for d in decisions:
+        out[(d.key, d.reviewer)] = d
+    return out
+
+
+# -- the queue ---------------------------------------------------------------------------
+
+
+def _violation(trace: Mapping[str, Any]) -> bool | None:
+    verdict = trace.get("verdict")
+    return None if not verdict else bool(verdict.get("violation"))
+
+
+@dataclass
+class QueueItem:
+    dataset: str
+    run_id: str
+    case_id: str
+    strategy: str
+    trace: dict[str, Any]
+    label: str | None = None  # gold: "negative" (violation) | "positive" | None
+    reasons: tuple[str, ...] = ()
+    others: dict[str, bool | None] = field(default_factory=dict)  # other strategy -> violation
+    search_text: str = ""
+
+    @property
+    def key(self) -> ItemKey:
+        return (self.run_id, self.case_id, self.strategy)
+
+    @property
+    def violation(self) -> bool | None:
+        return _violation(self.trace)
+
+    @property
+    def gold_violation(self) -> bool | None:
+        return None if self.label not in ("positive", "negative") else self.label == "negative"
+
+
+def latest_records(records: Iterable[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The newest ``(run_id, trace)`` per (case, strategy); ``records`` oldest first.
+
+    Order: cases in first-seen order, then strategies in first-seen order.
+    """
+    latest: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+    for run_id, trace in records:
+        latest[(str(trace["id"]), str(trace["strategy"]))] = (run_id, dict(trace))
+    return list(latest.values())
+
+
+def _verdict_text(violation: bool | None) -> str:
+    return {True: VIOLATION, False: COMPLIANT, None: "no verdict"}[violation]
+
+
+def build_queue(
+    records: Iterable[tuple[str, Mapping[str, Any]]],
+    labels: Mapping[str, str | None] | None = None,
+    dataset: str = "",
+    texts: Mapping[str, str] | None = None,
+) -> list[QueueItem]:
+    """Every judged trace (newest per case and strategy) as a review item with its reasons.
+
+    ``records``: ``(run_id, trace dict)`` oldest first. ``labels``: gold labels by case id
+    (they override the label stored in a trace). ``texts``: extra searchable text per case
+    (conversation, reply). Traces without a verdict (errors, judge mode ``none``) carry
+    nothing to confirm and are left out; see :func:`unjudged`.
+    """
+    latest = latest_records(records)
+    by_case: dict[str, dict[str, bool | None]] = {}
+    for _run, t in latest:
+        by_case.setdefault(str(t["id"]), {})[str(t["strategy"])] = _violation(t)
+    items = []
+    for run_id, t in latest:
+        violation = _violation(t)
+        if violation is None:
+            continue
+        cid, strategy = str(t["id"]), str(t["strategy"])
+        label = labels.get(cid) if labels is not None and cid in labels else t.get("label")
+        others = {s: v for s, v in by_case[cid].items() if s != strategy}
+        judged = {v for v in by_case[cid].values() if v is not None}
+        reasons = []
+        if violation:
+            reasons.append("flagged")
+        if len(judged) > 1:
+            reasons.append("strategies-disagree")
+        if label in ("positive", "negative") and violation != (label == "negative"):
+            reasons.append("gold-mismatch")
+        verdict = t.get("verdict") or {}
+        search = " ".join([
+            cid, str(t.get("session", "")), strategy, run_id, _verdict_text(violation),
+            str(verdict.get("reason", "")), " ".join(map(str, verdict.get("violated_rules") or [])),
+            " ".join(REASON_TEXT[r] for r in reasons), (texts or {}).get(cid, ""),
+        ])
+        items.append(QueueItem(dataset, run_id, cid, strategy, t, label, tuple(reasons), others,
+                               search.casefold()))
+    return items
+
+
+def unjudged(records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
+    """How many newest traces (per case and strategy) have no verdict."""
+    return sum(1 for _run, t in latest_records(records) if _violation(t) is None)
+
+
+def filter_queue(
+    items: Iterable[QueueItem],
+    reasons: Collection[str] | None = REASONS,
+    query: str = "",
+    status: str = "all",
+    reviewer: str = "",
+    decisions: Iterable[ReviewDecision] = (),
+) -> list[QueueItem]:
+    """Items with any of ``reasons`` (``None`` or empty: every judged item) whose text holds
+    every word of ``query`` (case-insensitive), restricted by ``status`` (one of
+    :data:`STATUSES`, relative to ``reviewer``'s current decisions)."""
+    unknown = set(reasons or ()) - set(REASONS)
+    if unknown:
+        raise ValueError(f"unknown queue reason(s) {sorted(unknown)}; use {', '.join(REASONS)}")
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
+    wanted = set(reasons or ())
+    words = query.casefold().split()
+    mine = {key for (key, who) in current_decisions(decisions) if who == reviewer}
+    out = []
+    for item in items:
+        if wanted and not wanted & set(item.reasons):
+            continue
+        if any(w not in item.search_text for w in words):
+            continue
+        if status == "not reviewed by me" and item.key in mine:
+            continue
+        if status == "reviewed by me" and item.key not in mine:
+            continue
+        out.append(item)
+    return out
+
+
+# -- progress and agreement ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewProgress:
+    total: int
+    reviewed: int  # items with a decision by anyone
+    mine: int  # items with a decision by ``reviewer``
+
+    @property
+    def share(self) -> float:
+        return self.reviewed / self.total if self.total else 0.0
+
+
+def review_progress(items: Iterable[QueueItem], decisions: Iterable[ReviewDecision],
+                    reviewer: str = "") -> ReviewProgress:
+    keys = {item.key for item in items}
+    current = current_decisions(decisions)
+    reviewed = {key for (key, _who) in current if key in keys}
+    mine = {key for (key, who) in current if key in keys and who == reviewer}
+    return ReviewProgress(len(keys), len(reviewed), len(mine))
+
+
+def _label(violation: bool) -> str:
+    return VIOLATION if violation else COMPLIANT
+
+
+@dataclass
+class Agreement:
+    """Analysts against the judge over current decisions (one per item and reviewer)."""
+
+    decisions: int = 0
+    confirmed: int = 0
+    overturned: int = 0
+    share_confirmed: float | None = None
+    kappa: float | None = None  # Cohen's kappa, judge vs decision-implied labels
+    per_reviewer: list[dict[str, Any]] = field(default_factory=list)
+    # Among analysts (items two or more reviewed): Krippendorff's alpha of implied labels.
+    analysts_alpha: float | None = None
+    # Against gold labels, on reviewed items with one: shares of correct labels.
+    gold_n: int = 0
+    judge_gold: float | None = None
+    analysts_gold: float | None = None
+
+
+def _pair_stats(pairs: list[tuple[bool, bool]]) -> tuple[float | None, float | None]:
+    """(observed agreement, Cohen's kappa) of (judge, implied) label pairs."""
+    if not pairs:
+        return None, None
+    rows = []
+    for n, (judge, implied) in enumerate(pairs):
+        rows.append((n, "judge", _label(judge)))
+        rows.append((n, "analyst", _label(implied)))
+    return sum(a == b for a, b in pairs) / len(pairs), cohen_kappa(rows)
+
+
+def agreement(
+    decisions: Iterable[ReviewDecision],
+    items: Iterable[QueueItem] | None = None,
+) -> Agreement:
+    """Agreement of analysts with the judge (and with gold labels, where items have them).
+
+    Only each reviewer's current decision per item counts; with ``items``, only decisions on
+    those items. Each decision is one unit with two labels: the judge's verdict and the
+    label the decision implies. Kappa is ``None`` when undefined (no decisions).
+    """
+    by_key = {item.key: item for item in items} if items is not None else None
+    current = [
+        d for d in current_decisions(decisions).values()
+        if d.judge_violation is not None and (by_key is None or d.key in by_key)
+    ]
+    out = Agreement(decisions=len(current))
+    out.confirmed = sum(d.decision == "confirm" for d in current)
+    out.overturned = out.decisions - out.confirmed
+    pairs = [(bool(d.judge_violation), bool(d.implied_violation)) for d in current]
+    out.share_confirmed, out.kappa = _pair_stats(pairs)
+    for reviewer in sorted({d.reviewer for d in current}):
+        mine = [(bool(d.judge_violation), bool(d.implied_violation))
+                for d in current if d.reviewer == reviewer]
+        share, kappa = _pair_stats(mine)
+        out.per_reviewer.append({
+            "reviewer": reviewer, "decisions": len(mine),
+            "confirmed": sum(j == i for j, i in mine), "share confirmed": share, "kappa": kappa,
+        })
+    out.analysts_alpha = krippendorff_alpha(
+        (item_text(d.key), d.reviewer, _label(bool(d.implied_violation))) for d in current
+    )
+    if by_key is not None:
+        gold = [(d, by_key[d.key].gold_violation) for d in current]
+        gold = [(d, g) for d, g in gold if g is not None]
+        out.gold_n = len(gold)
+        if gold:
+            out.judge_gold = sum(d.judge_violation == g for d, g in gold) / len(gold)
+            out.analysts_gold = sum(d.implied_violation == g for d, g in gold) / len(gold)
+    return out
+
+
+# -- batch audits and trace files ----------------------------------------------------------
+
+
+def pending_cases(cases: Iterable[Any], stored: Iterable[Mapping[str, Any]], strategy: str,
+                  judge_mode: str, keywords: str) -> list[Any]:
+    """Cases (objects with ``id``) with no stored trace under the same strategy, judge mode
+    and keyword method: what a resumed batch still has to audit (each id once)."""
+    done = {
+        (str(t.get("id")), str(t.get("strategy")), str(t.get("judge_mode", "whole")),
+         str(t.get("keywords_method", "lexical")))
+        for t in stored
+    }
+    out, seen = [], set()
+    for case in cases:
+        key = (case.id, strategy, judge_mode, keywords)
+        if key in done or case.id in seen:
+            continue
+        seen.add(case.id)
+        out.append(case)
+    return out
+
+
+def parse_traces(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Trace dicts from JSONL text, and a problem per line that is not a trace.
+
+    A line must be a JSON object with a string ``id`` and ``strategy``; a ``verdict``, when
+    present, must be an object with a boolean ``violation``.
+    """
+    traces, problems = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {number}: not valid JSON ({exc.msg})")
+            continue
+        if not isinstance(data, dict) or not data.get("id") or not data.get("strategy"):
+            problems.append(f"line {number}: not an audit trace (needs 'id' and 'strategy')")
+            continue
+        verdict = data.get("verdict")
+        if verdict is not None and not (isinstance(verdict, dict)
+                                        and isinstance(verdict.get("violation"), bool)):
+            problems.append(f"line {number}: 'verdict' must be an object with a boolean "
+                            "'violation'")
+            continue
+        data["id"], data["strategy"] = str(data["id"]), str(data["strategy"])
+        traces.append(data)
+    return traces, problems
+
+
+# -- metrics of stored runs side by side ---------------------------------------------------
+
+METRIC_COLUMNS = (
+    "dataset", "run", "strategy", "cases", "labelled", "judged", "ACC", "violation-F1",
+    "precision", "recall", "gold in context", "context tokens", "online tokens", "latency ms",
+    "errors",
+)
+
+
+def gold_of(cases: Iterable[Any]) -> tuple[dict[str, str | None], dict[str, list[str]]]:
+    """(labels, governing rules) by case id from audit cases (``gold.governing_rule(s)``)."""
+    labels: dict[str, str | None] = {}
+    rules: dict[str, list[str]] = {}
+    for case in cases:
+        labels[case.id] = case.label
+        gold = (getattr(case, "extra", None) or {}).get("gold")
+        if isinstance(gold, dict):
+            ids = gold.get("governing_rules", gold.get("governing_rule"))
+            if isinstance(ids, str):
+                ids = [ids]
+            if isinstance(ids, list) and ids:
+                rules[case.id] = [str(i) for i in ids]
+    return labels, rules
+
+
+def _nan_to_none(x: float) -> float | None:
+    return None if isinstance(x, float) and math.isnan(x) else x
+
+
+def metrics_rows(
+    dataset: str,
+    records: Iterable[tuple[str, Mapping[str, Any]]],
+    labels: Mapping[str, str | None] | None = None,
+    gold_rules: Mapping[str, list[str]] | None = None,
+    by: str = "run",
+) -> list[dict[str, Any]]:
+    """One row of :data:`METRIC_COLUMNS` per (run, strategy) of one dataset.
+
+    ``by="run"``: each run separately (a run holding two strategies gives two rows);
+    ``by="latest"``: the newest trace per case and strategy across runs (``run`` = "latest").
+    Metrics are :func:`workbench.audit.metrics.compute_metrics` with the given gold labels
+    and governing rules; undefined values are ``None``.
+    """
+    from workbench.audit.metrics import compute_metrics
+
+    records = list(records)
+    if by == "run":
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for run_id, t in records:
+            groups.setdefault(run_id, []).append(t)
+        # A re-audit inside one run counts once: its newest trace.
+        groups = {run: [t for _r, t in latest_records((run, t) for t in ts)]
+                  for run, ts in groups.items()}
+    elif by == "latest":
+        groups = {"latest": [t for _r, t in latest_records(records)]}
+    else:
+        raise ValueError(f"by must be 'run' or 'latest', got {by!r}")
+    rows = []
+    for run, traces in groups.items():
+        for m in compute_metrics(traces, labels=labels, gold_rules=gold_rules):
+            rows.append({
+                "dataset": dataset, "run": run, "strategy": m.group, "cases": m.n,
+                "labelled": m.labelled, "judged": m.judged, "ACC": _nan_to_none(m.acc),
+                "violation-F1": _nan_to_none(m.f1), "precision": _nan_to_none(m.precision),
+                "recall": _nan_to_none(m.recall),
+                "gold in context": _nan_to_none(m.coverage) if m.coverage_n else None,
+                "context tokens": _nan_to_none(m.mean_context_tokens),
+                "online tokens": _nan_to_none(m.mean_online_tokens),
+                "latency ms": _nan_to_none(m.mean_latency_ms),
+                "errors": ", ".join(f"{k}={v}" for k, v in sorted(m.errors.items())),
+            })
+    return rows
