@@ -4,6 +4,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8501
+# This machine kind keeps the CPU build of torch in /opt/wheels; say so even where PIP_FIND_LINKS
+# is not set, so pip never reaches for a multi-GB CUDA build.
+PIP_FIND := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
 .PHONY: install chromium demo test test-fast lint bench clean-db
 
@@ -14,7 +17,7 @@ $(STAMP): pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c requirements.lock -e '.[dev]'
+	$(PY) -m pip install -q $(PIP_FIND) -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
 
 # Debian's Chromium for the browser tests (Playwright cannot download its own here).
