@@ -8,16 +8,36 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import demo_index, make_server, wait_idle
+from .conftest import demo_index, wait_idle
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 URL_PATHS = re.findall(r'url_path="([a-z-]+)"', (ROOT / "app.py").read_text())
 
 
+def seed_demo_run(db_url: str) -> None:
+    """The demo cases and the embedded judge's stored traces, as `make demo` loads them."""
+    from store import audit_repo
+    from store.db import make_engine
+    from workbench.audit import load_cases, read_traces
+
+    eng = make_engine(db_url)
+    audit_repo.save_cases(eng, "demo", load_cases(ROOT / "fixtures/demo/cases.jsonl"))
+    audit_repo.save_traces(eng, read_traces(ROOT / "fixtures/demo/traces_cdg.jsonl"),
+                           "demo-cdg", "demo")
+    eng.dispose()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    srv = make_server(tmp_path_factory.mktemp("allpages"), demo_index())
+    tmp = tmp_path_factory.mktemp("allpages")
+    from .conftest import Server, seed_database
+
+    db = f"sqlite:///{tmp / 'e2e.db'}"
+    seed_database(db, demo_index())
+    seed_demo_run(db)
+    srv = Server(db, tmp / "server.log")
+    srv.wait()
     yield srv
     srv.stop()
 
@@ -33,6 +53,7 @@ def test_page_opens(server, page, url_path):
     page.locator("h1").first.wait_for()
     assert page.locator("[data-testid='stException']").count() == 0, page.locator(
         "[data-testid='stException']").first.inner_text()
+    page.wait_for_timeout(2500)  # let canvases (tables, charts, graphs) draw for the screenshot
     shots = ROOT / "docs" / "screenshots"
     page.screenshot(path=str(shots / f"{url_path}.png"))
     assert page.external_requests == []
