@@ -1,0 +1,51 @@
+"""The demo index extracted by the embedded model rebuilds exactly from its recordings.
+
+``fixtures/demo/extracted/index.embedded.json`` and ``reports.json`` were made by
+``fixtures/extract/record.py demo`` with the embedded model; every exchange is in
+``fixtures/recordings/extract_demo.jsonl``. Each SKILL is rebuilt from the source stored in
+the index (not from the SKILL files, which may have been edited since), so this checks that
+the pipeline is deterministic given the model's answers. Missing recordings fail loudly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.extract import MemoryStepStore, extract_skill
+from workbench.graph import PolicyIndex
+from workbench.llm import Gateway, Replayer, load_config
+from workbench.skill import parse_skill
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "fixtures" / "demo" / "extracted"
+INDEX = PolicyIndex.load(OUT / "index.embedded.json")
+REPORTS = {r["skill"]: r for r in json.loads((OUT / "reports.json").read_text(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Gateway:
+    recordings = ROOT / "fixtures" / "recordings" / "extract_demo.jsonl"
+    return Gateway(load_config(env={}), recorder=Replayer(recordings))
+
+
+@pytest.mark.parametrize("name", list(INDEX.skills))
+def test_demo_skill_rebuilds_from_recordings(name, gateway):
+    saved = INDEX[name]
+    report = REPORTS[name]
+    doc = parse_skill(saved.source, f"{name}/SKILL.md")
+    limit = report["max_block_tokens"]
+    skill, rebuilt = extract_skill(doc, gateway, MemoryStepStore(), max_block_tokens=limit)
+    assert PolicyIndex([skill]).to_dict() == PolicyIndex([saved]).to_dict()
+    assert rebuilt.figures()["rules"] == report["figures"]["rules"]
+    assert len(rebuilt.span_errors) == len(report["span_errors"])
+
+
+def test_reports_carry_the_figures():
+    for name, report in REPORTS.items():
+        figures = report["figures"]
+        assert figures["rules"] == len(INDEX[name].graph.rules)
+        assert 0 <= figures["verbatim_span_rate"] <= 1
+        assert report["extractor_model"] == "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"

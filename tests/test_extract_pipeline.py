@@ -1,0 +1,263 @@
+"""The extraction pipeline on a scripted model (deterministic path): resumability,
+incremental re-runs, splitting, broken answers, cycles, edge-case documents.
+
+The scripted transport stands in for the HTTP exchange only; the real Gateway parses,
+schema-checks and repairs its answers, so broken answers travel the product's code path.
+Behaviour with the real embedded model is covered by test_extract_recorded.py (replayed
+recordings) and test_extract_model.py (live, marked ``model``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from workbench.extract import ExtractionProgress, JsonStepStore, MemoryStepStore, extract_skill
+from workbench.llm import Gateway, ModelCallError, load_config
+from workbench.llm.transport import AttemptError, RawResponse
+from workbench.skill import parse_skill
+from workbench.tokens import count_tokens
+
+NORMATIVE = re.compile(r"\b(must|never|may|cannot|should|only)\b", re.I)
+
+
+def sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
+    return [s.strip() for s in parts if NORMATIVE.search(s) and not s.lstrip().startswith("#")]
+
+
+def fake_extractor(user: str) -> dict:
+    """One rule per normative sentence, quoting it; each rule requires the previous one."""
+    body = user.split("\n\n", 1)[1] if "\n\n" in user else user
+    rules = []
+    for i, s in enumerate(sentences(body)[:10], 1):
+        modality = "prohibited" if re.search(r"\b(never|not|cannot)\b", s, re.I) else (
+            "permitted" if re.search(r"\bmay\b", s, re.I) else "required")
+        rules.append({"id": f"R{i}", "quote": s, "condition": "always", "action": s[:60].lower(),
+                      "modality": modality})
+    edges = [{"source": f"R{i}", "target": f"R{i - 1}"} for i in range(2, len(rules) + 1)]
+    return {"rules": rules, "edges": edges}
+
+
+class Scripted:
+    """A transport answering with ``respond(request) -> str | dict | RawResponse``."""
+
+    def __init__(self, respond, fail_after: int | None = None) -> None:
+        self.respond = respond
+        self.requests: list[dict] = []
+        self.fail_after = fail_after
+
+    def endpoint(self, role) -> str:
+        return "scripted"
+
+    def send(self, request, role, *, key):
+        if self.fail_after is not None and len(self.requests) >= self.fail_after:
+            raise AttemptError("connection", "scripted outage", retryable=False)
+        self.requests.append(request)
+        out = self.respond(request)
+        if isinstance(out, RawResponse):
+            return out
+        text = out if isinstance(out, str) else json.dumps(out)
+        return RawResponse(text, "stop", 100, 50, None, "scripted")
+
+
+def default_respond(request) -> dict:
+    name = request["response_format"]["json_schema"]["name"]
+    user = request["messages"][-1]["content"]
+    if name == "rules":
+        return fake_extractor(user)
+    return {"merges": [], "edges": []}
+
+
+def gateway(transport) -> Gateway:
+    return Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
+
+
+def extract_calls(t: Scripted) -> list[dict]:
+    return [r for r in t.requests if r["response_format"]["json_schema"]["name"] == "rules"]
+
+
+TEN = "---\nname: ten\ndescription: Ten sections.\n---\n" + "".join(
+    f"## Topic {n}\n\nThe agent must check item {n} before acting.\n"
+    f"The agent must never skip step {n} of the process.\n\n"
+    for n in range(1, 11)
+)
+
+
+def test_graph_spans_are_verbatim_and_ids_readable():
+    t = Scripted(default_respond)
+    skill, report = extract_skill(parse_skill(TEN), gateway(t), MemoryStepStore())
+    assert len(skill.graph.rules) == 20
+    for rule in skill.graph.rules.values():
+        assert re.fullmatch(r"topic-\d+-R\d", rule.id)
+        assert NORMATIVE.search(skill.rule_text(rule.id))
+    assert skill.rule_text("topic-3-R1") == "The agent must check item 3 before acting."
+    assert report.verbatim_span_rate == 1.0 and not report.span_errors
+    assert report.prompt_tokens == 100 * len(t.requests)
+
+
+def test_rerun_reuses_every_step_and_edit_reextracts_only_that_block(tmp_path):
+    store = JsonStepStore(tmp_path / "steps")
+    first = Scripted(default_respond)
+    skill1, _ = extract_skill(parse_skill(TEN), gateway(first), store)
+    again = Scripted(default_respond)
+    skill2, report = extract_skill(parse_skill(TEN), gateway(again), store)
+    assert again.requests == [] and report.blocks_cached == 10
+    assert PolicyDict(skill1) == PolicyDict(skill2)
+
+    edited = TEN.replace("check item 5 before", "check item 5 twice before")
+    third = Scripted(default_respond)
+    skill3, report3 = extract_skill(parse_skill(edited), gateway(third), store)
+    texts = [r["messages"][-1]["content"] for r in extract_calls(third)]
+    assert len(texts) == 1 and "item 5 twice" in texts[0]
+    # Other sections keep their ids (and offsets move with the edit).
+    assert skill3.rule_text("topic-7-R1") == "The agent must check item 7 before acting."
+    assert report3.blocks_cached == 9
+
+
+def PolicyDict(skill):
+    from workbench.graph import PolicyIndex
+
+    return PolicyIndex([skill]).to_dict()
+
+
+def test_crash_loses_nothing_finished(tmp_path):
+    store = JsonStepStore(tmp_path / "steps")
+    dying = Scripted(default_respond, fail_after=4)
+    with pytest.raises(ModelCallError) as err:
+        extract_skill(parse_skill(TEN), gateway(dying), store, concurrency=1)
+    assert err.value.kind == "connection"
+    resumed = Scripted(default_respond)
+    _, report = extract_skill(parse_skill(TEN), gateway(resumed), store, concurrency=1)
+    assert len(extract_calls(resumed)) == 6  # the 4 answered before the crash are reused
+    assert report.blocks_cached == 4
+
+
+def test_truncated_answer_splits_the_block_and_keeps_all_rules():
+    def respond(request):
+        is_extract = request["response_format"]["json_schema"]["name"] == "rules"
+        if is_extract and request["messages"][1]["content"].count("must") > 2:
+            return RawResponse('{"rules": [{"id": "R1", "quote": "The', "length", 50, 2048, None, "s")
+        return default_respond(request)
+
+    doc = parse_skill("# Big\n\n" + "\n\n".join(f"The agent must do task {n} carefully." for n in range(6)))
+    t = Scripted(respond)
+    skill, report = extract_skill(doc, gateway(t), MemoryStepStore())
+    assert len(skill.graph.rules) == 6
+    block = report.blocks[0]
+    assert block.pieces >= 3 and not block.error
+    # Rules from different pieces get distinct, continuing local numbers.
+    assert sorted(skill.graph.rules) == [f"big-R{n}" for n in range(1, 7)]
+
+
+def test_a_piece_that_never_parses_is_reported_not_fatal():
+    def respond(request):
+        if "task 2" in json.dumps(request["messages"]):
+            return "Sure! Here are the rules: none"  # not JSON, also after the repair
+        return default_respond(request)
+
+    doc = parse_skill("# A\n\nThe agent must do task 1.\n\n# B\n\nThe agent must do task 2.\n")
+    t = Scripted(respond)
+    skill, report = extract_skill(doc, gateway(t), MemoryStepStore())
+    assert list(skill.graph.rules) == ["a-R1"]
+    assert "invalid_output" in report.blocks[1].error
+    assert any("task 2" in r["messages"][-1]["content"] for r in t.requests)
+
+
+def test_unknown_ids_and_cycles_from_the_model():
+    def respond(request):
+        if request["response_format"]["json_schema"]["name"] == "rules":
+            data = fake_extractor(request["messages"][-1]["content"])
+            data["edges"] += [{"source": "R1", "target": "R2"}, {"source": "R1", "target": "R9"}]
+            return data
+        return {"merges": [], "edges": []}
+
+    doc = parse_skill("# A\n\nThe agent must greet. The agent must never shout.\n")
+    skill, report = extract_skill(doc, gateway(Scripted(respond)), MemoryStepStore())
+    edges = {(e.source, e.target) for e in skill.graph.edges}
+    assert edges == {("a-R2", "a-R1"), ("a-R1", "a-R2")}  # the cycle is kept
+    assert any("unknown rule id" in p for p in report.blocks[0].problems)
+
+
+def test_fusion_merges_and_cross_edges_are_applied():
+    def respond(request):
+        if request["response_format"]["json_schema"]["name"] == "rules":
+            return fake_extractor(request["messages"][-1]["content"])
+        enums = request["response_format"]["json_schema"]["schema"]["properties"]["merges"]["items"]
+        assert enums["properties"]["new"]["enum"] == ["N1"]
+        return {"merges": [{"new": "N1", "known": "K1"}], "edges": [{"source": "K1", "target": "N1"}]}
+
+    doc = parse_skill(
+        "# A\n\nThe agent must verify the customer identity first.\n\n"
+        "# B\n\nThe agent must verify the customer identity again.\n"
+    )
+    skill, report = extract_skill(doc, gateway(Scripted(respond)), MemoryStepStore())
+    assert list(skill.graph.rules) == ["a-R1"]
+    # The merged rule keeps both quotes; the edge became a self-loop and was dropped.
+    assert len(skill.graph.rules["a-R1"].spans) == 2 and skill.graph.edges == []
+    assert report.merges == [{"rule": "b-R1", "into": "a-R1", "block": "b"}]
+
+
+def test_200k_token_document_is_never_sent_whole():
+    para = ("The agent must confirm the order number before any change to the order. "
+            "Staff may offer a coupon once per order. ") * 4
+    text = "---\nname: huge\ndescription: A very long policy.\n---\n" + "\n\n".join([para] * 2200)
+    doc = parse_skill(text)
+    assert count_tokens(doc.source) > 150_000
+    t = Scripted(lambda r: {"rules": [], "edges": []} if "rules" in json.dumps(r["response_format"])
+                 else {"merges": [], "edges": []})
+    _, report = extract_skill(doc, gateway(t), MemoryStepStore(), max_block_tokens=12_000,
+                              context_tokens=100_000)
+    sizes = [count_tokens(r["messages"][-1]["content"]) for r in t.requests]
+    assert len(sizes) == len(report.blocks) >= 13
+    assert max(sizes) <= 12_000 + 50  # the section label adds a few tokens
+    covered = sorted((b.start, b.end) for b in report.blocks)
+    assert covered[0][0] == doc.body_start and covered[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(covered, covered[1:], strict=False))
+
+
+def test_embedded_context_caps_the_block_size():
+    t = Scripted(default_respond)
+    doc = parse_skill("# A\n\n" + "\n\n".join(f"The agent must do step {n}." for n in range(400)))
+    _, report = extract_skill(doc, gateway(t), MemoryStepStore())
+    assert report.max_block_tokens < 4096 and len(report.blocks) > 1
+    assert any("limited to" in w for w in report.warnings)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "---\nname: empty\ndescription: nothing\n---\n", "---\nname: x\ndescription: d\n---\n# Title\n"],
+)
+def test_documents_without_rules_make_no_calls(text):
+    t = Scripted(default_respond)
+    skill, report = extract_skill(parse_skill(text, "fixtures/empty/SKILL.md"), gateway(t), MemoryStepStore())
+    assert t.requests == [] and len(skill.graph) == 0 and report.verbatim_span_rate is None
+
+
+def test_no_headings_and_non_utf8(tmp_path):
+    from workbench.skill import read_skill
+
+    path = tmp_path / "SKILL.md"
+    path.write_bytes("---\nname: cafe\ndescription: d\n---\nThe agent must greet every caf\xe9 guest.\n"
+                     .encode("latin-1"))
+    doc = read_skill(path)
+    skill, report = extract_skill(doc, gateway(Scripted(default_respond)), MemoryStepStore())
+    assert list(skill.graph.rules) == ["intro-R1"]
+    assert skill.rule_text("intro-R1") == "The agent must greet every caf\ufffd guest."
+    assert any("not UTF-8" in w for w in report.warnings)
+
+
+def test_progress_reports_every_step_in_order():
+    events: list[ExtractionProgress] = []
+    extract_skill(parse_skill(TEN), gateway(Scripted(default_respond)), MemoryStepStore(),
+                  progress=events.append)
+    done = [e.done for e in events]
+    assert done == sorted(done) and events[-1].phase == "done" and events[-1].fraction == 1.0
+    assert {e.phase for e in events} == {"extract", "fuse", "done"} and events[-1].total == 20
+
+
+def test_unknown_option_is_refused():
+    with pytest.raises(TypeError, match="max_blok"):
+        extract_skill(parse_skill(TEN), gateway(Scripted(default_respond)), max_blok=3)

@@ -1,0 +1,152 @@
+"""``workbench extract PATH...``: build rule graphs from SKILLs with the extractor model.
+
+Accepts SKILL.md files, folders with a SKILL.md (or folders of such folders) and zip files.
+Every finished step is stored (``--steps`` folder, or the database with ``--into-store``), so
+an interrupted run resumes and a re-run after an edit only asks about changed blocks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+DEFAULT_STEPS_DIR = ".workbench/steps"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "extract",
+        help="extract rule graphs (CDGs) from SKILL.md files, folders or zips with the model",
+        description="Extract atomic rules and require edges block by block, fuse them across "
+        "blocks, and write a skillcdg/1 index and/or save new SKILL versions in the store.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="SKILL.md, folder or .zip")
+    p.add_argument("--out", metavar="INDEX.json", help="write the extracted skillcdg/1 index here")
+    p.add_argument("--into-store", action="store_true",
+                   help="save each SKILL as a new version in the workbench database")
+    p.add_argument("--db", help="database URL for --into-store (default: WORKBENCH_DB or .workbench)")
+    p.add_argument("--report", metavar="REPORTS.json", help="write the extraction reports as JSON")
+    p.add_argument("--steps", metavar="DIR",
+                   help=f"folder of stored step results (default: {DEFAULT_STEPS_DIR}; with "
+                   "--into-store: the database)")
+    p.add_argument("--max-block-tokens", type=int, default=None,
+                   help="split blocks longer than this (default 12000; the embedded model "
+                   "works best around 300)")
+    p.add_argument("--no-fuse", action="store_true", help="skip cross-block fusion")
+    p.add_argument("--rename-duplicates", action="store_true",
+                   help="rename a second SKILL with a taken name to NAME-2 instead of failing")
+    p.add_argument("--attach", metavar="URL",
+                   help="use a running `workbench model serve` (http://127.0.0.1:PORT/v1) for "
+                   "embedded roles instead of starting a model in this process")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=_extract)
+
+
+class ProgressBar:
+    """A one-line bar on a terminal; one line per finished block elsewhere (logs, CI)."""
+
+    def __init__(self, stream=None, width: int = 28) -> None:
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.started = time.monotonic()
+
+    def __call__(self, event) -> None:
+        if event.phase == "done":
+            if self.tty:
+                self.stream.write("\n")
+            return
+        filled = int(self.width * event.fraction)
+        bar = "#" * filled + "." * (self.width - filled)
+        how = "reused" if event.cached else f"{time.monotonic() - self.started:.0f}s"
+        line = (f"[{bar}] {event.done}/{event.total} {event.phase:<7} {event.skill} > "
+                f"{event.section[:60]} ({how})")
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + line)
+        elif event.phase == "fuse" or not event.cached:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _extract(args: argparse.Namespace) -> int:
+    from workbench.cli import CliError
+    from workbench.extract import (
+        DEFAULT_MAX_BLOCK_TOKENS,
+        JsonStepStore,
+        PromptError,
+        SkillSourceError,
+        extract_skill,
+        load_sources,
+    )
+    from workbench.graph import PolicyIndex
+    from workbench.llm import Gateway, LlmConfigError, MissingRecording, ModelCallError
+    from workbench.skill import SkillFormatError
+
+    if not args.out and not args.into_store and not args.report:
+        raise CliError("nothing would be kept: give --out INDEX.json, --into-store or --report FILE")
+    max_tokens = args.max_block_tokens or DEFAULT_MAX_BLOCK_TOKENS
+    if max_tokens < 32:
+        raise CliError(f"--max-block-tokens {max_tokens} is too small; use at least 32")
+    try:
+        docs = load_sources(args.paths, rename_duplicates=args.rename_duplicates)
+    except (SkillSourceError, SkillFormatError) as exc:
+        raise CliError(str(exc)) from None
+
+    engine = None
+    if args.into_store:
+        from store.db import make_engine
+        from store.extraction import SqlStepStore
+
+        engine = make_engine(args.db)
+        steps = JsonStepStore(args.steps) if args.steps else SqlStepStore(engine)
+    else:
+        steps = JsonStepStore(args.steps or DEFAULT_STEPS_DIR)
+
+    try:
+        if args.attach:
+            from workbench.extract.attach import attached_gateway
+
+            gateway = attached_gateway(args.attach)
+        else:
+            gateway = Gateway.from_env()
+    except LlmConfigError as exc:
+        raise CliError(str(exc)) from None
+
+    progress = None if args.quiet else ProgressBar()
+    skills, reports = [], []
+    for doc in docs:
+        try:
+            skill, report = extract_skill(
+                doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse
+            )
+        except ModelCallError as exc:
+            raise CliError(
+                f"{doc.name}: {exc}. Finished blocks are stored; run the same command again to "
+                "resume."
+            ) from None
+        except MissingRecording as exc:
+            raise CliError(str(exc)) from None
+        except PromptError as exc:
+            raise CliError(str(exc)) from None
+        skills.append(skill)
+        reports.append(report)
+        for line in report.summary_lines():
+            print(line)
+        if engine is not None:
+            from store.repo import save_skill
+
+            saved = save_skill(engine, skill, author="extract",
+                               note=f"extracted by {report.extractor_model}", report=report.to_dict())
+            state = "saved as version" if saved.created else "unchanged, still version"
+            print(f"  {state} {saved.version} in the store")
+
+    if args.out:
+        PolicyIndex(skills).save(args.out)
+        print(f"wrote {len(skills)} SKILL(s) to {args.out}")
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as out:
+            json.dump([r.to_dict() for r in reports], out, ensure_ascii=False, indent=1)
+        print(f"wrote {len(reports)} report(s) to {args.report}")
+    return 0

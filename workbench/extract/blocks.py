@@ -1,0 +1,157 @@
+"""Extraction units: heading blocks with stable keys, split to fit a token limit.
+
+A block's *key* is a slug of its heading (``refunds``; ``refunds-2`` for a second heading of
+the same name; ``refunds-p2`` for the second part of a long block; ``intro`` for text before
+the first heading). Keys become rule-id prefixes (``refunds-R3``), so they must not depend on
+the block's position: editing one section leaves every other section's ids unchanged.
+
+Splitting goes from coarse to fine boundaries (blank lines, then line breaks, then sentence
+ends, then spaces), so a verbatim quote is only ever cut where the text itself breaks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from workbench.skill import Block, SkillDoc
+from workbench.tokens import count_tokens
+
+SLUG_MAX = 32
+MIN_SPLIT_TOKENS = 12  # below this a piece is not split again: it is a sentence or so
+
+# Boundaries, coarse to fine; each pattern's match end is where the next piece starts.
+_BOUNDARIES = (
+    re.compile(r"\n[ \t]*\n"),
+    re.compile(r"\n"),
+    re.compile(r"(?<=[.!?;:])[\"')\]]*[ \t]+"),
+    re.compile(r"[ \t]+"),
+)
+
+
+@dataclass(frozen=True)
+class PlannedBlock:
+    """One extraction unit: ``text`` is ``source[start:end]`` of the SKILL."""
+
+    key: str
+    section: str  # heading path shown to the model, e.g. "Refunds > Gift cards (part 2)"
+    heading: str | None
+    start: int
+    end: int
+    text: str
+
+    @property
+    def tokens(self) -> int:
+        return count_tokens(self.text)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the block holds nothing but its heading line (nothing to extract)."""
+        lines = self.text.strip().splitlines()
+        if lines and self.heading is not None and lines[0].lstrip().startswith("#"):
+            lines = lines[1:]
+        body = lines
+        return not any(ch.isalnum() for ch in "".join(body))
+
+    def digest(self) -> str:
+        """What the extractor sees of this block: section label and text."""
+        return hashlib.sha256(f"{self.section}\0{self.text}".encode()).hexdigest()
+
+
+def slugify(text: str | None, fallback: str) -> str:
+    slug = re.sub(r"[\W_]+", "-", (text or "").lower()).strip("-")
+    if len(slug) > SLUG_MAX:
+        cut = slug[:SLUG_MAX]
+        slug = cut[: cut.rfind("-")] if "-" in cut[SLUG_MAX // 2 :] else cut
+    return slug or fallback
+
+
+def heading_paths(blocks: list[Block]) -> list[str]:
+    """For each block, its heading with the headings it sits under: ``A > B > C``."""
+    stack: list[tuple[int, str]] = []
+    paths: list[str] = []
+    for b in blocks:
+        if b.heading is None:
+            paths.append("(introduction)")
+            continue
+        while stack and stack[-1][0] >= b.level:
+            stack.pop()
+        stack.append((b.level, b.heading or "(untitled)"))
+        paths.append(" > ".join(h for _, h in stack))
+    return paths
+
+
+def plan_blocks(doc: SkillDoc, max_tokens: int) -> list[PlannedBlock]:
+    """The SKILL's heading blocks, each split into parts of at most ``max_tokens`` tokens
+    (a single unbreakable run of text may exceed it), with unique stable keys."""
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be at least 1")
+    planned: list[PlannedBlock] = []
+    used: set[str] = set()
+    for block, path in zip(doc.blocks, heading_paths(doc.blocks), strict=True):
+        base = _unique(slugify(block.heading, "intro" if block.heading is None else "section"), used)
+        ranges = split_range(block.text, 0, len(block.text), max_tokens)
+        for n, (a, b) in enumerate(ranges, 1):
+            key = base if len(ranges) == 1 else _unique(f"{base}-p{n}", used)
+            label = path if len(ranges) == 1 else f"{path} (part {n} of {len(ranges)})"
+            planned.append(
+                PlannedBlock(key, label, block.heading, block.start + a, block.start + b, block.text[a:b])
+            )
+    return planned
+
+
+def _unique(key: str, used: set[str]) -> str:
+    candidate, n = key, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{key}-{n}"
+    used.add(candidate)
+    return candidate
+
+
+def split_range(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int]]:
+    """Cut ``text[start:end]`` into consecutive ranges of at most ``max_tokens`` tokens,
+    preferring coarse boundaries. Ranges cover the whole span with no gaps."""
+    if count_tokens(text[start:end]) <= max_tokens:
+        return [(start, end)]
+    for pattern in _BOUNDARIES:
+        cuts = [m.end() for m in pattern.finditer(text, start, end) if start < m.end() < end]
+        if cuts:
+            break
+    else:
+        return [(start, end)]  # one unbreakable word: nothing sensible to cut
+    pieces = list(zip([start, *cuts], [*cuts, end], strict=True))
+    out: list[tuple[int, int]] = []
+    cur_start, cur_tokens = pieces[0][0], 0
+    for a, b in pieces:
+        t = count_tokens(text[a:b])
+        if cur_tokens and cur_tokens + t > max_tokens:
+            out.append((cur_start, a))
+            cur_start, cur_tokens = a, 0
+        cur_tokens += t
+    out.append((cur_start, end))
+    # A piece still over the limit is one oversized paragraph/line: cut it at finer bounds.
+    result: list[tuple[int, int]] = []
+    for a, b in out:
+        if (a, b) != (start, end) and count_tokens(text[a:b]) > max_tokens:
+            result.extend(split_range(text, a, b, max_tokens))
+        else:
+            result.append((a, b))
+    return result
+
+
+def halve(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
+    """Two ranges splitting ``text[start:end]`` near its middle at the coarsest boundary
+    available, or None when the range is too small to be worth splitting."""
+    if count_tokens(text[start:end]) < MIN_SPLIT_TOKENS:
+        return None
+    middle = (start + end) // 2
+    for pattern in _BOUNDARIES:
+        cuts = [m.end() for m in pattern.finditer(text, start, end) if start < m.end() < end]
+        # Only accept a cut that leaves real text on both sides.
+        cuts = [c for c in cuts if text[start:c].strip() and text[c:end].strip()]
+        if cuts:
+            cut = min(cuts, key=lambda c: abs(c - middle))
+            return [(start, cut), (cut, end)]
+    return None

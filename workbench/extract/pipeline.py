@@ -1,0 +1,401 @@
+"""Offline CDG construction (SkillCDG Algorithm 1): extract per block, then fuse block by block.
+
+    graph, report = extract_skill(doc, gateway, JsonStepStore(".workbench/steps"), progress=print)
+
+1. Plan blocks: heading blocks, split past ``max_block_tokens`` (and past what fits the
+   extractor's context when that is known), each with a stable key.
+2. Extract each block with the ``extractor`` role under a JSON schema (blocks run
+   concurrently up to the role's concurrency). A block whose answer is unusable or too long
+   for the context is halved and each half asked again, down to a sentence or two.
+3. Validate, locate every quote in the source, drop untraceable rules as
+   ``source_span_error``, rebase ids to ``<block key>-R<n>``.
+4. For every block after the first, ask the ``fuser`` role for merges and cross-block edges
+   against a condensed view of the graph so far; apply them.
+5. Every answer is stored in the step store as it arrives, keyed by what it depends on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from workbench.extract.blocks import PlannedBlock, halve, plan_blocks
+from workbench.extract.fusion import (
+    MIN_MERGE_OVERLAP,
+    GraphBuilder,
+    apply_fusion,
+    candidates,
+    fusion_request,
+)
+from workbench.extract.prompts import Prompt, load_prompt
+from workbench.extract.rebase import rebase_block
+from workbench.extract.report import BlockReport, ExtractionReport
+from workbench.extract.schema import (
+    SCHEMA_VERSION,
+    BlockExtraction,
+    FusionAnswer,
+    extraction_schema,
+    validate_extraction,
+    validate_fusion,
+)
+from workbench.extract.steps import MemoryStepStore, StepStore, step_key
+from workbench.graph import PolicyIndex, SkillGraph
+from workbench.index_validation import validate_index
+from workbench.llm import Gateway, ModelCallError
+from workbench.skill import SkillDoc
+from workbench.tokens import count_tokens
+
+DEFAULT_MAX_BLOCK_TOKENS = 12_000
+EXTRACT_PROMPT = "extract_v1"
+FUSE_PROMPT = "fuse_v1"
+# Failures that a smaller request can fix: the answer was cut off or malformed, or the
+# prompt did not fit. Anything else (server down, auth) stops the run; stored steps remain.
+SPLITTABLE = frozenset({"invalid_output", "context_overflow"})
+# The served model's tokenizer may count more tokens than cl100k; keep this much slack.
+TOKENIZER_SLACK = 0.85
+TOKENS_PER_RULE = 120
+EXTRACT_SCHEMA_NAME = "rules"
+FUSE_SCHEMA_NAME = "fusion"  # answer tokens one extracted rule takes, generously
+
+
+@dataclass(frozen=True)
+class ExtractionProgress:
+    """One finished step. ``done``/``total`` count steps (one extraction and one fusion per
+    block); ``phase`` is ``extract``, ``fuse`` or ``done``."""
+
+    skill: str
+    phase: str
+    done: int
+    total: int
+    block: str
+    section: str
+    cached: bool
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.total == 0 else min(1.0, self.done / self.total)
+
+
+ProgressCallback = Callable[[ExtractionProgress], None]
+
+
+@dataclass
+class ExtractOptions:
+    max_block_tokens: int = DEFAULT_MAX_BLOCK_TOKENS
+    extract_prompt: str = EXTRACT_PROMPT
+    fuse_prompt: str = FUSE_PROMPT
+    fuse: bool = True
+    max_known: int = 12  # known rules shown to the fuser per block
+    merge_overlap: float = MIN_MERGE_OVERLAP  # least word overlap for a merge to be applied
+    context_tokens: int | None = None  # the extractor's context; None: known for embedded
+    concurrency: int | None = None  # extraction calls at once; None: the role's setting
+
+
+@dataclass
+class _Extracted:
+    extraction: BlockExtraction
+    cached: bool
+    errors: list[str] = field(default_factory=list)
+    reused_tokens: int = 0
+
+
+def model_label(gateway: Gateway, role: str) -> str:
+    """The model name as requests are keyed (``embedded/<alias>`` or the litellm string)."""
+    request = gateway.build_request(gateway.config.role(role), [{"role": "user", "content": ""}])
+    return str(request["model"])
+
+
+def _settings(gateway: Gateway, role: str) -> dict:
+    r = gateway.config.role(role)
+    return {"model": model_label(gateway, role), "temperature": r.temperature,
+            "max_tokens": r.max_tokens, "seed": r.seed}
+
+
+def context_block_limit(gateway: Gateway, prompt: Prompt, context_tokens: int | None = None) -> int | None:
+    """Largest block (cl100k tokens) whose prompt and answer fit the extractor's context, or
+    None when the context is unknown (a remote model: its server reports an overflow)."""
+    role = gateway.config.role("extractor")
+    if context_tokens is None and role.is_embedded:
+        context_tokens = gateway.config.embedded.slot_ctx
+    if context_tokens is None:
+        return None
+    room = context_tokens - role.max_tokens - count_tokens(prompt.system) - 64
+    return max(64, int(room * TOKENIZER_SLACK))
+
+
+def rule_bound(block_tokens: int, max_tokens: int) -> int:
+    """How many rules one answer may hold: enough for the block's size, few enough that the
+    answer ends before the role's ``max_tokens``."""
+    cap = max(4, (max_tokens - 150) // TOKENS_PER_RULE)
+    return min(cap, max(6, block_tokens // 25 + 4))
+
+
+def extraction_request(prompt: Prompt, section: str, text: str, max_tokens: int) -> tuple[list, dict]:
+    """The extractor's messages and answer schema for one block (or piece) of text."""
+    bound = rule_bound(count_tokens(text), max_tokens)
+    return prompt.render(section=section, text=text), extraction_schema(max_rules=bound, max_edges=bound + 4)
+
+
+def extract_skill(
+    doc: SkillDoc,
+    gateway: Gateway,
+    step_store: StepStore | None = None,
+    progress: ProgressCallback | None = None,
+    options: ExtractOptions | None = None,
+    **overrides,
+) -> tuple[SkillGraph, ExtractionReport]:
+    """Build the rule graph of one SKILL and its report.
+
+    ``overrides`` set :class:`ExtractOptions` fields (``max_block_tokens=400``...). Raises
+    ModelCallError when the model cannot be reached (finished steps stay stored, so a re-run
+    resumes), MissingRecording in replay mode, and PromptError for a bad prompt file.
+    """
+    opts = options or ExtractOptions()
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(ExtractOptions)}
+    if unknown:
+        raise TypeError(f"extract_skill() got unknown option(s) {sorted(unknown)}")
+    opts = dataclasses.replace(opts, **overrides)
+    store = step_store if step_store is not None else MemoryStepStore()
+    run = _Run(doc, gateway, store, progress, opts)
+    return run.execute()
+
+
+class _Run:
+    def __init__(self, doc, gateway, store, progress, opts: ExtractOptions) -> None:
+        self.doc, self.gateway, self.store, self.progress, self.opts = doc, gateway, store, progress, opts
+        self.xprompt = load_prompt(opts.extract_prompt)
+        self.fprompt = load_prompt(opts.fuse_prompt)
+        self.xsettings = _settings(gateway, "extractor")
+        self.fsettings = _settings(gateway, "fuser")
+        fit = context_block_limit(gateway, self.xprompt, opts.context_tokens)
+        self.limit = min(opts.max_block_tokens, fit) if fit else opts.max_block_tokens
+        self.usage_start = len(gateway.usage_log)
+        self.done = 0
+        self.total = 0
+
+    # -- the run --------------------------------------------------------------------------
+    def execute(self) -> tuple[SkillGraph, ExtractionReport]:
+        started = time.perf_counter()
+        doc = self.doc
+        report = ExtractionReport(
+            skill=doc.name,
+            source_sha256=hashlib.sha256(doc.source.encode("utf-8")).hexdigest(),
+            source_tokens=count_tokens(doc.source),
+            extractor_model=self.xsettings["model"],
+            fuser_model=self.fsettings["model"],
+            extract_prompt=self.xprompt.id,
+            fuse_prompt=self.fprompt.id,
+            max_block_tokens=self.limit,
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            warnings=list(doc.warnings),
+        )
+        if self.limit < self.opts.max_block_tokens and any(
+            count_tokens(b.text) > self.limit for b in doc.blocks
+        ):
+            report.warnings.append(
+                f"blocks were limited to {self.limit} tokens (not {self.opts.max_block_tokens}) so "
+                "that prompt and answer fit the extractor's context"
+            )
+        blocks = plan_blocks(doc, self.limit)
+        self.total = 2 * len(blocks)
+        extracted = self._extract_all(blocks)
+
+        builder = GraphBuilder()
+        for block in blocks:
+            report.blocks.append(self._fuse_block(block, extracted[block.key], builder, report))
+
+        graph = builder.graph()
+        skill = SkillGraph(doc.name, doc.description, doc.source, graph)
+        # The final invariant: what we built passes the same validation as a loaded file.
+        validate_index(PolicyIndex([skill]).to_dict(), origin=f"extraction of {doc.name}")
+        report.rules, report.edges = len(graph.rules), len(graph.edges)
+        report.reused_tokens = sum(e.reused_tokens for e in extracted.values()) + report.reused_tokens
+        self._account(report)
+        report.wall_s = time.perf_counter() - started
+        self._emit("done", None, cached=False)
+        return skill, report
+
+    def _emit(self, phase: str, block: PlannedBlock | None, cached: bool) -> None:
+        if self.progress is None:
+            return
+        self.progress(
+            ExtractionProgress(
+                self.doc.name, phase, self.done, self.total,
+                block.key if block else "", block.section if block else "", cached,
+            )
+        )
+
+    def _account(self, report: ExtractionReport) -> None:
+        prefix = (f"extract:{self.doc.name}/", f"fuse:{self.doc.name}/")
+        by_block: dict[str, list] = {}
+        for u in self.gateway.usage_log[self.usage_start :]:
+            if not u.step.startswith(prefix) or u.cached:
+                continue
+            report.model_calls += u.attempts
+            report.prompt_tokens += u.prompt_tokens
+            report.completion_tokens += u.completion_tokens
+            by_block.setdefault(u.step.rsplit("/", 1)[1], []).append(u)
+        for b in report.blocks:
+            for u in by_block.get(b.key, []):
+                b.prompt_tokens += u.prompt_tokens
+                b.completion_tokens += u.completion_tokens
+                b.seconds += u.latency_ms / 1000.0
+
+    # -- extraction -----------------------------------------------------------------------
+    def _extract_key(self, block: PlannedBlock) -> str:
+        return step_key(
+            "extract", block=block.digest(), prompt=self.xprompt.id, schema=SCHEMA_VERSION,
+            settings=self.xsettings,
+        )
+
+    def _extract_all(self, blocks: list[PlannedBlock]) -> dict[str, _Extracted]:
+        results: dict[str, _Extracted] = {}
+        todo: list[PlannedBlock] = []
+        for block in blocks:
+            if block.is_empty:
+                results[block.key] = _Extracted(BlockExtraction(pieces=[(0, len(block.text))]), True)
+            else:
+                stored = self.store.get(self._extract_key(block))
+                if stored is None:
+                    todo.append(block)
+                    continue
+                usage = stored.get("usage", {})
+                results[block.key] = _Extracted(
+                    BlockExtraction.from_dict(stored["extraction"]), True,
+                    reused_tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+                )
+            self.done += 1
+            self._emit("extract", block, cached=True)
+        if not todo:
+            return results
+        workers = self.opts.concurrency or self.gateway.config.role("extractor").concurrency
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="extract") as pool:
+            pending: dict[Future, PlannedBlock] = {pool.submit(self._extract_block, b): b for b in todo}
+            try:
+                while pending:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        block = pending.pop(fut)
+                        results[block.key] = fut.result()  # re-raises a fatal model error
+                        self.done += 1
+                        self._emit("extract", block, cached=False)
+            except BaseException:
+                for fut in pending:
+                    fut.cancel()
+                raise
+        return results
+
+    def _extract_block(self, block: PlannedBlock) -> _Extracted:
+        """Ask the extractor for one block, halving pieces the model cannot answer for."""
+        role = self.gateway.config.role("extractor")
+        whole = (0, len(block.text))
+        queue = [whole]
+        result = BlockExtraction()
+        errors: list[str] = []
+        prompt_tokens = completion_tokens = 0
+        while queue:
+            a, b = queue.pop(0)
+            text = block.text[a:b]
+            section = block.section if (a, b) == whole else f"{block.section} (continued)"
+            messages, schema = extraction_request(self.xprompt, section, text, role.max_tokens)
+            try:
+                res = self.gateway.complete_json(
+                    role="extractor",
+                    messages=messages,
+                    schema=schema,
+                    schema_name=EXTRACT_SCHEMA_NAME,
+                    step=f"extract:{self.doc.name}/{block.key}",
+                    validate=validate_extraction,
+                )
+            except ModelCallError as exc:
+                if exc.kind not in SPLITTABLE:
+                    raise
+                halves = halve(block.text, a, b)
+                if halves:
+                    queue[:0] = halves
+                else:
+                    errors.append(f"chars {a}-{b}: {exc.kind} ({exc.detail[:160]})")
+                continue
+            prompt_tokens += res.usage.prompt_tokens
+            completion_tokens += res.usage.completion_tokens
+            result.extend(validate_extraction(res.data), (a, b))
+        if not errors:
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+            # Only complete answers are stored: a block with a failed piece is asked again.
+            self.store.put(self._extract_key(block), "extract",
+                           {"extraction": result.to_dict(), "usage": usage, "block": block.key})
+        return _Extracted(result, False, errors)
+
+    # -- rebase and fusion ----------------------------------------------------------------
+    def _fuse_block(
+        self, block: PlannedBlock, ex: _Extracted, builder: GraphBuilder, report: ExtractionReport
+    ) -> BlockReport:
+        rebased = rebase_block(block, ex.extraction)
+        br = BlockReport(
+            key=block.key, section=block.section, start=block.start, end=block.end,
+            tokens=block.tokens, rules_proposed=len(ex.extraction.rules),
+            rules_kept=len(rebased.rules), exact_spans=rebased.exact,
+            normalised_spans=rebased.normalised, span_errors=len(rebased.span_errors),
+            edges=len(rebased.edges), pieces=max(1, len(ex.extraction.pieces)),
+            extract_cached=ex.cached, problems=list(ex.extraction.problems),
+            error="; ".join(ex.errors),
+        )
+        report.span_errors.extend(rebased.span_errors)
+        if rebased.dropped_edges:
+            br.problems.append(f"{rebased.dropped_edges} edge(s) dropped with their untraceable rules")
+        known = list(builder.rules.values())
+        chosen = candidates(known, rebased.rules, self.opts.max_known) if self.opts.fuse else []
+        builder.add_rules(rebased.rules, rebased.edges)
+        br.fuse_candidates = len(chosen)
+        if chosen and rebased.rules:
+            request = fusion_request(self.fprompt, block.section, rebased.rules, chosen)
+            key = step_key(
+                "fuse", request=step_key("request", messages=request.messages, schema=request.schema),
+                prompt=self.fprompt.id, schema=SCHEMA_VERSION, settings=self.fsettings,
+            )
+            answer = self._fusion_answer(block, request, key, br, report)
+            if answer is not None:
+                outcome = apply_fusion(builder, request, answer, self.opts.merge_overlap)
+                br.merges, br.cross_edges = len(outcome.merges), outcome.cross_edges
+                report.merges.extend({**m, "block": block.key} for m in outcome.merges)
+                report.rejected_merges.extend(outcome.rejected)
+                report.cross_block_edges += outcome.cross_edges
+                br.problems.extend(f"fusion: {p}" for p in answer.problems)
+        self.done += 1
+        self._emit("fuse", block, cached=bool(br.fuse_cached))
+        return br
+
+    def _fusion_answer(self, block, request, key, br: BlockReport, report) -> FusionAnswer | None:
+        stored = self.store.get(key)
+        if stored is not None:
+            br.fuse_cached = True
+            usage = stored.get("usage", {})
+            report.reused_tokens += int(usage.get("prompt_tokens", 0)) + int(
+                usage.get("completion_tokens", 0)
+            )
+            return FusionAnswer.from_dict(stored["answer"])
+        br.fuse_cached = False
+        new_ids, known_ids = list(request.new_alias), list(request.known_alias)
+        try:
+            res = self.gateway.complete_json(
+                role="fuser",
+                messages=request.messages,
+                schema=request.schema,
+                schema_name=FUSE_SCHEMA_NAME,
+                step=f"fuse:{self.doc.name}/{block.key}",
+                validate=lambda data: validate_fusion(data, new_ids, known_ids),
+            )
+        except ModelCallError as exc:
+            if exc.kind not in SPLITTABLE:
+                raise
+            br.error = "; ".join(filter(None, [br.error, f"fusion failed: {exc.kind}"]))
+            return None
+        answer = validate_fusion(res.data, new_ids, known_ids)
+        usage = {"prompt_tokens": res.usage.prompt_tokens, "completion_tokens": res.usage.completion_tokens}
+        self.store.put(key, "fuse", {"answer": answer.to_dict(), "usage": usage, "block": block.key})
+        return answer

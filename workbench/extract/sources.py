@@ -1,0 +1,151 @@
+"""Where SKILLs come from: SKILL.md files, folders holding them, and zip archives.
+
+A folder with a ``SKILL.md`` is one SKILL; a folder without one is searched for
+``*/.../SKILL.md``. A zip is searched the same way (``__MACOSX`` and hidden entries are
+skipped; oversized members are refused, so a zip bomb cannot fill memory). Two SKILLs with the
+same name and different text are an error unless the caller asks for renaming; the same
+SKILL given twice (identical text) is read once, with a warning.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from workbench.skill import SkillDoc, SkillFormatError, decode_skill_bytes, parse_skill
+
+MAX_MEMBER_BYTES = 20 * 1024 * 1024
+
+
+class SkillSourceError(ValueError):
+    """A path that is not a SKILL source; the message says what was expected."""
+
+
+class DuplicateSkillName(SkillSourceError):
+    def __init__(self, name: str, first: str, second: str) -> None:
+        self.name, self.first, self.second = name, first, second
+        super().__init__(
+            f"two different SKILLs are named {name!r}: {first} and {second}. Give one a "
+            "different 'name:' in its front matter, extract them separately, or rename "
+            "duplicates automatically (--rename-duplicates)."
+        )
+
+
+def _from_bytes(data: bytes, origin: str) -> SkillDoc:
+    text, warnings = decode_skill_bytes(data, origin)
+    doc = parse_skill(text, origin)
+    doc.warnings[:0] = warnings
+    return doc
+
+
+def _is_skill_name(name: str) -> bool:
+    return name.upper() == "SKILL.MD"
+
+
+def _from_zip(path: Path | str, data: bytes | None = None) -> list[SkillDoc]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data) if data is not None else path)
+    except zipfile.BadZipFile as exc:
+        raise SkillSourceError(f"{path}: not a readable zip file ({exc})") from None
+    docs: list[SkillDoc] = []
+    with archive:
+        members = sorted(
+            (i for i in archive.infolist() if not i.is_dir()), key=lambda i: i.filename
+        )
+        for info in members:
+            parts = PurePosixPath(info.filename).parts
+            if not parts or not _is_skill_name(parts[-1]):
+                continue
+            if parts[0] == "__MACOSX" or any(p.startswith(".") for p in parts):
+                continue
+            if info.file_size > MAX_MEMBER_BYTES:
+                raise SkillSourceError(
+                    f"{path}!{info.filename}: {info.file_size} bytes is more than a SKILL may "
+                    f"have ({MAX_MEMBER_BYTES}); split the document"
+                )
+            with archive.open(info) as member:
+                data = member.read(MAX_MEMBER_BYTES + 1)
+            if len(data) > MAX_MEMBER_BYTES:
+                raise SkillSourceError(f"{path}!{info.filename}: larger than it claims; refused")
+            docs.append(_from_bytes(data, f"{path}!{info.filename}"))
+    if not docs:
+        raise SkillSourceError(f"{path}: the zip holds no SKILL.md; put each SKILL in <name>/SKILL.md")
+    return docs
+
+
+def _from_path(path: Path) -> list[SkillDoc]:
+    if path.is_dir():
+        direct = [p for p in path.iterdir() if p.is_file() and _is_skill_name(p.name)]
+        if direct:
+            return [_from_bytes(direct[0].read_bytes(), str(direct[0]))]
+        found = sorted(
+            p for p in path.rglob("*") if p.is_file() and _is_skill_name(p.name)
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
+        if not found:
+            raise SkillSourceError(f"{path}: no SKILL.md in this folder or below it")
+        return [_from_bytes(p.read_bytes(), str(p)) for p in found]
+    if not path.exists():
+        raise SkillSourceError(f"{path}: no such file or folder")
+    if path.suffix.lower() == ".zip" or zipfile.is_zipfile(path):
+        return _from_zip(path)
+    return [_from_bytes(path.read_bytes(), str(path))]
+
+
+def _from_upload(name: str, data: bytes) -> list[SkillDoc]:
+    if name.lower().endswith(".zip") or data[:4] == b"PK\x03\x04":
+        return _from_zip(name, data)
+    if len(data) > MAX_MEMBER_BYTES:
+        raise SkillSourceError(
+            f"{name}: {len(data)} bytes is more than a SKILL may have ({MAX_MEMBER_BYTES}); split it"
+        )
+    return [_from_bytes(data, name)]
+
+
+def load_uploads(files: Iterable[tuple[str, bytes]], rename_duplicates: bool = False) -> list[SkillDoc]:
+    """As :func:`load_sources` for uploaded ``(file name, bytes)`` pairs: SKILL.md files and
+    zip archives (what the workbench's upload widget hands over)."""
+    return _dedupe((doc for name, data in files for doc in _from_upload(name, data)), rename_duplicates)
+
+
+def load_sources(paths: Iterable[str | Path], rename_duplicates: bool = False) -> list[SkillDoc]:
+    """Read every SKILL the paths name, in order.
+
+    Raises SkillSourceError for a missing path or an archive without SKILLs,
+    SkillFormatError for unparseable front matter, and DuplicateSkillName when two different
+    SKILLs share a name (unless ``rename_duplicates``: then the later ones become
+    ``name-2``, ``name-3``... with a warning).
+    """
+    return _dedupe((doc for raw in paths for doc in _from_path(Path(raw))), rename_duplicates)
+
+
+def _dedupe(found: Iterable[SkillDoc], rename_duplicates: bool) -> list[SkillDoc]:
+    docs: list[SkillDoc] = []
+    by_name: dict[str, SkillDoc] = {}
+    for doc in found:
+        first = by_name.get(doc.name)
+        if first is None:
+            by_name[doc.name] = doc
+            docs.append(doc)
+            continue
+        if first.source == doc.source:
+            first.warnings.append(f"{doc.path}: same text as {first.path}; read once")
+            continue
+        if not rename_duplicates:
+            raise DuplicateSkillName(doc.name, str(first.path), str(doc.path))
+        n = 2
+        while f"{doc.name}-{n}" in by_name:
+            n += 1
+        new_name = f"{doc.name}-{n}"
+        doc.warnings.append(
+            f"{doc.path}: renamed {doc.name!r} to {new_name!r}: {first.path} already uses that name"
+        )
+        doc.name = new_name
+        by_name[new_name] = doc
+        docs.append(doc)
+    return docs
+
+
+__all__ = ["DuplicateSkillName", "SkillFormatError", "SkillSourceError", "load_sources", "load_uploads"]
