@@ -1,12 +1,12 @@
 """Draw a (focused) rule graph with pyvis, fully offline (vis-network inlined).
 
-Rule text reaches the browser only as node labels (drawn on a canvas) and as HTML-escaped
-tooltips, so policy text cannot inject markup into the page.
+Rule text reaches the browser only as node labels (drawn on a canvas) and as plain-text
+tooltips inside JSON, so policy text cannot inject markup into the page
+(tests/e2e/test_injection.py hovers a hostile tooltip to check).
 """
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterable
 
@@ -39,7 +39,9 @@ def graph_html(
     for rid in ids:
         rule = skill.graph.rules[rid]
         colour = MODALITY_COLOURS.get(rule.modality, "#888888")
-        tooltip = html.escape(f"{rid} ({rule.modality})\nWhen: {rule.condition}\nThen: {rule.action}")
+        # vis-network 9 shows a string title as plain text, and pyvis writes node data with
+        # Jinja's tojson (which escapes '<'), so the raw text is both safe and readable here.
+        tooltip = f"{rid} ({rule.modality})\nWhen: {rule.condition}\nThen: {rule.action}"
         node = {
             "label": rid,
             "title": tooltip,

@@ -26,6 +26,9 @@ if not names:
 left, right = st.columns([1, 1])
 name = left.selectbox("SKILL", names, key="graph_skill")
 vers = [v.version for v in repo.versions(eng, name)]
+# A widget's value can only be set before it is drawn: a save parks the new version here.
+if "graph_show_version" in st.session_state:
+    st.session_state["graph_version"] = st.session_state.pop("graph_show_version")
 version = right.selectbox("Version", vers[::-1], key="graph_version")
 skill = repo.load_skill(eng, name, version)
 
@@ -106,7 +109,7 @@ if st.button("Save as new version", type="primary", key="graph_save"):
         saved = repo.save_skill(eng, result.skill, author=author or "analyst",
                                 note=note or result.summary)
         st.session_state["graph_saved"] = (saved.version, result.summary)
-        st.session_state.pop("graph_version", None)
+        st.session_state["graph_show_version"] = saved.version
         st.rerun()
 if "graph_saved" in st.session_state:
     v, summary = st.session_state.pop("graph_saved")

@@ -50,9 +50,10 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
             bar = st.progress(0.0, text=f"{doc.name}: planning blocks…")
 
             def on_step(p, bar=bar, name=doc.name):
-                where = "cached" if p.cached else "read"
-                bar.progress(p.fraction, text=md(f"{name}: {p.phase} {p.done}/{p.total} — "
-                                                 f"{where} block '{p.section or p.block}'"))
+                label = f"{name}: {p.phase} {p.done}/{p.total}"
+                if p.section or p.block:
+                    label += f" — {'cached' if p.cached else 'read'} block '{p.section or p.block}'"
+                bar.progress(p.fraction, text=md(label))
 
             try:
                 graph, report = extract_skill(doc, gateway, steps, progress=on_step,

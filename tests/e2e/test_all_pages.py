@@ -13,6 +13,7 @@ from .conftest import demo_index, wait_idle
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 URL_PATHS = re.findall(r'url_path="([a-z-]+)"', (ROOT / "app.py").read_text())
+DEFAULT_PAGE = re.search(r'url_path="([a-z-]+)", default=True', (ROOT / "app.py").read_text()).group(1)
 
 
 def seed_demo_run(db_url: str) -> None:
@@ -48,9 +49,12 @@ def test_app_registers_pages():
 
 @pytest.mark.parametrize("url_path", URL_PATHS)
 def test_page_opens(server, page, url_path):
-    page.goto(f"{server.url}/{url_path}")
+    # The default page (Skills) is served at the root, not at its url_path.
+    path = "" if url_path == DEFAULT_PAGE else url_path
+    page.goto(f"{server.url}/{path}")
     wait_idle(page)
     page.locator("h1").first.wait_for()
+    assert page.get_by_text("Page not found").count() == 0
     assert page.locator("[data-testid='stException']").count() == 0, page.locator(
         "[data-testid='stException']").first.inner_text()
     page.wait_for_timeout(2500)  # let canvases (tables, charts, graphs) draw for the screenshot

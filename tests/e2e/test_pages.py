@@ -29,7 +29,7 @@ def server(tmp_path):
 
 
 def test_skills_and_graph_pages_render_offline(server, page):
-    page.goto(f"{server.url}/skills")
+    page.goto(f"{server.url}/")  # Skills is the default page, served at /
     wait_idle(page)
     page.get_by_role("heading", name="Skills").wait_for()
     page.get_by_text("Complexity C (all)").wait_for()
@@ -37,7 +37,6 @@ def test_skills_and_graph_pages_render_offline(server, page):
     metrics = page.locator("[data-testid='stMetricValue']").all_inner_texts()
     assert metrics[:3] == ["1", "4", "3"]
     page.get_by_text("v1 by import (imported)").wait_for()
-    page.screenshot(path=str(Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "skills.png"))
 
     page.goto(f"{server.url}/graph")
     wait_idle(page)
@@ -51,7 +50,6 @@ def test_skills_and_graph_pages_render_offline(server, page):
     # It opens on R3 (most prerequisites); its closure is R3, R2, R4, R1.
     page.get_by_text("4 rules shown.").wait_for()
     assert "Refund the amount paid" in page.locator("[data-testid='wb-source'] mark").first.inner_text()
-    page.screenshot(path=str(Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "graph.png"))
     assert page.external_requests == []
 
 
@@ -68,7 +66,7 @@ def test_search_and_closure_focus(server, page):
 
 
 def test_hostile_text_renders_as_text(server, page):
-    page.goto(f"{server.url}/skills")
+    page.goto(f"{server.url}/")  # Skills is the default page, served at /
     wait_idle(page)
     page.goto(f"{server.url}/graph")
     wait_idle(page)

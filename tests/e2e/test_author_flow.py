@@ -1,0 +1,147 @@
+"""A policy author in real Chromium against a real server: upload a SKILL.md, extract it with
+the embedded model's recorded answers (the gateway in replay mode: an unrecorded request
+fails loudly), correct a rule and an edge in the Graph page's tables, save a new version and
+find the stored case whose closure the edit changed."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from .flows import (
+    ROOT,
+    assert_no_exception,
+    choose_in_cell,
+    goto,
+    grid_cell,
+    replay_env,
+    settle,
+    start_server,
+    type_into_cell,
+)
+
+pytestmark = pytest.mark.e2e
+
+SKILL_MD = ROOT / "fixtures" / "extract" / "refund-desk" / "SKILL.md"
+# Its extraction is recorded with the default planning; the SKILL (~300 tokens) is planned
+# into the same blocks under the page's default block size (1200 tokens), so the page's
+# requests are the recorded ones.
+RECORDING = "extract_refund_desk.jsonl"
+
+# Two stored cases that name the SKILL. The recorded extraction gives refund-desk nine rules
+# and seven edges, among them refunds-R2 -> cancellation-R2. The first case's lexical seeds
+# include refunds-R2, so its closure holds cancellation-R2; retargeting that edge to
+# identity-R1 swaps the two in its closure. The second case's closure (cancellation-R1 and
+# identity-R2) is untouched by the edit.
+CASES = [
+    {"id": "desk-001-refund-over-200", "session": "s1", "label": "negative",
+     "skills": ["refund-desk"],
+     "context": [{"role": "user", "content": "Please refund my cancelled order, 250 dollars. "
+                                              "I need the refund today, no supervisor approval please."}],
+     "model_response": "I have refunded 250 dollars to your gift card without supervisor approval."},
+    {"id": "desk-002-cancel-processing", "session": "s2", "label": "positive",
+     "skills": ["refund-desk"],
+     "context": [{"role": "user", "content": "Cancel my order, it is still processing."}],
+     "model_response": "Your order is cancelled."},
+]
+RULES, EDGES = "rules_editor_refund-desk_1", "edges_editor_refund-desk_1"
+REFUNDS_R3, REFUNDS_R2_EDGE = 7, 4  # row positions in the extracted tables
+ACTION, TARGET = 2, 1  # columns: id, condition, action, modality / source, target
+NEW_ACTION = "get approval from a supervisor before refunding"
+
+
+def seed(eng) -> None:
+    from store import audit_repo
+    from workbench.audit import case_from_dict
+
+    audit_repo.save_cases(eng, "desk", [case_from_dict(c) for c in CASES])
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = start_server(tmp_path, seed, env=replay_env(RECORDING))
+    yield srv
+    srv.stop()
+
+
+def test_upload_extract_edit_save_and_impact(server, page):
+    # -- upload and extract (the default page answers at "/") -----------------------------
+    goto(page, server, "")
+    page.get_by_text("No SKILLs in the store yet").wait_for()
+    block = page.get_by_label("Largest block sent to the extractor (tokens)", exact=True)
+    assert block.input_value() == "1200"
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(SKILL_MD))
+    page.get_by_text("SKILL.md", exact=True).wait_for()
+    settle(page)
+    page.get_by_role("button", name="Extract", exact=True).click()
+    outcome = page.locator("[data-testid='stAlertContentSuccess'], [data-testid='stAlertContentError']")
+    outcome.first.wait_for(timeout=60_000)
+    settle(page)
+    assert_no_exception(page, server)
+    # An unrecorded request (a changed prompt or schema: re-record) shows up here as an error.
+    expect(outcome).to_have_text(["refund-desk: 9 rules, 7 edges — version 1"])
+    # The progress bar ran to the end and names the SKILL.
+    bar = page.locator("[data-testid='stProgress']")
+    assert "refund-desk:" in bar.inner_text()
+    assert bar.get_by_role("progressbar").get_attribute("aria-valuenow") == "100"
+    # The new SKILL is listed with its rules (the metrics are drawn a moment after the run).
+    expect(page.locator("[data-testid='stMetricValue']")).to_have_text(
+        ["1", "9", "7", re.compile(r"\d+\.\d{4}")])  # SKILLs, rules, edges, complexity
+    page.get_by_text("v1 by analyst (extracted)").wait_for()
+    page.get_by_text("Extraction report of v1").wait_for()
+
+    # -- edit a rule and an edge, save --------------------------------------------------------
+    goto(page, server, "graph")
+    page.get_by_text("9 of 9 rules match.").wait_for()
+    expect(grid_cell(page, RULES, REFUNDS_R3, 0)).to_have_text("refunds-R3")
+    expect(grid_cell(page, EDGES, REFUNDS_R2_EDGE, 0)).to_have_text("refunds-R2")
+    expect(grid_cell(page, EDGES, REFUNDS_R2_EDGE, TARGET)).to_have_text("cancellation-R2")
+    type_into_cell(page, RULES, REFUNDS_R3, ACTION, NEW_ACTION)
+    choose_in_cell(page, EDGES, REFUNDS_R2_EDGE, TARGET, "identity-R1")
+    author = page.get_by_label("Your name")
+    author.fill("ada")
+    author.press("Tab")
+    settle(page)
+    page.get_by_role("button", name="Save as new version").click()
+    page.get_by_text("Saved version 2: edited rules refunds-R3; added edges refunds-R2->identity-R1; "
+                     "removed edges refunds-R2->cancellation-R2").wait_for(timeout=30_000)
+    settle(page)
+    assert_no_exception(page, server)
+    # The page moves on to the new version: its tables (keyed by version) hold the edit, and
+    # the Version box says so, or the next click would go back to version 1.
+    expect(grid_cell(page, "rules_editor_refund-desk_2", REFUNDS_R3, ACTION)).to_have_text(NEW_ACTION)
+    expect(page.get_by_role("combobox", name="Version", exact=True),
+           "after a save the Version box must show the new version").to_have_value("2")
+    page.locator("[data-testid='stExpander'] summary", has_text="Edit history").click()
+    history = page.locator("[data-testid='stExpander']", has_text="Edit history")
+    # (a data grid drawn on a canvas: its cells are in the DOM for accessibility only)
+    expect(history.locator("tbody td").nth(1)).to_have_text("ada")
+
+    # -- edit impact ------------------------------------------------------------------------
+    page.get_by_role("button", name="Find cases whose closure changes").click()
+    page.get_by_text("1 case(s) change closure:").wait_for(timeout=30_000)
+    settle(page)
+    assert_no_exception(page, server)
+    # (st.dataframe takes no st-key class; its header names it)
+    table = page.locator("[data-testid='stDataFrame']").filter(has_text="closure before")
+    row = table.locator("tbody tr")
+    expect(row).to_have_count(1)
+    expect(row.locator("td")).to_have_text(
+        ["desk-001-refund-over-200", "identity-R1", "cancellation-R2", "7", "7"])
+    assert page.external_requests == []
+
+    # The new version is in the store, by the author who saved it.
+    from store import repo
+    from store.db import make_engine
+
+    eng = make_engine(server.db_url)
+    try:
+        saved = repo.load_skill(eng, "refund-desk", 2)
+        assert saved.graph.rules["refunds-R3"].action == NEW_ACTION
+        assert ("refunds-R2", "identity-R1") in {(e.source, e.target) for e in saved.graph.edges}
+        assert [(v.version, v.created_by) for v in repo.versions(eng, "refund-desk")] == [
+            (1, "analyst"), (2, "ada")]
+    finally:
+        eng.dispose()
