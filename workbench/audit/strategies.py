@@ -20,6 +20,7 @@ has natively); they need no audit keywords. A context over the token ``budget`` 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -191,11 +192,14 @@ def retrieval_query(case: AuditCase) -> str:
     return f"{case.last_user_message}\n{case.model_response}".strip()
 
 
-class _RetrievalStrategy:
+class _RetrievalStrategy(ABC):
+    """Passage retrieval baselines: subclasses rank passages for the case's query."""
+
     uses_keywords = False
 
+    @abstractmethod
     def rank(self, query: str, skills, index, options) -> list[Passage]:
-        raise NotImplementedError
+        """The top ``options.top_k`` passages of ``skills`` for ``query``, best first."""
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
         chosen = self.rank(retrieval_query(case), skills, index, options)
