@@ -29,11 +29,12 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, db_url: str, log: Path):
+    def __init__(self, db_url: str, log: Path, env: dict[str, str] | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
-        env = dict(os.environ, WORKBENCH_DB=db_url, PYTHONUNBUFFERED="1")
+        self.db_url = db_url
+        env = dict(os.environ, **(env or {}), WORKBENCH_DB=db_url, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "components.launcher", str(ROOT / "app.py"),
              "--server.port", str(self.port), "--server.address", "127.0.0.1",

@@ -12,10 +12,8 @@ opens a text cell's editor, Enter opens a select-box cell's menu.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from unittest import mock
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -34,10 +32,7 @@ class EnvServer(Server):
     server process, e.g. ``WORKBENCH_LLM_MODE=replay``."""
 
     def __init__(self, db_url: str, log: Path, env: Mapping[str, str] | None = None):
-        # Server passes os.environ through to the process it starts; patch it only meanwhile.
-        with mock.patch.dict(os.environ, dict(env or {})):
-            super().__init__(db_url, log)
-        self.db_url = db_url
+        super().__init__(db_url, log, dict(env or {}))
 
 
 def replay_env(recording: str) -> dict[str, str]:

@@ -4,8 +4,6 @@ find every label in the database."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,53 +12,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
-from .conftest import ROOT, Server, free_port, make_server, seed_database, wait_idle  # noqa: E402
+from .conftest import make_server, wait_idle  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
-# Until app.py registers the page, serve it from a small entry script of our own (the page
-# must not be the default one: the default page answers at "/", not at its url_path).
-ENTRY = """
-import streamlit as st
-
-st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
-st.navigation([
-    st.Page(lambda: st.title("Home"), title="Home", url_path="home", default=True),
-    st.Page({page!r}, title="Annotate", url_path="annotate"),
-]).run()
-"""
-
-
-class EntryServer(Server):
-    """``Server`` on another entry script (same launcher, flags and failure output)."""
-
-    def __init__(self, db_url: str, log: Path, script: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        env = dict(os.environ, WORKBENCH_DB=db_url, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "components.launcher", str(script),
-             "--server.port", str(self.port), "--server.address", "127.0.0.1",
-             "--server.headless", "true", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-        )
-
-
 @pytest.fixture
 def server(tmp_path):
-    data = refund_index_dict()
-    if '"annotate"' in (ROOT / "app.py").read_text() and "pages/annotate.py" in (ROOT / "app.py").read_text():
-        srv = make_server(tmp_path, data)
-    else:
-        db = f"sqlite:///{tmp_path / 'e2e.db'}"
-        seed_database(db, data)
-        script = tmp_path / "entry.py"
-        script.write_text(ENTRY.format(page=str(ROOT / "pages" / "annotate.py")))
-        srv = EntryServer(db, tmp_path / "server.log", script)
-        srv.wait()
-    srv.db_url = f"sqlite:///{tmp_path / 'e2e.db'}"
+    srv = make_server(tmp_path, refund_index_dict())
     yield srv
     srv.stop()
 

@@ -4,15 +4,10 @@ database. Model text carrying markup shows as text and runs nothing."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ROOT, Server, demo_index, free_port, make_server, seed_database, wait_idle
+from .conftest import ROOT, demo_index, make_server, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -22,34 +17,6 @@ VERDICTS = {  # hand-set judge verdicts (violation?) of a cdg run; gold in the d
     "mor-003-delay-premier-credit": True,     # gold compliant: flagged and a gold mismatch
     "air-001-compensation-regular-economy": False,  # gold violation: a gold mismatch
 }
-
-# Until app.py registers the page, serve it from a small entry script (a non-default page,
-# so that it answers at its url_path).
-ENTRY = """
-import streamlit as st
-
-st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
-st.navigation([
-    st.Page(lambda: st.title("Home"), title="Home", url_path="home", default=True),
-    st.Page({page!r}, title="Review", url_path="review"),
-]).run()
-"""
-
-
-class EntryServer(Server):
-    def __init__(self, db_url: str, log: Path, script: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        env = dict(os.environ, WORKBENCH_DB=db_url, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "components.launcher", str(script),
-             "--server.port", str(self.port), "--server.address", "127.0.0.1",
-             "--server.headless", "true", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-        )
-
 
 def seed_review(db_url: str) -> None:
     from store import audit_repo
@@ -73,18 +40,8 @@ def seed_review(db_url: str) -> None:
 
 @pytest.fixture
 def server(tmp_path):
-    db = f"sqlite:///{tmp_path / 'e2e.db'}"
-    app = (ROOT / "app.py").read_text()
-    if 'url_path="review"' in app:
-        srv = make_server(tmp_path, demo_index())
-    else:
-        seed_database(db, demo_index())
-        script = tmp_path / "entry.py"
-        script.write_text(ENTRY.format(page=str(ROOT / "pages" / "review.py")))
-        srv = EntryServer(db, tmp_path / "server.log", script)
-        srv.wait()
-    seed_review(db)
-    srv.db_url = db
+    srv = make_server(tmp_path, demo_index())
+    seed_review(srv.db_url)
     yield srv
     srv.stop()
 
