@@ -1,4 +1,5 @@
-"""Engine creation. SQLite file by default; any SQLAlchemy URL through ``WORKBENCH_DB``."""
+"""Engine creation. SQLite file by default; any SQLAlchemy URL (or a plain SQLite file path)
+through ``WORKBENCH_DB``."""
 
 from __future__ import annotations
 
@@ -13,14 +14,17 @@ DEFAULT_DB_PATH = Path(".workbench") / "workbench.db"
 
 
 def database_url(url: str | None = None) -> str:
-    """The URL to use: the argument, else ``WORKBENCH_DB``, else ``sqlite:///.workbench/workbench.db``."""
-    if url:
-        return url
-    env = os.environ.get("WORKBENCH_DB")
-    if env:
-        return env
-    DEFAULT_DB_PATH.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{DEFAULT_DB_PATH}"
+    """The URL to use: the argument, else ``WORKBENCH_DB``, else ``sqlite:///.workbench/workbench.db``.
+
+    A value without ``://`` is taken as a SQLite file path (``WORKBENCH_DB=/tmp/w.db`` is what
+    people type); its folder is created.
+    """
+    chosen = url or os.environ.get("WORKBENCH_DB") or ""
+    if "://" in chosen:
+        return chosen
+    path = Path(chosen) if chosen else DEFAULT_DB_PATH
+    path.expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path.expanduser()}"
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - trivial

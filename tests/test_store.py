@@ -68,3 +68,14 @@ def test_database_url_from_environment(tmp_path, monkeypatch):
     assert database_url() == f"sqlite:///{tmp_path / 'env.db'}"
     make_engine().dispose()
     assert (tmp_path / "env.db").exists()
+
+
+def test_database_url_accepts_a_plain_file_path(tmp_path, monkeypatch):
+    # People write WORKBENCH_DB=/path/to/w.db; SQLAlchemy alone rejects it with a parse error.
+    from store.db import database_url, make_engine
+
+    target = tmp_path / "nested" / "plain.db"
+    monkeypatch.setenv("WORKBENCH_DB", str(target))
+    assert database_url() == f"sqlite:///{target}"
+    make_engine().dispose()
+    assert target.exists()
