@@ -15,13 +15,18 @@ from workbench.scaling import (
     OutcomesError,
     ScalingReport,
     analyse_scaling,
+    complexity_figure,
     outcomes_format,
     read_outcomes,
     scaling_figure,
 )
 
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "scaling" / "outcomes.csv"
-SOURCES = ("Demo outcomes (simulated)", "Upload a file")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scaling"
+BUNDLED = {
+    "Demo outcomes (simulated)": FIXTURES / "outcomes.csv",
+    "CompliBench airlines, embedded judge (real)": FIXTURES / "complibench_airlines" / "outcomes.csv",
+}
+SOURCES = (*BUNDLED, "Upload a file")
 
 
 def _md(text: str) -> str:
@@ -45,14 +50,15 @@ st.caption(
     "Correctness of each judge on each case, against judge size N and the complexity C of "
     "the case's rule graph. Three models are fitted by maximum likelihood, compared by "
     "session-grouped 5-fold cross-validation (one-standard-error rule) and given "
-    "session-bootstrap intervals."
+    "session-bootstrap intervals. With one judge size, the size-free intercept and "
+    "complexity models are compared instead."
 )
 
 source = st.radio("Outcomes", SOURCES, key="scaling_source", horizontal=True)
 data: bytes | None = None
-name = DEMO.name
-if source == SOURCES[0]:
-    data = DEMO.read_bytes()
+name = "outcomes.csv"
+if source in BUNDLED:
+    data = BUNDLED[source].read_bytes()
 else:
     upload = st.file_uploader(
         "Outcomes table: instance, dataset, session, params_b, complexity, correct",
@@ -120,6 +126,8 @@ m3.metric("Sessions", outcomes[["dataset", "session"]].drop_duplicates().shape[0
 m4.metric("Judge sizes", outcomes["params_b"].nunique())
 
 st.subheader("Model comparison")
+for note in report.notes:
+    st.info(note)
 st.dataframe(report.comparison_table(), hide_index=True, width="stretch")
 st.success(f"Selected by the one-SE rule: **{report.selected}**")
 
@@ -132,8 +140,11 @@ if fit.at_bounds:
         + ", ".join(_md(p) for p in fit.at_bounds)
     )
 
-st.subheader("Fitted correctness vs judge size")
-st.plotly_chart(scaling_figure(outcomes, fit), key="scaling_figure")
+if not report.single_size:
+    st.subheader("Fitted correctness vs judge size")
+    st.plotly_chart(scaling_figure(outcomes, fit), key="scaling_figure")
+st.subheader("Fitted correctness vs complexity")
+st.plotly_chart(complexity_figure(outcomes, fit), key="scaling_complexity_figure")
 
 st.subheader("Estimates and 95% intervals")
 if not report.bootstrap:
@@ -143,8 +154,15 @@ else:
     st.caption(f"{boot.draws.shape[0]} session-bootstrap replicates ({boot.failed} failed).")
 st.dataframe(report.intervals_table(chosen), hide_index=True, width="stretch")
 
-st.subheader(f"Gains over the {report.grid.reference:g}B judge")
-st.dataframe(report.gains(chosen), hide_index=True, width="stretch")
+gains = report.gains(chosen)
+if report.single_size:
+    st.subheader("Complexity effect")
+    st.caption("P(correct) at the 10th and 90th complexity percentile, and their difference.")
+    columns = ["dataset", "params_b", "c_q10", "c_q90", "p_q10", "p_q90", "complexity_effect"]
+    st.dataframe(gains[columns], hide_index=True, width="stretch")
+else:
+    st.subheader(f"Gains over the {report.grid.reference:g}B judge")
+    st.dataframe(gains, hide_index=True, width="stretch")
 
 st.subheader("Leave-one-scale-out")
 if report.loso:

@@ -31,7 +31,7 @@ def test_demo_analysis_shows_tables_and_figure():
     assert intervals["ci_low"].notna().all()
     loso = at.dataframe[3].value
     assert set(loso["params_b"]) == {0.5, 1.0, 2.0, 4.0, 9.0, 27.0}
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 2  # vs judge size, vs complexity
     # switching the inspected model reruns from the cache, not a new fit
     at.selectbox(key="scaling_model").set_value("full").run()
     assert not at.exception

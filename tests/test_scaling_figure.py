@@ -10,6 +10,8 @@ import pytest
 
 from workbench.scaling import (
     FitOptions,
+    complexity_bins,
+    complexity_figure,
     fit_model,
     observed_bins,
     scaling_figure,
@@ -55,3 +57,27 @@ def test_figure_panels_lines_and_escaping():
     assert set(bins["bin"]) == {"low", "high"} and set(bins["params_b"]) == {1.0, 4.0, 16.0}
     low = bins[bins["bin"] == "low"]
     assert (low["rate"] >= low["ci_low"]).all() and (low["rate"] <= low["ci_high"]).all()
+
+
+def test_complexity_figure_one_line_per_size_and_equal_count_bins():
+    data = simulate_outcomes(
+        "additive",
+        ADDITIVE,
+        datasets=["<b>x</b>", "B"],
+        sizes=[1.0, 4.0],
+        sessions_per_dataset=6,
+        instances_per_session=10,
+        seed=2,
+    )
+    fit = fit_model(data, "additive", FitOptions(maxiter=40))
+    fig = complexity_figure(data, fit)
+    assert "&lt;b&gt;x&lt;/b&gt;" in [a.text for a in fig.layout.annotations]
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert len(lines) == 4  # 2 datasets x 2 sizes
+    # B's 4B line is the fit along C at size 4
+    np.testing.assert_allclose(lines[3].y, fit.predict("B", 4.0, np.asarray(lines[3].x)))
+    bins = complexity_bins(data, "B", bins=5)
+    one_size = bins[bins["params_b"] == 1.0]
+    assert one_size["n"].sum() == 60  # every row of B at 1B lands in exactly one bin
+    assert one_size["c_mid"].is_monotonic_increasing
+    assert (one_size["rate"] >= one_size["ci_low"]).all() and (one_size["rate"] <= one_size["ci_high"]).all()

@@ -52,12 +52,16 @@ def test_gain_table_and_derived_names():
         "p_A_2B_q90",
         "p_A_8B_q10",
         "p_A_8B_q90",
+        "complexity_effect_A_2B",
+        "complexity_effect_A_8B",
         "gain_A_8B_q10",
         "gain_A_8B_q90",
         "delta_gain_A_8B",
     }
     # damping halves the scale benefit on complex cases, so the gain shrinks: Delta G < 0
     assert derived["delta_gain_A_8B"] < 0
+    assert derived["complexity_effect_A_8B"] == pytest.approx(row["p_q90"] - row["p_q10"])
+    assert derived["complexity_effect_A_8B"] < 0  # eta > 0: complex cases are judged worse
     other_reference = derived_quantities(fit, GainGrid((2.0, 8.0), 8.0, {"A": (0.0, 10.0)}))
     assert "gain_A_2B_q10" in other_reference and "gain_A_8B_q10" not in other_reference
 

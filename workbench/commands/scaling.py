@@ -24,7 +24,8 @@ def register(subparsers: Any) -> None:
         "fit",
         help="fit the models, select one by grouped CV, bootstrap intervals, LOSO",
         description="Fit the full, nested and additive models to an outcomes table "
-        "(CSV or JSONL with instance, dataset, session, params_b, complexity, correct).",
+        "(CSV or JSONL with instance, dataset, session, params_b, complexity, correct). "
+        "With a single judge size, fit the size-free intercept and complexity models instead.",
     )
     fit.add_argument("outcomes", metavar="OUTCOMES", help="outcomes table (.csv or .jsonl)")
     fit.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -138,6 +139,8 @@ def _print_report(report: Any) -> None:
     import pandas as pd
 
     with pd.option_context("display.width", 120, "display.max_columns", 20):
+        for note in report.notes:
+            print(f"note: {note}\n")
         print("Model comparison (session-grouped 5-fold CV, log loss):")
         print(report.comparison_table().to_string(index=False, float_format="%.4f"))
         print(f"\nSelected by the one-SE rule: {report.selected}")
@@ -147,7 +150,7 @@ def _print_report(report: Any) -> None:
         if report.loso:
             print("\nLeave-one-scale-out:")
             print(pd.DataFrame(report.loso).to_string(index=False, float_format="%.4f"))
-        else:
+        elif not report.single_size:
             print("\nLeave-one-scale-out: skipped (needs at least three judge sizes)")
 
 
@@ -165,6 +168,13 @@ def run_select(args: argparse.Namespace) -> int:
 
     options = _fit_options(args)
     outcomes = _load(args.outcomes)
+    sizes = sorted(outcomes["params_b"].unique())
+    if len(sizes) < 2:
+        raise CliError(
+            f"distillation selection compares a teacher and a student judge, but {args.outcomes} "
+            f"holds outcomes of one judge size ({sizes[0]:g}B); add the other judge's outcomes "
+            "(workbench scaling-outcomes with one trace file per judge)"
+        )
     try:
         cases = load_cases(args.cases) if args.cases else None
         model = args.model

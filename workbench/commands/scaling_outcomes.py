@@ -19,7 +19,7 @@ def register(subparsers: Any) -> None:
         "failed verdict counts incorrect). Feed the result to `workbench scaling fit`.",
     )
     p.add_argument("traces", nargs="+", metavar="TRACES.jsonl",
-                   help="traces of `workbench audit run` (one judge per file)")
+                   help="traces of `workbench audit` (one judge per file)")
     p.add_argument("--cases", required=True, metavar="CASES.jsonl", help="the audited cases")
     p.add_argument("--index", required=True, metavar="INDEX.json",
                    help="the policy index the cases were audited with")
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     runs = []
     for path in args.traces:
         if not Path(path).is_file():
-            raise CliError(f"{path}: no such traces file; give the JSONL `workbench audit run` wrote")
+            raise CliError(f"{path}: no such traces file; give the JSONL `workbench audit --out` wrote")
         traces = read_traces(path)
         if not traces:
             raise CliError(f"{path}: holds no audit traces (one JSON object per line)")

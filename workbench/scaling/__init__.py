@@ -39,7 +39,13 @@ from workbench.scaling.distill import (
     training_records,
     write_training_sets,
 )
-from workbench.scaling.figure import observed_bins, scaling_figure, wilson_interval
+from workbench.scaling.figure import (
+    complexity_bins,
+    complexity_figure,
+    observed_bins,
+    scaling_figure,
+    wilson_interval,
+)
 from workbench.scaling.fit import FitError, FitOptions, Problem, ScalingFit, fit_model, log_loss
 from workbench.scaling.gains import (
     DEFAULT_REFERENCE_B,
@@ -49,7 +55,7 @@ from workbench.scaling.gains import (
     gain,
     gain_table,
 )
-from workbench.scaling.models import MODELS, SIMPLICITY_ORDER, get_model
+from workbench.scaling.models import MODELS, SIMPLICITY_ORDER, SINGLE_SIZE_ORDER, get_model
 from workbench.scaling.outcomes import (
     REQUIRED_COLUMNS,
     OutcomesError,
@@ -74,6 +80,7 @@ __all__ = [
     "Problem",
     "REQUIRED_COLUMNS",
     "SIMPLICITY_ORDER",
+    "SINGLE_SIZE_ORDER",
     "ScalingFit",
     "ScalingReport",
     "SelectionError",
@@ -93,6 +100,8 @@ __all__ = [
     "load_cases",
     "load_outcomes",
     "log_loss",
+    "complexity_bins",
+    "complexity_figure",
     "observed_bins",
     "one_se_select",
     "outcomes_format",

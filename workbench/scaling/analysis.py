@@ -1,5 +1,9 @@
 """The whole scaling analysis in one call: fit every family, cross-validate and select,
-bootstrap intervals, leave-one-scale-out, and gains. What the CLI and the page show."""
+bootstrap intervals, leave-one-scale-out, and gains. What the CLI and the page show.
+
+Outcomes of a single judge size cannot identify any scale term. Rather than refuse them, the
+analysis then compares the size-free ``intercept`` and ``complexity`` families: the question
+one judge can answer is whether it gets complex cases wrong more often."""
 
 from __future__ import annotations
 
@@ -25,14 +29,22 @@ from workbench.scaling.crossval import (
 )
 from workbench.scaling.fit import FitOptions, ScalingFit, fit_model, single_threaded_blas
 from workbench.scaling.gains import DEFAULT_REFERENCE_B, GainGrid, derived_quantities, gain_table
-from workbench.scaling.models import SIMPLICITY_ORDER
+from workbench.scaling.models import SIMPLICITY_ORDER, SINGLE_SIZE_ORDER
+
+SINGLE_SIZE_NOTE = (
+    "The outcomes hold one judge size, so no scale term can be estimated: the size-free "
+    "intercept and complexity models are compared instead (does correctness fall with "
+    "complexity for this judge?). Add outcomes of a second judge size for the scaling fit."
+)
 
 
 @dataclass(frozen=True)
 class AnalysisOptions:
     """Settings of :func:`analyse_scaling`; the defaults are the documented method."""
 
-    models: tuple[str, ...] = SIMPLICITY_ORDER
+    # None: full/nested/additive when the outcomes hold two or more judge sizes, else the
+    # size-free intercept/complexity families.
+    models: tuple[str, ...] | None = None
     folds: int = 5
     bootstrap: int = DEFAULT_REPLICATES
     seed: int = DEFAULT_SEED
@@ -53,6 +65,12 @@ class ScalingReport:
     loso: list[dict]
     grid: GainGrid
     n_rows: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def single_size(self) -> bool:
+        """True when no fitted family uses the judge size (one size in the data)."""
+        return not any(f.family.uses_size for f in self.fits.values())
 
     def comparison_table(self) -> pd.DataFrame:
         """One row per model: parameter count, log-likelihood, CV log loss and SE."""
@@ -120,6 +138,8 @@ class ScalingReport:
                 "gains": self.gains().to_dict(orient="records"),
                 "reference_params_b": self.grid.reference,
                 "n_rows": self.n_rows,
+                "judge_sizes": list(self.grid.sizes),
+                "notes": self.notes,
             }
         )
 
@@ -159,11 +179,19 @@ def analyse_scaling(
         return _analyse(outcomes, options or AnalysisOptions(), progress or (lambda _m: None))
 
 
+def default_models(outcomes: pd.DataFrame) -> tuple[str, ...]:
+    """The families the data can support: the scaling families with two or more judge sizes,
+    the size-free ones with one."""
+    return SIMPLICITY_ORDER if outcomes["params_b"].nunique() >= 2 else SINGLE_SIZE_ORDER
+
+
 def _analyse(outcomes: pd.DataFrame, options: AnalysisOptions, say: Callable[[str], None]) -> ScalingReport:
+    models = options.models or default_models(outcomes)
+    notes = [SINGLE_SIZE_NOTE] if outcomes["params_b"].nunique() < 2 else []
     say("fitting models on all rows")
-    fits = {m: fit_model(outcomes, m, options.fit) for m in options.models}
+    fits = {m: fit_model(outcomes, m, options.fit) for m in models}
     say(f"{options.folds}-fold session-grouped cross-validation")
-    cv = cross_validate(outcomes, options.models, k=options.folds, options=options.fit, seed=options.seed)
+    cv = cross_validate(outcomes, models, k=options.folds, options=options.fit, seed=options.seed)
     selected = one_se_select(cv)
     grid = GainGrid.from_outcomes(outcomes, options.reference_b)
     boot: dict[str, BootstrapResult] = {}
@@ -181,5 +209,5 @@ def _analyse(outcomes: pd.DataFrame, options: AnalysisOptions, say: Callable[[st
     loso: list[dict] = []
     if options.loso:
         say("leave-one-scale-out")
-        loso = leave_one_scale_out(outcomes, options.models, options=options.fit)
-    return ScalingReport(fits, cv, selected, boot, loso, grid, len(outcomes))
+        loso = leave_one_scale_out(outcomes, models, options=options.fit)
+    return ScalingReport(fits, cv, selected, boot, loso, grid, len(outcomes), notes)

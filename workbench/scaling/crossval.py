@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.scaling.fit import FitError, FitOptions, Problem, log_loss, single_threaded_blas
-from workbench.scaling.models import SIMPLICITY_ORDER, get_model
+from workbench.scaling.models import SIMPLICITY_ORDER, SINGLE_SIZE_ORDER, get_model
 
 
 def session_keys(outcomes: pd.DataFrame) -> pd.Series:
@@ -126,14 +126,14 @@ def _cross_validate(
 def one_se_select(cv: dict[str, CrossValidation]) -> str:
     """The simplest model whose CV log loss is within one SE of the best model's.
 
-    Simplicity is the parameter count (additive < nested < full); the SE is the best
+    Simplicity is the parameter count (intercept < complexity; additive < nested < full); the SE is the best
     model's clustered standard error.
     """
     if not cv:
         raise ValueError("no cross-validation results to select from")
     best = min(cv.values(), key=lambda r: r.cv_logloss)
     threshold = best.cv_logloss + (best.cv_se if np.isfinite(best.cv_se) else 0.0)
-    for name in SIMPLICITY_ORDER:
+    for name in SINGLE_SIZE_ORDER + SIMPLICITY_ORDER:
         if name in cv and cv[name].cv_logloss <= threshold:
             return name
     return best.model

@@ -207,6 +207,11 @@ def select_distillation(
     seed: int = SELECTION_SEED,
 ) -> DistillationSelection:
     """Rank instances by headroom under ``fit`` and draw the two selections of size ``n``."""
+    if not fit.family.uses_size:
+        raise SelectionError(
+            f"the {fit.model} model has no judge-size term, so teacher and student get the same "
+            "probability everywhere; fit additive, nested or full on outcomes of two or more sizes"
+        )
     pool = instance_table(outcomes, cases)
     notes = []
     if pool["label"].isna().all():

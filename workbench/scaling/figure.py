@@ -112,3 +112,87 @@ def scaling_figure(
         margin={"t": 70},
     )
     return fig
+
+
+def complexity_bins(outcomes: pd.DataFrame, dataset: str, bins: int = 5) -> pd.DataFrame:
+    """Observed correctness per judge size in complexity bins of a dataset.
+
+    Bin edges are quantiles of the dataset's instances (each instance once), so each bin holds
+    about the same number of instances; tied complexities can merge bins. Columns: params_b,
+    bin, c_mid (median C of the bin's rows), correct, n, rate, ci_low, ci_high.
+    """
+    rows = outcomes[outcomes["dataset"] == dataset]
+    instances = rows.drop_duplicates("instance")["complexity"].to_numpy(float)
+    edges = np.unique(np.quantile(instances, np.linspace(0, 1, bins + 1)))
+    # right-closed last bin: the maximum belongs to the top bin, not one past it
+    which = np.searchsorted(edges, rows["complexity"].to_numpy(float), side="right") - 1
+    which = np.clip(which, 0, max(len(edges) - 2, 0))
+    grouped = (
+        rows.assign(bin=which)
+        .groupby(["params_b", "bin"])
+        .agg(c_mid=("complexity", "median"), correct=("correct", "sum"), n=("correct", "count"))
+        .reset_index()
+    )
+    lo, hi = wilson_interval(grouped["correct"], grouped["n"])
+    return grouped.assign(rate=grouped["correct"] / grouped["n"], ci_low=lo, ci_high=hi)
+
+
+def complexity_figure(outcomes: pd.DataFrame, fit: ScalingFit, *, bins: int = 5) -> go.Figure:
+    """Fitted P(correct) against complexity C per dataset and judge size, with observed rates in
+    complexity bins (95% Wilson intervals). The one figure that works with a single judge."""
+    datasets = [d for d in sorted(outcomes["dataset"].unique()) if d in fit.datasets]
+    titles = [html.escape(str(d)) for d in datasets]
+    fig = make_subplots(rows=1, cols=max(len(datasets), 1), shared_yaxes=True, subplot_titles=titles)
+    sizes = np.sort(outcomes["params_b"].unique())
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
+    for col, dataset in enumerate(datasets, start=1):
+        rows = outcomes[outcomes["dataset"] == dataset]
+        grid = np.linspace(float(rows["complexity"].min()), float(rows["complexity"].max()), 80)
+        observed = complexity_bins(outcomes, dataset, bins)
+        for i, size in enumerate(sizes):
+            colour = palette[i % len(palette)]
+            label = f"{size:g}B"
+            fig.add_trace(
+                go.Scatter(
+                    x=grid,
+                    y=fit.predict(dataset, size, grid),
+                    mode="lines",
+                    line={"color": colour},
+                    name=f"fitted, {label}",
+                    legendgroup=label,
+                    showlegend=col == 1,
+                    hovertemplate=f"{titles[col - 1]} {label}<br>C=%{{x:.3g}}: P=%{{y:.3f}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+            obs = observed[observed["params_b"] == size]
+            fig.add_trace(
+                go.Scatter(
+                    x=obs["c_mid"],
+                    y=obs["rate"],
+                    mode="markers",
+                    marker={"color": colour, "size": 8},
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": obs["ci_high"] - obs["rate"],
+                        "arrayminus": obs["rate"] - obs["ci_low"],
+                    },
+                    customdata=obs["n"],
+                    name=f"observed, {label}",
+                    legendgroup=label,
+                    showlegend=col == 1,
+                    hovertemplate="C≈%{x:.3g}: %{y:.3f} observed (n=%{customdata})<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        fig.update_xaxes(title_text="complexity C of the case's rule graph", row=1, col=col)
+    fig.update_yaxes(title_text="P(correct)", range=[0, 1], row=1, col=1)
+    fig.update_layout(
+        title=f"Correctness vs policy complexity ({html.escape(fit.model)} model)",
+        legend={"orientation": "h", "y": -0.25},
+        margin={"t": 70},
+    )
+    return fig

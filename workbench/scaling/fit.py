@@ -173,10 +173,12 @@ class Problem:
         w1 = np.bincount(self.row_pattern, weights=w * self.row_correct, minlength=npat)
         w0 = np.bincount(self.row_pattern, weights=w * (1 - self.row_correct), minlength=npat)
         used = (w1 + w0) > 0
-        if len(np.unique(self.n[used])) < 2:
+        if family.uses_size and len(np.unique(self.n[used])) < 2:
             raise FitError(
                 "the data has fewer than two judge sizes; the scale terms cannot be estimated. "
-                "Add outcomes from judges of at least two sizes."
+                "Add outcomes from judges of at least two sizes, or fit the size-free "
+                "'intercept' and 'complexity' models (what `workbench scaling fit` does with "
+                "one size)."
             )
         missing = [self.datasets[i] for i in range(nd) if not used[self.code == i].any()]
         if missing:

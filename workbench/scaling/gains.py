@@ -3,6 +3,10 @@
 G_b(C, d) = P_b(C, d) - P_ref(C, d), with the reference judge size ``ref`` (default 2B), and
 Delta G_b(d) = G_b(Q_C(0.9), d) - G_b(Q_C(0.1), d) with Q_C the complexity quantiles of
 dataset d's instances. A positive Delta G means the larger judge helps more on complex cases.
+
+Every table also carries the complexity effect at each size, P(Q_C(0.9)) - P(Q_C(0.1)): how
+much correctness a judge loses from simple to complex cases. For a size-free model (outcomes
+of one judge size) that is the only comparison there is; its gains are left empty (NaN).
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ def gain(fit: ScalingFit, dataset, params_b, complexity, reference: float = DEFA
 
 def gain_table(fit: ScalingFit, grid: GainGrid) -> pd.DataFrame:
     """One row per (dataset, size): the complexities at Q(0.1) and Q(0.9), P and G at both,
-    and Delta G."""
+    Delta G, and the complexity effect P(q90) - P(q10)."""
+    sized = fit.family.uses_size
     rows = []
     for dataset, (c_low, c_high) in grid.complexity.items():
         if dataset not in fit.datasets:
@@ -80,23 +85,26 @@ def gain_table(fit: ScalingFit, grid: GainGrid) -> pd.DataFrame:
                     "c_q90": c_high,
                     "p_q10": float(p_low),
                     "p_q90": float(p_high),
-                    "gain_q10": float(p_low - r_low),
-                    "gain_q90": float(p_high - r_high),
-                    "delta_gain": float((p_high - r_high) - (p_low - r_low)),
+                    "complexity_effect": float(p_high - p_low),
+                    "gain_q10": float(p_low - r_low) if sized else np.nan,
+                    "gain_q90": float(p_high - r_high) if sized else np.nan,
+                    "delta_gain": float((p_high - r_high) - (p_low - r_low)) if sized else np.nan,
                 }
             )
     return pd.DataFrame(rows)
 
 
 def derived_quantities(fit: ScalingFit, grid: GainGrid) -> dict[str, float]:
-    """Flat named quantities for intervals: ``p_<d>_<b>B_q10|q90``, ``gain_<d>_<b>B_q10|q90``
-    and ``delta_gain_<d>_<b>B`` (gains omitted for the reference size itself, where they are 0)."""
+    """Flat named quantities for intervals: ``p_<d>_<b>B_q10|q90``,
+    ``complexity_effect_<d>_<b>B``, ``gain_<d>_<b>B_q10|q90`` and ``delta_gain_<d>_<b>B``
+    (gains omitted for the reference size itself, where they are 0, and for size-free models)."""
     out: dict[str, float] = {}
     for row in gain_table(fit, grid).to_dict(orient="records"):
         stem = f"{row['dataset']}_{_size_label(row['params_b'])}"
         out[f"p_{stem}_q10"] = row["p_q10"]
         out[f"p_{stem}_q90"] = row["p_q90"]
-        if row["params_b"] != grid.reference:
+        out[f"complexity_effect_{stem}"] = row["complexity_effect"]
+        if fit.family.uses_size and row["params_b"] != grid.reference:
             out[f"gain_{stem}_q10"] = row["gain_q10"]
             out[f"gain_{stem}_q90"] = row["gain_q90"]
             out[f"delta_gain_{stem}"] = row["delta_gain"]

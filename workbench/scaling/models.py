@@ -8,6 +8,12 @@ over the training rows):
 - ``nested``:   the same with lambda = 0
 - ``additive``: logit P = gamma_d + a*ln N + b*Ct
 
+With outcomes of a single judge size the scale terms cannot be estimated; two size-free
+families then answer the question one judge can: does correctness fall with complexity?
+
+- ``intercept``:  logit P = gamma_d
+- ``complexity``: logit P = gamma_d + b*Ct
+
 A parameter vector is ``[gamma_<d> for each dataset in sorted order] + family parameters``.
 Functions accept a vector of shape ``(P,)`` or a population of shape ``(P, S)`` (what
 ``scipy.optimize.differential_evolution(vectorized=True)`` passes) and then return ``(n, S)``.
@@ -81,6 +87,14 @@ def _additive_logit(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
     return _gamma(theta, design) + _data(design.log_n, theta) * _col(a) + _data(design.ct, theta) * _col(b)
 
 
+def _intercept_logit(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
+    return _gamma(theta, design).copy()
+
+
+def _complexity_logit(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
+    return _gamma(theta, design) + _data(design.ct, theta) * _col(theta[nd])
+
+
 def _saturating(theta: np.ndarray, design: Design, nd: int) -> tuple[np.ndarray, ...]:
     """N**alpha, exp(-rho N**alpha) and 1 - exp(-rho N**alpha), one row per distinct N."""
     rho, alpha = theta[nd + 2], theta[nd + 3]
@@ -111,6 +125,19 @@ def _additive_jac(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
     return jac
 
 
+def _intercept_jac(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
+    jac = np.zeros((design.n.size, nd))
+    jac[np.arange(design.n.size), design.dataset_code] = 1.0
+    return jac
+
+
+def _complexity_jac(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
+    jac = np.zeros((design.n.size, nd + 1))
+    jac[np.arange(design.n.size), design.dataset_code] = 1.0
+    jac[:, nd] = design.ct
+    return jac
+
+
 def _scale_jac(theta: np.ndarray, design: Design, nd: int, with_lambda: bool) -> np.ndarray:
     beta, rho = theta[nd + 1], theta[nd + 2]
     n_alpha, decay, gain = (v[design.n_index] for v in _saturating(theta, design, nd))
@@ -135,6 +162,7 @@ class ModelFamily:
     family_params: tuple[str, ...]
     _logit: Callable[[np.ndarray, Design, int], np.ndarray]
     _jac: Callable[[np.ndarray, Design, int], np.ndarray]
+    uses_size: bool = True  # False: the family ignores N and can be fitted to one judge size
 
     def param_names(self, datasets: list[str]) -> list[str]:
         return [f"gamma_{d}" for d in datasets] + list(self.family_params)
@@ -155,6 +183,8 @@ class ModelFamily:
 
 
 MODELS: dict[str, ModelFamily] = {
+    "intercept": ModelFamily("intercept", (), _intercept_logit, _intercept_jac, uses_size=False),
+    "complexity": ModelFamily("complexity", ("b",), _complexity_logit, _complexity_jac, uses_size=False),
     "additive": ModelFamily("additive", ("a", "b"), _additive_logit, _additive_jac),
     "nested": ModelFamily(
         "nested",
@@ -172,6 +202,8 @@ MODELS: dict[str, ModelFamily] = {
 
 # Simplest first: the one-standard-error rule walks this order (parameter count).
 SIMPLICITY_ORDER: tuple[str, ...] = ("additive", "nested", "full")
+# The families compared when the outcomes hold a single judge size.
+SINGLE_SIZE_ORDER: tuple[str, ...] = ("intercept", "complexity")
 
 
 def get_model(name: str) -> ModelFamily:
@@ -180,5 +212,6 @@ def get_model(name: str) -> ModelFamily:
         return MODELS[name]
     except KeyError:
         raise ValueError(
-            f"unknown scaling model {name!r}; choose one of {', '.join(SIMPLICITY_ORDER)}"
+            f"unknown scaling model {name!r}; choose one of "
+            f"{', '.join(SIMPLICITY_ORDER + SINGLE_SIZE_ORDER)}"
         ) from None
