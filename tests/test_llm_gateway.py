@@ -167,13 +167,12 @@ def test_dead_endpoint_fails_fast_with_a_clear_message():
 @pytest.mark.parametrize(
     "bad",
     [
-        reply('{"violation": true, "reason": "cut o', finish_reason="length"),
         reply("Sure! Here is my verdict: violation."),
         reply({"violation": "yes", "reason": "x"}),  # wrong type for the schema
         reply("[1, 2]"),
         reply(""),
     ],
-    ids=["truncated-json", "prose", "schema-mismatch", "not-an-object", "empty"],
+    ids=["prose", "schema-mismatch", "not-an-object", "empty"],
 )
 def test_unusable_answer_gets_one_repair_attempt(server, bad):
     server.push(bad, reply(GOOD))
@@ -186,6 +185,17 @@ def test_unusable_answer_gets_one_repair_attempt(server, bad):
     assert repair[-1]["role"] == "user" and "not usable" in repair[-1]["content"]
     # Tokens of both exchanges are accounted.
     assert res.usage.prompt_tokens == 22 and res.usage.attempts == 2
+
+
+def test_answer_cut_off_at_the_limit_is_retried_with_twice_the_room(server):
+    server.push(reply('{"violation": true, "reason": "cut o', finish_reason="length"), reply(GOOD))
+    gw = make_gateway(server)
+    res = gw.complete_json("judge", MESSAGES, SCHEMA)
+    assert res.data == GOOD and len(server.requests) == 2
+    first, retry = server.requests
+    assert retry["messages"] == MESSAGES  # the cut-off text is not echoed back
+    assert retry["max_tokens"] == 2 * first["max_tokens"]
+    assert res.usage.attempts == 2
 
 
 def test_repair_tells_the_model_what_validate_rejected(server):

@@ -264,9 +264,15 @@ class Gateway:
                 data = self._accept(raw, schema, validate)
             except OutputProblem as problem:
                 fixed = dict(request)
-                fixed["messages"] = repair_messages(
-                    request["messages"], raw.text, str(problem), structured=schema is not None
-                )
+                if problem.truncated and request.get("max_tokens"):
+                    # Cut off at the limit: at low temperature the same prompt gives the same
+                    # prefix, so twice the room finishes it; echoing the cut-off text back
+                    # would only spend prompt tokens on it.
+                    fixed["max_tokens"] = 2 * int(request["max_tokens"])
+                else:
+                    fixed["messages"] = repair_messages(
+                        request["messages"], raw.text, str(problem), structured=schema is not None
+                    )
                 raw = self._send(role, fixed, request_key(fixed), spend, step)
                 try:
                     data = self._accept(raw, schema, validate)

@@ -13,7 +13,15 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 class OutputProblem(ValueError):
-    """The model's answer is unusable; the message is written to be shown to the model."""
+    """The model's answer is unusable; the message is written to be shown to the model.
+
+    ``truncated``: the answer stopped at the token limit, so more room (not a repair note
+    with the cut-off text echoed back) is what can fix it.
+    """
+
+    def __init__(self, message: str, *, truncated: bool = False):
+        super().__init__(message)
+        self.truncated = truncated
 
 
 def response_format(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -39,7 +47,8 @@ def parse_object(text: str, finish_reason: str | None = None) -> dict[str, Any]:
         if finish_reason == "length":
             raise OutputProblem(
                 "the reply was cut off by the token limit before the JSON ended; "
-                "answer with a shorter JSON object"
+                "answer with a shorter JSON object",
+                truncated=True,
             ) from None
         raise OutputProblem(f"the reply is not valid JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):
