@@ -87,6 +87,17 @@ def test_self_loops_and_duplicate_edges_are_dropped_with_warnings(refund_index_d
     assert any("duplicate edge" in w for w in index.warnings)
 
 
+def test_rule_ids_shared_across_skills_are_warned_about(refund_index_data):
+    data = copy.deepcopy(refund_index_data)
+    assert PolicyIndex.from_dict(data).warnings == []
+    twin = copy.deepcopy(data["skills"][0])
+    twin["name"] = "refunds-eu"
+    data["skills"].append(twin)
+    warnings = PolicyIndex.from_dict(data).warnings
+    assert len(warnings) == 1
+    assert "'R1' (refunds, refunds-eu)" in warnings[0] and "id prefix" in warnings[0]
+
+
 def test_closure_follows_requires_transitively(refund_index_data):
     graph = PolicyIndex.from_dict(refund_index_data)["refunds"].graph
     assert graph.closure(["R3"]) == ["R3", "R2", "R4", "R1"]

@@ -167,4 +167,27 @@ def validate_index(data: object, origin: str = "index") -> PolicyIndex:
         skills.append(skill)
     if problems:
         raise IndexValidationError(problems, origin)
+    warnings.extend(_shared_rule_ids(skills))
     return PolicyIndex(skills, warnings)
+
+
+def _shared_rule_ids(skills: list[SkillGraph]) -> list[str]:
+    """Rule ids used by more than one SKILL. Legal, but when both SKILLs are routed to one
+    case the judge's context shows two rules under one id and its verdict cannot say which
+    was broken; prefixing ids with the SKILL (as ``workbench extract`` does) avoids it."""
+    owners: dict[str, list[str]] = {}
+    for skill in skills:
+        for rid in skill.graph.rules:
+            owners.setdefault(rid, []).append(skill.name)
+    shared = {rid: names for rid, names in owners.items() if len(names) > 1}
+    if not shared:
+        return []
+    def owners_text(names: list[str]) -> str:
+        return ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
+
+    shown = ", ".join(f"{rid!r} ({owners_text(names)})" for rid, names in list(shared.items())[:5])
+    more = f" and {len(shared) - 5} more" if len(shared) > 5 else ""
+    return [
+        f"{len(shared)} rule id(s) appear in more than one SKILL: {shown}{more}; a verdict citing "
+        "one is ambiguous when both SKILLs are audited together: give each SKILL its own id prefix"
+    ]

@@ -73,6 +73,8 @@ def _audit(args) -> int:
     from workbench.commands.graph import load_index_or_fail
 
     index = load_index_or_fail(args.index)
+    for warning in index.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         cases = load_cases(args.cases)
     except (FileNotFoundError, CaseFormatError) as exc:
