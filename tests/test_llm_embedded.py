@@ -59,3 +59,62 @@ def test_embedded_model_answers_a_structured_request_through_litellm(monkeypatch
     stop_embedded_server()
     with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
         urllib.request.urlopen(f"{url}/health", timeout=2)
+
+
+def test_served_model_stops_at_once_with_a_request_in_flight(tmp_path):
+    # llama.cpp's clean shutdown waits for in-flight clients to give up (minutes); `model
+    # serve` must leave at once on SIGTERM and say the request was cut off.
+    import json
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "workbench.cli", "model", "serve", "--port", str(port)]
+    cmd += ["--threads", "1", "--parallel", "1", "--ctx-size", "2048"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()  # the first line is the base URL, once healthy
+        assert url.endswith("/v1"), proc.stderr.read()
+        body = {
+            "model": "x",
+            "messages": [{"role": "user", "content": "Write a long essay about airline refunds."}],
+            "max_tokens": 1500,
+        }
+        request = urllib.request.Request(
+            f"{url}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        outcome: list[str] = []
+
+        def client() -> None:
+            try:
+                urllib.request.urlopen(request, timeout=300).read()
+                outcome.append("answered")
+            except (OSError, urllib.error.URLError) as exc:
+                outcome.append(type(exc).__name__)
+
+        thread = threading.Thread(target=client, daemon=True)
+        thread.start()
+        base = url.removesuffix("/v1")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # wait until the slot is generating
+            with urllib.request.urlopen(f"{base}/slots", timeout=5) as resp:
+                if any(s.get("is_processing") for s in json.loads(resp.read())):
+                    break
+            time.sleep(0.2)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert time.monotonic() - started < 10
+        assert proc.returncode == 0
+        assert "1 request(s) in flight; they are cut off" in proc.stderr.read()
+        thread.join(timeout=30)
+        assert outcome and outcome[0] != "answered"
+    finally:
+        if proc.poll() is None:
+            proc.kill()

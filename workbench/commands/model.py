@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -100,6 +101,15 @@ def _serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        busy = server.busy_slots()
+        if busy != 0:
+            # llama.cpp's clean shutdown waits, holding the GIL, until every client with a
+            # request in flight gives up (the role timeout: minutes). The process is ending
+            # anyway, so leave without it; the OS reclaims the model and the sockets.
+            what = f"{busy} request(s) in flight" if busy else "requests possibly in flight"
+            print(f"stopping with {what}; they are cut off", file=sys.stderr, flush=True)
+            sys.stdout.flush()
+            os._exit(0)
         stop_embedded_server()
     return 0
 

@@ -129,6 +129,19 @@ class EmbeddedServer:
         )
         return self.info
 
+    def busy_slots(self) -> int | None:
+        """How many slots are generating now; None when the server cannot say."""
+        if self.info is None:
+            return None
+        try:
+            with urllib.request.urlopen(f"{self.info.url}/slots", timeout=2) as resp:
+                slots = json.loads(resp.read().decode() or "[]")
+        except (OSError, ValueError):
+            return None
+        if not isinstance(slots, list):
+            return None
+        return sum(1 for s in slots if isinstance(s, dict) and s.get("is_processing"))
+
     def stop(self) -> None:
         # Dropping the last reference runs the native destructor, which ends the HTTP and
         # inference threads (about 0.1 s).
