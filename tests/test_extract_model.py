@@ -24,12 +24,7 @@ REFUND_DESK = Path(__file__).resolve().parent.parent / "fixtures" / "extract" / 
 def test_embedded_model_extracts_a_small_skill():
     config = load_config(env={})
     attach = os.environ.get("WORKBENCH_EXTRACT_ATTACH")
-    if attach:
-        from workbench.extract.attach import AttachedEmbedded
-
-        gateway = Gateway(config, transport=AttachedEmbedded(config, attach))
-    else:
-        gateway = Gateway(config)
+    gateway = Gateway(config.attached_to(attach) if attach else config)
     doc = read_skill(REFUND_DESK)
     skill, report = extract_skill(doc, gateway, MemoryStepStore())
     assert report.model_calls >= 3

@@ -391,3 +391,23 @@ def test_broken_cache_costs_a_call_not_the_answer(server):
 
     server.push(reply(GOOD))
     assert make_gateway(server, cache=BrokenCache()).complete_json("judge", MESSAGES, SCHEMA).data == GOOD
+
+
+def test_embedded_url_sends_embedded_roles_to_a_running_server_with_unchanged_keys(server, tmp_path):
+    # [embedded].url (WORKBENCH_EMBEDDED_URL): the UI and CLI jobs share one `model serve`.
+    from workbench.llm.embedded import current_embedded_server
+
+    server.push(reply(GOOD))
+    base = server.api_base.removesuffix("/v1")  # given without /v1, as people paste it
+    local = Gateway(load_config(env={}))
+    attached = Gateway(load_config(env={"WORKBENCH_EMBEDDED_URL": base}))
+    assert attached.endpoint("judge") == server.api_base
+    assert attached.build_request(attached.config.role("judge"), MESSAGES, SCHEMA) == local.build_request(
+        local.config.role("judge"), MESSAGES, SCHEMA
+    )  # same request, so the same cache and recording key
+    res = attached.complete_json("judge", MESSAGES, SCHEMA)
+    assert res.data == GOOD and len(server.requests) == 1
+    assert res.usage.model == "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert current_embedded_server() is None  # nothing started in this process
+    with pytest.raises(Exception, match="not an http"):
+        load_config(env={"WORKBENCH_EMBEDDED_URL": "127.0.0.1:8091"})

@@ -81,7 +81,7 @@ def _extract(args: argparse.Namespace) -> int:
         load_sources,
     )
     from workbench.graph import PolicyIndex
-    from workbench.llm import Gateway, LlmConfigError, MissingRecording, ModelCallError
+    from workbench.llm import Gateway, LlmConfigError, MissingRecording, ModelCallError, load_config
     from workbench.skill import SkillFormatError
 
     if not args.out and not args.into_store and not args.report:
@@ -105,12 +105,8 @@ def _extract(args: argparse.Namespace) -> int:
         steps = JsonStepStore(args.steps or DEFAULT_STEPS_DIR)
 
     try:
-        if args.attach:
-            from workbench.extract.attach import attached_gateway
-
-            gateway = attached_gateway(args.attach)
-        else:
-            gateway = Gateway.from_env()
+        config = load_config()
+        gateway = Gateway.from_env(config.attached_to(args.attach) if args.attach else config)
     except LlmConfigError as exc:
         raise CliError(str(exc)) from None
 

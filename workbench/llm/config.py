@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -83,6 +84,15 @@ class EmbeddedConfig:
     port: int = 0  # 0: a free port
     startup_timeout: float = 300.0
     cache_dir: str = ""  # "": ~/.cache/skillcdg-workbench/models (WORKBENCH_MODEL_CACHE wins)
+    url: str = ""  # a running `workbench model serve` (.../v1) to use instead of starting one
+
+    @property
+    def attached_url(self) -> str:
+        """``url`` as an OpenAI base URL ending in /v1, or "" when the server runs in-process."""
+        base = self.url.strip().rstrip("/")
+        if not base:
+            return ""
+        return base if base.endswith("/v1") else f"{base}/v1"
 
     @property
     def slot_ctx(self) -> int:
@@ -113,6 +123,12 @@ class LlmConfig:
         roles = dict(self.roles)
         roles[name] = dataclasses.replace(self.role(name), **changes)
         return dataclasses.replace(self, roles=roles)
+
+    def attached_to(self, url: str) -> LlmConfig:
+        """A copy whose embedded roles use the running ``workbench model serve`` at ``url``."""
+        embedded = dataclasses.replace(self.embedded, url=url)
+        _validate(embedded, "--attach")
+        return dataclasses.replace(self, embedded=embedded)
 
 
 ROLE_FIELDS = {f.name: f for f in fields(RoleConfig) if f.name != "name"}
@@ -304,12 +320,19 @@ def _validate(obj: Any, where: str) -> None:
             problems.append("parallel must be at least 1 and ctx_size at least 512")
         if obj.threads < 0 or not 0 <= obj.port <= 65535 or obj.startup_timeout <= 0:
             problems.append("threads >= 0, port in 0..65535 and startup_timeout > 0 are required")
+        if obj.url.strip() and not re.match(r"https?://[^/\s]+", obj.url.strip()):
+            problems.append(
+                f"url {obj.url!r} is not an http(s) address; give the one `workbench model serve` "
+                "prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
+            )
     if problems:
         raise LlmConfigError(f"{where}: " + "; ".join(problems))
 
 
 def _check_slots(config: LlmConfig) -> None:
     emb = config.embedded
+    if emb.attached_url:
+        return  # a running server: its own --ctx-size and --parallel apply, not these
     for role in config.roles.values():
         if role.is_embedded and role.max_tokens + MIN_PROMPT_ROOM > emb.slot_ctx:
             raise LlmConfigError(

@@ -89,10 +89,16 @@ class LiteLLMTransport:
 
     def endpoint(self, role: RoleConfig) -> str:
         if role.is_embedded:
+            if self._config.embedded.attached_url:
+                return self._config.embedded.attached_url
             return f"{self._embedded_url}/v1" if self._embedded_url else role.endpoint
         return role.endpoint
 
     def _target(self, role: RoleConfig) -> tuple[str, str | None, str | None]:
+        if role.is_embedded and self._config.embedded.attached_url:
+            # [embedded].url: a `workbench model serve` shared by several processes. The
+            # request (and so its key) stays that of the embedded model.
+            return f"openai/{MODEL_ALIAS}", self._config.embedded.attached_url, _PLACEHOLDER_KEY
         if role.is_embedded:
             from workbench.llm.embedded import ensure_embedded_server
 
