@@ -72,7 +72,8 @@ def main() -> None:
     med_nx = statistics.median(b1 + b2)
     sizes = [len(graph.closure(s)) for s in seed_sets]
     print(f"graph: {len(graph.rules)} rules, {len(graph.edges)} edges; "
-          f"{len(seed_sets)} seed sets x {2 * REPEATS} repeats; median closure size {statistics.median(sizes)}")
+          f"{len(seed_sets)} seed sets x {2 * REPEATS} repeats; "
+          f"median closure size {statistics.median(sizes)}")
     print(f"closure median: {med_ours * 1e6:.1f} us")
     print(f"networkx.descendants median: {med_nx * 1e6:.1f} us")
     print(f"ratio closure/networkx: {med_ours / med_nx:.3f} (goal <= 1)")

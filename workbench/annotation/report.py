@@ -36,12 +36,9 @@ from workbench.annotation.labels import (
     Label,
     LabelError,
     ReferenceRule,
-    current_labels,
-    progress,
-    resolve,
-    rule_correctness_rate,
 )
 from workbench.annotation.matching import Similarity, jaccard_similarity, match_inventories
+from workbench.annotation.resolution import current_labels, progress, resolve, rule_correctness_rate
 from workbench.graph import SkillGraph
 
 # A second opinion on a matched pair: (extracted rule text, reference rule text) -> same rule?
@@ -64,7 +61,7 @@ def similarity_by_name(name: str) -> Similarity:
     """The similarity called ``name`` (one of :data:`SIMILARITIES`); the embedding model is
     imported only when asked for. Raises ``ValueError`` for other names."""
     if name == "embedding":
-        from workbench.annotation.embedding import embedding_similarity
+        from workbench.embeddings import embedding_similarity
 
         return embedding_similarity
     from workbench.annotation.matching import tfidf_cosine_similarity
@@ -78,7 +75,7 @@ def similarity_by_name(name: str) -> Similarity:
 def default_threshold(name: str) -> float:
     """The matching threshold that suits a similarity: 0.6 for embeddings, 0.5 lexical."""
     if name == "embedding":
-        from workbench.annotation.embedding import DEFAULT_THRESHOLD
+        from workbench.embeddings import DEFAULT_THRESHOLD
 
         return DEFAULT_THRESHOLD
     return 0.5

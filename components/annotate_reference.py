@@ -1,0 +1,75 @@
+"""Reference inventory on the Annotate page: annotators write the SKILL's atomic rules
+themselves, anchored to source spans, without seeing the extraction."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from components.annotate_session import flash, signed_in
+from components.spans import show_source
+from store import annotation as store
+from workbench.annotation.items import locate_quote, reference_item
+from workbench.annotation.labels import REFERENCE_RULE, Label, LabelError, ReferenceRule
+from workbench.annotation.report import reference_inventory
+from workbench.graph import MODALITIES, Span
+
+
+def reference_panel(eng: Engine, skill) -> None:
+    who = signed_in()
+    key = reference_item(skill)
+    labels = store.labels_for(eng, REFERENCE_RULE, key)
+    entries = reference_inventory(labels, skill, None if who.is_reviewer else [who.name])
+    st.caption("Write the SKILL's atomic rules yourself. The extracted rules are not shown here.")
+    left, right = st.columns([1, 1])
+    with right:
+        spans = [Span(s, e) for entry in entries for s, e in entry.rule.spans]
+        show_source(skill.source, spans)
+    with left:
+        how = st.radio("Span", ["Paste a quote", "Start/end offsets"], horizontal=True,
+                       key="ref_span_mode")
+        with st.form("ref_form", clear_on_submit=True):
+            st.text_input("Condition (when the rule applies)", key="ref_condition")
+            st.text_input("Action (what is required, prohibited or permitted)", key="ref_action")
+            st.selectbox("Modality", MODALITIES, key="ref_modality")
+            if how == "Paste a quote":
+                st.text_area("Quote from the source", key="ref_quote", height=90,
+                             help="Several pieces: separate them with a line holding only ...")
+                st.number_input("Occurrence", min_value=1, value=1, key="ref_occurrence",
+                                help="Which match, when the quote occurs more than once")
+            else:
+                cols = st.columns(2)
+                cols[0].number_input("Start", min_value=0, max_value=len(skill.source), key="ref_start")
+                cols[1].number_input("End", min_value=0, max_value=len(skill.source),
+                                     value=min(1, len(skill.source)), key="ref_end")
+            st.text_input("Note (optional)", key="ref_note")
+            st.form_submit_button("Add reference rule", on_click=_add_reference,
+                                  args=(eng, skill.source, key, how))
+        flash()
+        title = "Reference rules (all annotators)" if who.is_reviewer else "Your reference rules"
+        st.subheader(f"{title}: {len(entries)}")
+        if entries:
+            st.dataframe(pd.DataFrame([
+                {"annotator": e.annotator, "modality": e.rule.modality, "condition": e.rule.condition,
+                 "action": e.rule.action,
+                 "quote": " … ".join(skill.source[s:t] for s, t in e.rule.spans)}
+                for e in entries
+            ]), hide_index=True, key="ref_table")
+
+
+def _add_reference(eng: Engine, source: str, item: str, how: str) -> None:
+    who, state = signed_in(), st.session_state
+    try:
+        if how == "Paste a quote":
+            spans = locate_quote(source, state.get("ref_quote") or "", int(state["ref_occurrence"]))
+        else:
+            spans = ((int(state["ref_start"]), int(state["ref_end"])),)
+        rule = ReferenceRule(state.get("ref_condition", "").strip(), state.get("ref_action", "").strip(),
+                             state["ref_modality"], spans)
+        store.add_label(eng, Label(item, REFERENCE_RULE, who.name, rule.to_value(),
+                                   note=(state.get("ref_note") or "").strip()))
+    except LabelError as exc:
+        state["ann_flash"] = ("error", f"Not added: {exc}")
+        return
+    state["ann_flash"] = ("success", "Reference rule added.")

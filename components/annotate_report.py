@@ -1,0 +1,115 @@
+"""Progress, agreement and the dataset report on the Annotate page."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from components import annotation as ui
+from components.annotate_queue import ensure_queue
+from store import annotation as store
+from store import repo
+from workbench.annotation.items import reference_item, rule_items
+from workbench.annotation.labels import CDG_INSPECTION, REFERENCE_RULE, RULE_CORRECTNESS
+from workbench.annotation.report import (
+    LABEL_COLUMNS,
+    TABLE_COLUMNS,
+    annotator_progress,
+    dataset_report,
+    default_threshold,
+    judge_human_agreement,
+    label_rows,
+    queue_status,
+    similarity_by_name,
+    task_agreement,
+    to_csv,
+    to_jsonl,
+)
+
+
+def _all_records(eng: Engine):
+    labels = [lab for task in (RULE_CORRECTNESS, REFERENCE_RULE, CDG_INSPECTION)
+              for lab in store.labels_for(eng, task)]
+    adjudications = [a for task in (RULE_CORRECTNESS, CDG_INSPECTION)
+                     for a in store.adjudications_for(eng, task)]
+    return labels, adjudications
+
+
+def progress_panel(eng: Engine, skill, version: int) -> None:
+    labels, adjudications = _all_records(eng)
+    roster = [a.name for a in store.annotators(eng) if not a.is_reviewer]
+    queue = ensure_queue(eng, RULE_CORRECTNESS, skill.name, version, list(rule_items(skill)))
+    st.subheader("Progress per annotator")
+    st.dataframe(pd.DataFrame(annotator_progress(labels, queue, roster, reference_item(skill))),
+                 hide_index=True, key="prog_table")
+    status = queue_status(labels, adjudications, RULE_CORRECTNESS, queue)
+    st.text(f"This version's {len(queue)} rules: unanimous {status['unanimous']}, "
+            f"adjudicated {status['adjudicated']}, open {status['unresolved']}")
+    st.subheader("Agreement per task type")
+    st.dataframe(pd.DataFrame([{"task": task, **stats}
+                               for task, stats in task_agreement(labels).items()]),
+                 hide_index=True, key="agree_table")
+    st.subheader("Judge vs human (reviewed items)")
+    rows = [{"task": task, "model": model, **stats}
+            for task in (RULE_CORRECTNESS, CDG_INSPECTION)
+            for model, stats in judge_human_agreement(labels, adjudications, task).items()]
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="judge_table")
+    else:
+        st.caption("No model labels (source = model) on reviewed items yet.")
+
+
+def report_panel(eng: Engine) -> None:
+    names = repo.skill_names(eng)
+    chosen = st.multiselect("SKILLs (latest version of each)", names, default=names, key="rep_skills")
+    cols = st.columns(4)
+    similarity = cols[0].selectbox("Similarity", ["embedding", "jaccard", "tfidf"], key="rep_sim")
+    threshold = cols[1].slider("Threshold", 0.05, 1.0, default_threshold(similarity),
+                               0.05, key=f"rep_threshold/{similarity}")
+    min_annotators = cols[2].number_input("Min. annotators", 1, 10, 2, key="rep_min")
+    confirm = cols[3].checkbox("Confirm with the judge", key="rep_confirm",
+                               help="Ask the judge role about every matched pair (model calls).")
+    people = sorted({a.name for a in store.annotators(eng)})
+    only = st.multiselect("Reference rules of (empty: everyone, pooled)", people, key="rep_people")
+    if st.button("Build report", key="rep_build", type="primary"):
+        labels, adjudications = _all_records(eng)
+        try:
+            with st.spinner("Matching inventories..."):
+                report = dataset_report(
+                    [repo.load_skill(eng, n) for n in chosen], labels, adjudications,
+                    similarity=similarity_by_name(similarity), similarity_name=similarity,
+                    threshold=threshold, reference_annotators=only or None,
+                    min_annotators=int(min_annotators), confirm=_confirmer(eng) if confirm else None,
+                )
+        except Exception as exc:  # model or embedding unavailable: say so, keep the page
+            st.error(ui.md(f"Could not build the report: {exc}"))
+            return
+        st.session_state["rep_result"] = report
+    report = st.session_state.get("rep_result")
+    if report is None:
+        return
+    table = report.table()
+    st.dataframe(pd.DataFrame(table, columns=TABLE_COLUMNS), hide_index=True, key="rep_table")
+    d = st.columns(4)
+    d[0].download_button("Report JSONL", to_jsonl(table), "annotation_report.jsonl",
+                         "application/jsonl", key="rep_dl_jsonl")
+    d[1].download_button("Report CSV", to_csv(table, TABLE_COLUMNS), "annotation_report.csv",
+                         "text/csv", key="rep_dl_csv")
+    d[2].download_button("Full report JSON", json.dumps(report.as_dict(), indent=1, ensure_ascii=False),
+                         "annotation_report.json", "application/json", key="rep_dl_json")
+    labels, adjudications = _all_records(eng)
+    d[3].download_button("Labels CSV", to_csv(label_rows(labels, adjudications), LABEL_COLUMNS),
+                         "annotation_labels.csv", "text/csv", key="rep_dl_labels")
+    with st.expander(f"Matched pairs for review ({len(report.pairs)})"):
+        st.dataframe(pd.DataFrame([p.__dict__ for p in report.pairs]), hide_index=True,
+                     key="rep_pairs")
+
+
+def _confirmer(eng: Engine):
+    from store.llm_cache import persistent_gateway
+    from workbench.annotation.confirm import model_confirmer
+
+    return model_confirmer(persistent_gateway(eng))
