@@ -92,3 +92,11 @@ def test_cli_fit_and_select_on_one_size(tmp_path, capsys):
     args = ["scaling", "select", str(path), "--teacher", "9", "--student", "1.5", "--n", "5"]
     assert main(args + ["--out", str(tmp_path / "sets")]) == 2
     assert "one judge size (1.5B)" in capsys.readouterr().err
+
+
+def test_intercept_model_reports_no_complexity_effect():
+    report = analyse_scaling(_one_judge(-1.0), AnalysisOptions(bootstrap=5, fit=FAST))
+    quantities = set(report.intervals_table("intercept")["quantity"])
+    assert "p_airlines_1.5B_q10" in quantities
+    assert not any(q.startswith("complexity_effect") for q in quantities)
+    assert "complexity_effect_airlines_1.5B" in set(report.intervals_table("complexity")["quantity"])

@@ -207,7 +207,7 @@ def _analyse(outcomes: pd.DataFrame, options: AnalysisOptions, say: Callable[[st
             options=options.fit,
         )
     loso: list[dict] = []
-    if options.loso:
+    if options.loso and outcomes["params_b"].nunique() >= 3:
         say("leave-one-scale-out")
         loso = leave_one_scale_out(outcomes, models, options=options.fit)
     return ScalingReport(fits, cv, selected, boot, loso, grid, len(outcomes), notes)

@@ -103,7 +103,8 @@ def derived_quantities(fit: ScalingFit, grid: GainGrid) -> dict[str, float]:
         stem = f"{row['dataset']}_{_size_label(row['params_b'])}"
         out[f"p_{stem}_q10"] = row["p_q10"]
         out[f"p_{stem}_q90"] = row["p_q90"]
-        out[f"complexity_effect_{stem}"] = row["complexity_effect"]
+        if fit.family.uses_complexity:  # else 0 by construction: no interval to report
+            out[f"complexity_effect_{stem}"] = row["complexity_effect"]
         if fit.family.uses_size and row["params_b"] != grid.reference:
             out[f"gain_{stem}_q10"] = row["gain_q10"]
             out[f"gain_{stem}_q90"] = row["gain_q90"]

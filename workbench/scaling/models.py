@@ -163,6 +163,7 @@ class ModelFamily:
     _logit: Callable[[np.ndarray, Design, int], np.ndarray]
     _jac: Callable[[np.ndarray, Design, int], np.ndarray]
     uses_size: bool = True  # False: the family ignores N and can be fitted to one judge size
+    uses_complexity: bool = True  # False: P does not depend on C (the intercept-only family)
 
     def param_names(self, datasets: list[str]) -> list[str]:
         return [f"gamma_{d}" for d in datasets] + list(self.family_params)
@@ -183,7 +184,9 @@ class ModelFamily:
 
 
 MODELS: dict[str, ModelFamily] = {
-    "intercept": ModelFamily("intercept", (), _intercept_logit, _intercept_jac, uses_size=False),
+    "intercept": ModelFamily(
+        "intercept", (), _intercept_logit, _intercept_jac, uses_size=False, uses_complexity=False
+    ),
     "complexity": ModelFamily("complexity", ("b",), _complexity_logit, _complexity_jac, uses_size=False),
     "additive": ModelFamily("additive", ("a", "b"), _additive_logit, _additive_jac),
     "nested": ModelFamily(
