@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components.scaling_sources import stored_runs_outcomes
+from components.state import engine
 from workbench.scaling import (
     AnalysisOptions,
     FitError,
@@ -26,7 +28,8 @@ BUNDLED = {
     "Demo outcomes (simulated)": FIXTURES / "outcomes.csv",
     "CompliBench airlines, embedded judge (real)": FIXTURES / "complibench_airlines" / "outcomes.csv",
 }
-SOURCES = (*BUNDLED, "Upload a file")
+STORED, UPLOAD = "Stored audit runs", "Upload a file"
+SOURCES = (*BUNDLED, STORED, UPLOAD)
 
 
 def _md(text: str) -> str:
@@ -59,6 +62,8 @@ data: bytes | None = None
 name = "outcomes.csv"
 if source in BUNDLED:
     data = BUNDLED[source].read_bytes()
+elif source == STORED:
+    data, name = stored_runs_outcomes(engine()), "stored-runs.csv"
 else:
     upload = st.file_uploader(
         "Outcomes table: instance, dataset, session, params_b, complexity, correct",
@@ -98,7 +103,8 @@ reference = c3.number_input(
 loso = c4.checkbox("Leave-one-scale-out", True, key="scaling_loso")
 
 if data is None:
-    st.info("Upload an outcomes table (.csv or .jsonl) or use the demo outcomes.")
+    if source == UPLOAD:
+        st.info("Upload an outcomes table (.csv or .jsonl) or use the demo outcomes.")
     st.stop()
 
 args = (data, name, int(bootstrap), int(maxiter), bool(loso), float(reference))

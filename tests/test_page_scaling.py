@@ -50,3 +50,56 @@ def test_upload_mode_without_file_explains():
     at.radio(key="scaling_source").set_value("Upload a file").run()
     assert not at.exception
     assert "Upload an outcomes table" in at.info[0].value
+
+
+def _stored_runs(tmp_path, monkeypatch):
+    """The demo SKILLs and cases in a fresh database, with two judges' runs stored."""
+    import random
+
+    from store import audit_repo, repo
+    from store.db import make_engine
+    from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
+    from workbench.graph import PolicyIndex
+
+    url = f"sqlite:///{tmp_path / 'scaling.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    demo = ROOT / "fixtures" / "demo"
+    index = PolicyIndex.load(demo / "index.json")
+    repo.import_index(eng, index)
+    cases = load_cases(demo / "cases.jsonl")
+    audit_repo.save_cases(eng, "demo", cases)
+    aindex, rng = AuditIndex(index), random.Random(5)
+    for run, p_right in (("small-judge", 0.55), ("big-judge", 0.85)):
+        for case in cases:
+            trace = audit_case(case, aindex, "cdg", None, AuditOptions(judge_mode="none"))
+            right = rng.random() < p_right
+            says_violation = (case.label == "negative") == right
+            trace.verdict = Verdict(says_violation, "hand-set", ["x"] if says_violation else [])
+            trace.judge_mode = "whole"
+            audit_repo.save_trace(eng, trace, run_id=run, dataset="demo")
+    eng.dispose()
+    return len(cases)
+
+
+def test_stored_audit_runs_become_the_outcomes(tmp_path, monkeypatch):
+    n_cases = _stored_runs(tmp_path, monkeypatch)
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.radio(key="scaling_source").set_value("Stored audit runs").run()
+    assert not at.exception
+    assert at.multiselect(key="scaling_store_runs").value == ["big-judge", "small-judge"]
+    at.number_input(key="scaling_store_size_big-judge").set_value(9.0)
+    _quick(at).button(key="scaling_run").click().run()
+    assert not at.exception, at.exception
+    rows = next(m for m in at.metric if m.label == "Rows")
+    assert int(rows.value) == 2 * n_cases
+    assert next(m for m in at.metric if m.label == "Judge sizes").value == "2"
+    assert list(at.dataframe[0].value["model"]) == ["additive", "nested", "full"]
+
+
+def test_stored_audit_runs_absent_explains(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'empty.db'}")
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.radio(key="scaling_source").set_value("Stored audit runs").run()
+    assert not at.exception
+    assert "No stored audit runs yet" in at.info[0].value

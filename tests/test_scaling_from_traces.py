@@ -14,6 +14,7 @@ from workbench.scaling import load_outcomes, outcomes_from_records
 from workbench.scaling.from_traces import (
     TracesError,
     instance_skills,
+    outcomes_from_runs,
     outcomes_from_traces,
     select_traces,
 )
@@ -94,6 +95,23 @@ def test_routed_skills_are_pooled_across_judges(cases, base_traces):
     skills = instance_skills([a, b, named], cases)
     assert skills[unnamed.id] == ["merchant-order-refund", "retail-policy"]
     assert skills[cases[0].id] == ["merchant-order-refund"]
+
+
+def test_runs_of_two_judges_share_one_complexity_per_case(index, cases, base_traces):
+    small = judged(base_traces, [True, True, None, False])
+    big = [dict(t, skills=["retail-policy", "merchant-order-refund"]) if t["id"] == IDS[1] else t
+           for t in judged(base_traces, [True, False, True, False])]
+    rows = outcomes_from_runs([(small, 1.5), (big, 9.0)], cases, index, "demo")
+    assert len(rows) == 8 and {r["params_b"] for r in rows} == {1.5, 9.0}
+    per_case = {}
+    for r in rows:
+        per_case.setdefault(r["instance"], set()).add(r["complexity"])
+    assert all(len(c) == 1 for c in per_case.values())  # same C whichever judge scored it
+    # mor-004 names no SKILL: both judges' routings pooled, as instance_skills does
+    merchant, retail = index.skills["merchant-order-refund"], index.skills["retail-policy"]
+    assert per_case[IDS[1]].pop() == pytest.approx(complexity([merchant, retail]))
+    big_rows = {r["instance"]: r["correct"] for r in rows if r["params_b"] == 9.0}
+    assert big_rows == {IDS[0]: 1, IDS[1]: 1, IDS[2]: 1, IDS[3]: 1}  # air-001 is a violation
 
 
 def test_one_configuration_and_the_newest_trace_per_case(index, cases, base_traces):

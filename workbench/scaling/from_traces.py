@@ -18,7 +18,7 @@ We use the SKILLs' whole graphs, not the closure-induced subgraph of one trace, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from workbench.graph import PolicyIndex
@@ -146,4 +146,24 @@ def outcomes_from_traces(
             "judge_mode": str(t.get("judge_mode", "whole")),
             "error": "" if verdict is not None else str(error.get("kind") or "NotJudged"),
         })
+    return rows
+
+
+def outcomes_from_runs(
+    runs: Sequence[tuple[Iterable[Any], float]],
+    cases: Iterable[Any] | Mapping[str, Any],
+    index: PolicyIndex,
+    dataset: str,
+    *,
+    strategy: str | None = None,
+) -> list[dict[str, Any]]:
+    """Rows of several judges' runs over the same cases: ``runs`` pairs each run's traces
+    with its judge size in billions. One SKILL set per case across all runs, so an
+    instance's complexity does not depend on which judge scored it."""
+    by_id = _case_map(cases)
+    chosen = [select_traces(traces, strategy) for traces, _ in runs]
+    skills = instance_skills([t for picked in chosen for t in picked], by_id)
+    rows: list[dict[str, Any]] = []
+    for picked, (_, size) in zip(chosen, runs, strict=True):
+        rows += outcomes_from_traces(picked, by_id, index, size, dataset, skills=skills)
     return rows
