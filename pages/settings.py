@@ -37,7 +37,8 @@ st.dataframe(
             {
                 "role": r.name,
                 "model": r.model,
-                "endpoint": r.endpoint,
+                "endpoint": config.embedded.attached_url if r.is_embedded and config.embedded.attached_url
+                else r.endpoint,
                 "temperature": r.temperature,
                 "max tokens": r.max_tokens,
                 "timeout s": r.timeout,
@@ -54,7 +55,12 @@ st.dataframe(
 
 emb = config.embedded
 server = current_embedded_server()
-if server is not None and server.info is not None:
+if emb.attached_url:
+    st.caption(
+        f"Embedded model: the running `workbench model serve` at {emb.attached_url} "
+        "([embedded].url / WORKBENCH_EMBEDDED_URL); none is started in this process."
+    )
+elif server is not None and server.info is not None:
     st.caption(
         f"Embedded model: running at {server.info.url}/v1, {server.info.slots} slots x "
         f"{server.info.slot_ctx} tokens, {server.info.threads} threads."

@@ -78,3 +78,13 @@ def test_invalid_configuration_is_explained(env, monkeypatch):
     assert not at.exception
     assert "invalid" in at.error[0].value
     assert "WORKBENCH_JUDGE_MAX_TOKENS" in at.code[0].value
+
+
+def test_embedded_url_is_shown_as_the_embedded_roles_endpoint(env, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_EMBEDDED_URL", "http://127.0.0.1:8091")
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    roles = at.dataframe[0].value
+    extractor = roles[roles["role"] == "extractor"].iloc[0]
+    assert extractor["model"] == "embedded" and extractor["endpoint"] == "http://127.0.0.1:8091/v1"
+    assert any("running `workbench model serve` at http://127.0.0.1:8091/v1" in c.value for c in at.caption)
