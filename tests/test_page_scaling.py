@@ -103,3 +103,15 @@ def test_stored_audit_runs_absent_explains(tmp_path, monkeypatch):
     at.radio(key="scaling_source").set_value("Stored audit runs").run()
     assert not at.exception
     assert "No stored audit runs yet" in at.info[0].value
+
+
+def test_real_single_judge_outcomes_compare_size_free_models():
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.radio(key="scaling_source").set_value("CompliBench airlines, embedded judge (real)").run()
+    _quick(at).button(key="scaling_run").click().run()
+    assert not at.exception
+    assert any("one judge size" in i.value for i in at.info)
+    assert list(at.dataframe[0].value["model"]) == ["intercept", "complexity"]
+    assert len(at.get("plotly_chart")) == 1  # vs complexity only: no size axis to draw
+    assert "Complexity effect" in [h.value for h in at.subheader]
+    assert next(m for m in at.metric if m.label == "Sessions").value == "82"
