@@ -170,6 +170,9 @@ else:
     st.subheader(f"Gains over the {report.grid.reference:g}B judge")
     st.dataframe(gains, hide_index=True, width="stretch")
 
+if report.single_size:
+    st.stop()  # leave-one-scale-out needs three judge sizes; one has nothing to leave out
+
 st.subheader("Leave-one-scale-out")
 if report.loso:
     st.dataframe(pd.DataFrame(report.loso), hide_index=True, width="stretch")

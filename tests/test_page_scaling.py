@@ -113,5 +113,6 @@ def test_real_single_judge_outcomes_compare_size_free_models():
     assert any("one judge size" in i.value for i in at.info)
     assert list(at.dataframe[0].value["model"]) == ["intercept", "complexity"]
     assert len(at.get("plotly_chart")) == 1  # vs complexity only: no size axis to draw
-    assert "Complexity effect" in [h.value for h in at.subheader]
+    headings = [h.value for h in at.subheader]
+    assert "Complexity effect" in headings and "Leave-one-scale-out" not in headings
     assert next(m for m in at.metric if m.label == "Sessions").value == "82"
