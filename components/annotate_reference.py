@@ -11,7 +11,13 @@ from components.annotate_session import flash, signed_in
 from components.spans import show_source
 from store import annotation as store
 from workbench.annotation.items import locate_quote, reference_item
-from workbench.annotation.labels import REFERENCE_RULE, Label, LabelError, ReferenceRule
+from workbench.annotation.labels import (
+    REFERENCE_RULE,
+    Label,
+    LabelError,
+    ReferenceRule,
+    retraction_value,
+)
 from workbench.annotation.report import reference_inventory
 from workbench.graph import MODALITIES, Span
 
@@ -56,6 +62,25 @@ def reference_panel(eng: Engine, skill) -> None:
                  "quote": " … ".join(skill.source[s:t] for s, t in e.rule.spans)}
                 for e in entries
             ]), hide_index=True, key="ref_table")
+        mine = [e.rule for e in entries if e.annotator == who.name]
+        if mine:
+            with st.form("ref_retract_form"):
+                st.selectbox(
+                    "Take back one of your reference rules",
+                    range(len(mine)),
+                    format_func=lambda i: f"{i + 1}. {mine[i].modality}: {mine[i].condition} "
+                    f"→ {mine[i].action}",
+                    key="ref_retract_choice",
+                    help="The record stays in the audit trail; the rule leaves the inventory.",
+                )
+                st.form_submit_button("Retract", on_click=_retract, args=(eng, key, mine))
+
+
+def _retract(eng: Engine, item: str, mine: list[ReferenceRule]) -> None:
+    who, state = signed_in(), st.session_state
+    rule = mine[int(state["ref_retract_choice"])]
+    store.add_label(eng, Label(item, REFERENCE_RULE, who.name, retraction_value(rule)))
+    state["ann_flash"] = ("success", "Reference rule retracted.")
 
 
 def _add_reference(eng: Engine, source: str, item: str, how: str) -> None:

@@ -224,6 +224,17 @@ def test_resolve_refuses_mixed_tasks_and_inventories():
         resolve([Label("refunds", REFERENCE_RULE, "ann", value)])
 
 
+def test_retraction_values_are_valid_labels_and_name_their_rule():
+    from workbench.annotation.labels import Label, retracted_rule, retraction_value, validate_label
+
+    rule = ReferenceRule("an order is cancelled", "refund it", "required", ((3, 9),))
+    value = retraction_value(rule)
+    assert retracted_rule(value) == rule and retracted_rule(rule.to_value()) is None
+    validate_label(Label("ref:x", "reference_rule", "ann", value))
+    with pytest.raises(LabelError, match="modality"):
+        validate_label(Label("ref:x", "reference_rule", "ann", value.replace("required", "maybe")))
+
+
 def test_reference_rules_are_all_kept_as_an_inventory():
     first = ReferenceRule("c1", "a1", "required", ((0, 1),)).to_value()
     second = ReferenceRule("c2", "a2", "prohibited", ((2, 3),)).to_value()

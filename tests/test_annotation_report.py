@@ -156,6 +156,26 @@ def test_reference_inventory_of_chosen_annotators(skills, records):
     assert reference_item(skills[1]) != reference_item(s)
 
 
+def test_a_retraction_withdraws_its_authors_latest_copy_only(skills):
+    from workbench.annotation.labels import retraction_value
+    from workbench.annotation.report import annotator_progress
+
+    s = skills[0]
+    key = reference_item(s)
+    rule = ReferenceRule("x", "y", "permitted", ((0, 5),))
+    twice = [ref(s, "ann", "x", "y", "permitted", 0), ref(s, "ann", "x", "y", "permitted", 1),
+             ref(s, "bob", "x", "y", "permitted", 2), ref(s, "ann", "p", "q", "required", 3)]
+    take_back = Label(key, REFERENCE_RULE, "ann", retraction_value(rule), created_at=at(4))
+    entries = reference_inventory([*twice, take_back], s)
+    assert [(e.annotator, e.rule.condition) for e in entries] == [("ann", "x"), ("bob", "x"), ("ann", "p")]
+    # retracting a rule one never wrote changes nothing; the progress count follows the inventory
+    never_written = ReferenceRule("z", "z", "required", ((0, 1),))
+    stray = Label(key, REFERENCE_RULE, "bob", retraction_value(never_written))
+    assert len(reference_inventory([*twice, take_back, stray], s)) == 3
+    rows = annotator_progress([*twice, take_back], [], ["ann", "bob"], key)
+    assert [r["reference rules"] for r in rows] == [2, 1]
+
+
 def test_agreement_per_task_type(skills, records):
     labels, _ = records
     s = skills[0]

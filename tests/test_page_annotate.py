@@ -151,6 +151,10 @@ def test_reviewer_sees_all_and_adjudicates_disagreements(db, skill):
     assert labels_for(db, RULE_CORRECTNESS, annotator="rita") == []  # reviewers do not vote
 
 
+def add_button(at: AppTest):
+    return next(b for b in at.button if b.label == "Add reference rule")
+
+
 def test_reference_rule_entry_without_seeing_the_extraction(db, skill):
     at = sign_in("ada")
     at.radio(key="ann_mode").set_value("Reference inventory").run()
@@ -163,7 +167,7 @@ def test_reference_rule_entry_without_seeing_the_extraction(db, skill):
     at.text_input(key="ref_action").set_value("refund what was paid, less the coupon")
     at.selectbox(key="ref_modality").set_value("required")
     at.text_area(key="ref_quote").set_value("Refund the amount paid after\ncancellation")
-    at.button[-1].click().run()  # the form's submit button
+    add_button(at).click().run()
     assert not at.exception and "Reference rule added." in unescaped(at.success[0].value)
     [label] = labels_for(db, REFERENCE_RULE)
     rule = ReferenceRule.from_value(label.value)
@@ -176,11 +180,29 @@ def test_reference_rule_entry_without_seeing_the_extraction(db, skill):
     at.text_input(key="ref_condition").set_value("x")
     at.text_input(key="ref_action").set_value("y")
     at.text_area(key="ref_quote").set_value("![x](http://example.invalid/x.png) not in the policy")
-    at.button[-1].click().run()
+    add_button(at).click().run()
     assert "not in the SKILL source" in at.error[0].value
     # The message quotes the input with its Markdown escaped: no image is rendered.
     assert "\\!\\[x\\]\\(http" in at.error[0].value
     assert len(labels_for(db, REFERENCE_RULE)) == 1
+
+
+def test_annotator_retracts_a_reference_rule(db, skill):
+    at = sign_in("ada")
+    at.radio(key="ann_mode").set_value("Reference inventory").run()
+    for action in ("refund what was paid", "refund twice"):
+        at.text_input(key="ref_condition").set_value("an order was cancelled")
+        at.text_input(key="ref_action").set_value(action)
+        at.selectbox(key="ref_modality").set_value("required")
+        at.text_area(key="ref_quote").set_value("Refund the amount paid after\ncancellation")
+        add_button(at).click().run()
+    assert list(frame(at, "quote")["action"]) == ["refund what was paid", "refund twice"]
+    at.selectbox(key="ref_retract_choice").set_value(1)
+    next(b for b in at.button if b.label == "Retract").click().run()
+    assert not at.exception
+    assert "Reference rule retracted." in unescaped(at.success[0].value)
+    assert list(frame(at, "quote")["action"]) == ["refund what was paid"]
+    assert len(labels_for(db, REFERENCE_RULE)) == 3  # the trail keeps both rules and the retraction
 
 
 def test_cdg_inspection_from_uploaded_traces(db):

@@ -187,6 +187,28 @@ class ReferenceRule:
         return rule
 
 
+def retraction_value(rule: ReferenceRule) -> str:
+    """The value of a ``reference_rule`` label that withdraws ``rule``.
+
+    Labels are append-only (the audit trail keeps everything), so an annotator takes back a
+    reference rule by adding this record; the inventory then drops that annotator's latest
+    copy of the rule.
+    """
+    return json.dumps({"retract": json.loads(rule.to_value())}, ensure_ascii=False, sort_keys=True)
+
+
+def retracted_rule(value: str) -> ReferenceRule | None:
+    """The rule a retraction value withdraws; None when ``value`` is not a retraction.
+    Raises :class:`LabelError` for a retraction whose rule is malformed."""
+    try:
+        data = json.loads(value)
+    except (TypeError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or set(data) != {"retract"}:
+        return None
+    return ReferenceRule.from_value(json.dumps(data["retract"]))
+
+
 def _check_reference_rule(rule: ReferenceRule) -> None:
     for name in ("condition", "action"):
         text = getattr(rule, name)
@@ -262,7 +284,8 @@ def _check_decision(task: str, item: str, value: object, error_type: object, not
     elif kind.name == REFERENCE_RULE:
         if not isinstance(value, str):
             raise LabelError("reference_rule value must be the text of ReferenceRule.to_value()")
-        ReferenceRule.from_value(value)
+        if retracted_rule(value) is None:
+            ReferenceRule.from_value(value)
     if kind.needs_error_type is not None and value == kind.needs_error_type:
         if error_type not in kind.error_types:
             raise LabelError(

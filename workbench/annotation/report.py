@@ -36,6 +36,7 @@ from workbench.annotation.labels import (
     Label,
     LabelError,
     ReferenceRule,
+    retracted_rule,
 )
 from workbench.annotation.matching import Similarity, jaccard_similarity, match_inventories
 from workbench.annotation.resolution import current_labels, progress, resolve, rule_correctness_rate
@@ -157,18 +158,32 @@ def reference_inventory(labels: Iterable[Label], skill: SkillGraph,
     ``annotators`` restricts them to those people (default: everyone's, pooled). Invalid
     stored values are skipped rather than failing the report.
     """
-    key = reference_item(skill)
+    return reference_entries(labels, reference_item(skill), annotators)
+
+
+def reference_entries(labels: Iterable[Label], key: str,
+                      annotators: Sequence[str] | None = None) -> list[ReferenceEntry]:
+    """:func:`reference_inventory` by the item key: the reference rules in force (added and
+    not retracted), oldest first."""
     wanted = set(annotators) if annotators is not None else None
-    entries = []
+    entries: list[ReferenceEntry] = []
     for lab in labels:
         if lab.task != REFERENCE_RULE or lab.item != key or lab.source != "human":
             continue
         if wanted is not None and lab.annotator not in wanted:
             continue
         try:
-            entries.append(ReferenceEntry(lab.annotator, ReferenceRule.from_value(lab.value), lab.note))
+            withdrawn = retracted_rule(lab.value)
+            if withdrawn is None:
+                entries.append(ReferenceEntry(lab.annotator, ReferenceRule.from_value(lab.value), lab.note))
+                continue
         except LabelError:
             continue
+        # A retraction removes its author's latest copy of that rule (labels come oldest first).
+        for i in range(len(entries) - 1, -1, -1):
+            if entries[i].annotator == lab.annotator and entries[i].rule == withdrawn:
+                del entries[i]
+                break
     return entries
 
 
@@ -313,8 +328,7 @@ def annotator_progress(labels: Iterable[Label], queue: Sequence[str], roster: Se
             "rules labelled": p.done,
             "rules in queue": p.total,
             "done %": round(100 * p.fraction, 1),
-            "reference rules": sum(lab.task == REFERENCE_RULE and lab.item == reference_key
-                                   for lab in mine),
+            "reference rules": len(reference_entries(mine, reference_key, [name])),
             "cases inspected": len({lab.item.rpartition("#")[0] for lab in mine
                                     if lab.task == CDG_INSPECTION}),
         })
