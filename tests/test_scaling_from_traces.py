@@ -199,3 +199,33 @@ def test_cli_errors(tmp_path, base_traces, cases, capsys):
     assert main(["scaling-outcomes", str(tmp_path / "nope.jsonl"), *common, "--params-b", "1",
                  "--out", str(tmp_path / "o.csv")]) == 2
     assert "no such traces file" in capsys.readouterr().err
+
+
+def test_cli_reads_stored_runs(tmp_path, monkeypatch, index, cases, base_traces, capsys):
+    from store import audit_repo, repo
+    from store.db import make_engine
+
+    db = tmp_path / "wb.db"
+    monkeypatch.setenv("WORKBENCH_DB", str(db))
+    engine = make_engine()
+    repo.import_index(engine, index)
+    audit_repo.save_cases(engine, "demo", cases)
+    for run, verdicts in (("small", [True, True, None, True]), ("big", [True, False, True, False])):
+        for trace in judged(base_traces, verdicts):
+            audit_repo.save_trace(engine, trace, run_id=run, dataset="demo")
+    engine.dispose()
+    out = tmp_path / "stored.csv"
+    assert main(["scaling-outcomes", "--store", "demo", "--run", "small=1.5", "--run", "big=7",
+                 "--out", str(out)]) == 0
+    assert "8 rows from 8 traces in 2 stored run(s)" in capsys.readouterr().err
+    table = load_outcomes(out)
+    assert table.groupby("params_b")["correct"].sum().to_dict() == {1.5: 1, 7.0: 4}
+    assert set(table["dataset"]) == {"demo"}
+    # the same table as from files: one complexity per instance
+    assert (table.groupby("instance")["complexity"].nunique() == 1).all()
+    assert main(["scaling-outcomes", "--store", "demo", "--run", "huge=70", "--out", str(out)]) == 2
+    assert "no stored run 'huge' in dataset 'demo' (stored runs: big, small)" in capsys.readouterr().err
+    assert main(["scaling-outcomes", "--store", "demo", "--run", "small", "--out", str(out)]) == 2
+    assert "must be RUN_ID=B" in capsys.readouterr().err
+    assert main(["scaling-outcomes", "--out", str(out)]) == 2
+    assert "missing TRACES.jsonl, --cases, --index, --params-b" in capsys.readouterr().err

@@ -18,15 +18,20 @@ def register(subparsers: Any) -> None:
         "complexity (C of the case's SKILL graphs), correct (verdict matches the gold label; a "
         "failed verdict counts incorrect). Feed the result to `workbench scaling fit`.",
     )
-    p.add_argument("traces", nargs="+", metavar="TRACES.jsonl",
-                   help="traces of `workbench audit` (one judge per file)")
-    p.add_argument("--cases", required=True, metavar="CASES.jsonl", help="the audited cases")
-    p.add_argument("--index", required=True, metavar="INDEX.json",
-                   help="the policy index the cases were audited with")
-    p.add_argument("--params-b", required=True, type=float, action="append", metavar="B",
+    p.add_argument("traces", nargs="*", metavar="TRACES.jsonl",
+                   help="traces of `workbench audit --out` (one judge per file)")
+    p.add_argument("--cases", metavar="CASES.jsonl", help="the audited cases (with trace files)")
+    p.add_argument("--index", metavar="INDEX.json",
+                   help="the policy index the cases were audited with (with trace files)")
+    p.add_argument("--params-b", type=float, action="append", metavar="B",
                    help="judge size in billions: once for all files, or once per file in order")
+    p.add_argument("--store", metavar="DATASET",
+                   help="instead of files: the runs, cases and SKILLs of DATASET in the workbench "
+                   "database (WORKBENCH_DB), as stored by `workbench audit --store`")
+    p.add_argument("--run", action="append", metavar="RUN_ID=B",
+                   help="with --store: a stored run and its judge size in billions (repeat per judge)")
     p.add_argument("--dataset", default=None,
-                   help="dataset name in the table (default: the cases file's name)")
+                   help="dataset name in the table (default: the cases file's name, or --store)")
     p.add_argument("--strategy", default=None,
                    help="use only traces of this strategy (needed when a file holds several)")
     p.add_argument("--out", required=True, metavar="OUTCOMES.csv",
@@ -35,10 +40,38 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from workbench.scaling import OutcomesError, outcomes_format, outcomes_from_records
+
+    try:
+        fmt = outcomes_format(args.out)
+    except OutcomesError as exc:
+        raise CliError(str(exc)) from None
+    rows, n_traces, n_runs = _from_store(args) if args.store else _from_files(args)
+    try:
+        table = outcomes_from_records(rows)
+    except OutcomesError as exc:
+        raise CliError(f"{exc}; no labelled case to score?" if not rows else str(exc)) from None
+    out = Path(args.out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "csv":
+            table.to_csv(out, index=False)
+        else:
+            table.to_json(out, orient="records", lines=True, force_ascii=False, double_precision=15)
+    except OSError as exc:
+        raise CliError(f"could not write {out}: {exc.strerror}; choose a writable --out") from None
+    failed = int((table["error"] != "").sum()) if "error" in table else 0
+    where = f"{n_runs} stored run(s)" if args.store else f"{n_runs} file(s)"
+    print(f"[scaling-outcomes] {len(table)} rows from {n_traces} traces in {where}: "
+          f"{n_traces - len(table)} unlabelled left out, {failed} without a verdict counted "
+          f"incorrect; wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
     from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.runner import read_traces
     from workbench.commands.graph import load_index_or_fail
-    from workbench.scaling import OutcomesError, outcomes_format, outcomes_from_records
     from workbench.scaling.from_traces import (
         TracesError,
         instance_skills,
@@ -46,16 +79,20 @@ def run(args: argparse.Namespace) -> int:
         select_traces,
     )
 
+    if args.run:
+        raise CliError("--run names a stored run; use it with --store DATASET")
+    missing = [flag for flag, value in (("TRACES.jsonl", args.traces), ("--cases", args.cases),
+                                        ("--index", args.index), ("--params-b", args.params_b))
+               if not value]
+    if missing:
+        raise CliError(f"missing {', '.join(missing)}: give trace files with --cases, --index and "
+                       "--params-b, or read stored runs with --store DATASET --run RUN_ID=B")
     sizes = args.params_b
     if len(sizes) not in (1, len(args.traces)):
         raise CliError(f"{len(sizes)} --params-b values for {len(args.traces)} traces files; give "
                        "one size for all files or one per file, in the same order")
     if any(not b > 0 for b in sizes):
         raise CliError("--params-b must be the judge size in billions, greater than 0")
-    try:
-        fmt = outcomes_format(args.out)
-    except OutcomesError as exc:
-        raise CliError(str(exc)) from None
     index = load_index_or_fail(args.index)
     try:
         cases = load_cases(args.cases)
@@ -84,22 +121,52 @@ def run(args: argparse.Namespace) -> int:
             rows += outcomes_from_traces(chosen, cases, index, size, dataset, skills=skills)
         except TracesError as exc:
             raise CliError(f"{path}: {exc}") from None
+    return rows, sum(len(chosen) for chosen in runs), len(runs)
+
+
+def _parse_run(text: str) -> tuple[str, float]:
+    run_id, sep, size = text.rpartition("=")
     try:
-        table = outcomes_from_records(rows)
-    except OutcomesError as exc:
-        raise CliError(f"{exc}; no labelled case to score?" if not rows else str(exc)) from None
-    out = Path(args.out)
+        value = float(size)
+    except ValueError:
+        value = -1.0
+    if not sep or not run_id or not value > 0:
+        raise CliError(f"--run {text!r} must be RUN_ID=B with B the judge size in billions > 0, "
+                       "e.g. --run small-judge=1.5")
+    return run_id, value
+
+
+def _from_store(args: argparse.Namespace) -> tuple[list[dict], int, int]:
+    from store import audit_repo, repo
+    from store.db import make_engine
+    from workbench.scaling.from_traces import TracesError, outcomes_from_runs
+
+    if args.traces or args.cases or args.index or args.params_b:
+        raise CliError("--store reads runs, cases and SKILLs from the database; drop the trace "
+                       "files, --cases, --index and --params-b (sizes go in --run RUN_ID=B)")
+    if not args.run:
+        raise CliError("--store needs at least one --run RUN_ID=B (the stored run of each judge)")
+    wanted = [_parse_run(text) for text in args.run]
+    engine = make_engine()
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "csv":
-            table.to_csv(out, index=False)
-        else:
-            table.to_json(out, orient="records", lines=True, force_ascii=False, double_precision=15)
-    except OSError as exc:
-        raise CliError(f"could not write {out}: {exc.strerror}; choose a writable --out") from None
-    n_traces = sum(len(chosen) for chosen in runs)
-    failed = int((table["error"] != "").sum()) if "error" in table else 0
-    print(f"[scaling-outcomes] {len(table)} rows from {n_traces} traces in {len(runs)} file(s): "
-          f"{n_traces - len(table)} unlabelled left out, {failed} without a verdict counted "
-          f"incorrect; wrote {out}", file=sys.stderr)
-    return 0
+        stored = audit_repo.runs(engine, args.store)
+        unknown = [run for run, _ in wanted if run not in stored]
+        if unknown:
+            have = ", ".join(stored) if stored else "none"
+            raise CliError(f"no stored run {', '.join(map(repr, unknown))} in dataset {args.store!r} "
+                           f"(stored runs: {have}); store one with `workbench audit --store`")
+        names = repo.skill_names(engine)
+        if not names:
+            raise CliError("the database holds no SKILLs, so complexity cannot be computed; "
+                           "`workbench import INDEX.json` first")
+        index = repo.export_index(engine, names)
+        runs = [(audit_repo.load_traces(engine, run_id=run, dataset=args.store), size)
+                for run, size in wanted]
+        try:
+            rows = outcomes_from_runs(runs, audit_repo.load_cases(engine, args.store), index,
+                                      args.dataset or args.store, strategy=args.strategy)
+        except TracesError as exc:
+            raise CliError(str(exc)) from None
+    finally:
+        engine.dispose()
+    return rows, sum(len(traces) for traces, _ in runs), len(runs)
