@@ -411,3 +411,11 @@ def test_embedded_url_sends_embedded_roles_to_a_running_server_with_unchanged_ke
     assert current_embedded_server() is None  # nothing started in this process
     with pytest.raises(Exception, match="not an http"):
         load_config(env={"WORKBENCH_EMBEDDED_URL": "127.0.0.1:8091"})
+    # the server has gone away: the error says to restart it or unset the variable
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    gone = Gateway(load_config(env={"WORKBENCH_EMBEDDED_URL": dead, "WORKBENCH_JUDGE_RETRIES": "0"}))
+    with pytest.raises(ModelCallError) as info:
+        gone.complete_json("judge", MESSAGES, SCHEMA, use_cache=False)
+    assert info.value.kind == "connection" and "WORKBENCH_EMBEDDED_URL" in str(info.value)

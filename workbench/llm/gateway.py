@@ -70,7 +70,7 @@ class _Spend:
         self.model = raw.model or self.model
 
 
-def _hint(kind: str, role: RoleConfig, endpoint: str, step: str) -> str:
+def _hint(kind: str, role: RoleConfig, endpoint: str, step: str, attached: bool = False) -> str:
     r = role.name
     hints = {
         "timeout": f"that the server at {endpoint} is up and not overloaded; or raise "
@@ -90,6 +90,9 @@ def _hint(kind: str, role: RoleConfig, endpoint: str, step: str) -> str:
         "invalid_output": f"the prompt and schema of step '{step or '?'}'; a stronger model "
         f"([roles.{r}].model) or a higher max_tokens (now {role.max_tokens}) may help",
     }
+    if kind == "connection" and role.is_embedded and attached:
+        return (f"that `workbench model serve` still runs at {endpoint} (start it again), or unset "
+                "[embedded].url / WORKBENCH_EMBEDDED_URL to run the model in this process")
     return hints.get(kind, "")
 
 
@@ -406,7 +409,7 @@ class Gateway:
             endpoint=endpoint,
             kind=last.kind,
             attempts=spend.attempts,
-            hint=_hint(last.kind, role, endpoint, step),
+            hint=_hint(last.kind, role, endpoint, step, bool(self.config.embedded.attached_url)),
         ) from last
 
     @staticmethod
