@@ -29,6 +29,46 @@ def wilson_interval(k: np.ndarray, n: np.ndarray, z: float = 1.96) -> tuple[np.n
     return centre - half, centre + half
 
 
+def _with_rates(grouped: pd.DataFrame) -> pd.DataFrame:
+    """``grouped`` (columns ``correct`` and ``n``) with the observed rate and its 95% Wilson
+    interval."""
+    lo, hi = wilson_interval(grouped["correct"], grouped["n"])
+    return grouped.assign(rate=grouped["correct"] / grouped["n"], ci_low=lo, ci_high=hi)
+
+
+def _panels(outcomes: pd.DataFrame, fit: ScalingFit) -> tuple[go.Figure, list[str], list[str]]:
+    """One panel per dataset the fit knows: the figure, the datasets and their escaped titles."""
+    datasets = [d for d in sorted(outcomes["dataset"].unique()) if d in fit.datasets]
+    # Plotly renders a subset of HTML in titles and hover text: escape user-supplied names.
+    titles = [html.escape(str(d)) for d in datasets]
+    fig = make_subplots(rows=1, cols=max(len(datasets), 1), shared_yaxes=True, subplot_titles=titles)
+    return fig, datasets, titles
+
+
+def _observed_trace(x, obs: pd.DataFrame, marker: dict, **trace) -> go.Scatter:
+    """Observed rates as markers with asymmetric Wilson error bars; ``n`` in the hover data."""
+    return go.Scatter(
+        x=x,
+        y=obs["rate"],
+        mode="markers",
+        marker=marker,
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": obs["ci_high"] - obs["rate"],
+            "arrayminus": obs["rate"] - obs["ci_low"],
+        },
+        customdata=obs["n"],
+        **trace,
+    )
+
+
+def _finish(fig: go.Figure, title: str) -> go.Figure:
+    fig.update_yaxes(title_text="P(correct)", range=[0, 1], row=1, col=1)
+    fig.update_layout(title=title, legend={"orientation": "h", "y": -0.25}, margin={"t": 70})
+    return fig
+
+
 def observed_bins(
     outcomes: pd.DataFrame, dataset: str, low_q: float = 0.1, high_q: float = 0.9
 ) -> pd.DataFrame:
@@ -46,20 +86,16 @@ def observed_bins(
         ("low", rows["complexity"] <= low_cut),
         ("high", rows["complexity"] >= high_cut),
     ):
-        grouped = rows[mask].groupby("params_b")["correct"].agg(["sum", "count"]).reset_index()
-        lo, hi = wilson_interval(grouped["sum"], grouped["count"])
-        parts.append(grouped.assign(bin=name, rate=grouped["sum"] / grouped["count"], ci_low=lo, ci_high=hi))
-    return pd.concat(parts, ignore_index=True).rename(columns={"count": "n", "sum": "correct"})
+        grouped = rows[mask].groupby("params_b")["correct"].agg(correct="sum", n="count").reset_index()
+        parts.append(_with_rates(grouped).assign(bin=name))
+    return pd.concat(parts, ignore_index=True)
 
 
 def scaling_figure(
     outcomes: pd.DataFrame, fit: ScalingFit, *, low_q: float = 0.1, high_q: float = 0.9
 ) -> go.Figure:
     """Fitted P(correct) vs judge size (log axis) per dataset, observed binned rates overlaid."""
-    datasets = [d for d in sorted(outcomes["dataset"].unique()) if d in fit.datasets]
-    # Plotly renders a subset of HTML in titles and hover text: escape user-supplied names.
-    titles = [html.escape(str(d)) for d in datasets]
-    fig = make_subplots(rows=1, cols=max(len(datasets), 1), shared_yaxes=True, subplot_titles=titles)
+    fig, datasets, titles = _panels(outcomes, fit)
     sizes = np.sort(outcomes["params_b"].unique())
     grid = np.geomspace(sizes[0] / 1.25, sizes[-1] * 1.25, 80)
     for col, dataset in enumerate(datasets, start=1):
@@ -84,18 +120,10 @@ def scaling_figure(
             )
             obs = bins[bins["bin"] == name]
             fig.add_trace(
-                go.Scatter(
-                    x=obs["params_b"],
-                    y=obs["rate"],
-                    mode="markers",
-                    marker={"color": colour, "size": 8, "symbol": "circle" if name == "low" else "square"},
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": obs["ci_high"] - obs["rate"],
-                        "arrayminus": obs["rate"] - obs["ci_low"],
-                    },
-                    customdata=obs["n"],
+                _observed_trace(
+                    obs["params_b"],
+                    obs,
+                    {"color": colour, "size": 8, "symbol": "circle" if name == "low" else "square"},
                     name=f"observed, {name}-complexity bin",
                     legendgroup=name,
                     showlegend=col == 1,
@@ -105,13 +133,7 @@ def scaling_figure(
                 col=col,
             )
         fig.update_xaxes(type="log", title_text="judge size (B parameters)", row=1, col=col)
-    fig.update_yaxes(title_text="P(correct)", range=[0, 1], row=1, col=1)
-    fig.update_layout(
-        title=f"Correctness vs judge size ({html.escape(fit.model)} model)",
-        legend={"orientation": "h", "y": -0.25},
-        margin={"t": 70},
-    )
-    return fig
+    return _finish(fig, f"Correctness vs judge size ({html.escape(fit.model)} model)")
 
 
 def complexity_bins(outcomes: pd.DataFrame, dataset: str, bins: int = 5) -> pd.DataFrame:
@@ -133,16 +155,13 @@ def complexity_bins(outcomes: pd.DataFrame, dataset: str, bins: int = 5) -> pd.D
         .agg(c_mid=("complexity", "median"), correct=("correct", "sum"), n=("correct", "count"))
         .reset_index()
     )
-    lo, hi = wilson_interval(grouped["correct"], grouped["n"])
-    return grouped.assign(rate=grouped["correct"] / grouped["n"], ci_low=lo, ci_high=hi)
+    return _with_rates(grouped)
 
 
 def complexity_figure(outcomes: pd.DataFrame, fit: ScalingFit, *, bins: int = 5) -> go.Figure:
     """Fitted P(correct) against complexity C per dataset and judge size, with observed rates in
     complexity bins (95% Wilson intervals). The one figure that works with a single judge."""
-    datasets = [d for d in sorted(outcomes["dataset"].unique()) if d in fit.datasets]
-    titles = [html.escape(str(d)) for d in datasets]
-    fig = make_subplots(rows=1, cols=max(len(datasets), 1), shared_yaxes=True, subplot_titles=titles)
+    fig, datasets, titles = _panels(outcomes, fit)
     sizes = np.sort(outcomes["params_b"].unique())
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
     for col, dataset in enumerate(datasets, start=1):
@@ -168,18 +187,10 @@ def complexity_figure(outcomes: pd.DataFrame, fit: ScalingFit, *, bins: int = 5)
             )
             obs = observed[observed["params_b"] == size]
             fig.add_trace(
-                go.Scatter(
-                    x=obs["c_mid"],
-                    y=obs["rate"],
-                    mode="markers",
-                    marker={"color": colour, "size": 8},
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": obs["ci_high"] - obs["rate"],
-                        "arrayminus": obs["rate"] - obs["ci_low"],
-                    },
-                    customdata=obs["n"],
+                _observed_trace(
+                    obs["c_mid"],
+                    obs,
+                    {"color": colour, "size": 8},
                     name=f"observed, {label}",
                     legendgroup=label,
                     showlegend=col == 1,
@@ -189,10 +200,4 @@ def complexity_figure(outcomes: pd.DataFrame, fit: ScalingFit, *, bins: int = 5)
                 col=col,
             )
         fig.update_xaxes(title_text="complexity C of the case's rule graph", row=1, col=col)
-    fig.update_yaxes(title_text="P(correct)", range=[0, 1], row=1, col=1)
-    fig.update_layout(
-        title=f"Correctness vs policy complexity ({html.escape(fit.model)} model)",
-        legend={"orientation": "h", "y": -0.25},
-        margin={"t": 70},
-    )
-    return fig
+    return _finish(fig, f"Correctness vs policy complexity ({html.escape(fit.model)} model)")
