@@ -72,12 +72,7 @@ def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
     from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.runner import read_traces
     from workbench.commands.graph import load_index_or_fail
-    from workbench.scaling.from_traces import (
-        TracesError,
-        instance_skills,
-        outcomes_from_traces,
-        select_traces,
-    )
+    from workbench.scaling.from_traces import TracesError, outcomes_from_runs, select_traces
 
     if args.run:
         raise CliError("--run names a stored run; use it with --store DATASET")
@@ -98,30 +93,27 @@ def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
         cases = load_cases(args.cases)
     except (FileNotFoundError, CaseFormatError) as exc:
         raise CliError(str(exc)) from None
-    dataset = args.dataset or Path(args.cases).stem
     runs = []
-    for path in args.traces:
+    for path, size in zip(args.traces, sizes if len(sizes) > 1 else sizes * len(args.traces), strict=True):
         if not Path(path).is_file():
             raise CliError(f"{path}: no such traces file; give the JSONL `workbench audit --out` wrote")
         traces = read_traces(path)
         if not traces:
             raise CliError(f"{path}: holds no audit traces (one JSON object per line)")
         try:
-            runs.append(select_traces(traces, args.strategy))
+            chosen = select_traces(traces, args.strategy)
         except TracesError as exc:
             raise CliError(f"{path}: {exc}") from None
-        if not runs[-1]:
+        if not chosen:
             raise CliError(f"{path}: no trace of strategy {args.strategy!r}")
-    # One SKILL set per case across all judges, so complexity does not depend on the judge.
-    skills = instance_skills([t for chosen in runs for t in chosen], cases)
-    per_file = sizes if len(sizes) > 1 else sizes * len(runs)
-    rows = []
-    for path, chosen, size in zip(args.traces, runs, per_file, strict=True):
-        try:
-            rows += outcomes_from_traces(chosen, cases, index, size, dataset, skills=skills)
-        except TracesError as exc:
-            raise CliError(f"{path}: {exc}") from None
-    return rows, sum(len(chosen) for chosen in runs), len(runs)
+        runs.append((chosen, size))
+    try:
+        # One SKILL set per case across all judges, so complexity does not depend on the judge.
+        rows = outcomes_from_runs(runs, cases, index, args.dataset or Path(args.cases).stem,
+                                  names=args.traces)
+    except TracesError as exc:
+        raise CliError(str(exc)) from None
+    return rows, sum(len(chosen) for chosen, _ in runs), len(runs)
 
 
 def _parse_run(text: str) -> tuple[str, float]:

@@ -156,14 +156,29 @@ def outcomes_from_runs(
     dataset: str,
     *,
     strategy: str | None = None,
+    names: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows of several judges' runs over the same cases: ``runs`` pairs each run's traces
     with its judge size in billions. One SKILL set per case across all runs, so an
-    instance's complexity does not depend on which judge scored it."""
+    instance's complexity does not depend on which judge scored it. ``names`` (a file or run
+    id per run) prefix the message of a :class:`TracesError` raised for that run."""
+    labels = list(names) if names is not None else [""] * len(runs)
     by_id = _case_map(cases)
-    chosen = [select_traces(traces, strategy) for traces, _ in runs]
+    chosen = []
+    for label, (traces, _) in zip(labels, runs, strict=True):
+        try:
+            chosen.append(select_traces(traces, strategy))
+        except TracesError as exc:
+            raise _named(exc, label) from None
     skills = instance_skills([t for picked in chosen for t in picked], by_id)
     rows: list[dict[str, Any]] = []
-    for picked, (_, size) in zip(chosen, runs, strict=True):
-        rows += outcomes_from_traces(picked, by_id, index, size, dataset, skills=skills)
+    for label, picked, (_, size) in zip(labels, chosen, runs, strict=True):
+        try:
+            rows += outcomes_from_traces(picked, by_id, index, size, dataset, skills=skills)
+        except TracesError as exc:
+            raise _named(exc, label) from None
     return rows
+
+
+def _named(exc: TracesError, label: str) -> TracesError:
+    return TracesError(f"{label}: {exc}") if label else exc
