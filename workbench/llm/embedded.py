@@ -134,11 +134,10 @@ class EmbeddedServer:
         if self.info is None:
             return None
         try:
-            with urllib.request.urlopen(f"{self.info.url}/slots", timeout=2) as resp:
-                slots = json.loads(resp.read().decode() or "[]")
+            status, slots = _get_json(f"{self.info.url}/slots", timeout=2)
         except (OSError, ValueError):
             return None
-        if not isinstance(slots, list):
+        if status != 200 or not isinstance(slots, list):
             return None
         return sum(1 for s in slots if isinstance(s, dict) and s.get("is_processing"))
 
@@ -149,7 +148,7 @@ class EmbeddedServer:
         self.info = None
 
 
-def _get_json(url: str, timeout: float) -> tuple[int, dict[str, Any]]:
+def _get_json(url: str, timeout: float) -> tuple[int, Any]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             return resp.status, json.loads(resp.read().decode() or "{}")
