@@ -64,6 +64,29 @@ def refund_index_data() -> dict:
 
 
 @pytest.fixture
+def demo_db(tmp_path, monkeypatch):
+    """A fresh database (``WORKBENCH_DB`` points at it) holding the demo SKILLs and the demo
+    cases as dataset ``demo``: ``(engine, index, cases)``."""
+    from pathlib import Path
+
+    from store import audit_repo, repo
+    from store.db import make_engine
+    from workbench.audit import load_cases
+    from workbench.graph import PolicyIndex
+
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    index = PolicyIndex.load(demo / "index.json")
+    repo.import_index(eng, index)
+    cases = load_cases(demo / "cases.jsonl")
+    audit_repo.save_cases(eng, "demo", cases)
+    yield eng, index, cases
+    eng.dispose()
+
+
+@pytest.fixture
 def engine(tmp_path):
     from store.db import make_engine
 

@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from store import audit_repo, repo
-from store.db import make_engine
-from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
-from workbench.graph import PolicyIndex
+from store import audit_repo
+from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -20,22 +18,15 @@ PAGE = str(ROOT / "pages" / "replay.py")
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'replay.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    eng = make_engine(url)
-    index = PolicyIndex.load(DEMO / "index.json")
-    repo.import_index(eng, index)
-    cases = load_cases(DEMO / "cases.jsonl")
-    audit_repo.save_cases(eng, "demo", cases)
+def db(demo_db):
+    eng, index, cases = demo_db
     case = next(c for c in cases if c.id.startswith("mor-002"))
     trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
     # A hand-set verdict (the judge is not what this page test is about).
     cited = trace.closure["merchant-order-refund"][0]
     trace.verdict = Verdict(True, f"{cited} is violated: the coupon share was not deducted.", [cited])
     audit_repo.save_trace(eng, trace, run_id="t", dataset="demo")
-    yield eng, case, cited
-    eng.dispose()
+    return eng, case, cited
 
 
 def test_replay_shows_stored_verdict_with_span(db):

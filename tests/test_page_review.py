@@ -45,17 +45,10 @@ def seed_traces(eng, index: PolicyIndex, cases) -> None:
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'review.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    eng = make_engine(url)
-    index = PolicyIndex.load(DEMO / "index.json")
-    repo.import_index(eng, index)
-    cases = load_cases(DEMO / "cases.jsonl")
-    audit_repo.save_cases(eng, "demo", cases)
+def db(demo_db):
+    eng, index, cases = demo_db
     seed_traces(eng, index, cases)
-    yield eng
-    eng.dispose()
+    return eng
 
 
 def open_page(reviewer: str | None = "ada") -> AppTest:

@@ -52,23 +52,14 @@ def test_upload_mode_without_file_explains():
     assert "Upload an outcomes table" in at.info[0].value
 
 
-def _stored_runs(tmp_path, monkeypatch):
-    """The demo SKILLs and cases in a fresh database, with two judges' runs stored."""
+def _stored_runs(demo_db):
+    """Two judges' runs over the demo cases, stored beside the demo SKILLs."""
     import random
 
-    from store import audit_repo, repo
-    from store.db import make_engine
-    from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
-    from workbench.graph import PolicyIndex
+    from store import audit_repo
+    from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case
 
-    url = f"sqlite:///{tmp_path / 'scaling.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    eng = make_engine(url)
-    demo = ROOT / "fixtures" / "demo"
-    index = PolicyIndex.load(demo / "index.json")
-    repo.import_index(eng, index)
-    cases = load_cases(demo / "cases.jsonl")
-    audit_repo.save_cases(eng, "demo", cases)
+    eng, index, cases = demo_db
     aindex, rng = AuditIndex(index), random.Random(5)
     for run, p_right in (("small-judge", 0.55), ("big-judge", 0.85)):
         for case in cases:
@@ -78,12 +69,11 @@ def _stored_runs(tmp_path, monkeypatch):
             trace.verdict = Verdict(says_violation, "hand-set", ["x"] if says_violation else [])
             trace.judge_mode = "whole"
             audit_repo.save_trace(eng, trace, run_id=run, dataset="demo")
-    eng.dispose()
     return len(cases)
 
 
-def test_stored_audit_runs_become_the_outcomes(tmp_path, monkeypatch):
-    n_cases = _stored_runs(tmp_path, monkeypatch)
+def test_stored_audit_runs_become_the_outcomes(demo_db):
+    n_cases = _stored_runs(demo_db)
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     at.radio(key="scaling_source").set_value("Stored audit runs").run()
     assert not at.exception

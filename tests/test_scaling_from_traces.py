@@ -201,19 +201,13 @@ def test_cli_errors(tmp_path, base_traces, cases, capsys):
     assert "no such traces file" in capsys.readouterr().err
 
 
-def test_cli_reads_stored_runs(tmp_path, monkeypatch, index, cases, base_traces, capsys):
-    from store import audit_repo, repo
-    from store.db import make_engine
+def test_cli_reads_stored_runs(tmp_path, demo_db, base_traces, capsys):
+    from store import audit_repo
 
-    db = tmp_path / "wb.db"
-    monkeypatch.setenv("WORKBENCH_DB", str(db))
-    engine = make_engine()
-    repo.import_index(engine, index)
-    audit_repo.save_cases(engine, "demo", cases)
+    engine = demo_db[0]  # all demo cases stored; only the four IDS have traces
     for run, verdicts in (("small", [True, True, None, True]), ("big", [True, False, True, False])):
         for trace in judged(base_traces, verdicts):
             audit_repo.save_trace(engine, trace, run_id=run, dataset="demo")
-    engine.dispose()
     out = tmp_path / "stored.csv"
     assert main(["scaling-outcomes", "--store", "demo", "--run", "small=1.5", "--run", "big=7",
                  "--out", str(out)]) == 0
