@@ -26,21 +26,9 @@ from workbench.scaling import (
     get_model,
     simulate_outcomes,
 )
+from workbench.scaling.simulate import RECOVERY_SIZES, RECOVERY_TRUTH
 
-TRUTH = {
-    "full": {
-        "gamma_A": -0.5,
-        "gamma_B": 0.3,
-        "eta": 0.6,
-        "beta": 3.0,
-        "rho": 0.5,
-        "alpha": 0.7,
-        "lambda": 0.5,
-    },
-    "nested": {"gamma_A": -0.5, "gamma_B": 0.3, "eta": 0.6, "beta": 2.5, "rho": 0.4, "alpha": 0.8},
-    "additive": {"gamma_A": -0.3, "gamma_B": 0.4, "a": 0.5, "b": -0.8},
-}
-SIZES = [0.5, 1.0, 2.0, 4.0, 9.0, 27.0, 70.0]
+TRUTH, SIZES = RECOVERY_TRUTH, RECOVERY_SIZES
 C_MEDIAN = 10.0
 
 

@@ -9,6 +9,23 @@ from scipy.special import expit
 
 from workbench.scaling.models import Design, get_model
 
+# Known parameters of each family (datasets A and B) and judge sizes, shared by the recovery
+# tests and the coverage benchmark so both study the same truth.
+RECOVERY_TRUTH: dict[str, dict[str, float]] = {
+    "full": {
+        "gamma_A": -0.5,
+        "gamma_B": 0.3,
+        "eta": 0.6,
+        "beta": 3.0,
+        "rho": 0.5,
+        "alpha": 0.7,
+        "lambda": 0.5,
+    },
+    "nested": {"gamma_A": -0.5, "gamma_B": 0.3, "eta": 0.6, "beta": 2.5, "rho": 0.4, "alpha": 0.8},
+    "additive": {"gamma_A": -0.3, "gamma_B": 0.4, "a": 0.5, "b": -0.8},
+}
+RECOVERY_SIZES: list[float] = [0.5, 1.0, 2.0, 4.0, 9.0, 27.0, 70.0]
+
 
 def simulate_outcomes(
     model: str,
