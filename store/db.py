@@ -4,11 +4,17 @@ through ``WORKBENCH_DB``."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from sqlmodel import SQLModel, create_engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, SQLModel, create_engine
+
+T = TypeVar("T")
 
 DEFAULT_DB_PATH = Path(".workbench") / "workbench.db"
 
@@ -30,9 +36,10 @@ def database_url(url: str | None = None) -> str:
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - trivial
     # WAL lets readers (the UI) work while a batch job writes; busy_timeout makes concurrent
     # writers wait for the lock instead of failing with "database is locked".
+    # busy_timeout first: switching to WAL itself needs the lock a concurrent writer may hold.
     cur = dbapi_connection.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 
@@ -52,5 +59,42 @@ def make_engine(url: str | None = None) -> Engine:
     engine = create_engine(resolved, **kwargs)
     if resolved.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_pragmas)
-    SQLModel.metadata.create_all(engine)
+    for attempt in range(3):
+        try:
+            SQLModel.metadata.create_all(engine)
+            break
+        except OperationalError as exc:
+            # Processes starting on a fresh database at once: another created the table
+            # between our check and our CREATE. The next pass sees it.
+            if "already exists" not in str(exc) or attempt == 2:
+                raise
     return engine
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """A session whose transaction holds the write lock from its first statement.
+
+    Read-then-write code (next version number, "is this case stored yet?") must not let
+    another writer slip in between its read and its write. On SQLite the transaction starts
+    with ``BEGIN IMMEDIATE``: concurrent writers queue on the lock (``busy_timeout``) and
+    each sees the others' committed rows. A plain deferred transaction would read a snapshot
+    and then fail on upgrade ("database is locked") or on a unique constraint. Other engines
+    rely on the tables' unique constraints and :func:`retry_conflicts`.
+    """
+    with Session(engine) as session:
+        if engine.dialect.name == "sqlite":
+            session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+        yield session
+
+
+def retry_conflicts(write: Callable[[], T], attempts: int = 5) -> T:
+    """Run ``write`` (which opens its own :func:`write_session`), again when a concurrent
+    writer won a unique constraint or the lock wait ran out; the last failure propagates."""
+    for attempt in range(attempts):
+        try:
+            return write()
+        except (IntegrityError, OperationalError):
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")

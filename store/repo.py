@@ -15,6 +15,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from store.db import retry_conflicts, write_session
 from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 
@@ -42,64 +43,114 @@ def graph_fingerprint(skill: SkillGraph) -> str:
     return _sha(json.dumps(payload, sort_keys=True, ensure_ascii=False))
 
 
+class StaleVersion(RuntimeError):
+    """A save built on a version that is no longer the latest: applying it would silently
+    undo the versions saved since. ``changes`` says what those versions changed."""
+
+    def __init__(self, name: str, base: int, latest: int, changes: str) -> None:
+        self.name, self.base, self.latest, self.changes = name, base, latest, changes
+        super().__init__(
+            f"SKILL {name!r}: this edit was made on version {base}, but version {latest} is "
+            f"the latest (changed since: {changes}). Nothing was saved; reload version "
+            f"{latest} and make the edit there."
+        )
+
+
 def save_skill(
     engine: Engine,
     skill: SkillGraph,
     author: str = "system",
     note: str = "",
     report: dict | None = None,
+    base_version: int | None = None,
 ) -> SavedVersion:
-    """Store ``skill`` as a new version of its name, unless it equals the latest version."""
+    """Store ``skill`` as a new version of its name, unless it equals the latest version.
+
+    ``base_version`` is the version an edit was built on: when it is given and is not the
+    latest, nothing is saved and :class:`StaleVersion` is raised (an edit of an old version
+    must never revert later ones). Imports and extractions pass none: their content is new.
+    The version number is taken under the write lock, so concurrent saves never collide.
+    """
     src_sha, g_sha = _sha(skill.source), graph_fingerprint(skill)
-    with Session(engine) as session:
-        latest = _latest(session, skill.name)
-        if latest and latest.source_sha256 == src_sha and latest.graph_sha256 == g_sha:
-            return SavedVersion(skill.name, latest.version, latest.id, False)
-        number = (
-            session.exec(select(func.max(SkillVersion.version)).where(SkillVersion.name == skill.name)).one()
-            or 0
-        ) + 1
-        row = SkillVersion(
-            name=skill.name,
-            version=number,
-            description=skill.description,
-            source=skill.source,
-            source_sha256=src_sha,
-            graph_sha256=g_sha,
-            created_by=author,
-            note=note,
-            report_json=json.dumps(report) if report is not None else None,
+
+    def write() -> SavedVersion:
+        with write_session(engine) as session:
+            latest = _latest(session, skill.name)
+            if latest and latest.source_sha256 == src_sha and latest.graph_sha256 == g_sha:
+                return SavedVersion(skill.name, latest.version, latest.id, False)
+            if base_version is not None and latest is not None and latest.version != base_version:
+                raise StaleVersion(skill.name, base_version, latest.version,
+                                   _changes_since(engine, skill.name, base_version, latest.version))
+            return _insert_version(session, skill, latest, src_sha, g_sha, author, note, report)
+
+    return retry_conflicts(write)
+
+
+def _changes_since(engine: Engine, name: str, base: int, latest: int) -> str:
+    from workbench.editing import summarize_changes
+
+    try:
+        return summarize_changes(load_skill(engine, name, base), load_skill(engine, name, latest))
+    except NotFound:
+        return f"version {base} is no longer available"
+
+
+def _insert_version(
+    session: Session,
+    skill: SkillGraph,
+    latest: SkillVersion | None,
+    src_sha: str,
+    g_sha: str,
+    author: str,
+    note: str,
+    report: dict | None,
+) -> SavedVersion:
+    # max over every row, deleted ones too: a number is never reused.
+    number = (
+        session.exec(select(func.max(SkillVersion.version)).where(SkillVersion.name == skill.name)).one()
+        or 0
+    ) + 1
+    row = SkillVersion(
+        name=skill.name,
+        version=number,
+        description=skill.description,
+        source=skill.source,
+        source_sha256=src_sha,
+        graph_sha256=g_sha,
+        created_by=author,
+        note=note,
+        report_json=json.dumps(report) if report is not None else None,
+    )
+    session.add(row)
+    session.flush()
+    for pos, rule in enumerate(skill.graph.rules.values()):
+        session.add(
+            RuleRow(
+                version_id=row.id,
+                position=pos,
+                rule_id=rule.id,
+                condition=rule.condition,
+                action=rule.action,
+                modality=rule.modality,
+                spans_json=json.dumps([[s.start, s.end] for s in rule.spans]),
+            )
         )
-        session.add(row)
-        session.flush()
-        for pos, rule in enumerate(skill.graph.rules.values()):
-            session.add(
-                RuleRow(
-                    version_id=row.id,
-                    position=pos,
-                    rule_id=rule.id,
-                    condition=rule.condition,
-                    action=rule.action,
-                    modality=rule.modality,
-                    spans_json=json.dumps([[s.start, s.end] for s in rule.spans]),
-                )
+    for pos, e in enumerate(skill.graph.edges):
+        session.add(
+            EdgeRow(version_id=row.id, position=pos, source=e.source, target=e.target, type=e.type)
+        )
+    if latest is not None:
+        session.add(
+            EditRecord(
+                name=skill.name,
+                from_version=latest.version,
+                to_version=number,
+                author=author,
+                summary=note or "new version",
             )
-        for pos, e in enumerate(skill.graph.edges):
-            session.add(
-                EdgeRow(version_id=row.id, position=pos, source=e.source, target=e.target, type=e.type)
-            )
-        if latest is not None:
-            session.add(
-                EditRecord(
-                    name=skill.name,
-                    from_version=latest.version,
-                    to_version=number,
-                    author=author,
-                    summary=note or "new version",
-                )
-            )
-        session.commit()
-        return SavedVersion(skill.name, number, row.id, True)
+        )
+    session.commit()
+    return SavedVersion(skill.name, number, row.id, True)
 
 
 def import_index(engine: Engine, index: PolicyIndex, author: str = "import") -> list[SavedVersion]:

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
+from workbench.audit.trace import is_retryable, latest_per_key, trace_key
 
 DECISIONS = ("confirm", "overturn")
 REASONS = ("flagged", "strategies-disagree", "gold-mismatch")
@@ -347,13 +348,14 @@ def agreement(
 
 
 def pending_cases(cases: Iterable[Any], stored: Iterable[Mapping[str, Any]], strategy: str,
-                  judge_mode: str, keywords: str) -> list[Any]:
+                  judge_mode: str, keywords: str, retry_failed: bool = True) -> list[Any]:
     """Cases (objects with ``id``) with no stored trace under the same strategy, judge mode
-    and keyword method: what a resumed batch still has to audit (each id once)."""
+    and keyword method: what a resumed batch still has to audit (each id once). A case whose
+    newest stored trace failed on a model or internal error is pending again unless
+    ``retry_failed`` is false."""
     done = {
-        (str(t.get("id")), str(t.get("strategy")), str(t.get("judge_mode", "whole")),
-         str(t.get("keywords_method", "lexical")))
-        for t in stored
+        trace_key(t) for t in latest_per_key(dict(t) for t in stored)
+        if not (retry_failed and is_retryable(t))
     }
     out, seen = [], set()
     for case in cases:

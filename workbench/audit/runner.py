@@ -1,7 +1,10 @@
 """Batch auditing: many cases, one strategy, traces appended to a JSONL file as they finish.
 
 Resumable: a case whose trace (same id, strategy, judge mode and keyword method) is already
-in the output file is skipped, so an interrupted run continues where it stopped. Cases run
+in the output file is skipped, so an interrupted run continues where it stopped. A case whose
+newest trace there failed for a passing reason (a model call error, an internal error) is
+audited again unless ``retry_failed=False``; its new trace is appended after the old one and
+the newest trace per key is the case's result (``latest_per_key``). Cases run
 concurrently on worker threads (the gateway bounds calls per role); traces are written in
 completion order, one complete JSON line each. Three consecutive failures that are about
 the model endpoint rather than the case (no connection, embedded server unavailable, bad
@@ -22,7 +25,13 @@ from workbench.audit.cases import AuditCase
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
-from workbench.audit.trace import AuditError, AuditTrace
+from workbench.audit.trace import (  # noqa: F401  (trace_key: re-exported for callers)
+    AuditError,
+    AuditTrace,
+    is_retryable,
+    latest_per_key,
+    trace_key,
+)
 
 INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
 ABORT_AFTER = 3
@@ -36,18 +45,10 @@ class RunAborted(RuntimeError):
 class RunSummary:
     total: int = 0
     skipped: int = 0
+    retried: int = 0  # cases whose earlier trace failed and were audited again
     done: int = 0
     judged: int = 0
     errors: dict[str, int] = field(default_factory=dict)
-
-
-def trace_key(data: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (
-        str(data.get("id")),
-        str(data.get("strategy")),
-        str(data.get("judge_mode", "whole")),
-        str(data.get("keywords_method", "lexical")),
-    )
 
 
 def read_traces(path: str | Path) -> list[dict[str, Any]]:
@@ -98,12 +99,14 @@ async def arun_audit(
     options: AuditOptions | None = None,
     concurrency: int = 2,
     on_trace: Callable[[AuditTrace], None] | None = None,
+    retry_failed: bool = True,
 ) -> RunSummary:
     opts = options or AuditOptions()
     strat = get_strategy(strategy)  # one instance: the dense encoder loads once
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    done = {trace_key(t) for t in read_traces(out_path)}
+    earlier = {trace_key(t): t for t in latest_per_key(read_traces(out_path))}
+    done = {k for k, t in earlier.items() if not (retry_failed and is_retryable(t))}
     _end_with_newline(out_path)
     summary = RunSummary()
     todo = []
@@ -114,6 +117,7 @@ async def arun_audit(
             summary.skipped += 1
         else:
             todo.append(case)
+            summary.retried += key in earlier
             done.add(key)  # a duplicate id in the input is audited once
 
     lock = threading.Lock()

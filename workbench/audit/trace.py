@@ -8,8 +8,11 @@ latency. ``from_dict(to_dict(t)) == t``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from workbench.llm.errors import bound_message
 
 TRACE_VERSION = 1
 
@@ -47,6 +50,10 @@ class AuditError:
     kind: str  # EmptySeed, BudgetExceeded, NoRoute, UnknownSkill, ModelCallError, ...
     message: str
     cause: str = ""  # for ModelCallError: the gateway's kind (timeout, connection, ...)
+
+    def __post_init__(self) -> None:
+        # Messages can carry model output (untrusted, unbounded): bound what every trace keeps.
+        self.message = bound_message(str(self.message))
 
 
 @dataclass
@@ -113,3 +120,32 @@ class AuditTrace:
             kw["error"] = AuditError(**kw["error"])
         kw["usage"] = [ModelCall(**c) for c in kw.get("usage") or []]
         return cls(**kw)
+
+
+# Error kinds that another attempt may fix. Others (EmptySeed, NoRoute, BudgetExceeded...)
+# follow from the case and the index: re-running gives the same answer, so they count as done.
+RETRYABLE_KINDS = frozenset({"ModelCallError", "InternalError"})
+
+
+def trace_key(data: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        str(data.get("id")),
+        str(data.get("strategy")),
+        str(data.get("judge_mode", "whole")),
+        str(data.get("keywords_method", "lexical")),
+    )
+
+
+def latest_per_key(traces: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The newest trace (the last one in file order) per :func:`trace_key`, in the order the
+    keys first appeared: what a resumed run's output means."""
+    newest: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for t in traces:
+        newest[trace_key(t)] = t
+    return list(newest.values())
+
+
+def is_retryable(data: dict[str, Any]) -> bool:
+    """Whether a trace dict failed in a way another attempt may fix."""
+    error = data.get("error")
+    return isinstance(error, dict) and error.get("kind") in RETRYABLE_KINDS

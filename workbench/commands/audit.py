@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=int, default=2, help="cases audited at once")
     p.add_argument("--limit", type=int, default=None, help="audit only the first N cases")
     p.add_argument("--out", default=None, help="traces JSONL (default: standard output)")
+    p.add_argument("--no-retry-failed", dest="retry_failed", action="store_false",
+                   help="on resume, keep cases whose trace in --out failed on a model or internal "
+                   "error as they are (default: audit them again; the newest trace counts)")
     p.add_argument("--store", metavar="DATASET", default=None,
                    help="also save the cases and traces in the workbench database under DATASET")
     p.add_argument("--run-id", default=None, help="run id for --store (default: a timestamp)")
@@ -109,7 +112,8 @@ def _audit(args) -> int:
 
     try:
         summary = run_audit(cases, AuditIndex(index), args.strategy, out, gateway, opts,
-                            concurrency=args.concurrency, on_trace=progress)
+                            concurrency=args.concurrency, on_trace=progress,
+                            retry_failed=args.retry_failed)
     except RunAborted as exc:
         raise CliError(str(exc)) from None
     except (LlmConfigError, MissingRecording) as exc:
@@ -118,7 +122,8 @@ def _audit(args) -> int:
         if gateway is not None:
             gateway.close()
     print(
-        f"[audit] {summary.done} audited, {summary.skipped} already in {args.out or 'output'}, "
+        f"[audit] {summary.done} audited ({summary.retried} of them retried after an earlier "
+        f"error), {summary.skipped} already in {args.out or 'output'}, "
         f"{summary.judged} judged; errors: {summary.errors or 'none'}",
         file=sys.stderr,
     )
@@ -152,16 +157,18 @@ def _store(args, cases, out) -> None:
 
     from store.audit_repo import save_cases, save_traces
     from store.db import make_engine
-    from workbench.audit.runner import read_traces
+    from workbench.audit.runner import latest_per_key, read_traces
 
     engine = make_engine()
     run_id = args.run_id or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     save_cases(engine, args.store, cases)
     wanted = {c.id for c in cases}
-    traces = [t for t in read_traces(out) if t["id"] in wanted and t["strategy"] == args.strategy]
+    # The newest trace per case: a retried case's earlier error stays in --out, not in the run.
+    traces = [t for t in latest_per_key(read_traces(out))
+              if t["id"] in wanted and t["strategy"] == args.strategy]
     n = save_traces(engine, traces, run_id, args.store)
-    print(f"[audit] stored {len(cases)} cases and {n} traces as dataset {args.store!r}, run "
-          f"{run_id!r}", file=sys.stderr)
+    print(f"[audit] stored {len(cases)} cases and {n} new traces as dataset {args.store!r}, run "
+          f"{run_id!r} ({len(traces) - n} already stored)", file=sys.stderr)
 
 
 def _metrics(args) -> int:

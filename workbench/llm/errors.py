@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+# An error message ends up in every trace, the JSONL output and the database: a model that
+# answers 5 MB of junk must not make each failed case cost 10 MB. 2,000 characters keep the
+# what/where/hint of any real message and the start of the offending answer.
+MAX_MESSAGE_CHARS = 2000
+
+
+def bound_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` if it fits in ``limit`` characters, else its start with a marker saying it was
+    cut and how long it was; the result never exceeds ``limit``. Bounding twice changes nothing."""
+    if len(text) <= limit:
+        return text
+    marker = f" … [cut: {len(text):,} characters in all]"
+    return text[: max(0, limit - len(marker))] + marker
+
 
 class LlmConfigError(ValueError):
     """The model configuration (workbench.toml or WORKBENCH_* variables) is invalid."""
@@ -34,6 +48,7 @@ class ModelCallError(RuntimeError):
         self.kind = kind
         self.attempts = attempts
         self.hint = hint
+        message = bound_message(message)
         self.detail = message
         where = f"{role} call to {model}" if role else f"call to {model}"
         if endpoint:
@@ -42,7 +57,7 @@ class ModelCallError(RuntimeError):
         text = f"{where} failed{tries}: {message.rstrip('. ')}"
         if hint:
             text += f". Check: {hint}"
-        super().__init__(text)
+        super().__init__(bound_message(text))
 
 
 class EmbeddedModelUnavailable(RuntimeError):

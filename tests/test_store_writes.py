@@ -1,0 +1,187 @@
+"""Writes that never lose or duplicate: stale SKILL saves refused, stored runs idempotent,
+failed cases retried on resume, and model error payloads bounded (issues #15 and #16)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from store import repo
+from store.audit_repo import latest_traces, load_traces, save_traces
+from workbench.audit.cases import load_cases
+from workbench.audit.pipeline import AuditOptions
+from workbench.audit.policy import AuditIndex
+from workbench.audit.runner import read_traces, run_audit
+from workbench.audit.trace import AuditError, AuditTrace
+from workbench.cli import main
+from workbench.editing import apply_edits
+from workbench.graph import PolicyIndex
+from workbench.llm.errors import MAX_MESSAGE_CHARS, ModelCallError, bound_message
+from workbench.review import pending_cases
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
+NO_JUDGE = AuditOptions(judge_mode="none")
+
+
+def _edit_rows(skill):
+    rules = [{"id": r.id, "condition": r.condition, "action": r.action, "modality": r.modality}
+             for r in skill.graph.rules.values()]
+    edges = [{"source": e.source, "target": e.target} for e in skill.graph.edges]
+    return rules, edges
+
+
+# -- issue #16 item 1: an edit of an old version never reverts later ones ------------------
+
+def test_save_from_an_old_version_is_refused_with_what_changed_since(engine, refund_index_data):
+    repo.import_index(engine, PolicyIndex.from_dict(refund_index_data))
+    v1 = repo.load_skill(engine, "refunds", 1)
+    rules, edges = _edit_rows(v1)
+    v2 = apply_edits(v1, rules, [e for e in edges if (e["source"], e["target"]) != ("R2", "R1")])
+    assert repo.save_skill(engine, v2.skill, base_version=1).version == 2
+
+    # An author still looking at v1 changes a rule and saves: that would drop v2's edge edit.
+    rules[0]["action"] = "verify identity twice"
+    stale = apply_edits(v1, rules, edges)
+    with pytest.raises(repo.StaleVersion) as err:
+        repo.save_skill(engine, stale.skill, author="ana", base_version=1)
+    assert (err.value.base, err.value.latest) == (1, 2)
+    assert "removed edges R2->R1" in err.value.changes
+    assert "version 2 is the latest" in str(err.value)
+    assert [v.version for v in repo.versions(engine, "refunds")] == [1, 2]  # nothing saved
+
+    # The same edit made on the latest version goes through and keeps v2's change.
+    rules2, edges2 = _edit_rows(repo.load_skill(engine, "refunds", 2))
+    rules2[0]["action"] = "verify identity twice"
+    fresh = apply_edits(repo.load_skill(engine, "refunds", 2), rules2, edges2)
+    saved = repo.save_skill(engine, fresh.skill, author="ana", base_version=2)
+    assert saved.version == 3
+    v3 = repo.load_skill(engine, "refunds", 3)
+    assert ("R2", "R1") not in {(e.source, e.target) for e in v3.graph.edges}
+    assert v3.graph.rules["R1"].action == "verify identity twice"
+
+
+def test_version_numbers_are_never_reused_after_a_delete(engine, refund_index_data):
+    index = PolicyIndex.from_dict(refund_index_data)
+    repo.import_index(engine, index)
+    repo.delete_skill(engine, "refunds")
+    assert repo.import_index(engine, index)[0].version == 2
+
+
+# -- issue #15 defect 8: storing a finished run again stores nothing -----------------------
+
+def test_storing_the_same_traces_twice_adds_nothing(engine, tmp_path):
+    index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
+    cases = load_cases(FIX / "merchant_cases.jsonl")
+    out = tmp_path / "t.jsonl"
+    run_audit(cases, index, "cdg", out, options=NO_JUDGE)
+    traces = read_traces(out)
+    assert save_traces(engine, traces, "R", "ds") == 4
+    assert save_traces(engine, traces, "R", "ds") == 0
+    assert save_traces(engine, traces + traces, "R2", "ds") == 4  # a repeat within one call too
+    # A changed trace of the same case (a retry that now succeeds) is added and is the newest.
+    changed = dict(traces[0], context_tokens=traces[0]["context_tokens"] + 1)
+    assert save_traces(engine, [changed], "R", "ds") == 1
+    assert len(load_traces(engine, run_id="R")) == 5
+    newest = latest_traces(engine, "ds")[(changed["id"], "cdg")]
+    assert newest.context_tokens == changed["context_tokens"]
+
+
+def test_rerunning_a_finished_cli_audit_with_store_stores_nothing_new(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WORKBENCH_DB", str(tmp_path / "wb.db"))
+    args = ["audit", "--index", str(FIX / "merchant_index.json"), "--cases",
+            str(FIX / "merchant_cases.jsonl"), "--no-judge", "--strategy", "cdg",
+            "--out", str(tmp_path / "t.jsonl"), "--store", "ds", "--run-id", "R"]
+    assert main(args) == 0
+    assert main(args) == 0
+    assert "0 new traces" in capsys.readouterr().err
+    from store.db import make_engine
+
+    assert len(load_traces(make_engine(), run_id="R")) == 4  # was 8 before the fix
+
+
+# -- issue #15 defect 2: resume retries failed cases ---------------------------------------
+
+def _with_errors(out: Path, kinds: dict[str, str]) -> None:
+    """Rewrite ``out`` so the named cases' traces failed with the given error kinds."""
+    traces = read_traces(out)
+    with open(out, "w", encoding="utf-8") as f:
+        for t in traces:
+            if t["id"] in kinds:
+                t = dict(t, error={"kind": kinds[t["id"]], "message": "boom", "cause": "server_error"})
+            f.write(json.dumps(t) + "\n")
+
+
+def test_resume_retries_cases_that_failed_on_the_model(tmp_path):
+    index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
+    cases = load_cases(FIX / "merchant_cases.jsonl")
+    out = tmp_path / "t.jsonl"
+    run_audit(cases, index, "cdg", out, options=NO_JUDGE)
+    a, b, c = (case.id for case in cases[:3])
+    _with_errors(out, {a: "ModelCallError", b: "InternalError", c: "EmptySeed"})
+
+    kept = run_audit(cases, index, "cdg", out, options=NO_JUDGE, retry_failed=False)
+    assert (kept.done, kept.retried, kept.skipped) == (0, 0, 4)
+
+    again = run_audit(cases, index, "cdg", out, options=NO_JUDGE)
+    # EmptySeed follows from the case and the index: another attempt would say the same.
+    assert (again.done, again.retried, again.skipped) == (2, 2, 2)
+    traces = read_traces(out)
+    assert len(traces) == 6  # the failed traces stay in the file as history
+    from workbench.audit.trace import latest_per_key
+
+    newest = {t["id"]: t for t in latest_per_key(traces)}
+    assert newest[a]["error"] is None and newest[b]["error"] is None
+    assert newest[c]["error"]["kind"] == "EmptySeed"
+    # Nothing left to retry: a third run does nothing.
+    assert run_audit(cases, index, "cdg", out, options=NO_JUDGE).done == 0
+
+
+def test_pending_cases_include_failed_ones_unless_told_not_to():
+    class Case:
+        def __init__(self, cid: str) -> None:
+            self.id = cid
+
+    cases = [Case("a"), Case("b"), Case("c")]
+    failed = {"kind": "ModelCallError", "message": "timeout", "cause": "timeout"}
+    stored = [
+        {"id": "a", "strategy": "cdg", "error": failed},
+        {"id": "b", "strategy": "cdg", "error": failed},
+        {"id": "b", "strategy": "cdg", "error": None},  # retried later: newest wins
+    ]
+    assert [c.id for c in pending_cases(cases, stored, "cdg", "whole", "lexical")] == ["a", "c"]
+    assert [c.id for c in pending_cases(cases, stored, "cdg", "whole", "lexical",
+                                        retry_failed=False)] == ["c"]
+
+
+# -- issue #15 defect 7: error payloads are bounded ----------------------------------------
+
+def test_bound_message_cuts_with_a_marker_and_is_stable():
+    huge = "x" * 5_000_000
+    cut = bound_message(huge)
+    assert len(cut) <= MAX_MESSAGE_CHARS
+    assert cut.endswith("[cut: 5,000,000 characters in all]")
+    assert bound_message(cut) == cut
+    assert bound_message("short") == "short"
+
+
+def test_a_huge_model_answer_does_not_blow_up_traces_or_the_database(engine):
+    junk = "not json " * 600_000  # ~5 MB, what a broken judge sent
+    exc = ModelCallError(f"the answer was unusable ({junk})", role="judge", model="m",
+                         endpoint="http://127.0.0.1:1/v1", kind="invalid_output", hint="the model")
+    assert len(str(exc)) <= MAX_MESSAGE_CHARS and "judge call to m" in str(exc)
+    trace = AuditTrace(id="c1", strategy="cdg")
+    trace.error = AuditError("ModelCallError", f"judge: {junk}", "invalid_output")
+    assert len(trace.error.message) <= MAX_MESSAGE_CHARS
+    # A trace file written before the fix still loads bounded.
+    old = dict(trace.to_dict(), error={"kind": "ModelCallError", "message": junk, "cause": ""})
+    assert len(AuditTrace.from_dict(old).error.message) <= MAX_MESSAGE_CHARS
+    save_traces(engine, [trace], "R", "ds")
+    from sqlmodel import Session, select
+
+    from store.models import AuditResultRow
+
+    with Session(engine) as session:
+        row = session.exec(select(AuditResultRow)).one()
+    assert len(row.error) <= MAX_MESSAGE_CHARS and len(row.trace_json) < 10_000
