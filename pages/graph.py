@@ -7,6 +7,7 @@ import streamlit as st
 from components.graph_view import legend, show_graph
 from components.replay_state import policy_index
 from components.rules import rules_frame
+from components.safe import md
 from components.spans import show_source
 from components.state import engine, user_name
 from store import audit_repo, repo
@@ -26,11 +27,24 @@ if not names:
 left, right = st.columns([1, 1])
 name = left.selectbox("SKILL", names, key="graph_skill")
 vers = [v.version for v in repo.versions(eng, name)]
+latest = vers[-1]
 # A widget's value can only be set before it is drawn: a save parks the new version here.
 if "graph_show_version" in st.session_state:
     st.session_state["graph_version"] = st.session_state.pop("graph_show_version")
-version = right.selectbox("Version", vers[::-1], key="graph_version")
+elif (st.session_state.get("graph_version_of") != name
+      or st.session_state.get("graph_version") not in vers):
+    # Another SKILL (or a version that is gone): open its latest version. A kept "1" from the
+    # previous SKILL made authors edit an old version without noticing (issue #16).
+    st.session_state["graph_version"] = latest
+st.session_state["graph_version_of"] = name
+version = right.selectbox("Version", vers[::-1], key="graph_version",
+                          format_func=lambda v: f"{v} (latest)" if v == latest else str(v))
 skill = repo.load_skill(eng, name, version)
+if version != latest:
+    st.warning(md(f"You are viewing version {version}, not the latest ({latest}). Saving an edit "
+                  f"made here is refused, because it would undo what versions after {version} "
+                  f"changed; switch to version {latest} to edit, or explicitly restore from this "
+                  "version below."), icon="⚠️")
 
 query = st.text_input("Search rules", key="graph_query", placeholder="e.g. refund coupon")
 hits = search_rules(skill, query)
@@ -98,22 +112,38 @@ edited_edges = st.data_editor(
 )
 author = st.text_input("Your name", value=user_name(), key="graph_author")
 note = st.text_input("What and why (optional)", key="graph_note")
+restore = False
+if version != latest:
+    restore = st.checkbox(f"Restore from version {version}: the new version replaces the "
+                          f"changes made in versions after {version}", key=f"graph_restore_{name}")
 if st.button("Save as new version", type="primary", key="graph_save"):
     result = apply_edits(skill, edited_rules, edited_edges)
     if not result.ok:
         st.error("Nothing was saved. Fix these and save again:\n\n"
                  + "\n".join(f"- {p}" for p in result.problems))
-    elif result.summary == "no changes":
+    elif result.summary == "no changes" and not restore:
         st.info("No changes to save.")
     else:
-        saved = repo.save_skill(eng, result.skill, author=author or "analyst",
-                                note=note or result.summary)
-        st.session_state["graph_saved"] = (saved.version, result.summary)
-        st.session_state["graph_show_version"] = saved.version
-        st.rerun()
+        # The version the edit was built on: the store refuses it if it is no longer the
+        # latest (an old version selected, or another author saved meanwhile). Restoring
+        # says "on top of the latest" explicitly.
+        base = latest if restore else version
+        summary = (f"restored from version {version}; " if restore else "") + result.summary
+        try:
+            saved = repo.save_skill(eng, result.skill, author=author or "analyst",
+                                    note=note or summary, base_version=base)
+        except repo.StaleVersion as stale:
+            st.error(md(f"Nothing was saved: this edit was made on version {stale.base}, but "
+                        f"version {stale.latest} is the latest. Saving would undo what changed "
+                        f"since: {stale.changes}. Switch to version {stale.latest} and make the "
+                        "edit there."))
+        else:
+            st.session_state["graph_saved"] = (saved.version, summary)
+            st.session_state["graph_show_version"] = saved.version
+            st.rerun()
 if "graph_saved" in st.session_state:
     v, summary = st.session_state.pop("graph_saved")
-    st.success(f"Saved version {v}: {summary}")
+    st.success(md(f"Saved version {v}: {summary}"))
 
 with st.expander("Edit history"):
     history = repo.edit_history(eng, name)
@@ -128,14 +158,14 @@ with st.expander("Edit history"):
 st.divider()
 st.subheader("Edit impact")
 datasets = audit_repo.datasets(eng)
-if version <= 1 or not datasets:
+older = [v for v in vers if v < version]
+if not older or not datasets:
     st.caption("Needs a SKILL with at least two versions and stored cases "
                "(`workbench import-cases ...`).")
 else:
     c1, c2 = st.columns(2)
     impact_ds = c1.selectbox("Stored cases of", datasets, key="impact_dataset")
-    base = c2.selectbox("Compare with version", [v for v in vers if v < version][::-1],
-                        key="impact_base")
+    base = c2.selectbox("Compare with version", older[::-1], key="impact_base")
     if st.button("Find cases whose closure changes", key="impact_find"):
         before = with_skill(policy_index(eng), repo.load_skill(eng, name, base))
         after = with_skill(before, skill)
