@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Index, Session, SQLModel, UniqueConstraint, select
 
+from store.db import retry_conflicts, write_session
 from workbench.annotation.labels import (
     Adjudication,
     Annotator,
@@ -249,23 +250,23 @@ def add_task_items(engine: Engine, task: str, skill_name: str, skill_version: in
     keys = list(dict.fromkeys(item_keys))
     if any(not isinstance(k, str) or not k.strip() for k in keys):
         raise LabelError("item keys must be non-empty strings")
-    for _attempt in range(3):  # a concurrent enqueue of the same items: re-read and retry
-        try:
-            with Session(engine) as session:
-                queued = set(_queued(session, task, skill_name, skill_version))
-                start = len(queued)
-                new = [k for k in keys if k not in queued]
-                session.add_all(
-                    AnnotationTaskItem(task=task, skill_name=skill_name,
-                                       skill_version=skill_version, item_key=k,
-                                       position=start + offset)
-                    for offset, k in enumerate(new)
-                )
-                session.commit()
-                return len(new)
-        except IntegrityError:
-            continue
-    raise RuntimeError("could not queue items: other writers kept adding the same items")
+
+    def write() -> int:
+        # Under the write lock: a concurrent enqueue cannot slip between the read and the insert.
+        with write_session(engine) as session:
+            queued = set(_queued(session, task, skill_name, skill_version))
+            start = len(queued)
+            new = [k for k in keys if k not in queued]
+            session.add_all(
+                AnnotationTaskItem(task=task, skill_name=skill_name,
+                                   skill_version=skill_version, item_key=k,
+                                   position=start + offset)
+                for offset, k in enumerate(new)
+            )
+            session.commit()
+            return len(new)
+
+    return retry_conflicts(write)
 
 
 def _queued(session: Session, task: str, skill_name: str, skill_version: int) -> list[str]:

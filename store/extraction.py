@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
+from store.db import retry_conflicts, write_session
 from store.models import utcnow
 
 
@@ -44,14 +45,20 @@ class SqlStepStore:
 
     def put(self, key: str, kind: str, value: dict) -> None:
         text = json.dumps(value, ensure_ascii=False)
-        with Session(self.engine) as session:
-            row = session.get(ExtractionStep, key)
-            if row is None:
-                session.add(ExtractionStep(key=key, kind=kind, value_json=text))
-            else:
-                row.kind, row.value_json, row.created_at = kind, text, utcnow()
-                session.add(row)
-            session.commit()
+
+        def write() -> None:
+            # Under the write lock: two extractions of one SKILL finishing the same block
+            # must not both find it missing and collide on the key.
+            with write_session(self.engine) as session:
+                row = session.get(ExtractionStep, key)
+                if row is None:
+                    session.add(ExtractionStep(key=key, kind=kind, value_json=text))
+                else:
+                    row.kind, row.value_json, row.created_at = kind, text, utcnow()
+                    session.add(row)
+                session.commit()
+
+        retry_conflicts(write)
 
     def count(self, kind: str | None = None) -> int:
         with Session(self.engine) as session:
