@@ -185,3 +185,25 @@ def test_a_huge_model_answer_does_not_blow_up_traces_or_the_database(engine):
     with Session(engine) as session:
         row = session.exec(select(AuditResultRow)).one()
     assert len(row.error) <= MAX_MESSAGE_CHARS and len(row.trace_json) < 10_000
+
+
+def test_cases_that_failed_in_a_500_storm_succeed_on_resume(tmp_path):
+    from workbench.llm import Gateway, load_config
+    from workbench.llm.fake_server import FakeChatServer, reply, role_env, status
+
+    index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
+    cases = load_cases(FIX / "merchant_cases.jsonl")
+    out = tmp_path / "t.jsonl"
+    ok = reply({"violation": False, "violated_rules": [], "reason": "complies"})
+    with FakeChatServer(default=ok) as srv:
+        gw = Gateway(config=load_config(env=role_env(srv.api_base, retries=0)),
+                     sleep=lambda _s: None)
+        srv.push(*[status(500)] * 2)  # the storm: two cases fail for good
+        first = run_audit(cases, index, "cdg", out, gw, concurrency=1)
+        assert first.errors == {"ModelCallError": 2}
+        again = run_audit(cases, index, "cdg", out, gw, concurrency=1)
+        assert (again.done, again.retried, again.skipped) == (2, 2, 2)
+        assert again.errors == {}
+    from workbench.audit.trace import latest_per_key
+
+    assert all(t["error"] is None for t in latest_per_key(read_traces(out)))
