@@ -207,3 +207,27 @@ def test_cases_that_failed_in_a_500_storm_succeed_on_resume(tmp_path):
     from workbench.audit.trace import latest_per_key
 
     assert all(t["error"] is None for t in latest_per_key(read_traces(out)))
+
+
+def test_metrics_and_import_traces_count_a_retried_case_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WORKBENCH_DB", str(tmp_path / "wb.db"))
+    index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
+    cases = load_cases(FIX / "merchant_cases.jsonl")
+    out = tmp_path / "t.jsonl"
+    run_audit(cases, index, "cdg", out, options=NO_JUDGE)
+    _with_errors(out, {cases[0].id: "ModelCallError"})
+    imported = ["import-traces", str(out), "--dataset", "ds", "--run-id", "R"]
+    assert main(imported) == 0
+    run_audit(cases, index, "cdg", out, options=NO_JUDGE)  # the retry appends a newer trace
+    assert len(read_traces(out)) == 5
+    capsys.readouterr()
+    assert main(["metrics", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["n"] == 4
+    assert main(imported) == 0  # the retried case's new trace replaces the failed one
+    assert main(imported) == 0  # and importing again adds nothing
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["R: 1 new trace(s), 3 already stored", "R: 0 new trace(s), 4 already stored"]
+    from store.db import make_engine
+
+    newest = latest_traces(make_engine(), "ds")
+    assert len(newest) == 4 and all(t.error is None for t in newest.values())

@@ -176,14 +176,14 @@ def _metrics(args) -> int:
 
     from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.metrics import compute_metrics, format_table
-    from workbench.audit.runner import read_traces
+    from workbench.audit.runner import latest_per_key, read_traces
     from workbench.cli import CliError
 
     traces = []
     for path in args.traces:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
-        traces += read_traces(path)
+        traces += latest_per_key(read_traces(path))  # a retried case counts once: its newest
     labels = gold = None
     if args.cases:
         try:

@@ -82,15 +82,15 @@ def _import_traces(args) -> int:
     from store import audit_repo
     from store.db import make_engine
     from workbench.audit import read_traces
+    from workbench.audit.trace import latest_per_key
     from workbench.cli import CliError
 
     try:
-        traces = read_traces(args.traces)
+        traces = latest_per_key(read_traces(args.traces))  # a retried case: its newest trace
     except (OSError, ValueError) as exc:
         raise CliError(f"{exc}. Traces are the JSONL written by `workbench audit --out`.") from None
-    engine = make_engine(args.db)
-    have = {(t.id, t.strategy) for t in audit_repo.load_traces(engine, run_id=args.run_id)}
-    new = [t for t in traces if (t["id"], t["strategy"]) not in have]
-    audit_repo.save_traces(engine, new, args.run_id, args.dataset)
-    print(f"{args.run_id}: {len(new)} new trace(s), {len(traces) - len(new)} already stored")
+    # save_traces skips a trace equal to the newest stored one of its case: importing the same
+    # file again adds nothing, and a case retried since (its newest trace changed) is updated.
+    added = audit_repo.save_traces(make_engine(args.db), traces, args.run_id, args.dataset)
+    print(f"{args.run_id}: {added} new trace(s), {len(traces) - added} already stored")
     return 0
