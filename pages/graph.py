@@ -37,8 +37,7 @@ elif (st.session_state.get("graph_version_of") != name
     # previous SKILL made authors edit an old version without noticing (issue #16).
     st.session_state["graph_version"] = latest
 st.session_state["graph_version_of"] = name
-version = right.selectbox("Version", vers[::-1], key="graph_version",
-                          format_func=lambda v: f"{v} (latest)" if v == latest else str(v))
+version = right.selectbox("Version", vers[::-1], key="graph_version")
 skill = repo.load_skill(eng, name, version)
 if version != latest:
     st.warning(md(f"You are viewing version {version}, not the latest ({latest}). Saving an edit "
