@@ -231,3 +231,27 @@ def test_metrics_and_import_traces_count_a_retried_case_once(tmp_path, monkeypat
 
     newest = latest_traces(make_engine(), "ds")
     assert len(newest) == 4 and all(t.error is None for t in newest.values())
+
+
+def test_a_5_mb_judge_answer_leaves_small_traces_and_a_small_database(tmp_path, engine):
+    from workbench.llm import Gateway, load_config
+    from workbench.llm.fake_server import FakeChatServer, reply, role_env
+
+    index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
+    cases = load_cases(FIX / "merchant_cases.jsonl")[:2]
+    out = tmp_path / "t.jsonl"
+    # Valid JSON that misses the schema: the schema error quoted the 5 MB value, twice (the
+    # answer and the repair), in every trace.
+    junk = reply({"violation": "x" * 5_000_000, "violated_rules": [], "reason": "r"})
+    with FakeChatServer(default=junk) as srv:
+        gw = Gateway(config=load_config(env=role_env(srv.api_base, retries=0)),
+                     sleep=lambda _s: None)
+        summary = run_audit(cases, index, "cdg", out, gw, concurrency=1)
+    assert summary.errors == {"ModelCallError": 2}
+    traces = read_traces(out)
+    assert all(len(t["error"]["message"]) <= MAX_MESSAGE_CHARS for t in traces)
+    assert all("characters in all]" in t["error"]["message"] for t in traces)
+    assert out.stat().st_size < 100_000  # was 20 MB: 10,006,151 bytes per trace line
+    save_traces(engine, traces, "R", "ds")
+    db = Path(engine.url.database)
+    assert db.stat().st_size + Path(f"{db}-wal").stat().st_size < 2_000_000  # was 42 MB

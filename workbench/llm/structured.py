@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from workbench.llm.errors import bound_message
+
 Validator = Callable[[dict[str, Any]], Any]
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
@@ -20,7 +22,8 @@ class OutputProblem(ValueError):
     """
 
     def __init__(self, message: str, *, truncated: bool = False):
-        super().__init__(message)
+        # A schema error quotes the offending value, which can be megabytes of model output.
+        super().__init__(bound_message(message))
         self.truncated = truncated
 
 
