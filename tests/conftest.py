@@ -106,3 +106,17 @@ def spawn_safe_main(monkeypatch):
     import types
 
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+
+
+@pytest.fixture
+def fork_context(spawn_safe_main):
+    """A ``multiprocessing`` context whose children fork from one server process that has
+    imported the CLI, the store and litellm: a child starts in milliseconds, not seconds of
+    imports (crash tests with ``kill -9``, concurrent writer processes). Children get a fresh
+    interpreter state apart from those imports; give them their settings explicitly."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["workbench.cli", "workbench.audit", "store.models",
+                                    "workbench.llm.transport", "litellm"])
+    return context

@@ -3,7 +3,9 @@ exactly one trace in the file and in the store, none lost, none duplicated, none
 
 The judge is the fake OpenAI-compatible server with a fixed latency, so each case takes a
 known time and the kills land mid-run: after a random number of traces is written, and once
-in the ``--store`` step at the end.
+in the ``--store`` step at the end. Each ``workbench audit`` runs in a process forked from a
+server that imported the CLI and litellm once (``fork_context``): the same CLI code and the
+same SIGKILL, without paying seconds of imports per start.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -44,24 +45,36 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.is_file() else 0
 
 
-def _start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen(cmd, env=env, cwd=log.parent, stdout=subprocess.DEVNULL,
-                            stderr=open(log, "wb"))  # noqa: SIM115 (closed with the process)
+def _audit(args: list[str], env: dict[str, str], log: str) -> None:
+    """Child: ``workbench <args>`` with ``env`` as its WORKBENCH_* settings, stderr to ``log``."""
+    os.chdir(Path(log).parent)
+    os.dup2(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    for name in [k for k in os.environ if k.startswith("WORKBENCH_")]:
+        del os.environ[name]
+    os.environ.update(env)
+    from workbench.cli import main
+
+    sys.exit(main(args))
+
+
+def _start(context, args: list[str], env: dict[str, str], log: Path):
+    proc = context.Process(target=_audit, args=(args, env, str(log)))
+    proc.start()
+    return proc
 
 
 @pytest.mark.slow
-def test_kill_9_at_random_points_then_resume_loses_and_duplicates_nothing(tmp_path):
+def test_kill_9_at_random_points_then_resume_loses_and_duplicates_nothing(tmp_path, fork_context):
+    context = fork_context
     rng = random.Random(15)
     ids = _cases(tmp_path / "cases.jsonl")
     out, db = tmp_path / "traces.jsonl", tmp_path / "wb.db"
     verdict = replace(reply({"violation": False, "violated_rules": [], "reason": "complies"}),
                       delay_s=LATENCY_S)
     with FakeChatServer(default=verdict) as srv:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("WORKBENCH_") and k != "PYTHONPATH"}
-        env.update(role_env(srv.api_base, role="judge", retries=0))
-        env.update(WORKBENCH_DB=str(db), PYTHONPATH=str(ROOT))
-        cmd = [sys.executable, "-m", "workbench.cli", "audit", "--index",
+        env = dict(role_env(srv.api_base, role="judge", retries=0), WORKBENCH_DB=str(db))
+        cmd = ["audit", "--index",
                str(FIX / "merchant_index.json"), "--cases", str(tmp_path / "cases.jsonl"),
                "--strategy", "cdg", "--out", str(out), "--store", "ds", "--run-id", "R",
                "--concurrency", "2", "--no-cache"]
@@ -70,33 +83,35 @@ def test_kill_9_at_random_points_then_resume_loses_and_duplicates_nothing(tmp_pa
         for round_ in range(2):
             before = _lines(out)
             target = min(N_CASES - 1, before + rng.randint(1, 5))
-            proc = _start(cmd, env, tmp_path / f"run{round_}.log")
+            proc = _start(context, cmd, env, tmp_path / f"run{round_}.log")
             deadline = time.monotonic() + 120
-            while _lines(out) < target and proc.poll() is None and time.monotonic() < deadline:
+            while _lines(out) < target and proc.is_alive() and time.monotonic() < deadline:
                 time.sleep(0.005)
             time.sleep(rng.uniform(0, LATENCY_S))  # sometimes mid-write of the next line
-            assert proc.poll() is None, (tmp_path / f"run{round_}.log").read_text()
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(30)
+            assert proc.is_alive(), (tmp_path / f"run{round_}.log").read_text()
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join(30)
             kills.append(_lines(out))
-        # A fourth kill once every case is audited: during (or right before) --store.
+        # A third kill once every case is audited: during (or right before) --store.
         log = tmp_path / "run2.log"
-        proc = _start(cmd, env, log)
+        proc = _start(context, cmd, env, log)
         deadline = time.monotonic() + 120
-        while b"audited (" not in log.read_bytes() and proc.poll() is None \
+        while (not log.is_file() or b"audited (" not in log.read_bytes()) and proc.is_alive() \
                 and time.monotonic() < deadline:
             time.sleep(0.002)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        store_killed = proc.returncode == -signal.SIGKILL
+        if proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.join(30)
+        store_killed = proc.exitcode == -signal.SIGKILL
         # Resume to the end (a re-run of a finished run storing nothing is in test_store_writes).
-        done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, done.stderr
+        log = tmp_path / "run3.log"
+        proc = _start(context, cmd, env, log)
+        proc.join(120)
+        assert proc.exitcode == 0, log.read_text()
         judged = len(srv.requests)
+    last = log.read_text().strip().splitlines()[-2:]
     print(f"kills after {kills} traces; store step killed: {store_killed}; {judged} judge calls "
-          f"for {N_CASES} cases; last run: {done.stderr.strip().splitlines()[-2:]}")
+          f"for {N_CASES} cases; last run: {last}")
 
     assert kills == sorted(kills) and kills[-1] < N_CASES  # the kills did land mid-run
     # The file: every line but a torn one parses, and each case has exactly one trace.

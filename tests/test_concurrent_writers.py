@@ -1,7 +1,8 @@
 """Four writer processes on every write path at once (issue #15, defect 3): nothing lost,
 nothing duplicated, no crash.
 
-One spawned process per writer runs every path in turn; a barrier lines the four up before
+One process per writer (forked from a server that has the imports: ``fork_context``) runs
+every path in turn; a barrier lines the four up before
 each path so they really hit the same rows together: ``import-cases`` into one dataset,
 ``import`` of versions of one SKILL, ``audit --store`` into one dataset, review decisions,
 annotation labels, and the Graph page's save (every writer edits version 1: exactly one may
@@ -12,7 +13,6 @@ writers also race to create the schema.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import traceback
 from pathlib import Path
 
@@ -47,6 +47,8 @@ def writer(number: int, url: str, folder: str, base_index: dict, barrier, result
     import io
     import os
 
+    for name in [k for k in os.environ if k.startswith("WORKBENCH_")]:
+        del os.environ[name]  # the fork server's environment is whatever it started with
     os.environ["WORKBENCH_DB"] = url
     out = Path(folder)
     graph_outcome, failure = "", ""
@@ -107,7 +109,7 @@ def writer(number: int, url: str, folder: str, base_index: dict, barrier, result
 
 @pytest.mark.slow
 def test_four_writer_processes_on_every_write_path_lose_nothing(
-        tmp_path, refund_index_data, spawn_safe_main):
+        tmp_path, refund_index_data, fork_context):
     from store import repo
     from store.annotation import labels_for
     from store.audit_repo import load_cases, load_traces
@@ -118,7 +120,7 @@ def test_four_writer_processes_on_every_write_path_lose_nothing(
     url = f"sqlite:///{tmp_path / 'race.db'}"
     edited = json.loads(json.dumps(refund_index_data))
     edited["skills"][0]["name"] = "edited"
-    context = multiprocessing.get_context("spawn")
+    context = fork_context
     barrier = context.Barrier(WRITERS, timeout=120)
     results = context.Queue()
     procs = [context.Process(target=writer, args=(k, url, str(tmp_path), refund_index_data,
