@@ -255,3 +255,16 @@ def test_a_5_mb_judge_answer_leaves_small_traces_and_a_small_database(tmp_path, 
     save_traces(engine, traces, "R", "ds")
     db = Path(engine.url.database)
     assert db.stat().st_size + Path(f"{db}-wal").stat().st_size < 2_000_000  # was 42 MB
+
+
+def test_the_cli_says_how_many_failed_cases_it_retried(tmp_path, capsys):
+    out = tmp_path / "t.jsonl"
+    args = ["audit", "--index", str(FIX / "merchant_index.json"), "--cases",
+            str(FIX / "merchant_cases.jsonl"), "--no-judge", "--strategy", "cdg", "--out", str(out)]
+    assert main(args) == 0
+    first = load_cases(FIX / "merchant_cases.jsonl")[0].id
+    _with_errors(out, {first: "ModelCallError"})
+    assert main([*args, "--no-retry-failed"]) == 0
+    assert "0 audited (0 of them retried after an earlier error), 4 already in" in capsys.readouterr().err
+    assert main(args) == 0
+    assert "1 audited (1 of them retried after an earlier error), 3 already in" in capsys.readouterr().err
