@@ -126,11 +126,11 @@ if st.button("Save as new version", type="primary", key="graph_save"):
         # The version the edit was built on: the store refuses it if it is no longer the
         # latest (an old version selected, or another author saved meanwhile). Restoring
         # says "on top of the latest" explicitly.
-        base = latest if restore else version
+        built_on = latest if restore else version
         summary = (f"restored from version {version}; " if restore else "") + result.summary
         try:
             saved = repo.save_skill(eng, result.skill, author=author or "analyst",
-                                    note=note or summary, base_version=base)
+                                    note=note or summary, base_version=built_on)
         except repo.StaleVersion as stale:
             st.error(md(f"Nothing was saved: this edit was made on version {stale.base}, but "
                         f"version {stale.latest} is the latest. Saving would undo what changed "
