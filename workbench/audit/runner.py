@@ -23,6 +23,7 @@ from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditError, AuditTrace
+from workbench.inputs import InputError, loads_json, read_input_bytes
 
 INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
 ABORT_AFTER = 3
@@ -51,22 +52,39 @@ def trace_key(data: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def read_traces(path: str | Path) -> list[dict[str, Any]]:
-    """Trace dicts from a JSONL file; a damaged (half-written) line is skipped."""
+    """Trace dicts from a JSONL file; a damaged line is skipped.
+
+    Lines are decoded one by one: a write cut short by ``kill -9`` or a full disk can end
+    inside a multi-byte character, and that must cost the torn line only, not the file.
+    """
     p = Path(path)
     if not p.is_file():
         return []
+    data = read_input_bytes(p, "traces file")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     out = []
-    with open(p, encoding="utf-8") as src:
-        for line in src:
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict) and "id" in data:
-                out.append(data)
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            trace = loads_json(raw.decode("utf-8"), str(p))
+        except (UnicodeDecodeError, InputError):
+            continue
+        if isinstance(trace, dict) and "id" in trace:
+            out.append(trace)
     return out
+
+
+def encode_trace(trace: AuditTrace) -> str:
+    """One JSON line. Text that is not valid Unicode (a lone surrogate from a case built in
+    code) is written as a JSON escape instead of crashing the UTF-8 file write."""
+    line = json.dumps(trace.to_dict(), ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(trace.to_dict(), ensure_ascii=True)
+    return line
 
 
 def _end_with_newline(path: Path) -> None:
@@ -135,7 +153,7 @@ async def arun_audit(
 
     def write(trace: AuditTrace) -> None:
         nonlocal streak
-        line = json.dumps(trace.to_dict(), ensure_ascii=False)
+        line = encode_trace(trace)
         with lock:
             with open(out_path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
