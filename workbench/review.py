@@ -22,7 +22,6 @@ chance from both label distributions (:func:`workbench.annotation.agreement.cohe
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
+from workbench.audit.trace import AuditTrace
+from workbench.inputs import InputError, loads_json, split_jsonl_lines
 
 DECISIONS = ("confirm", "overturn")
 REASONS = ("flagged", "strategies-disagree", "gold-mismatch")
@@ -369,16 +370,17 @@ def parse_traces(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Trace dicts from JSONL text, and a problem per line that is not a trace.
 
     A line must be a JSON object with a string ``id`` and ``strategy``; a ``verdict``, when
-    present, must be an object with a boolean ``violation``.
+    present, must be an object with a boolean ``violation``; and the whole line must read
+    back as an ``AuditTrace`` (what the store and the pages load it as later).
     """
     traces, problems = [], []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(split_jsonl_lines(text), 1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {number}: not valid JSON ({exc.msg})")
+            data = loads_json(line, f"line {number}")
+        except InputError as exc:
+            problems.append(f"line {number}: {exc.problem}")
             continue
         if not isinstance(data, dict) or not data.get("id") or not data.get("strategy"):
             problems.append(f"line {number}: not an audit trace (needs 'id' and 'strategy')")
@@ -390,6 +392,12 @@ def parse_traces(text: str) -> tuple[list[dict[str, Any]], list[str]]:
                             "'violation'")
             continue
         data["id"], data["strategy"] = str(data["id"]), str(data["strategy"])
+        try:
+            AuditTrace.from_dict(data)
+        except (TypeError, ValueError, AttributeError) as exc:
+            problems.append(f"line {number}: not an audit trace of this workbench "
+                            f"({str(exc)[:120]})")
+            continue
         traces.append(data)
     return traces, problems
 
