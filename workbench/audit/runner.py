@@ -68,7 +68,7 @@ def read_traces(path: str | Path) -> list[dict[str, Any]]:
         if not raw.strip():
             continue
         try:
-            trace = loads_json(raw.decode("utf-8"), str(p))
+            trace = loads_json(raw.decode("utf-8"), str(p), allow_surrogates=True)
         except (UnicodeDecodeError, InputError):
             continue
         if isinstance(trace, dict) and "id" in trace:

@@ -59,12 +59,14 @@ def _lone_surrogate_line(text: str) -> int | None:
     return None
 
 
-def _check_tree(data: Any, origin: str, text: str, first_line: int) -> None:
+def _check_tree(data: Any, origin: str, text: str, first_line: int, surrogates: bool) -> None:
     """Depth and lone surrogates, walked without recursion (deep data must not crash us)."""
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, str):
+        if surrogates:
+            strings: tuple[str, ...] = ()
+        elif isinstance(node, str):
             strings = (node,)
         elif isinstance(node, dict):
             strings = tuple(node)
@@ -86,12 +88,14 @@ def _check_tree(data: Any, origin: str, text: str, first_line: int) -> None:
             stack.extend((child, depth + 1) for child in children)
 
 
-def loads_json(text: str, origin: str, first_line: int = 1) -> Any:
+def loads_json(text: str, origin: str, first_line: int = 1, *, allow_surrogates: bool = False) -> Any:
     """Parse one JSON document (``first_line``: its line in the file, for JSONL).
 
     Raises InputError for invalid JSON, a key repeated within one object, nesting deeper than
     :data:`MAX_JSON_DEPTH`, integers longer than Python converts (4,300 digits) and strings
-    with lone surrogates (they cannot be written as UTF-8 again).
+    with lone surrogates (they cannot be written as UTF-8 again). ``allow_surrogates`` is
+    for the workbench's own traces, which write such text as escapes and must read back
+    equal.
     """
     at = first_line - 1
     try:
@@ -112,7 +116,7 @@ def loads_json(text: str, origin: str, first_line: int = 1) -> Any:
         raise InputError(origin, f"a number has more than {sys.get_int_max_str_digits()} digits",
                          None if line is None else line + at,
                          "store long identifiers as strings") from None
-    _check_tree(data, origin, text, first_line)
+    _check_tree(data, origin, text, first_line, allow_surrogates)
     return data
 
 
