@@ -76,15 +76,17 @@ def load_located(text: str) -> tuple[Any, list[tuple[str, int]]]:
 
     Raises ``YamlSyntaxError`` (with the line) when the text is not valid YAML.
     """
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)  # checks the characters: may raise ReaderError
         # Bounded before construction: an alias bomb is refused while it is still a small
         # graph of shared nodes, before any expanded value (or its repr) exists.
         node = loader.bounded_node()
         data = None if node is None else loader.construct_document(node)
     except (yaml.YAMLError, RecursionError) as exc:
-        problem, line = yaml_problem(exc)
+        problem, line = yaml_problem(exc, text)
         raise YamlSyntaxError(f"invalid YAML: {problem}", line) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, loader.duplicates

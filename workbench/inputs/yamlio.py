@@ -93,10 +93,14 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def yaml_problem(exc: BaseException) -> tuple[str, int | None]:
+def yaml_problem(exc: BaseException, text: str = "") -> tuple[str, int | None]:
     """``(message, 1-based line or None)`` of a YAML loading failure."""
     if isinstance(exc, RecursionError):
         return f"nested more than {MAX_YAML_DEPTH} levels deep", None
+    if isinstance(exc, yaml.reader.ReaderError):  # raised before any mark exists
+        line = text.count("\n", 0, exc.position) + 1 if text else None
+        return (f"control character U+{exc.character:04X} is not allowed in YAML; remove it "
+                "or write it as an escape in a double-quoted string"), line
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         return (exc.problem or exc.context or "invalid YAML"), (mark.line + 1 if mark else None)
@@ -105,15 +109,18 @@ def yaml_problem(exc: BaseException) -> tuple[str, int | None]:
 
 def load_yaml(text: str, origin: str, first_line: int = 1) -> Any:
     """One YAML document with safe tags only and the bounds above; raises InputError."""
-    loader = BoundedSafeLoader(text)
+    loader = None
     try:
+        loader = BoundedSafeLoader(text)  # checks the characters: may raise ReaderError
         node = loader.bounded_node()
         return None if node is None else loader.construct_document(node)
     except (yaml.YAMLError, RecursionError) as exc:
-        message, line = yaml_problem(exc)
-        bounded = isinstance(exc, YamlBoundError | RecursionError | yaml.constructor.ConstructorError)
+        message, line = yaml_problem(exc, text)
+        bounded = isinstance(exc, YamlBoundError | RecursionError | yaml.constructor.ConstructorError
+                             | yaml.reader.ReaderError)
         raise InputError(origin, f"invalid YAML: {message}",
                          None if line is None else line + first_line - 1,
                          "" if bounded else "fix the YAML (values with ':' need quotes)") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
