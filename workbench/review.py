@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
-from workbench.audit.trace import AuditTrace
+from workbench.audit.trace_check import trace_problem
 from workbench.inputs import InputError, loads_json, split_jsonl_lines
 
 DECISIONS = ("confirm", "overturn")
@@ -392,11 +392,8 @@ def parse_traces(text: str) -> tuple[list[dict[str, Any]], list[str]]:
                             "'violation'")
             continue
         data["id"], data["strategy"] = str(data["id"]), str(data["strategy"])
-        try:
-            AuditTrace.from_dict(data)
-        except (TypeError, ValueError, AttributeError) as exc:
-            problems.append(f"line {number}: not an audit trace of this workbench "
-                            f"({str(exc)[:120]})")
+        if bad := trace_problem(data):
+            problems.append(f"line {number}: not an audit trace of this workbench ({bad})")
             continue
         traces.append(data)
     return traces, problems

@@ -23,6 +23,7 @@ from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditError, AuditTrace
+from workbench.audit.trace_check import trace_problem
 from workbench.inputs import InputError, loads_json, read_input_bytes
 
 INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
@@ -51,8 +52,9 @@ def trace_key(data: dict[str, Any]) -> tuple[str, str, str, str]:
     )
 
 
-def read_traces(path: str | Path) -> list[dict[str, Any]]:
-    """Trace dicts from a JSONL file; a damaged line is skipped.
+def read_traces(path: str | Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
+    """Trace dicts from a JSONL file; a damaged line or one that is not a usable trace is
+    skipped (and described in ``problems``, when given, as ``file:line: why``).
 
     Lines are decoded one by one: a write cut short by ``kill -9`` or a full disk can end
     inside a multi-byte character, and that must cost the torn line only, not the file.
@@ -64,16 +66,31 @@ def read_traces(path: str | Path) -> list[dict[str, Any]]:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     out = []
-    for raw in data.split(b"\n"):
+    for number, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
-            trace = loads_json(raw.decode("utf-8"), str(p), allow_surrogates=True)
-        except (UnicodeDecodeError, InputError):
+            trace = loads_json(raw.decode("utf-8"), str(p), number, allow_surrogates=True)
+        except UnicodeDecodeError:
+            _note(problems, f"{p}:{number}: not UTF-8 (a torn or damaged line)")
             continue
-        if isinstance(trace, dict) and "id" in trace:
-            out.append(trace)
+        except InputError as exc:
+            _note(problems, str(exc))
+            continue
+        if isinstance(trace, dict) and isinstance(trace.get("id"), int) \
+                and not isinstance(trace["id"], bool):
+            trace["id"] = str(trace["id"])
+        bad = "not a JSON object" if not isinstance(trace, dict) else trace_problem(trace)
+        if bad:
+            _note(problems, f"{p}:{number}: not an audit trace: {bad}")
+            continue
+        out.append(trace)
     return out
+
+
+def _note(problems: list[str] | None, message: str) -> None:
+    if problems is not None:
+        problems.append(message)
 
 
 def encode_trace(trace: AuditTrace) -> str:

@@ -171,12 +171,20 @@ def _metrics(args) -> int:
     from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.runner import read_traces
     from workbench.cli import CliError
+    from workbench.inputs import InputError
 
-    traces = []
+    traces, skipped = [], []
     for path in args.traces:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
-        traces += read_traces(path)
+        try:
+            traces += read_traces(path, skipped)
+        except InputError as exc:
+            raise CliError(str(exc)) from None
+    for problem in skipped[:10]:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    if len(skipped) > 10:
+        print(f"warning: skipped {len(skipped) - 10} more line(s)", file=sys.stderr)
     labels = gold = None
     if args.cases:
         try:
