@@ -253,6 +253,16 @@ def _load_skill(path: Path) -> int:
     return codes[0]
 
 
+def _two_skill_index() -> bytes:
+    """The merchant index with a renamed second copy of its SKILL: an import that fails on
+    the second SKILL must not have stored the first."""
+    data = json.loads(INDEX.read_bytes())
+    second = json.loads(json.dumps(data["skills"][0]))
+    second["name"] += "-second"
+    data["skills"].append(second)
+    return json.dumps(data, ensure_ascii=False, indent=1).encode()
+
+
 def _audit_argv(path: Path, work: Path) -> list[str]:
     return ["audit", "--index", str(INDEX), "--cases", str(path), "--strategy", "cdg",
             "--no-judge", "--out", str(work / "out.jsonl")]
@@ -263,7 +273,7 @@ TARGETS: tuple[Target, ...] = (
     Target("skill-zip", "bundle.zip", _skill_seed, mutate_zip, call=_load_skill),
     Target("index:graph-stats", "index.json", INDEX.read_bytes,
            lambda r, d: mutate_json(r, d, False), argv=lambda p, w: ["graph", "stats", str(p)]),
-    Target("index:import", "index.json", INDEX.read_bytes, lambda r, d: mutate_json(r, d, False),
+    Target("index:import", "index.json", _two_skill_index, lambda r, d: mutate_json(r, d, False),
            argv=lambda p, w: ["import", str(p)], writes=True),
     Target("cases:import-cases", "cases.jsonl", CASES.read_bytes,
            lambda r, d: mutate_json(r, d, True),
