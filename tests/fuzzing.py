@@ -32,6 +32,7 @@ INDEX = FIX / "audit" / "merchant_index.json"
 CASES = FIX / "audit" / "merchant_cases.jsonl"
 TRACES = FIX / "demo" / "traces_cdg.jsonl"
 CONTRACT = FIX / "contracts" / "airline.yaml"
+TRAJECTORIES = FIX / "contracts" / "airline_synthetic.json"
 SKILL = FIX / "demo" / "skills"
 LABELS = b"item,annotator,label\nr1,ann,correct\nr1,bob,wrong\nr2,ann,correct\nr2,bob,\n"
 TIME_LIMIT_S = 20.0  # per input, on a loaded 2-core machine; a hang is far beyond it
@@ -288,6 +289,9 @@ TARGETS: tuple[Target, ...] = (
            writes=True),
     Target("contract:check", "contract.yaml", CONTRACT.read_bytes, mutate_yaml,
            argv=lambda p, w: ["contract", "check", str(p)]),
+    Target("trajectories:replay", "runs.json", TRAJECTORIES.read_bytes,
+           lambda r, d: mutate_json(r, d, False),
+           argv=lambda p, w: ["contract", "replay", str(CONTRACT), str(p)]),
     Target("labels:agreement", "labels.csv", lambda: LABELS, mutate_bytes,
            argv=lambda p, w: ["annotate", "agreement", str(p)]),
 )
