@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import random
+import shutil
 import sys
 import time
 import zipfile
@@ -33,6 +34,7 @@ CASES = FIX / "audit" / "merchant_cases.jsonl"
 TRACES = FIX / "demo" / "traces_cdg.jsonl"
 CONTRACT = FIX / "contracts" / "airline.yaml"
 TRAJECTORIES = FIX / "contracts" / "airline_synthetic.json"
+COMPLIBENCH = FIX / "audit" / "complibench" / "airlines" / "conversation_00000.json"
 SKILL = FIX / "demo" / "skills"
 LABELS = b"item,annotator,label\nr1,ann,correct\nr1,bob,wrong\nr2,ann,correct\nr2,bob,\n"
 TIME_LIMIT_S = 20.0  # per input, on a loaded 2-core machine; a hang is far beyond it
@@ -229,6 +231,7 @@ class Target:
     argv: Callable[[Path, Path], list[str]] | None = None  # (input, work dir) -> CLI argv
     call: Callable[[Path], int] | None = None  # a reader called directly: 0 read, 2 refused
     writes: bool = False  # exit 2 must leave the database untouched
+    outputs: tuple[str, ...] = ()  # files/folders under the work dir that exit 2 must not create
 
 
 def _skill_seed() -> bytes:
@@ -280,7 +283,7 @@ TARGETS: tuple[Target, ...] = (
            lambda r, d: mutate_json(r, d, True),
            argv=lambda p, w: ["import-cases", str(p), "--dataset", "fz"], writes=True),
     Target("cases:audit", "cases.jsonl", CASES.read_bytes, lambda r, d: mutate_json(r, d, True),
-           argv=_audit_argv),
+           argv=_audit_argv, outputs=("out.jsonl",)),
     Target("traces:metrics", "traces.jsonl", TRACES.read_bytes,
            lambda r, d: mutate_json(r, d, True), argv=lambda p, w: ["metrics", str(p)]),
     Target("traces:import-traces", "traces.jsonl", TRACES.read_bytes,
@@ -292,6 +295,10 @@ TARGETS: tuple[Target, ...] = (
     Target("trajectories:replay", "runs.json", TRAJECTORIES.read_bytes,
            lambda r, d: mutate_json(r, d, False),
            argv=lambda p, w: ["contract", "replay", str(CONTRACT), str(p)]),
+    Target("complibench:import", "cb/conversation_00000.json", COMPLIBENCH.read_bytes,
+           lambda r, d: mutate_json(r, d, False),
+           argv=lambda p, w: ["import-complibench", str(p.parent), "--out", str(w / "cb-out")],
+           outputs=("cb-out",)),
     Target("labels:agreement", "labels.csv", lambda: LABELS, mutate_bytes,
            argv=lambda p, w: ["annotate", "agreement", str(p)]),
 )
@@ -330,8 +337,11 @@ def run_target(target: Target, data: bytes, work: Path) -> Outcome:
 
     work.mkdir(parents=True, exist_ok=True)
     path = work / target.filename
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    (work / "out.jsonl").unlink(missing_ok=True)
+    for name in ("out.jsonl", *target.outputs):
+        shutil.rmtree(work / name, ignore_errors=True)
+        (work / name).unlink(missing_ok=True)
     url = use_db(work)
     before = store_snapshot(url) if target.writes else None
     err = io.StringIO()
@@ -358,6 +368,8 @@ def run_target(target: Target, data: bytes, work: Path) -> Outcome:
         out.problem = f"exit 2 without naming {path.name}: {message[:500]}"
     elif code == 2 and before is not None and store_snapshot(url) != before:
         out.problem = "exit 2 but the store changed (partial write)"
+    elif code == 2 and any((work / name).exists() for name in target.outputs):
+        out.problem = "exit 2 but output files were written (partial write)"
     if seconds > TIME_LIMIT_S:
         out.problem = out.problem or f"took {seconds:.1f} s"
     return out
