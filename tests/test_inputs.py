@@ -150,3 +150,9 @@ def test_yaml_control_character_names_its_line():
 def test_yaml_first_line_offsets_front_matter_errors():
     with pytest.raises(InputError, match=r"^SKILL.md:4: "):
         load_yaml("name: x\ndesc: [\n", "SKILL.md", first_line=2)
+
+
+def test_yaml_lone_surrogate_escape_is_refused_like_in_json():
+    with pytest.raises(InputError, match=r"^S.md:3: .*lone surrogate"):
+        load_yaml('name: ok\ndescription: "a\\udc80"\n', "S.md", first_line=2)
+    assert load_yaml('d: "\\U0001F600"', "f") == {"d": "\U0001F600"}

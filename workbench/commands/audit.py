@@ -64,6 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _audit(args) -> int:
+    from pathlib import Path
+
     from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
@@ -75,6 +77,9 @@ def _audit(args) -> int:
     index = load_index_or_fail(args.index)
     for warning in index.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if args.out is not None and Path(args.out).is_dir():
+        raise CliError(f"--out {args.out} is a folder; give a file for the traces (e.g. "
+                       f"{Path(args.out) / 'traces.jsonl'})")
     try:
         cases = load_cases(args.cases)
     except (FileNotFoundError, CaseFormatError) as exc:

@@ -3,6 +3,7 @@ is built, so a 400-byte "billion laughs" file fails in milliseconds instead of f
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -44,6 +45,9 @@ class YamlBoundError(yaml.MarkedYAMLError):
     pass
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_expansion(root: yaml.Node) -> None:
     """Raise YamlBoundError when the node graph, expanded, exceeds the bounds or is recursive.
 
@@ -73,6 +77,12 @@ def check_expansion(root: yaml.Node) -> None:
             continue
         if key in size:
             continue
+        if isinstance(node, yaml.ScalarNode) and _SURROGATE.search(node.value):
+            # "\udc80" in a double-quoted scalar: not Unicode, and no UTF-8 writer (index
+            # file, database) could store it later.
+            raise YamlBoundError(None, None, "a string holds a lone surrogate escape (such as "
+                                 "\\udc80); remove it or complete the surrogate pair",
+                                 node.start_mark)
         if key in active:
             raise YamlBoundError(None, None, "an alias refers to a value that contains it "
                                  "(a recursive structure)", node.start_mark)
