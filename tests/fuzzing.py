@@ -34,6 +34,7 @@ CASES = FIX / "audit" / "merchant_cases.jsonl"
 TRACES = FIX / "demo" / "traces_cdg.jsonl"
 CONTRACT = FIX / "contracts" / "airline.yaml"
 TRAJECTORIES = FIX / "contracts" / "airline_synthetic.json"
+OUTCOMES = FIX / "scaling" / "outcomes.csv"
 COMPLIBENCH = FIX / "audit" / "complibench" / "airlines" / "conversation_00000.json"
 SKILL = FIX / "demo" / "skills"
 LABELS = b"item,annotator,label\nr1,ann,correct\nr1,bob,wrong\nr2,ann,correct\nr2,bob,\n"
@@ -257,6 +258,19 @@ def _load_skill(path: Path) -> int:
     return codes[0]
 
 
+def _load_outcomes(path: Path) -> int:
+    """What ``workbench scaling fit|select`` read their outcomes table with (fitting itself
+    is numeric work on validated data, too slow to fuzz)."""
+    from workbench.scaling import OutcomesError, load_outcomes
+
+    try:
+        load_outcomes(path)
+    except OutcomesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _two_skill_index() -> bytes:
     """The merchant index with a renamed second copy of its SKILL: an import that fails on
     the second SKILL must not have stored the first."""
@@ -299,6 +313,9 @@ TARGETS: tuple[Target, ...] = (
            lambda r, d: mutate_json(r, d, False),
            argv=lambda p, w: ["import-complibench", str(p.parent), "--out", str(w / "cb-out")],
            outputs=("cb-out",)),
+    Target("outcomes:csv", "outcomes.csv", lambda: b"".join(OUTCOMES.open("rb").readlines()[:80]),
+           mutate_bytes,
+           call=_load_outcomes),
     Target("labels:agreement", "labels.csv", lambda: LABELS, mutate_bytes,
            argv=lambda p, w: ["annotate", "agreement", str(p)]),
 )
