@@ -156,3 +156,14 @@ def test_yaml_lone_surrogate_escape_is_refused_like_in_json():
     with pytest.raises(InputError, match=r"^S.md:3: .*lone surrogate"):
         load_yaml('name: ok\ndescription: "a\\udc80"\n', "S.md", first_line=2)
     assert load_yaml('d: "\\U0001F600"', "f") == {"d": "\U0001F600"}
+
+
+def test_names_inferred_from_a_heading_are_made_usable_not_refused():
+    from workbench.skill import parse_skill
+    from workbench.skill_names import MAX_SKILL_NAME, skill_name_problem
+
+    long = "Refund and cancellation policy for merchant orders placed in the EU and UK regions"
+    doc = parse_skill(f"# {long}\nBody.\n", "x/SKILL.md")
+    assert len(doc.name) <= MAX_SKILL_NAME and long.startswith(doc.name) and not doc.name.endswith(" ")
+    assert parse_skill("# Returns/exchanges\nBody.\n", "SKILL.md").name == "Returns-exchanges"
+    assert skill_name_problem(doc.name) is None

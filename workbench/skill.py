@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.inputs import InputError, decode_text, load_yaml, read_input_bytes
-from workbench.skill_names import skill_name_problem
+from workbench.skill_names import inferred_skill_name, skill_name_problem
 from workbench.tokens import count_tokens
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$")
@@ -113,8 +113,9 @@ def parse_skill(text: str, path: str | Path | None = None) -> SkillDoc:
     if not name:
         first = next((b.heading for b in blocks if b.heading and b.level == 1), None)
         if first:
-            name = first
-            warnings.append(f"{origin}: no 'name' in front matter; using the first heading {first!r}.")
+            # A heading is prose, not a chosen name: make it a usable one rather than fail.
+            name = inferred_skill_name(first)
+            warnings.append(f"{origin}: no 'name' in front matter; using the first heading {name!r}.")
         elif path:
             p = Path(path)
             name = p.parent.name if p.name.upper() == "SKILL.MD" and p.parent.name else p.stem

@@ -28,3 +28,14 @@ def skill_name_problem(name: str) -> str | None:
     if name != name.strip():
         return f"the SKILL name {name!r} starts or ends with spaces; remove them"
     return None
+
+
+def inferred_skill_name(text: str) -> str:
+    """A usable name made from prose (a ``# Heading``): path separators become hyphens,
+    control characters go, and it is cut at a word boundary to :data:`MAX_SKILL_NAME`."""
+    name = "".join("-" if ch in "/\\" else ch for ch in text
+                   if unicodedata.category(ch) not in ("Cc", "Cs")).strip()
+    if len(name) > MAX_SKILL_NAME:
+        cut = name[:MAX_SKILL_NAME + 1].rsplit(" ", 1)[0]
+        name = (cut if len(cut) >= MAX_SKILL_NAME // 2 else name[:MAX_SKILL_NAME]).rstrip()
+    return name
