@@ -301,6 +301,7 @@ def import_complibench(
     for c in convs:
         by_domain.setdefault(c.domain, {}).setdefault(c.workflow.key, c.workflow)
     skills: dict[str, dict[str, Any]] = {}
+    built_from: dict[str, Path] = {}
     cases: list[AuditCase] = []
     for c in convs:
         try:
@@ -314,6 +315,7 @@ def import_complibench(
                         random.Random(f"distractors:{name}").shuffle(others)
                         others = sorted(others[:distractors], key=lambda w: w.key)
                 skills[name] = build_skill(c, others, domain_label)
+                built_from[name] = c.path
             cases.extend(conversation_cases(c, name, salt))
         except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
             # Messages and mistakes are read lazily: a wrong field surfaces here, and must
@@ -327,7 +329,13 @@ def import_complibench(
         index = PolicyIndex.from_dict({"format": "skillcdg/1", "skills": list(skills.values())},
                                       "complibench import")
     except IndexValidationError as exc:
-        raise CompliBenchFormatError(f"{src}: the conversations give an invalid index: {exc}") from None
+        # Name the conversation each bad SKILL was built from: that is the file to fix.
+        names = list(skills)
+        files = sorted({str(built_from[names[int(m.group(1))]]) for p in exc.problems
+                        if (m := re.match(r"skills\[(\d+)\]", p.location))})
+        raise CompliBenchFormatError(
+            f"{', '.join(files) or src}: the conversations give an invalid index: {exc}"
+        ) from None
     out.mkdir(parents=True, exist_ok=True)
     summary = ImportSummary(conversations=len(convs), skills=len(skills))
     for s in skills.values():
