@@ -381,7 +381,9 @@ def run_target(target: Target, data: bytes, work: Path) -> Outcome:
     message = err.getvalue()
     if code not in (0, 2):
         out.problem = f"exit {code}: {message[-500:]}"
-    elif code == 2 and (not message.startswith("error: ") or path.name not in message):
+    elif code == 2 and not any(line.startswith("error: ") for line in message.splitlines()):
+        out.problem = f"exit 2 without an 'error:' line: {message[:500]}"
+    elif code == 2 and path.name not in message:
         out.problem = f"exit 2 without naming {path.name}: {message[:500]}"
     elif code == 2 and before is not None and store_snapshot(url) != before:
         out.problem = "exit 2 but the store changed (partial write)"
