@@ -40,11 +40,12 @@ def _load_cases(eng: Engine):
                     "history, response, seeds, closure, edges and verdict per line.")
             return []
         from workbench.annotation.inspection import read_traces_jsonl
+        from workbench.inputs import InputError, decode_text
 
         try:
-            text = upload.getvalue().decode("utf-8")
-        except UnicodeDecodeError:
-            st.error("The file is not UTF-8 text; save it as UTF-8 JSONL and upload it again.")
+            text, _ = decode_text(upload.getvalue(), upload.name)
+        except InputError as exc:
+            st.error(ui.md(str(exc)))
             return []
         cases, errors = read_traces_jsonl(text, origin=upload.name)
     for message in errors[:5]:

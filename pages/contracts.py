@@ -22,6 +22,7 @@ from workbench.contracts import (
     replay_all,
     summarize,
 )
+from workbench.inputs import InputError, decode_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_FILE = ROOT / "fixtures" / "contracts" / "airline.yaml"
@@ -86,7 +87,12 @@ elif source == UPLOAD:
     if uploaded is None:
         st.info("Upload tau-bench records, message lists or JSON Lines.")
         st.stop()
-    name, data = uploaded.name, uploaded.getvalue().decode("utf-8", errors="replace")
+    try:
+        name, (data, _) = uploaded.name, decode_text(uploaded.getvalue(), uploaded.name)
+    except InputError as exc:
+        st.error("The trajectory file could not be read.")
+        st.code(str(exc), language=None, wrap_lines=True)
+        st.stop()
 else:
     path = SOURCES[source]
     name, data = path.name, _read(str(path), path.stat().st_mtime)

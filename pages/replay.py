@@ -3,8 +3,6 @@ side-by-side comparison of two policy-access strategies."""
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from components.conversation import show_conversation, show_response, show_state
@@ -16,6 +14,7 @@ from components.verdict import show_verdict
 from store import audit_repo
 from workbench.audit import STRATEGIES as _STRATEGY_TABLE
 from workbench.audit import AuditOptions, CaseFormatError, audit_case, case_from_dict
+from workbench.inputs import InputError, loads_json
 
 STRATEGIES = list(_STRATEGY_TABLE)
 
@@ -36,8 +35,8 @@ if dataset == PASTE:
     if not raw.strip():
         st.stop()
     try:
-        case = case_from_dict(json.loads(raw), "pasted case")
-    except (ValueError, CaseFormatError) as exc:
+        case = case_from_dict(loads_json(raw, "pasted case"), "pasted case")
+    except (InputError, CaseFormatError) as exc:
         st.error(md(f"The pasted case cannot be used: {exc}"))
         st.stop()
 else:

@@ -20,9 +20,10 @@ from components.state import engine, user_name
 from components.verdict import show_verdict
 from store import audit_repo, repo
 from store import review as review_store
-from workbench.audit.cases import CaseFormatError, iter_cases
+from workbench.audit.cases import CaseFormatError, parse_cases_bytes
 from workbench.audit.pipeline import JUDGE_MODES
 from workbench.audit.strategies import STRATEGIES
+from workbench.inputs import InputError, decode_text
 from workbench.review import (
     REASON_TEXT,
     REASONS,
@@ -76,8 +77,7 @@ def store_uploaded_cases() -> None:
             st.error("Choose a cases file and name the dataset first.")
             return
         try:
-            cases = list(iter_cases(upload.getvalue().decode("utf-8", "replace").splitlines(),
-                                    upload.name))
+            cases = parse_cases_bytes(upload.getvalue(), upload.name)
         except CaseFormatError as exc:
             st.error(md(f"Nothing was stored: {exc}"))
             return
@@ -174,7 +174,12 @@ def load_panel() -> None:
         if upload is None or not dataset.strip():
             st.error("Choose a traces file and name its dataset first.")
             return
-        traces, problems = parse_traces(upload.getvalue().decode("utf-8", "replace"))
+        try:
+            text, _ = decode_text(upload.getvalue(), upload.name)
+        except InputError as exc:
+            st.error(md(f"Nothing was stored: {exc}"))
+            return
+        traces, problems = parse_traces(text)
         if problems:
             st.warning(md(f"{len(problems)} line(s) skipped: " + "; ".join(problems[:5])))
         if traces:

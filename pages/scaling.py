@@ -10,6 +10,7 @@ import streamlit as st
 
 from components.scaling_sources import stored_runs_outcomes
 from components.state import engine
+from workbench.inputs import decode_text
 from workbench.scaling import (
     AnalysisOptions,
     FitError,
@@ -41,7 +42,8 @@ def _md(text: str) -> str:
 def _analyse(
     data: bytes, name: str, bootstrap: int, maxiter: int, loso: bool, reference: float
 ) -> tuple[pd.DataFrame, ScalingReport]:
-    outcomes = read_outcomes(data.decode("utf-8"), outcomes_format(name))
+    # InputError (a ValueError) names the line of a non-UTF-8 or binary upload.
+    outcomes = read_outcomes(decode_text(data, name)[0], outcomes_format(name))
     options = AnalysisOptions(
         bootstrap=bootstrap, loso=loso, reference_b=reference, fit=FitOptions(maxiter=maxiter)
     )
@@ -117,9 +119,6 @@ if st.session_state.get("scaling_args") != args:
 try:
     with st.spinner("Fitting, cross-validating and bootstrapping…"):
         outcomes, report = _analyse(*args)
-except UnicodeDecodeError:
-    st.error("The file is not UTF-8 text. Save it as UTF-8 CSV or JSONL and upload it again.")
-    st.stop()
 except (OutcomesError, FitError, ValueError) as exc:
     st.error("The outcomes could not be analysed. Fix the table and upload it again:")
     st.code(str(exc), language=None)

@@ -68,10 +68,10 @@ def test_bad_fields_are_named(patch, message):
 def test_load_reports_line_numbers_and_duplicates(tmp_path):
     path = tmp_path / "cases.jsonl"
     path.write_text(json.dumps(FULL) + "\n\n{not json\n")
-    with pytest.raises(CaseFormatError, match="line 3: not valid JSON"):
+    with pytest.raises(CaseFormatError, match="cases.jsonl:3: not valid JSON"):
         load_cases(path)
     path.write_text(json.dumps(FULL) + "\n" + json.dumps(FULL) + "\n")
-    with pytest.raises(CaseFormatError, match="line 2: duplicate case id 'c1' \\(first on line 1\\)"):
+    with pytest.raises(CaseFormatError, match="cases.jsonl:2: duplicate case id 'c1' \\(first on line 1\\)"):
         load_cases(path)
     with pytest.raises(FileNotFoundError, match="no such cases file"):
         load_cases(tmp_path / "missing.jsonl")

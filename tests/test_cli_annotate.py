@@ -94,12 +94,14 @@ def test_bad_input_is_a_clear_user_error(tmp_path, capsys, text, message):
 
 def test_unreadable_files(tmp_path, capsys):
     assert main(["annotate", "agreement", str(tmp_path / "missing.csv")]) == 2
-    assert "no such file; pass a CSV file with a header row" in capsys.readouterr().err
+    assert "no such labels CSV file; check the path; pass a CSV file with a header row" in \
+        capsys.readouterr().err
     assert main(["annotate", "agreement", str(tmp_path)]) == 2
-    assert "is a directory" in capsys.readouterr().err
+    assert "is a folder" in capsys.readouterr().err
     latin = write(tmp_path, "item,annotator,label\n1,a,\xe9\n", "latin.csv", encoding="latin-1")
     assert main(["annotate", "agreement", str(latin)]) == 2
-    assert "not UTF-8 text; save it as UTF-8 CSV" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "latin.csv:2: byte 0xe9" in err and "re-save it as UTF-8" in err
 
 
 def test_annotate_without_subcommand_prints_help(capsys):

@@ -121,7 +121,7 @@ def test_json_lines(tmp_path):
     path.write_text("\n".join(json.dumps({"id": f"r{i}", "messages": MESSAGES[:2]}) for i in range(3)))
     assert [t.id for t in load_trajectories(path)] == ["r0", "r1", "r2"]
     path.write_text('{"id": "ok", "messages": []}\n{broken\n')
-    with pytest.raises(TrajectoryFormatError, match=r"runs.jsonl:2: invalid JSON"):
+    with pytest.raises(TrajectoryFormatError, match=r"runs.jsonl:2: not valid JSON"):
         load_trajectories(path)
 
 
@@ -130,7 +130,7 @@ def test_file_errors_are_explained(tmp_path):
         load_trajectories(tmp_path / "nope.json")
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2")
-    with pytest.raises(TrajectoryFormatError, match=r"bad.json:1: invalid JSON"):
+    with pytest.raises(TrajectoryFormatError, match=r"bad.json:1: not valid JSON"):
         load_trajectories(bad)
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps([{"foo": 1}]))

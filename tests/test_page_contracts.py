@@ -72,7 +72,7 @@ def test_unreadable_pasted_json_is_explained(app):
     app.text_area(key="pasted_trajectories").set_value("[{").run()
     assert not app.exception
     assert any("could not be read" in e.value for e in app.error)
-    assert any("invalid JSON" in c.value for c in app.code)
+    assert any("not valid JSON" in c.value for c in app.code)
 
 
 def test_reset_restores_the_airline_contract(app):

@@ -238,7 +238,7 @@ def test_cases_and_traces_files_are_stored(tmp_path, monkeypatch):
     at.file_uploader(key="rv_cases_file").set_value(("bad.jsonl", b'{"id": "a"}\n', "text/plain"))
     at.text_input(key="rv_cases_name").set_value("mine")
     at.button(key="rv_cases_store").click().run()
-    assert "bad.jsonl line 1" in plain(at.error[0].value) and "model_response" in plain(at.error[0].value)
+    assert "bad.jsonl:1" in plain(at.error[0].value) and "model_response" in plain(at.error[0].value)
     lines = (DEMO / "cases.jsonl").read_text().splitlines()[:3]
     at.file_uploader(key="rv_cases_file").set_value(
         ("three.jsonl", "\n".join(lines).encode(), "text/plain"))

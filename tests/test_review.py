@@ -200,17 +200,24 @@ def test_pending_cases_skip_what_the_run_already_holds():
 
 def test_parse_traces_reports_each_bad_line():
     text = "\n".join([
-        '{"id": 7, "strategy": "cdg", "verdict": {"violation": true}}',
+        '{"id": 7, "strategy": "cdg", "verdict": {"violation": true, "reason": "r", '
+        '"violated_rules": ["R1"]}}',
         "not json",
         '{"strategy": "cdg"}',
         '{"id": "x", "strategy": "cdg", "verdict": {"violation": "yes"}}',
         "",
         '{"id": "y", "strategy": "raw", "verdict": null}',
+        # The store loads every stored trace back as an AuditTrace: a verdict without its
+        # reason and ids would be accepted here and crash the Review page later.
+        '{"id": "z", "strategy": "raw", "verdict": {"violation": true}}',
+        '{"id": "w", "strategy": "raw", "id": "v"}',
     ])
     traces, problems = parse_traces(text)
     assert [(t["id"], t["strategy"]) for t in traces] == [("7", "cdg"), ("y", "raw")]
-    assert [p.split(":")[0] for p in problems] == ["line 2", "line 3", "line 4"]
+    assert [p.split(":")[0] for p in problems] == ["line 2", "line 3", "line 4", "line 7", "line 8"]
     assert "boolean" in problems[2]
+    assert "not an audit trace of this workbench" in problems[3]
+    assert "appears twice" in problems[4]
 
 
 def test_latest_records_keep_first_seen_order():

@@ -237,21 +237,35 @@ class PolicyIndex:
 
     @classmethod
     def loads(cls, text: str, origin: str = "index") -> PolicyIndex:
+        from workbench.inputs import InputError, loads_json
+
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise IndexValidationError(
-                [Problem(f"line {exc.lineno} column {exc.colno}", f"not valid JSON: {exc.msg}")],
-                origin,
-            ) from exc
+            data = loads_json(text, origin)
+        except InputError as exc:
+            raise _as_validation_error(exc, origin) from None
         return cls.from_dict(data, origin)
 
     @classmethod
     def load(cls, path: str | Path) -> PolicyIndex:
+        from workbench.inputs import InputError, decode_text, read_input_bytes
+
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(
                 f"{p}: no such index file. Build one with `workbench extract` or use "
                 "fixtures/demo/index.json."
             )
-        return cls.loads(p.read_text(encoding="utf-8"), str(p))
+        try:
+            text, _ = decode_text(read_input_bytes(p, "index file"), str(p))
+        except InputError as exc:
+            raise _as_validation_error(exc, str(p)) from None
+        return cls.loads(text, str(p))
+
+
+def _as_validation_error(exc: ValueError, origin: str) -> IndexValidationError:
+    line = getattr(exc, "line", None)
+    problem = getattr(exc, "problem", str(exc))
+    fix = getattr(exc, "fix", "")
+    return IndexValidationError(
+        [Problem(f"line {line}" if line else "file", problem + (f"; {fix}" if fix else ""))], origin
+    )

@@ -16,6 +16,7 @@ from workbench.graph import (
     SkillGraph,
     Span,
 )
+from workbench.skill_names import skill_name_problem
 
 
 def _str_field(obj: dict, key: str, loc: str, problems: list[Problem], required: bool = True):
@@ -62,6 +63,9 @@ def _skill(raw: object, loc: str, problems: list[Problem], warnings: list[str]):
         return None
     first_problem = len(problems)
     name = _str_field(raw, "name", loc, problems)
+    if name is not None and (bad := skill_name_problem(name)):
+        problems.append(Problem(f"{loc}.name", bad))
+        name = None
     description = _str_field(raw, "description", loc, problems, required=False) or ""
     source = _str_field(raw, "source", loc, problems)
 

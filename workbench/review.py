@@ -22,7 +22,6 @@ chance from both label distributions (:func:`workbench.annotation.agreement.cohe
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from typing import Any
 
 from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
 from workbench.audit.trace import is_retryable, latest_per_key, trace_key
+from workbench.audit.trace_check import trace_problem
+from workbench.inputs import InputError, loads_json, split_jsonl_lines
 
 DECISIONS = ("confirm", "overturn")
 REASONS = ("flagged", "strategies-disagree", "gold-mismatch")
@@ -371,16 +372,17 @@ def parse_traces(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Trace dicts from JSONL text, and a problem per line that is not a trace.
 
     A line must be a JSON object with a string ``id`` and ``strategy``; a ``verdict``, when
-    present, must be an object with a boolean ``violation``.
+    present, must be an object with a boolean ``violation``; and the whole line must read
+    back as an ``AuditTrace`` (what the store and the pages load it as later).
     """
     traces, problems = [], []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(split_jsonl_lines(text), 1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {number}: not valid JSON ({exc.msg})")
+            data = loads_json(line, f"line {number}")
+        except InputError as exc:
+            problems.append(f"line {number}: {exc.problem}")
             continue
         if not isinstance(data, dict) or not data.get("id") or not data.get("strategy"):
             problems.append(f"line {number}: not an audit trace (needs 'id' and 'strategy')")
@@ -392,6 +394,9 @@ def parse_traces(text: str) -> tuple[list[dict[str, Any]], list[str]]:
                             "'violation'")
             continue
         data["id"], data["strategy"] = str(data["id"]), str(data["strategy"])
+        if bad := trace_problem(data):
+            problems.append(f"line {number}: not an audit trace of this workbench ({bad})")
+            continue
         traces.append(data)
     return traces, problems
 

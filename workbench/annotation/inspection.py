@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from workbench.graph import Edge, SkillGraph
+from workbench.inputs import InputError, loads_json, split_jsonl_lines
 
 
 class TraceError(ValueError):
@@ -172,14 +173,14 @@ def read_traces_jsonl(text: str, *, origin: str = "traces") -> tuple[list[Inspec
     cases: list[InspectionCase] = []
     errors: list[str] = []
     seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_jsonl_lines(text), start=1):
         if not line.strip():
             continue
         where = f"{origin} line {number}"
         try:
-            case = parse_trace(json.loads(line), origin=where)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{where}: not valid JSON ({exc.msg}); write one JSON object per line")
+            case = parse_trace(loads_json(line, where), origin=where)
+        except InputError as exc:
+            errors.append(f"{where}: {exc.problem}; {exc.fix or 'write one JSON object per line'}")
             continue
         except TraceError as exc:
             errors.append(str(exc))

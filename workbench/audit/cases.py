@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.inputs import InputError, decode_text, loads_json, read_input_bytes, split_jsonl_lines
+
 LABELS = ("positive", "negative")
 KNOWN_FIELDS = ("id", "session", "label", "skills", "context", "background", "model_response")
 
@@ -160,18 +162,19 @@ def _context(raw: Any, where: str) -> list[Turn] | str:
 
 
 def iter_cases(lines: Iterable[str], origin: str = "cases") -> Iterator[AuditCase]:
+    """Cases from JSONL lines; the first bad line raises CaseFormatError naming it."""
     seen: dict[str, int] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CaseFormatError(f"{origin} line {number}: not valid JSON ({exc.msg})") from None
-        case = case_from_dict(data, f"{origin} line {number}")
+            data = loads_json(line, origin, number)
+        except InputError as exc:
+            raise CaseFormatError(str(exc)) from None
+        case = case_from_dict(data, f"{origin}:{number}")
         if case.id in seen:
             raise CaseFormatError(
-                f"{origin} line {number}: duplicate case id {case.id!r} (first on line "
+                f"{origin}:{number}: duplicate case id {case.id!r} (first on line "
                 f"{seen[case.id]}); ids must be unique"
             )
         seen[case.id] = number
@@ -183,8 +186,23 @@ def load_cases(path: str | Path) -> list[AuditCase]:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such cases file (JSONL, one case per line)")
-    with open(p, encoding="utf-8") as src:
-        return list(iter_cases(src, str(p)))
+    return parse_cases_bytes(read_bytes_or_fail(p), str(p))
+
+
+def read_bytes_or_fail(path: Path) -> bytes:
+    try:
+        return read_input_bytes(path, "cases file")
+    except InputError as exc:
+        raise CaseFormatError(str(exc)) from None
+
+
+def parse_cases_bytes(data: bytes, origin: str) -> list[AuditCase]:
+    """Cases from the bytes of a JSONL file or upload (decoded as the input layer does)."""
+    try:
+        text, _ = decode_text(data, origin)
+    except InputError as exc:
+        raise CaseFormatError(str(exc)) from None
+    return list(iter_cases(split_jsonl_lines(text), origin))
 
 
 def dump_cases(cases: Iterable[AuditCase], path: str | Path) -> int:

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.cases import AuditCase, Turn, dump_cases, pseudonymise
-from workbench.graph import PolicyIndex
+from workbench.graph import IndexValidationError, PolicyIndex
+from workbench.inputs import InputError, read_json
 
 CAT1 = "Category 1: Universal Compliance"
 CAT2 = "Category 2: Intent Triggered Guidelines"
@@ -99,7 +100,7 @@ def _phase_number(label: Any) -> int:
 
 def read_conversation(path: Path) -> Conversation:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, "CompliBench conversation")
         guidelines = data["assistant_guidelines"]
         intent = data["intent_name"]
         phases_raw = guidelines[CAT2][intent]
@@ -119,9 +120,11 @@ def read_conversation(path: Path) -> Conversation:
             mistakes=mistakes,
             persona=data.get("persona") if isinstance(data.get("persona"), dict) else None,
         )
-    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+    except InputError as exc:  # encoding, JSON syntax, bounds: already names file and line
+        raise CompliBenchFormatError(f"{exc}; not a readable CompliBench conversation") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CompliBenchFormatError(
-            f"{path}: not a CompliBench conversation ({type(exc).__name__}: {exc}); see "
+            f"{path}: not a CompliBench conversation ({type(exc).__name__}: {str(exc)[:200]}); see "
             "shared/corpora/complibench/SOURCES.md for the expected fields"
         ) from None
 
@@ -298,20 +301,41 @@ def import_complibench(
     for c in convs:
         by_domain.setdefault(c.domain, {}).setdefault(c.workflow.key, c.workflow)
     skills: dict[str, dict[str, Any]] = {}
+    built_from: dict[str, Path] = {}
     cases: list[AuditCase] = []
     for c in convs:
-        name = skill_name(c.domain, c.workflow)
-        if name not in skills:
-            others: list[Workflow] = []
-            if long:
-                others = [w for k, w in sorted(by_domain[c.domain].items()) if k != c.workflow.key]
-                if distractors is not None:
-                    random.Random(f"distractors:{name}").shuffle(others)
-                    others = sorted(others[:distractors], key=lambda w: w.key)
-            skills[name] = build_skill(c, others, domain_label)
-        cases.extend(conversation_cases(c, name, salt))
-    index = PolicyIndex.from_dict({"format": "skillcdg/1", "skills": list(skills.values())},
-                                  "complibench import")
+        try:
+            name = skill_name(c.domain, c.workflow)
+            if name not in skills:
+                others: list[Workflow] = []
+                if long:
+                    others = [w for k, w in sorted(by_domain[c.domain].items())
+                              if k != c.workflow.key]
+                    if distractors is not None:
+                        random.Random(f"distractors:{name}").shuffle(others)
+                        others = sorted(others[:distractors], key=lambda w: w.key)
+                skills[name] = build_skill(c, others, domain_label)
+                built_from[name] = c.path
+            cases.extend(conversation_cases(c, name, salt))
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
+            # Messages and mistakes are read lazily: a wrong field surfaces here, and must
+            # name the conversation file rather than escape as a traceback.
+            raise CompliBenchFormatError(
+                f"{c.path}: not a CompliBench conversation ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); see shared/corpora/complibench/SOURCES.md"
+            ) from None
+    # Everything is built and validated before the first file is written.
+    try:
+        index = PolicyIndex.from_dict({"format": "skillcdg/1", "skills": list(skills.values())},
+                                      "complibench import")
+    except IndexValidationError as exc:
+        # Name the conversation each bad SKILL was built from: that is the file to fix.
+        names = list(skills)
+        files = sorted({str(built_from[names[int(m.group(1))]]) for p in exc.problems
+                        if (m := re.match(r"skills\[(\d+)\]", p.location))})
+        raise CompliBenchFormatError(
+            f"{', '.join(files) or src}: the conversations give an invalid index: {exc}"
+        ) from None
     out.mkdir(parents=True, exist_ok=True)
     summary = ImportSummary(conversations=len(convs), skills=len(skills))
     for s in skills.values():

@@ -83,7 +83,11 @@ def cited_ids(reason: str, known: Sequence[str]) -> list[str]:
 
 
 def verdict_validator(known_ids: Sequence[str]) -> Callable[[dict[str, Any]], None]:
-    """Reject verdicts whose ``violation`` and ``violated_rules`` contradict each other."""
+    """Reject verdicts whose ``violation`` and ``violated_rules`` contradict each other, and
+    violations that cite no id of the context (an invalid citation: nothing to point the
+    analyst to). The gateway gives the model one repair; if that fails too, the case's trace
+    records the model error instead of an uncited violation."""
+    known = set(known_ids)
 
     def validate(data: dict[str, Any]) -> None:
         if data["violation"] and not data["violated_rules"]:
@@ -92,6 +96,13 @@ def verdict_validator(known_ids: Sequence[str]) -> Callable[[dict[str, Any]], No
             )
         if not data["violation"] and data["violated_rules"]:
             raise ValueError("violation is false but violated_rules is not empty")
+        cited = [_strip(str(r)) for r in data["violated_rules"]]
+        if data["violation"] and known and not any(r in known for r in cited):
+            shown = ", ".join(repr(r[:40]) for r in cited[:6])
+            raise ValueError(
+                f"invalid citation: violated_rules names only ids that are not in the context "
+                f"({shown}); cite the bracketed ids of the violated items"
+            )
 
     return validate
 

@@ -32,6 +32,8 @@ from workbench.audit.trace import (  # noqa: F401  (trace_key: re-exported for c
     latest_per_key,
     trace_key,
 )
+from workbench.audit.trace_check import trace_problem
+from workbench.inputs import InputError, loads_json, read_input_bytes
 
 INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
 ABORT_AFTER = 3
@@ -51,23 +53,56 @@ class RunSummary:
     errors: dict[str, int] = field(default_factory=dict)
 
 
-def read_traces(path: str | Path) -> list[dict[str, Any]]:
-    """Trace dicts from a JSONL file; a damaged (half-written) line is skipped."""
+def read_traces(path: str | Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
+    """Trace dicts from a JSONL file; a damaged line or one that is not a usable trace is
+    skipped (and described in ``problems``, when given, as ``file:line: why``).
+
+    Lines are decoded one by one: a write cut short by ``kill -9`` or a full disk can end
+    inside a multi-byte character, and that must cost the torn line only, not the file.
+    """
     p = Path(path)
     if not p.is_file():
         return []
+    data = read_input_bytes(p, "traces file")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     out = []
-    with open(p, encoding="utf-8") as src:
-        for line in src:
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict) and "id" in data:
-                out.append(data)
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            trace = loads_json(raw.decode("utf-8"), str(p), number, allow_surrogates=True)
+        except UnicodeDecodeError:
+            _note(problems, f"{p}:{number}: not UTF-8 (a torn or damaged line)")
+            continue
+        except InputError as exc:
+            _note(problems, str(exc))
+            continue
+        if isinstance(trace, dict) and isinstance(trace.get("id"), int) \
+                and not isinstance(trace["id"], bool):
+            trace["id"] = str(trace["id"])
+        bad = "not a JSON object" if not isinstance(trace, dict) else trace_problem(trace)
+        if bad:
+            _note(problems, f"{p}:{number}: not an audit trace: {bad}")
+            continue
+        out.append(trace)
     return out
+
+
+def _note(problems: list[str] | None, message: str) -> None:
+    if problems is not None:
+        problems.append(message)
+
+
+def encode_trace(trace: AuditTrace) -> str:
+    """One JSON line. Text that is not valid Unicode (a lone surrogate from a case built in
+    code) is written as a JSON escape instead of crashing the UTF-8 file write."""
+    line = json.dumps(trace.to_dict(), ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(trace.to_dict(), ensure_ascii=True)
+    return line
 
 
 def _end_with_newline(path: Path) -> None:
@@ -139,7 +174,7 @@ async def arun_audit(
 
     def write(trace: AuditTrace) -> None:
         nonlocal streak
-        line = json.dumps(trace.to_dict(), ensure_ascii=False)
+        line = encode_trace(trace)
         with lock:
             with open(out_path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")

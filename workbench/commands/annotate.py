@@ -73,16 +73,17 @@ def read_labels_csv(path: Path) -> list[tuple[str, str, str | None]]:
     line.
     """
     import csv
+    import io
+
+    from workbench.inputs import InputError, read_input_text
 
     fix = "pass a CSV file with a header row and columns item,annotator,label"
     try:
-        handle = path.open(newline="", encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such file; {fix}") from None
-    except IsADirectoryError:
-        raise CliError(f"{path} is a directory; {fix}") from None
-    except OSError as exc:
-        raise CliError(f"cannot open {path}: {exc.strerror or exc}; {fix}") from None
+        # One decoder for every input: a UTF-8 BOM is dropped, UTF-16/32, Latin-1 and binary
+        # files are reported with the line, the same as for JSON and YAML.
+        handle = io.StringIO(read_input_text(path, "labels CSV file"), newline="")
+    except InputError as exc:
+        raise CliError(f"{exc}; {fix}") from None
     rows: list[tuple[str, str, str | None]] = []
     seen: dict[tuple[str, str], int] = {}
     with handle:
@@ -125,8 +126,6 @@ def read_labels_csv(path: Path) -> list[tuple[str, str, str | None]]:
                         )
                     seen[key] = line
                 rows.append((cells["item"], cells["annotator"], label))
-        except UnicodeDecodeError:
-            raise CliError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
         except csv.Error as exc:
             raise CliError(f"{path} is not valid CSV ({exc}); {fix}") from None
     return rows

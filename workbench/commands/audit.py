@@ -67,6 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _audit(args) -> int:
+    from pathlib import Path
+
     from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
@@ -78,6 +80,9 @@ def _audit(args) -> int:
     index = load_index_or_fail(args.index)
     for warning in index.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if args.out is not None and Path(args.out).is_dir():
+        raise CliError(f"--out {args.out} is a folder; give a file for the traces (e.g. "
+                       f"{Path(args.out) / 'traces.jsonl'})")
     try:
         cases = load_cases(args.cases)
     except (FileNotFoundError, CaseFormatError) as exc:
@@ -178,12 +183,20 @@ def _metrics(args) -> int:
     from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.runner import latest_per_key, read_traces
     from workbench.cli import CliError
+    from workbench.inputs import InputError
 
-    traces = []
+    traces, skipped = [], []
     for path in args.traces:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
-        traces += latest_per_key(read_traces(path))  # a retried case counts once: its newest
+        try:
+            traces += latest_per_key(read_traces(path, skipped))  # a retried case counts once
+        except InputError as exc:
+            raise CliError(str(exc)) from None
+    for problem in skipped[:10]:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    if len(skipped) > 10:
+        print(f"warning: skipped {len(skipped) - 10} more line(s)", file=sys.stderr)
     labels = gold = None
     if args.cases:
         try:

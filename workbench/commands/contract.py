@@ -66,13 +66,14 @@ def _load_contract(path: str):
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from workbench.contracts import check_contract_text
+    from workbench.contracts import ContractError, check_contract_text
+    from workbench.contracts.spec import read_contract_text
 
     path = Path(args.contract)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"cannot read {path}: {exc}; check the path") from None
+        text = read_contract_text(path)
+    except ContractError as exc:
+        raise CliError(str(exc)) from None
     contract, issues = check_contract_text(text, source=str(path))
     if args.json:
         out: dict[str, Any] = {"valid": contract is not None,

@@ -25,6 +25,8 @@ def _import(args) -> int:
     from store.db import make_engine
     from workbench.commands.graph import load_index_or_fail
 
+    # The whole index is read and validated (text, names, rules, edges) before the first
+    # write, so a bad SKILL anywhere in the file leaves the store untouched.
     index = load_index_or_fail(args.index)
     engine = make_engine(args.db)
     for saved in repo.import_index(engine, index, author=args.author):
@@ -79,16 +81,24 @@ def _import_cases(args) -> int:
 
 
 def _import_traces(args) -> int:
+    import sys
+
     from store import audit_repo
     from store.db import make_engine
-    from workbench.audit import read_traces
     from workbench.audit.trace import latest_per_key
     from workbench.cli import CliError
+    from workbench.inputs import InputError, read_input_text
+    from workbench.review import parse_traces
 
     try:
-        traces = latest_per_key(read_traces(args.traces))  # a retried case: its newest trace
-    except (OSError, ValueError) as exc:
+        traces, problems = parse_traces(read_input_text(args.traces, "traces file"))
+    except InputError as exc:
         raise CliError(f"{exc}. Traces are the JSONL written by `workbench audit --out`.") from None
+    for problem in problems[:20]:
+        print(f"warning: {args.traces}: skipped {problem}", file=sys.stderr)
+    if len(problems) > 20:
+        print(f"warning: {args.traces}: {len(problems) - 20} more line(s) skipped", file=sys.stderr)
+    traces = latest_per_key(traces)  # a retried case: its newest trace
     # save_traces skips a trace equal to the newest stored one of its case: importing the same
     # file again adds nothing, and a case retried since (its newest trace changed) is updated.
     added = audit_repo.save_traces(make_engine(args.db), traces, args.run_id, args.dataset)

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from workbench.inputs.yamlio import BoundedSafeLoader, yaml_problem
+
 
 class LocatedMap(dict):
     """A mapping with the 1-based line it starts on and the line of each key."""
@@ -32,7 +34,7 @@ class YamlSyntaxError(ValueError):
         self.line = line
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(BoundedSafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[str, int]] = []
@@ -74,16 +76,17 @@ def load_located(text: str) -> tuple[Any, list[tuple[str, int]]]:
 
     Raises ``YamlSyntaxError`` (with the line) when the text is not valid YAML.
     """
-    loader = _Loader(text)
+    loader = None
     try:
-        data = loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = exc.problem or exc.context or "invalid YAML"
+        loader = _Loader(text)  # checks the characters: may raise ReaderError
+        # Bounded before construction: an alias bomb is refused while it is still a small
+        # graph of shared nodes, before any expanded value (or its repr) exists.
+        node = loader.bounded_node()
+        data = None if node is None else loader.construct_document(node)
+    except (yaml.YAMLError, RecursionError) as exc:
+        problem, line = yaml_problem(exc, text)
         raise YamlSyntaxError(f"invalid YAML: {problem}", line) from None
-    except yaml.YAMLError as exc:
-        raise YamlSyntaxError(f"invalid YAML: {exc}", None) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, loader.duplicates

@@ -56,7 +56,17 @@ from workbench.contracts.model import (
     Transition,
     TurnShape,
 )
-from workbench.contracts.spec_reader import ContractIssue, SpecReader, line_of
+from workbench.contracts.spec_reader import (
+    ContractIssue,
+    SpecReader,
+    brief,
+    kind_of,
+    line_of,
+)
+from workbench.inputs import InputError, read_input_text
+
+# A contract is a hand-written procedure of a few kilobytes; far larger input is a mistake.
+MAX_CONTRACT_BYTES = 4 * 1024 * 1024
 
 __all__ = ["ContractError", "ContractIssue", "check_contract_text", "load_contract", "parse_contract"]
 
@@ -79,13 +89,17 @@ class ContractError(ValueError):
 def load_contract(path: str | Path) -> Contract:
     """Read and validate a contract file. Raises ``ContractError`` (also for unreadable files)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ContractError(
-            [ContractIssue("", None, f"cannot read the file ({exc}); check the path")], str(path)
-        ) from None
+    text = read_contract_text(path)
     return parse_contract(text, source=str(path))
+
+
+def read_contract_text(path: Path) -> str:
+    """The decoded text of a contract file; raises ContractError naming the line."""
+    try:
+        return read_input_text(path, "contract file", MAX_CONTRACT_BYTES)
+    except InputError as exc:
+        issue = ContractIssue("", exc.line, f"cannot read the file: {exc.problem}; {exc.fix}")
+        raise ContractError([issue], str(path)) from None
 
 
 def parse_contract(text: str, source: str = "<contract>") -> Contract:
@@ -138,7 +152,7 @@ class _Builder(SpecReader):
             if isinstance(item, str) and item:
                 tools_list.append(item)
             else:
-                self.issue(path, line, f"tool names are non-empty text, got {item!r}")
+                self.issue(path, line, f"tool names are non-empty text, got {brief(item)}")
         tools = tuple(tools_list)
         error_pattern = re.compile(DEFAULT_ERROR_PATTERN, re.IGNORECASE)
         if root.get("error_pattern") is not None:
@@ -147,7 +161,7 @@ class _Builder(SpecReader):
         rho = root.get("recovery_discount", DEFAULT_RECOVERY_DISCOUNT)
         if isinstance(rho, bool) or not isinstance(rho, int | float) or not 0 < rho <= 1:
             self.issue("recovery_discount", line_of(root, "recovery_discount"),
-                       f"expected a number in (0, 1], got {rho!r}")
+                       f"expected a number in (0, 1], got {brief(rho)}")
             rho = DEFAULT_RECOVERY_DISCOUNT
         budgets = self._section(root, "budgets", ("turns", "tool_calls"), lambda n: Budgets(
             self._positive_int(n, "turns", "budgets"), self._positive_int(n, "tool_calls", "budgets")
@@ -180,7 +194,7 @@ class _Builder(SpecReader):
         initial = root.get("initial", phase_ids[0] if phase_ids else None)
         if root.get("initial") is not None and initial not in phase_ids:
             self.issue("initial", line_of(root, "initial"),
-                       f"unknown phase {initial!r}; phases are: {', '.join(phase_ids)}")
+                       f"unknown phase {brief(initial)}; phases are: {', '.join(phase_ids)}")
         self._cross_check(phases, milestones, transitions, tools, final_phases, root)
         if self.issues or not phases or not isinstance(initial, str):
             return None
@@ -190,8 +204,20 @@ class _Builder(SpecReader):
             milestones=tuple(milestones), budgets=budgets, turn_shape=turn_shape,
             final_phases=tuple(final_phases), tools=tools, error_pattern=error_pattern,
             recovery_discount=float(rho), description=self._text(root, "description", ""),
-            source=self._text(root, "source", ""), version=_version(root.get("version")),
+            source=self._text(root, "source", ""), version=self._version(root),
         )
+
+    def _version(self, root: LocatedMap) -> int:
+        """``version`` is a whole number >= 1 (default 1). A date or ``!!binary`` is an
+        error, not a silent 1: the version decides which stored results a contract owns."""
+        value = root.get("version")
+        if value is None:
+            return 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.issue("version", line_of(root, "version"),
+                       f"expected a whole number >= 1 (e.g. 'version: 2'), got {kind_of(value)}")
+            return 1
+        return value
 
     def _section(self, root: LocatedMap, key: str, allowed: tuple[str, ...],
                  make: Callable[[LocatedMap], Any], default: Any) -> Any:
@@ -259,8 +285,5 @@ def _duplicates(builder: _Builder, ids: list[str], path: str, root: LocatedMap, 
             builder.issue(path, line_of(root, path), f"{what} id '{ident}' is used twice")
         seen.add(ident)
 
-
-def _version(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 

@@ -4,6 +4,7 @@ from located YAML. ``workbench.contracts.spec`` assembles them into a ``Contract
 from __future__ import annotations
 
 import re
+import reprlib
 from typing import Any, NamedTuple
 
 from workbench.contracts.located_yaml import LocatedList, LocatedMap
@@ -94,7 +95,7 @@ class SpecReader:
     def _ident(self, value: Any, path: str, line: int | None, what: str) -> str | None:
         if not isinstance(value, str) or not _IDENT.match(value):
             self.issue(path, line, f"{what} must be a name of letters, digits, '_' or '-' "
-                                   f"(got {value!r})")
+                                   f"(got {brief(value)})")
             return None
         return value
 
@@ -114,14 +115,15 @@ class SpecReader:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             self.issue(join_path(path, key), line_of(node, key),
-                       f"expected a whole number >= 1 (or null for no limit), got {value!r}")
+                       f"expected a whole number >= 1 (or null for no limit), got {brief(value)}")
             return None
         return value
 
     def _bool(self, node: LocatedMap, key: str, path: str, default: bool) -> bool:
         value = node.get(key, default)
         if not isinstance(value, bool):
-            self.issue(join_path(path, key), line_of(node, key), f"expected true or false, got {value!r}")
+            self.issue(join_path(path, key), line_of(node, key),
+                       f"expected true or false, got {brief(value)}")
             return default
         return value
 
@@ -154,7 +156,7 @@ class SpecReader:
     def requirement(self, value: Any, path: str, line: int | None) -> Requirement | None:
         match = _REQUIREMENT.match(value) if isinstance(value, str) else None
         if not match:
-            self.issue(path, line, f"expected MILESTONE or MILESTONE[ARGUMENT], got {value!r}")
+            self.issue(path, line, f"expected MILESTONE or MILESTONE[ARGUMENT], got {brief(value)}")
             return None
         req = Requirement(match.group(1), match.group(2))
         self._requirements.append((req, path, line))
@@ -222,7 +224,7 @@ class SpecReader:
         good = []
         for name in names:
             if not isinstance(name, str) or not name:
-                self.issue(path, line, f"tool names are non-empty text, got {name!r}")
+                self.issue(path, line, f"tool names are non-empty text, got {brief(name)}")
                 continue
             good.append(name)
             if name != ANY_TOOL:
@@ -241,7 +243,7 @@ class SpecReader:
         if isinstance(value, str):
             if value in ("ok", "any", "none"):
                 return ObservationCheck(value)  # type: ignore[arg-type]
-            self.issue(path, line, f"expected ok, any, none or a mapping, got {value!r}")
+            self.issue(path, line, f"expected ok, any, none or a mapping, got {brief(value)}")
             return ObservationCheck()
         node = self._mapping(value, path, line)
         if node is None:
@@ -250,7 +252,7 @@ class SpecReader:
         mode = node.get("valid", "ok")
         if mode not in ("ok", "any"):
             self.issue(join_path(path, "valid"), line_of(node, "valid"),
-                       f"expected ok or any, got {mode!r}")
+                       f"expected ok or any, got {brief(mode)}")
             mode = "ok"
         text_node = LocatedMap((k, node[k]) for k in ("pattern", "not_pattern") if k in node)
         text_node.line, text_node.key_lines = node.line, node.key_lines
@@ -312,7 +314,7 @@ class SpecReader:
         credit = node.get("credit", 1.0)
         if isinstance(credit, bool) or not isinstance(credit, int | float) or credit < 0:
             self.issue(join_path(path, "credit"), line_of(node, "credit"),
-                       f"expected a number >= 0, got {credit!r}")
+                       f"expected a number >= 0, got {brief(credit)}")
             credit = 1.0
         in_phase = None
         if node.get("in_phase") is not None:
@@ -370,6 +372,17 @@ def join_path(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+_BRIEF = reprlib.Repr()
+_BRIEF.maxstring = _BRIEF.maxother = 80
+_BRIEF.maxlevel = 3
+
+
+def brief(value: Any) -> str:
+    """A bounded repr for messages: a value read from a file may be huge (a long string, a
+    deep or aliased structure), and an error message must not grow with it."""
+    return _BRIEF.repr(value)
+
+
 def kind_of(value: Any) -> str:
     if value is None:
         return "nothing"
@@ -377,4 +390,4 @@ def kind_of(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return f"{type(value).__name__} {value!r}"
+    return f"{type(value).__name__} {brief(value)}"

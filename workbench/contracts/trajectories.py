@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.contracts.actions import Action
+from workbench.inputs import InputError, iter_jsonl, loads_json, read_input_text
 
 
 class TrajectoryFormatError(ValueError):
@@ -68,7 +69,10 @@ def steps_from_messages(messages: Sequence[Any], where: str = "messages") -> tup
             steps.append([Action.user(_text(message.get("content"))), None])
         elif role == "assistant":
             text = _text(message.get("content"))
-            calls = list(message.get("tool_calls") or [])
+            raw_calls = message.get("tool_calls") or []
+            if not isinstance(raw_calls, list):
+                raise TrajectoryFormatError(f"{here}.tool_calls: expected a list of tool calls")
+            calls = list(raw_calls)
             if message.get("function_call"):
                 calls.append({"function": message["function_call"]})
             if text.strip() or not calls:
@@ -101,7 +105,7 @@ def _tool_action(call: Any, parallel: int, with_message: bool, where: str) -> Ac
     else:
         try:
             parsed = json.loads(raw) if isinstance(raw, str) else None
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # bad JSON, >4300-digit ints, absurd nesting
             parsed = None
         # Model output is untrusted: unparseable arguments are kept for display only, so any
         # argument check on this call fails rather than guessing.
@@ -189,28 +193,19 @@ def load_trajectories(path: str | Path) -> list[Trajectory]:
     """Read a ``.json`` or ``.jsonl`` trajectory file; raises ``TrajectoryFormatError``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrajectoryFormatError(f"cannot read {path}: {exc}; check the path") from None
+        text = read_input_text(path, "trajectory file")
+    except InputError as exc:
+        raise TrajectoryFormatError(f"cannot read {exc}") from None
     return read_trajectories(text, path.name, where=str(path))
 
 
 def read_trajectories(text: str, name: str, *, where: str | None = None) -> list[Trajectory]:
     """Trajectories from the text of a file called ``name`` (``.jsonl``: JSON Lines)."""
     where = where or name
-    if name.endswith(".jsonl"):
-        records = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise TrajectoryFormatError(f"{where}:{n}: invalid JSON ({exc.msg})") from None
-        return parse_trajectories(records, name)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(
-            f"{where}:{exc.lineno}: invalid JSON ({exc.msg}); expected a trajectory file"
-        ) from None
+        if name.endswith(".jsonl"):
+            return parse_trajectories([value for _, value in iter_jsonl(text, where)], name)
+        data = loads_json(text, where)
+    except InputError as exc:
+        raise TrajectoryFormatError(f"{exc}; expected a trajectory file") from None
     return parse_trajectories(data, name)

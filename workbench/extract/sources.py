@@ -11,12 +11,24 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from workbench.skill import SkillDoc, SkillFormatError, decode_skill_bytes, parse_skill
+from workbench.inputs import InputError, read_input_bytes
+from workbench.skill import (
+    MAX_SKILL_BYTES,
+    SkillDoc,
+    SkillFormatError,
+    decode_skill_bytes,
+    parse_skill,
+)
 
-MAX_MEMBER_BYTES = 20 * 1024 * 1024
+MAX_MEMBER_BYTES = MAX_SKILL_BYTES
+# What a damaged or unusual archive raises from zipfile/zlib: bad CRCs and headers, encrypted
+# members (RuntimeError), unsupported compression (NotImplementedError), truncated streams.
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError,
+               OSError, ValueError, OverflowError)
 
 
 class SkillSourceError(ValueError):
@@ -40,6 +52,13 @@ def _from_bytes(data: bytes, origin: str) -> SkillDoc:
     return doc
 
 
+def _read(path: Path) -> bytes:
+    try:
+        return read_input_bytes(path, "SKILL file", MAX_SKILL_BYTES)
+    except InputError as exc:
+        raise SkillSourceError(str(exc)) from None
+
+
 def _is_skill_name(name: str) -> bool:
     return name.upper() == "SKILL.MD"
 
@@ -47,8 +66,9 @@ def _is_skill_name(name: str) -> bool:
 def _from_zip(path: Path | str, data: bytes | None = None) -> list[SkillDoc]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data) if data is not None else path)
-    except zipfile.BadZipFile as exc:
-        raise SkillSourceError(f"{path}: not a readable zip file ({exc})") from None
+    except _ZIP_ERRORS as exc:
+        raise SkillSourceError(f"{path}: not a readable zip file ({exc}); re-create the "
+                               "archive") from None
     docs: list[SkillDoc] = []
     with archive:
         members = sorted(
@@ -65,8 +85,14 @@ def _from_zip(path: Path | str, data: bytes | None = None) -> list[SkillDoc]:
                     f"{path}!{info.filename}: {info.file_size} bytes is more than a SKILL may "
                     f"have ({MAX_MEMBER_BYTES}); split the document"
                 )
-            with archive.open(info) as member:
-                data = member.read(MAX_MEMBER_BYTES + 1)
+            try:
+                with archive.open(info) as member:
+                    data = member.read(MAX_MEMBER_BYTES + 1)
+            except _ZIP_ERRORS as exc:
+                raise SkillSourceError(
+                    f"{path}!{info.filename}: cannot be unpacked ({exc}); re-create the archive "
+                    "without encryption, with deflate or no compression"
+                ) from None
             if len(data) > MAX_MEMBER_BYTES:
                 raise SkillSourceError(f"{path}!{info.filename}: larger than it claims; refused")
             docs.append(_from_bytes(data, f"{path}!{info.filename}"))
@@ -79,19 +105,19 @@ def _from_path(path: Path) -> list[SkillDoc]:
     if path.is_dir():
         direct = [p for p in path.iterdir() if p.is_file() and _is_skill_name(p.name)]
         if direct:
-            return [_from_bytes(direct[0].read_bytes(), str(direct[0]))]
+            return [_from_bytes(_read(direct[0]), str(direct[0]))]
         found = sorted(
             p for p in path.rglob("*") if p.is_file() and _is_skill_name(p.name)
             and not any(part.startswith(".") for part in p.relative_to(path).parts)
         )
         if not found:
             raise SkillSourceError(f"{path}: no SKILL.md in this folder or below it")
-        return [_from_bytes(p.read_bytes(), str(p)) for p in found]
+        return [_from_bytes(_read(p), str(p)) for p in found]
     if not path.exists():
         raise SkillSourceError(f"{path}: no such file or folder")
     if path.suffix.lower() == ".zip" or zipfile.is_zipfile(path):
         return _from_zip(path)
-    return [_from_bytes(path.read_bytes(), str(path))]
+    return [_from_bytes(_read(path), str(path))]
 
 
 def _from_upload(name: str, data: bytes) -> list[SkillDoc]:

@@ -8,7 +8,6 @@ Every problem is reported with the row and column it was found in, and what to d
 from __future__ import annotations
 
 import io
-import json
 import math
 import numbers
 from collections.abc import Iterable, Iterator
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
+
+from workbench.inputs import InputError, loads_json, read_input_text, split_jsonl_lines
 
 REQUIRED_COLUMNS: tuple[str, ...] = (
     "instance",
@@ -143,16 +144,17 @@ def outcomes_from_records(records: Iterable[dict]) -> pd.DataFrame:
 
 
 def _jsonl_rows(handle: IO[str]) -> Iterator[tuple[str, Any]]:
-    for lineno, line in enumerate(handle, start=1):
+    for lineno, line in enumerate(split_jsonl_lines(handle.read()), start=1):
         if not line.strip():
             continue
         try:
-            yield f"line {lineno}", json.loads(line)
-        except json.JSONDecodeError as exc:
+            value = loads_json(line, f"line {lineno}")
+        except InputError as exc:
             raise OutcomesError(
-                f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}); each line "
-                "of a JSONL outcomes file must be one JSON object"
+                f"line {lineno}: {exc.problem}; each line of a JSONL outcomes file must be one "
+                "JSON object"
             ) from None
+        yield f"line {lineno}", value
 
 
 def _csv_rows(handle: IO[str]) -> Iterator[tuple[str, Any]]:
@@ -202,8 +204,11 @@ def load_outcomes(path: str | Path) -> pd.DataFrame:
     fmt = outcomes_format(path.name)
     if not path.is_file():
         raise OutcomesError(f"{path}: no such file; give the path to a .csv or .jsonl table")
-    with path.open(encoding="utf-8", newline="") as handle:
-        try:
-            return read_outcomes(handle, fmt)
-        except OutcomesError as exc:
-            raise OutcomesError(f"{path}: {exc}") from None
+    try:
+        text = read_input_text(path, "outcomes file")
+    except InputError as exc:
+        raise OutcomesError(str(exc)) from None
+    try:
+        return read_outcomes(io.StringIO(text, newline=""), fmt)
+    except OutcomesError as exc:
+        raise OutcomesError(f"{path}: {exc}") from None
