@@ -291,7 +291,8 @@ def train_opd(
                 ent = token_entropy(completion_logits(run.model, part))
                 valid = part.valid
                 if cfg.gate == "entropy":
-                    gates.append(entropy_gate(ent, valid, always[lo : lo + cfg.micro_batch], cfg.top_fraction))
+                    keep = always[lo : lo + cfg.micro_batch]
+                    gates.append(entropy_gate(ent, valid, keep, cfg.top_fraction))
                 else:
                     gates.append(uniform_gate(valid))
         gated = float(sum(g.sum() for g in gates).clamp(min=1))
