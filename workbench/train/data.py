@@ -177,11 +177,12 @@ def write_jsonl(records: Sequence[TrainingRecord], path: str | Path) -> Path:
     return p
 
 
-_REQUIRED = ("id", "session", "keyword_prompt", "prompt", "gold_rules", "label")
+RECORD_FIELDS = ("id", "session", "keyword_prompt", "prompt", "gold_rules", "label")
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Read records written by :func:`write_jsonl`; names the line and field at fault."""
+def read_jsonl(path: str | Path, require: Sequence[str] = RECORD_FIELDS) -> list[dict[str, Any]]:
+    """Read records (of :func:`write_jsonl` or a ``scaling select`` set), each holding the
+    ``require`` fields; errors name the line and field at fault."""
     p = Path(path)
     if not p.is_file():
         raise TrainingDataError(f"{p}: no such records file; make one with `workbench train data`")
@@ -196,7 +197,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
                 raise TrainingDataError(f"{p} line {n}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise TrainingDataError(f"{p} line {n}: a record must be a JSON object")
-            missing = [k for k in _REQUIRED if k not in row]
+            missing = [k for k in require if k not in row]
             if missing:
                 raise TrainingDataError(
                     f"{p} line {n}: missing {', '.join(missing)}; regenerate it with "
