@@ -33,7 +33,7 @@ def _tiny_model(path: Path, corpus: list[str], seed: int) -> Path:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
+    trainer = trainers.BpeTrainer(vocab_size=4000, special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus, trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>",
@@ -51,6 +51,9 @@ def _tiny_model(path: Path, corpus: list[str], seed: int) -> Path:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
+    # One thread: on a shared 2-core machine, intra-op threads of a tiny model only contend.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("train")
     index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
     cases = load_cases(FIX / "merchant_cases.jsonl")
@@ -61,7 +64,8 @@ def setup(tmp_path_factory):
     teacher = root / "teacher"
     # Same tokenizer, different weights: the teacher must disagree with the student.
     _tiny_model(teacher, corpus, seed=2)
-    return root, index, cases, records, student, teacher
+    yield root, index, cases, records, student, teacher
+    torch.set_num_threads(threads)
 
 
 def _config(**kw):
@@ -120,3 +124,26 @@ def test_opd_steps_change_the_adapter_and_resume(setup):
     assert (resumed.resumed_from, resumed.steps) == (1, 1)  # 4 prompts, global batch 4: 1 step
     uniform = train_opd(student, teacher, prompts, root / "opd-none", _config(max_steps=1, gate="none"))
     assert read_metrics(uniform.run_dir)[0]["gated_share"] == pytest.approx(1.0)
+
+
+def test_cli_data_grpo_opd_on_complibench_airlines(setup, tmp_path, capsys):
+    from workbench.audit import import_complibench
+    from workbench.cli import main
+
+    root, _, _, _, student, teacher = setup
+    import_complibench(FIX / "complibench" / "airlines", tmp_path / "cb")
+    cases, index = tmp_path / "cb" / "cases.jsonl", tmp_path / "cb" / "index.json"
+    records = tmp_path / "records.jsonl"
+    assert main(["train", "data", "--cases", str(cases), "--index", str(index),
+                 "--out", str(records)]) == 0
+    assert "19 records" in capsys.readouterr().out
+    small = ["--student", str(student), "--max-steps", "1", "--global-batch", "2",
+             "--micro-batch", "2", "--max-new-tokens", "6", "--lr", "1e-3"]
+    assert main(["train", "grpo", "--records", str(records), "--cases", str(cases), "--index",
+                 str(index), "--group", "2", "--run-dir", str(tmp_path / "g"), *small]) == 0
+    err = capsys.readouterr().err
+    assert "step 1/1" in err and "reward_mean" in err and "zero_advantage_share" in err
+    assert (tmp_path / "g" / "adapter" / "adapter_model.safetensors").is_file()
+    assert main(["train", "opd", "--records", str(records), "--teacher", str(teacher),
+                 "--run-dir", str(tmp_path / "o"), *small]) == 0
+    assert "gated_share" in capsys.readouterr().err
