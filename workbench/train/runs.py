@@ -117,3 +117,39 @@ def load_checkpoint(path: Path, model: Any, optimizer: Any) -> dict[str, Any]:
     set_peft_model_state_dict(model, load_peft_weights(str(path), device="cpu"))
     optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
     return json.loads((path / "state.json").read_text(encoding="utf-8"))
+
+
+DEFAULT_RUNS_ROOT = Path(".workbench") / "train"
+
+
+def list_runs(root: str | Path) -> list[dict[str, Any]]:
+    """Summaries of the run folders under ``root`` (``root`` itself when it is one): name,
+    kind, steps done of total, the last reward / KL / verdict accuracy, and whether the
+    final adapter exists. Unreadable ``run.json`` files are reported, not raised."""
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    folders = [base] if (base / "run.json").is_file() else sorted(
+        p for p in base.iterdir() if (p / "run.json").is_file()
+    )
+    out = []
+    for folder in folders:
+        try:
+            meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+            kind = str(meta.get("kind", "?"))
+        except (OSError, json.JSONDecodeError, AttributeError):
+            kind = "unreadable run.json"
+        rows = read_metrics(folder)
+        last = rows[-1] if rows else {}
+        out.append({
+            "run": folder.name,
+            "kind": kind,
+            "steps": int(last.get("step", 0)),
+            "total steps": int(last.get("total_steps", 0)),
+            "reward (last)": last.get("reward_mean"),
+            "KL (last)": last.get("kl"),
+            "verdict accuracy (last)": last.get("verdict_accuracy"),
+            "adapter": (folder / "adapter" / "adapter_config.json").is_file(),
+            "path": str(folder),
+        })
+    return out
