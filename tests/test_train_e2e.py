@@ -147,3 +147,21 @@ def test_cli_data_grpo_opd_on_complibench_airlines(setup, tmp_path, capsys):
     assert main(["train", "opd", "--records", str(records), "--teacher", str(teacher),
                  "--run-dir", str(tmp_path / "o"), *small]) == 0
     assert "gated_share" in capsys.readouterr().err
+
+
+def test_a_resumed_run_ends_where_the_uninterrupted_run_ends(setup):
+    from peft.utils import load_peft_weights
+
+    root, index, cases, records, student, _ = setup
+    prompts = [r.keyword_prompt for r in records]
+
+    def reward(i, text):
+        return coverage_reward(keyword_closure(cases[i], text, index), ["C032"])
+
+    whole = train_grpo(student, prompts, reward, root / "whole", _config(group=2))
+    train_grpo(student, prompts, reward, root / "split", _config(group=2, max_steps=1))
+    split = train_grpo(student, prompts, reward, root / "split", _config(group=2), resume=True)
+    a, b = load_peft_weights(str(whole.adapter)), load_peft_weights(str(split.adapter))
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert [m["reward_mean"] for m in whole.metrics] == [m["reward_mean"] for m in split.metrics]

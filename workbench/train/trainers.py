@@ -146,6 +146,7 @@ class _Run:
         config.check(kind)
         self.kind, self.config, self.run_dir = kind, config, Path(run_dir)
         base, self.tokenizer = load_model(student, trainable=True)
+        torch.manual_seed(config.seed)  # LoRA's A matrices start random: same seed, same run
         self.model = with_lora(base, config.lora)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.model.to(self.device)
@@ -157,7 +158,8 @@ class _Run:
         self._total = 0  # set by the trainer once the prompt count is known
         if checkpoint is not None:
             self.start = int(load_checkpoint(checkpoint, self.model, self.optimizer)["step"])
-            truncate_metrics(self.run_dir, self.start)
+        # Steps logged after the checkpoint (or, with none, all of them) are redone.
+        truncate_metrics(self.run_dir, self.start)
 
     def step_update(self) -> float:
         params = [p for p in self.model.parameters() if p.requires_grad]
