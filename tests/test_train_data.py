@@ -110,3 +110,16 @@ def test_scaling_select_materialises_audit_cases(tmp_path, capsys):
     assert row["prompt"][0]["role"] == "system" and "<policy>" in row["prompt"][1]["content"]
     assert row["keyword_prompt"] and "violation" in json.loads(row["completion"])
     assert row["selection"] == "headroom"
+
+
+def test_selection_keeps_a_record_without_judge_prompt_empty():
+    import pandas as pd
+
+    from workbench.scaling import training_records
+
+    record = {"id": "a", "instance": "a", "prompt": None, "keyword_prompt": [{"role": "user",
+              "content": "k"}], "closure": {}, "completion": None, "label": "negative"}
+    row = pd.DataFrame([{"instance": "a", "dataset": "d", "session": "s", "label": "negative",
+                         "complexity": 1.0, "headroom": 0.1, "p_teacher": 0.6, "p_student": 0.5}])
+    out = training_records(row, [record], "uniform")[0]
+    assert out["prompt"] is None and out["completion"] is None and out["keyword_prompt"]

@@ -301,6 +301,8 @@ def training_records(
             for key in _RECORD_FIELDS:
                 if key in case:
                     record[key] = case[key]
+            if "keyword_prompt" in case:  # a training record: its prompt as is, even None
+                record["prompt"] = case.get("prompt")
         records.append(record)
     if missing:
         raise SelectionError(
