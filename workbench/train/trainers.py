@@ -155,7 +155,7 @@ class _Run:
         meta = {**config.to_json(), "student": str(student), **extra}
         checkpoint = start_run(self.run_dir, kind, meta, resume)
         self.start = 0
-        self._total = 0  # set by the trainer once the prompt count is known
+        self.total = 0  # set by the trainer once the prompt count is known
         if checkpoint is not None:
             self.start = int(load_checkpoint(checkpoint, self.model, self.optimizer)["step"])
         # Steps logged after the checkpoint (or, with none, all of them) are redone.
@@ -172,7 +172,7 @@ class _Run:
         log_metrics(self.run_dir, row)
         if progress:
             progress(row)
-        last = step == self._total
+        last = step == self.total
         if step % self.config.save_every == 0 or last:
             save_checkpoint(self.run_dir, step, self.model, self.optimizer, {"kind": self.kind})
 
@@ -203,8 +203,8 @@ def train_grpo(
         raise ValueError("no prompts to train on; check the records file")
     run = _Run("grpo", student, run_dir, cfg, resume, {"prompts": len(prompts)})
     per_step = cfg.global_batch // cfg.group
-    run._total = total_steps(len(prompts), per_step, cfg)
-    for step in range(run.start, run._total):
+    run.total = total_steps(len(prompts), per_step, cfg)
+    for step in range(run.start, run.total):
         t0 = time.perf_counter()
         idx = prompt_order(len(prompts), per_step, cfg.epochs, cfg.seed, step)
         torch.manual_seed(cfg.seed * 100_003 + step)
@@ -235,14 +235,14 @@ def train_grpo(
         grad_norm = run.step_update()
         mean = sum(rewards) / len(rewards)
         row = {
-            "step": step + 1, "total_steps": run._total, "reward_mean": mean,
+            "step": step + 1, "total_steps": run.total, "reward_mean": mean,
             "reward_std": math.sqrt(sum((r - mean) ** 2 for r in rewards) / len(rewards)),
             "zero_advantage_share": adv.zero_share, "loss": loss_total, "kl": kl_total,
             "completion_tokens": tokens / len(owners), "grad_norm": grad_norm,
             "seconds": round(time.perf_counter() - t0, 3),
         }
         run.finish(step + 1, progress, row)
-    return run.final(run._total)
+    return run.final(run.total)
 
 
 def train_opd(
@@ -270,8 +270,8 @@ def train_opd(
             "scores the student's tokens, so both need the same vocabulary"
         )
     teacher_model.to(run.device)
-    run._total = total_steps(len(prompts), cfg.global_batch, cfg)
-    for step in range(run.start, run._total):
+    run.total = total_steps(len(prompts), cfg.global_batch, cfg)
+    for step in range(run.start, run.total):
         t0 = time.perf_counter()
         idx = prompt_order(len(prompts), cfg.global_batch, cfg.epochs, cfg.seed, step)
         torch.manual_seed(cfg.seed * 100_003 + step)
@@ -312,7 +312,7 @@ def train_opd(
         tokens = float(s.valid.sum().clamp(min=1))
         grad_norm = run.step_update()
         row = {
-            "step": step + 1, "total_steps": run._total, "loss": loss_total,
+            "step": step + 1, "total_steps": run.total, "loss": loss_total,
             "kl": kl_sum / tokens, "gated_share": share_sum / tokens,
             "completion_tokens": tokens / len(idx), "grad_norm": grad_norm,
             "seconds": round(time.perf_counter() - t0, 3),
@@ -320,7 +320,7 @@ def train_opd(
         if labels is not None:
             row["verdict_accuracy"] = _verdict_accuracy(s.texts, [labels[i] for i in idx])
         run.finish(step + 1, progress, row)
-    return run.final(run._total)
+    return run.final(run.total)
 
 
 def _verdict_accuracy(texts: Sequence[str], labels: Sequence[bool | None]) -> float | None:
