@@ -10,6 +10,7 @@ import plotly.express as px
 import streamlit as st
 
 from components.state import engine
+from components.training_runs import training_section
 from store import audit_repo
 from store import review as review_store
 from workbench.review import METRIC_COLUMNS, gold_of, metrics_rows
@@ -19,6 +20,7 @@ COMPARE = {"each run": "run", "newest trace per case and strategy": "latest"}
 st.title("Evaluate")
 st.caption("ACC counts a case without a verdict as wrong; violation-F1 (violation = positive) "
            "uses judged cases only. Gold labels and governing rules come from the stored cases.")
+training_section("ev_train")  # before the stored-runs check: training needs no audit runs
 eng = engine()
 datasets = review_store.trace_datasets(eng)
 if not datasets:

@@ -70,6 +70,15 @@ def register(subparsers: Any) -> None:
         "fields such as 'violation'; without it the sets carry no prompts",
     )
     select.add_argument(
+        "--index",
+        metavar="JSON",
+        help="policy index: read --cases as audit cases and materialise each one's exact "
+        "judge prompt (workbench train data records) into the sets",
+    )
+    select.add_argument(
+        "--strategy", default="cdg", help="strategy of the materialised judge prompt (cdg)"
+    )
+    select.add_argument(
         "--model",
         choices=("auto", "additive", "nested", "full"),
         default="auto",
@@ -154,13 +163,42 @@ def _print_report(report: Any) -> None:
             print("\nLeave-one-scale-out: skipped (needs at least three judge sizes)")
 
 
+def _select_cases(args: argparse.Namespace) -> list[dict]:
+    """The --cases rows: as given, or (with --index) audit cases materialised into training
+    records carrying the exact judge prompt of --strategy."""
+    from workbench.scaling import load_cases
+
+    if not args.index:
+        cases = load_cases(args.cases)
+        if any("model_response" in c and "prompt" not in c for c in cases):
+            raise CliError(
+                f"{args.cases} holds audit cases without a materialised prompt; pass --index "
+                "(the policy index they were audited with) to build each case's judge prompt"
+            )
+        return cases
+    from workbench.audit import AuditIndex, CaseFormatError
+    from workbench.audit import load_cases as load_audit_cases
+    from workbench.audit.strategies import STRATEGIES
+    from workbench.graph import PolicyIndex
+    from workbench.index_validation import IndexValidationError
+    from workbench.train.data import materialise
+
+    if args.strategy not in STRATEGIES:
+        raise CliError(f"unknown strategy {args.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    try:
+        index = AuditIndex(PolicyIndex.load(args.index))
+        audit_cases = load_audit_cases(args.cases)
+    except (FileNotFoundError, CaseFormatError, IndexValidationError) as exc:
+        raise CliError(str(exc)) from None
+    return [r.to_dict() for r in materialise(audit_cases, index, args.strategy)]
+
+
 def run_select(args: argparse.Namespace) -> int:
     from workbench.scaling import (
         FitError,
         SelectionError,
         cross_validate,
         fit_model,
-        load_cases,
         one_se_select,
         select_distillation,
         write_training_sets,
@@ -176,7 +214,7 @@ def run_select(args: argparse.Namespace) -> int:
             "(workbench scaling-outcomes with one trace file per judge)"
         )
     try:
-        cases = load_cases(args.cases) if args.cases else None
+        cases = _select_cases(args) if args.cases else None
         model = args.model
         if model == "auto":
             _progress("choosing the model by session-grouped cross-validation")

@@ -23,6 +23,8 @@ SELECTION_SEED = 17
 # Fields of a case that are the expected judge output, kept as training targets.
 TARGET_FIELDS: tuple[str, ...] = ("label", "violation", "reason", "violated_rules", "verdict")
 _ID_FIELDS = ("instance", "dataset", "session", "id", "prompt")
+_RECORD_FIELDS = ("completion", "keyword_prompt", "gold_rules", "strategy", "skills", "closure",
+                  "context_tokens")
 _PROMPT_ORDER = ("policy", "context", "closure", "history", "state", "response")
 _JUDGE_HEADER = (
     "You are a compliance judge. Using only the policy rules given, decide whether the "
@@ -52,8 +54,9 @@ def _label_text(value: Any) -> str | None:
 
 
 def load_cases(path: str | Path) -> list[dict]:
-    """Read a cases JSONL: one object per line with an ``instance`` id (and optionally
-    ``dataset``, ``prompt``, target fields such as ``violation``/``reason``)."""
+    """Read a cases JSONL: one object per line with an ``instance`` id, or an audit case's /
+    training record's ``id`` (and optionally ``dataset``, ``prompt``, target fields such as
+    ``violation``/``reason``)."""
     path = Path(path)
     if not path.is_file():
         raise SelectionError(f"{path}: no such cases file; give a JSONL of cases")
@@ -66,11 +69,14 @@ def load_cases(path: str | Path) -> list[dict]:
                 case = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise SelectionError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(case, dict) or "instance" not in case:
+            if not isinstance(case, dict) or ("instance" not in case and "id" not in case):
                 raise SelectionError(
-                    f"{path}: line {lineno}: each case must be an object with an 'instance' id "
-                    "matching the outcomes table"
+                    f"{path}: line {lineno}: each case must be an object with an 'instance' "
+                    "(or audit case 'id') matching the outcomes table"
                 )
+            # Audit cases and training records are keyed by 'id', which is what
+            # scaling-outcomes writes as 'instance'.
+            case.setdefault("instance", case.get("id"))
             cases.append(case)
     return cases
 
@@ -100,12 +106,15 @@ class _CaseIndex:
         return found[0] if found else None
 
 
-def build_prompt(case: dict) -> str:
+def build_prompt(case: dict) -> str | list[dict[str, str]]:
     """The judgment input of a case: its ``prompt`` when it has one (the materialised
-    closure context), else a simple rendering of its non-target fields."""
+    closure context: text, or the judge's chat messages from ``workbench.train.data``),
+    else a simple rendering of its non-target fields."""
     if isinstance(case.get("prompt"), str) and case["prompt"].strip():
         return case["prompt"]
-    skip = set(TARGET_FIELDS) | set(_ID_FIELDS)
+    if isinstance(case.get("prompt"), list) and case["prompt"]:
+        return case["prompt"]
+    skip = set(TARGET_FIELDS) | set(_ID_FIELDS) | {"gold"}  # gold would leak the answer
     keys = [k for k in _PROMPT_ORDER if k in case]
     keys += sorted(k for k in case if k not in skip and k not in keys)
     parts = [_JUDGE_HEADER]
@@ -287,6 +296,13 @@ def training_records(
             record.update(targets)
             record["prompt"] = build_prompt(case)
             record["completion"] = json.dumps(targets, ensure_ascii=False, sort_keys=True)
+            # Training records (workbench.train.data) carry their own verdict target and the
+            # keyword-stage fields; keep them so the set feeds `workbench train` as is.
+            for key in _RECORD_FIELDS:
+                if key in case:
+                    record[key] = case[key]
+            if "keyword_prompt" in case:  # a training record: its prompt as is, even None
+                record["prompt"] = case.get("prompt")
         records.append(record)
     if missing:
         raise SelectionError(

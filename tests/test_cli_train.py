@@ -1,0 +1,47 @@
+"""``workbench train``: user errors say what is wrong and what to do (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from workbench.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "fixtures" / "audit"
+
+
+def test_data_writes_records(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    args = ["train", "data", "--cases", str(FIX / "merchant_cases.jsonl"), "--index",
+            str(FIX / "merchant_index.json"), "--out", str(out), "--hf", str(tmp_path / "hf")]
+    assert main(args) == 0
+    assert "4 records" in capsys.readouterr().out
+    assert len(out.read_text().splitlines()) == 4 and (tmp_path / "hf").is_dir()
+
+
+def test_user_errors_exit_2(tmp_path, capsys):
+    records = tmp_path / "r.jsonl"
+    common = ["--cases", str(FIX / "merchant_cases.jsonl"), "--index", str(FIX / "merchant_index.json")]
+    assert main(["train", "data", *common[:2], "--index", str(tmp_path / "none.json"),
+                 "--out", str(records)]) == 2
+    assert "no such index file" in capsys.readouterr().err
+    assert main(["train", "data", *common, "--out", str(records), "--strategy", "nope"]) == 2
+    assert "unknown strategy" in capsys.readouterr().err
+    assert main(["train", "data", *common, "--out", str(records)]) == 0
+    capsys.readouterr()
+    # Merchant cases name violated rules but no governing rules: coverage has nothing to cover.
+    grpo = ["train", "grpo", "--records", str(records), *common, "--student", "x", "--run-dir",
+            str(tmp_path / "run")]
+    assert main(grpo) == 2
+    assert "no record has gold rules" in capsys.readouterr().err
+    assert main([*grpo, "--group", "5"]) == 2
+    assert "not a multiple of --group 5" in capsys.readouterr().err
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(json.dumps({"id": "a", "prompt": None}) + "\n")
+    assert main(["train", "opd", "--records", str(bare), "--teacher", "t", "--student", "s",
+                 "--run-dir", str(tmp_path / "o")]) == 2
+    assert "no record carries a judge prompt" in capsys.readouterr().err
+    assert main(["train", "opd", "--records", str(records), "--teacher", str(tmp_path / "no"),
+                 "--student", str(tmp_path / "no"), "--run-dir", str(tmp_path / "o")]) == 2
+    assert "could not load a causal LM" in capsys.readouterr().err

@@ -1,0 +1,49 @@
+"""The Training section of the Evaluate page: run folders, their last metrics and curves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from workbench.train.runs import list_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "evaluate.py")
+
+
+def _run(root: Path, name: str, kind: str, rows: list[dict]) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"kind": kind, "config": {}}))
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"cut')
+    return folder
+
+
+def test_list_runs_reads_last_metrics(tmp_path):
+    _run(tmp_path, "g1", "grpo", [{"step": 1, "total_steps": 3, "reward_mean": 0.2, "kl": 0.0},
+                                  {"step": 2, "total_steps": 3, "reward_mean": 0.5, "kl": 0.1}])
+    (tmp_path / "not-a-run").mkdir()
+    runs = list_runs(tmp_path)
+    assert [(r["run"], r["kind"], r["steps"], r["total steps"], r["reward (last)"], r["adapter"])
+            for r in runs] == [("g1", "grpo", 2, 3, 0.5, False)]
+    assert list_runs(tmp_path / "g1")[0]["run"] == "g1"
+    assert list_runs(tmp_path / "missing") == []
+
+
+def test_evaluate_page_shows_training_runs_without_audit_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'e.db'}")
+    runs = tmp_path / "runs"
+    _run(runs, "<i>opd", "opd", [{"step": 1, "total_steps": 2, "kl": 0.4, "gated_share": 0.25},
+                                     {"step": 2, "total_steps": 2, "kl": 0.3, "gated_share": 0.22}])
+    monkeypatch.setenv("WORKBENCH_TRAIN_RUNS", str(runs))
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["run"]) == ["<i>opd"] and float(table["KL (last)"][0]) == 0.3
+    chart = at.get("plotly_chart")[0]
+    spec = json.loads(chart.proto.spec)
+    assert spec["layout"]["title"]["text"] == "&lt;i&gt;opd"
+    assert {t["name"] for t in spec["data"]} == {"kl", "gated_share"}
+    assert "No stored audit runs" in at.info[0].value  # the rest of the page is unchanged

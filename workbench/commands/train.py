@@ -1,0 +1,251 @@
+"""``workbench train``: training data from audits, GRPO for the keyworder, OPD for the judge."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from workbench.cli import CliError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "train",
+        help="turn audited cases into a better keyworder (GRPO) and judge (OPD)",
+        description="Training recipes of the SkillCDG papers: materialise training records "
+        "from audit cases, train the keyword stage by GRPO with a graph-verified reward, and "
+        "distil a judge by entropy-gated on-policy distillation. LoRA adapters are written "
+        "to the run folder.",
+    )
+    sub = parser.add_subparsers(dest="train_command", metavar="ACTION")
+    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+
+    data = sub.add_parser(
+        "data",
+        help="materialise judge and keyword prompts with labels and gold rules",
+        description="One record per audit case: the exact judge prompt of a strategy, the "
+        "keyword prompt, label, gold rules, pseudonymised session and complexity.",
+    )
+    data.add_argument("--cases", required=True, help="audit cases (JSONL)")
+    data.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
+    data.add_argument("--out", required=True, help="records JSONL to write")
+    data.add_argument("--strategy", default="cdg", help="policy-access strategy (default cdg)")
+    data.add_argument("--salt", default="", help="secret salt for session pseudonyms")
+    data.add_argument("--budget", type=int, default=None, help="context token budget")
+    data.add_argument("--hf", metavar="DIR", help="also save a Hugging Face dataset here")
+    data.set_defaults(func=run_data)
+
+    grpo = sub.add_parser(
+        "grpo",
+        help="GRPO on the keyword prompt with a graph-verified or coverage reward",
+        description="K keyword candidates per case from the student; reward = format "
+        "validity x non-empty closure x (judge verdict correct | gold-rule coverage minus "
+        "a token cost); group-normalised advantages.",
+    )
+    grpo.add_argument("--records", required=True, help="records from `workbench train data`")
+    grpo.add_argument("--cases", required=True, help="the audit cases the records were made from")
+    grpo.add_argument("--index", required=True, help="the policy index the records were made with")
+    grpo.add_argument("--reward", choices=("coverage", "verified"), default="coverage",
+                      help="coverage: gold rules in the closure minus token cost (no judge "
+                      "call); verified: the judge role's verdict on the closure (default coverage)")
+    grpo.add_argument("--token-cost", type=float, default=0.05,
+                      help="λ of the coverage reward, per 1000 context tokens (default 0.05)")
+    grpo.add_argument("--group", type=int, default=8, help="candidates per case K (default 8)")
+    _common(grpo, max_new_tokens=48)
+    grpo.set_defaults(func=run_grpo)
+
+    opd = sub.add_parser(
+        "opd",
+        help="entropy-gated on-policy distillation of the judge from a teacher",
+        description="The student answers the judge prompt; the frozen teacher scores its "
+        "tokens; clipped k1 as a detached advantage on the top-entropy tokens plus the "
+        "verdict and termination tokens (--gate none: every token). Records may be "
+        "`train data` output or a `scaling select` set (uniform.jsonl / headroom.jsonl).",
+    )
+    opd.add_argument("--records", required=True, help="records with a judge 'prompt'")
+    opd.add_argument("--teacher", required=True, help="teacher checkpoint (same tokenizer)")
+    opd.add_argument("--gate", choices=("entropy", "none"), default="entropy",
+                     help="entropy: top fraction + verdict/termination tokens; none: uniform OPD")
+    opd.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
+    opd.add_argument("--clip", type=float, default=5.0, help="k1 clip (default 5)")
+    _common(opd, max_new_tokens=128)
+    opd.set_defaults(func=run_opd)
+
+
+def _common(p: argparse.ArgumentParser, max_new_tokens: int) -> None:
+    p.add_argument("--student", required=True, help="student checkpoint (folder or cached hub id)")
+    p.add_argument("--run-dir", required=True, help="run folder: checkpoints, metrics, adapter")
+    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    p.add_argument("--epochs", type=int, default=2, help="passes over the records (default 2)")
+    p.add_argument("--global-batch", type=int, default=24, help="completions per step (24)")
+    p.add_argument("--micro-batch", type=int, default=4, help="completions per forward pass (4)")
+    p.add_argument("--lr", type=float, default=1e-5, help="learning rate (default 1e-5)")
+    p.add_argument("--lora-rank", type=int, default=32, help="LoRA rank (default 32)")
+    p.add_argument("--max-new-tokens", type=int, default=max_new_tokens,
+                   help=f"completion length limit (default {max_new_tokens})")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1.0)")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
+    p.add_argument("--save-every", type=int, default=10, help="checkpoint interval in steps")
+    p.add_argument("--seed", type=int, default=17, help="data order and sampling seed (17)")
+
+
+def _config(args: argparse.Namespace):
+    from workbench.train.models import LoraSettings
+    from workbench.train.trainers import TrainConfig
+
+    if args.lora_rank < 1:
+        raise CliError("--lora-rank must be at least 1")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise CliError("--max-steps must be at least 1")
+    if args.save_every < 1:
+        raise CliError("--save-every must be at least 1")
+    cfg = TrainConfig(
+        epochs=args.epochs, global_batch=args.global_batch, micro_batch=args.micro_batch,
+        learning_rate=args.lr, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+        save_every=args.save_every, max_steps=args.max_steps, seed=args.seed,
+        lora=LoraSettings(rank=args.lora_rank, alpha=2 * args.lora_rank),
+        group=getattr(args, "group", 8), gate=getattr(args, "gate", "entropy"),
+        top_fraction=getattr(args, "top_fraction", 0.2), clip=getattr(args, "clip", 5.0),
+    )
+    try:
+        cfg.check("grpo" if hasattr(args, "group") else "opd")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return cfg
+
+
+def _progress(row: dict[str, Any]) -> None:
+    parts = [f"step {row['step']}/{row['total_steps']}"]
+    for key in ("reward_mean", "zero_advantage_share", "kl", "gated_share", "verdict_accuracy", "loss"):
+        if row.get(key) is not None:
+            parts.append(f"{key} {row[key]:.4f}")
+    parts.append(f"{row['seconds']:.1f}s")
+    print("… " + ", ".join(parts), file=sys.stderr, flush=True)
+
+
+def _index_and_cases(args):
+    from workbench.audit import AuditIndex, CaseFormatError, load_cases
+    from workbench.graph import PolicyIndex
+    from workbench.index_validation import IndexValidationError
+
+    try:
+        index = AuditIndex(PolicyIndex.load(args.index))
+        cases = load_cases(args.cases)
+    except (FileNotFoundError, CaseFormatError, IndexValidationError) as exc:
+        raise CliError(str(exc)) from None
+    return index, cases
+
+
+def run_data(args: argparse.Namespace) -> int:
+    from workbench.audit import AuditOptions
+    from workbench.audit.strategies import STRATEGIES
+    from workbench.train.data import materialise, to_hf_dataset, write_jsonl
+
+    if args.strategy not in STRATEGIES:
+        raise CliError(f"unknown strategy {args.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    index, cases = _index_and_cases(args)
+    options = AuditOptions().with_context(budget=args.budget)
+    records = materialise(cases, index, args.strategy, options=options, salt=args.salt)
+    try:
+        path = write_jsonl(records, args.out)
+        if args.hf:
+            to_hf_dataset(records).save_to_disk(args.hf)
+    except OSError as exc:
+        raise CliError(f"could not write the records: {exc}; choose a writable path") from None
+    failed = [r for r in records if r.error]
+    print(f"{len(records)} records -> {path} ({len(records) - len(failed)} with a judge prompt, "
+          f"{sum(bool(r.gold_rules) for r in records)} with gold rules)")
+    for r in failed[:5]:
+        print(f"note: {r.id}: no judge prompt ({r.error})", file=sys.stderr)
+    return 0
+
+
+def _verified_judge():
+    from workbench.audit.judge import judge_whole
+    from workbench.llm import Gateway, LlmConfigError, ModelCallError
+
+    try:
+        gateway = Gateway.from_env()
+    except LlmConfigError as exc:
+        raise CliError(f"the verified reward calls the judge role: {exc}") from None
+
+    def judge(case, context):
+        try:
+            verdict, _, _ = judge_whole(gateway, case, context.text, context.units, f"grpo:{case.id}")
+        except ModelCallError:
+            return None  # no verdict: the candidate earns nothing
+        return verdict.violation
+
+    return judge
+
+
+def run_grpo(args: argparse.Namespace) -> int:
+    from workbench.train.data import TrainingDataError, read_jsonl
+    from workbench.train.models import ModelLoadError
+    from workbench.train.rewards import coverage_reward, keyword_closure, verified_reward
+    from workbench.train.runs import RunError
+    from workbench.train.trainers import train_grpo
+
+    config = _config(args)
+    index, cases = _index_and_cases(args)
+    try:
+        rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
+    except TrainingDataError as exc:
+        raise CliError(str(exc)) from None
+    by_id = {c.id: c for c in cases}
+    missing = [r["id"] for r in rows if r["id"] not in by_id]
+    if missing:
+        raise CliError(f"{len(missing)} records have no case in {args.cases} (first: {missing[:3]}); "
+                       "pass the cases the records were made from")
+    if args.reward == "coverage":
+        rows = [r for r in rows if r["gold_rules"]]
+        if not rows:
+            raise CliError("no record has gold rules, which the coverage reward needs; use "
+                           "--reward verified or cases with gold.governing_rule")
+        judge = None
+    else:
+        rows = [r for r in rows if r.get("label") in ("positive", "negative")]
+        if not rows:
+            raise CliError("no record is labelled, which the verified reward needs")
+        judge = _verified_judge()
+    chosen = [by_id[r["id"]] for r in rows]
+
+    def reward(i: int, text: str) -> float:
+        outcome = keyword_closure(chosen[i], text, index)
+        if judge is None:
+            return coverage_reward(outcome, rows[i]["gold_rules"], args.token_cost)
+        return verified_reward(outcome, chosen[i], judge)
+
+    try:
+        result = train_grpo(args.student, [r["keyword_prompt"] for r in rows], reward, args.run_dir,
+                            config, resume=args.resume, progress=_progress)
+    except (ModelLoadError, RunError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
+    return 0
+
+
+def run_opd(args: argparse.Namespace) -> int:
+    from workbench.train.data import TrainingDataError, read_jsonl
+    from workbench.train.models import ModelLoadError
+    from workbench.train.runs import RunError
+    from workbench.train.trainers import train_opd
+
+    config = _config(args)
+    try:
+        rows = read_jsonl(args.records, require=("prompt",))
+    except TrainingDataError as exc:
+        raise CliError(str(exc)) from None
+    rows = [r for r in rows if isinstance(r["prompt"], list) and r["prompt"]]
+    if not rows:
+        raise CliError(f"{args.records}: no record carries a judge prompt (chat messages); make "
+                       "the records with `workbench train data`, or `scaling select --index`")
+    labels = [r.get("violation") if isinstance(r.get("violation"), bool) else None for r in rows]
+    try:
+        result = train_opd(args.student, args.teacher, [r["prompt"] for r in rows], args.run_dir,
+                           config, labels=labels, resume=args.resume, progress=_progress)
+    except (ModelLoadError, RunError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
+    return 0

@@ -1,0 +1,224 @@
+"""Training records from audit cases: the exact prompts the audit sends, with their targets.
+
+For each case we materialise, through the audit pipeline itself (no second copy of any
+template):
+
+- the **judge prompt** of a strategy: the chat messages ``judge_v1`` renders for the
+  context that strategy builds (for ``cdg``: the transitive ``require`` closure of the
+  seeds found by the lexical keywords), conversation, state and reply;
+- the **keyword prompt** (``keywords_v1``) that the keyworder answers, which GRPO trains;
+- the label, the gold governing rules (``gold.governing_rule(s)``), the pseudonymised
+  session and the complexity ``C = I_d * I_c`` of the case's SKILLs.
+
+A case whose context cannot be built (no route, empty seed, over budget) keeps its keyword
+prompt and records the reason in ``error`` with ``prompt = None``: the keyworder can still
+learn from it, the judge cannot.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.audit.cases import AuditCase, pseudonymise
+from workbench.audit.judge import judge_messages
+from workbench.audit.keywords import DEFAULT_MAX_LLM_KEYWORDS, keyword_messages
+from workbench.audit.pipeline import AuditOptions, audit_case
+from workbench.audit.policy import AuditIndex
+from workbench.stats import complexity as graph_complexity
+
+Messages = list[dict[str, str]]
+
+
+class TrainingDataError(ValueError):
+    """The records cannot be made or read; the message says what to fix."""
+
+
+@dataclass
+class TrainingRecord:
+    """One case as training data. ``prompt`` (judge messages) and ``keyword_prompt`` are
+    chat messages, the conversational format TRL and ``apply_chat_template`` take."""
+
+    id: str
+    session: str
+    label: str | None
+    gold_rules: list[str]
+    complexity: float
+    skills: list[str]
+    strategy: str
+    keyword_prompt: Messages
+    prompt: Messages | None
+    completion: str | None
+    closure: dict[str, list[str]] = field(default_factory=dict)
+    context_tokens: int = 0
+    error: str = ""
+
+    @property
+    def instance(self) -> str:
+        return self.id
+
+    @property
+    def violation(self) -> bool | None:
+        return None if self.label is None else self.label == "negative"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        # ``instance`` is the key of the scaling outcomes table; ``violation`` a target field
+        # of the distillation sets: both are derived, written so the records serve both.
+        out["instance"] = self.instance
+        out["violation"] = self.violation
+        return out
+
+
+def gold_rules(case: AuditCase) -> list[str]:
+    """Gold governing rule ids: ``gold.governing_rules`` (list) or ``gold.governing_rule``."""
+    gold = case.extra.get("gold")
+    if not isinstance(gold, dict):
+        return []
+    many, one = gold.get("governing_rules"), gold.get("governing_rule")
+    if isinstance(many, list):
+        return [str(r) for r in many if isinstance(r, str) and r]
+    return [one] if isinstance(one, str) and one else []
+
+
+def _violated_rules(case: AuditCase) -> list[str]:
+    gold = case.extra.get("gold")
+    if not isinstance(gold, dict):
+        return []
+    one = gold.get("violated_rule")
+    many = gold.get("violated_rules")
+    if isinstance(many, list):
+        return [str(r) for r in many if isinstance(r, str) and r]
+    return [one] if isinstance(one, str) and one else []
+
+
+def target_verdict(case: AuditCase) -> str | None:
+    """The verdict JSON a perfect judge would give (the prompt-completion target), or None
+    when the case is unlabelled. Violations cite the gold violated rules when known."""
+    if case.label is None:
+        return None
+    violation = case.label == "negative"
+    rules = _violated_rules(case) if violation else []
+    reason = (
+        "The reply breaks " + ", ".join(f"[{r}]" for r in rules) + "."
+        if rules
+        else ("The reply violates the policy." if violation else "No rule is violated.")
+    )
+    return json.dumps(
+        {"violation": violation, "violated_rules": rules, "reason": reason}, ensure_ascii=False
+    )
+
+
+def materialise(
+    cases: Iterable[AuditCase],
+    index: AuditIndex,
+    strategy: str = "cdg",
+    *,
+    options: AuditOptions | None = None,
+    salt: str = "",
+    max_keywords: int = DEFAULT_MAX_LLM_KEYWORDS,
+) -> list[TrainingRecord]:
+    """One :class:`TrainingRecord` per case, prompts rendered by the audit pipeline.
+
+    The context is built with ``options`` (lexical keywords by default: no model call) and
+    judged by nobody (``judge_mode='none'``): only the prompt the judge would see is kept.
+    ``salt`` feeds :func:`pseudonymise`; the original session id is not stored.
+    """
+    opts = options or AuditOptions()
+    if opts.keywords != "lexical":
+        raise TrainingDataError(
+            "materialising prompts uses lexical keywords (no model call); drop keywords='llm'"
+        )
+    opts = AuditOptions(
+        keywords="lexical",
+        max_keywords=opts.max_keywords,
+        max_skills=opts.max_skills,
+        judge_mode="none",
+        context=opts.context,
+    )
+    records = []
+    complexity_of: dict[tuple[str, ...], float] = {}
+    for case in cases:
+        trace = audit_case(case, index, strategy, None, opts)
+        names = tuple(sorted(trace.skills or case.skills or []))
+        known = tuple(n for n in names if n in index)
+        if known not in complexity_of:
+            complexity_of[known] = graph_complexity(index.skill(n) for n in known) if known else 0.0
+        judged = trace.error is None
+        records.append(
+            TrainingRecord(
+                id=case.id,
+                session=pseudonymise(case.session or case.id, salt),
+                label=case.label,
+                gold_rules=gold_rules(case),
+                complexity=float(complexity_of[known]),
+                skills=list(names),
+                strategy=trace.strategy,
+                keyword_prompt=keyword_messages(case, max_keywords),
+                prompt=judge_messages(case, trace.context) if judged else None,
+                completion=target_verdict(case) if judged else None,
+                closure={k: list(v) for k, v in (trace.closure or {}).items()},
+                context_tokens=int(trace.context_tokens or 0),
+                error="" if judged else f"{trace.error.kind}: {trace.error.message}",
+            )
+        )
+    return records
+
+
+def write_jsonl(records: Sequence[TrainingRecord], path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with p.open("w", encoding="utf-8") as out:
+        for r in records:
+            out.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+    return p
+
+
+RECORD_FIELDS = ("id", "session", "keyword_prompt", "prompt", "gold_rules", "label")
+
+
+def read_jsonl(path: str | Path, require: Sequence[str] = RECORD_FIELDS) -> list[dict[str, Any]]:
+    """Read records (of :func:`write_jsonl` or a ``scaling select`` set), each holding the
+    ``require`` fields; errors name the line and field at fault."""
+    p = Path(path)
+    if not p.is_file():
+        raise TrainingDataError(f"{p}: no such records file; make one with `workbench train data`")
+    rows = []
+    with p.open(encoding="utf-8") as src:
+        for n, line in enumerate(src, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TrainingDataError(f"{p} line {n}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise TrainingDataError(f"{p} line {n}: a record must be a JSON object")
+            missing = [k for k in require if k not in row]
+            if missing:
+                raise TrainingDataError(
+                    f"{p} line {n}: missing {', '.join(missing)}; regenerate it with "
+                    "`workbench train data`"
+                )
+            rows.append(row)
+    if not rows:
+        raise TrainingDataError(f"{p}: holds no records")
+    return rows
+
+
+def to_hf_dataset(records: Sequence[TrainingRecord | dict[str, Any]]):
+    """A ``datasets.Dataset`` of the records (same columns as the JSONL)."""
+    try:
+        from datasets import Dataset
+    except ImportError as exc:  # pragma: no cover - datasets is a pinned dependency
+        raise TrainingDataError(
+            "the Hugging Face export needs `datasets`; install with pip install datasets==5.2.0"
+        ) from exc
+    rows = [r.to_dict() if isinstance(r, TrainingRecord) else dict(r) for r in records]
+    # Arrow needs one type per column: the closure map varies in keys, so store it as JSON.
+    for r in rows:
+        r["closure"] = json.dumps(r.get("closure") or {}, ensure_ascii=False, sort_keys=True)
+    return Dataset.from_list(rows)

