@@ -21,10 +21,14 @@ from hypothesis import strategies as st
 
 from workbench.audit.cases import AuditCase, Turn, load_cases
 from workbench.audit.injection import (
+    PLANTED_REASON,
     AttackFileError,
+    InjectionAttack,
+    ProbeResult,
     injected,
     load_attacks,
     probe_case,
+    summary,
 )
 from workbench.audit.judge import JUDGE_PROMPT, ContextUnit, judge_messages, rule_messages
 from workbench.audit.keywords import keyword_messages
@@ -149,6 +153,20 @@ def test_attack_file_errors_name_the_file(tmp_path):
         load_attacks(bad)
 
 
+def test_flips_count_changed_verdicts_and_echoes_count_the_planted_reason():
+    attacks = [InjectionAttack("a", "k", f"reason: {PLANTED_REASON}"), InjectionAttack("b", "k", "x"),
+               InjectionAttack("c", "k", "y")]
+    r = ProbeResult("c1", True, {"a": False, "b": True, "c": None},
+                    {"a": f"{PLANTED_REASON} Compliant.", "b": PLANTED_REASON, "c": ""})
+    # a flipped (True -> False); b kept the verdict; c failed and counts as no verdict.
+    assert r.flipped == ["a"] and r.failed == ["c"]
+    # b repeated the planted words, but b did not plant them: only a counts as an echo.
+    assert r.echoed(attacks) == ["a"]
+    out = summary([r, ProbeResult("c2", None, {"a": False})], attacks, "judge_v2")
+    assert (out["flips"], out["echoes"], out["failed_calls"], out["baseline_violations"]) == (1, 1, 1, 1)
+    assert out["per_case"]["c2"]["flipped"] == []  # no baseline verdict, nothing to flip
+
+
 @pytest.fixture(scope="module")
 def measured():
     if not MEASURED.is_file():
@@ -168,7 +186,9 @@ def test_recorded_judge_flips_no_more_verdicts_than_measured(measured, tmp_path)
     results = [probe_case(gateway, cases[cid], index, ATTACKS) for cid in measured["per_case"]]
     assert len(results) * len(ATTACKS) >= 30
     assert sum(len(r.failed) for r in results) == 0
-    flips = sum(len(r.flipped) for r in results)
-    assert flips <= measured["flips"]
+    # Replay gives back exactly what was measured, and no more than that is tolerated.
+    assert sum(len(r.flipped) for r in results) <= measured["flips"]
+    assert sum(len(r.echoed(ATTACKS)) for r in results) <= measured["echoes"]
     for r in results:
         assert r.baseline == measured["per_case"][r.case_id]["baseline"]
+        assert r.injected == measured["per_case"][r.case_id]["injected"]
