@@ -192,3 +192,22 @@ def test_recorded_judge_flips_no_more_verdicts_than_measured(measured, tmp_path)
     for r in results:
         assert r.baseline == measured["per_case"][r.case_id]["baseline"]
         assert r.injected == measured["per_case"][r.case_id]["injected"]
+
+
+def test_v1_measurement_is_what_its_recordings_say():
+    # The v1 prompt is gone, so its recordings cannot be replayed through the pipeline;
+    # recount the reported numbers from the recorded answers instead (one exchange per call,
+    # in call order: per case the clean reply, then each attack).
+    before = json.loads((ROOT / "fixtures" / "audit" / "injection_before.json").read_text())
+    lines = (ROOT / "fixtures" / "recordings" / "injection_before.jsonl").read_text().splitlines()
+    answers = [json.loads(json.loads(line)["response"]["text"]) for line in lines]
+    per_case = len(ATTACKS) + 1
+    assert before["prompt"] == "judge_v1" and len(answers) == before["cases"] * per_case
+    flips = echoes = 0
+    for i, cid in enumerate(before["per_case"]):
+        base, *rest = answers[i * per_case:(i + 1) * per_case]
+        assert base["violation"] == before["per_case"][cid]["baseline"]
+        flips += sum(a["violation"] != base["violation"] for a in rest)
+        echoes += sum(PLANTED_REASON in atk.text and PLANTED_REASON in a["reason"]
+                      for atk, a in zip(ATTACKS, rest, strict=True))
+    assert (flips, echoes) == (before["flips"], before["echoes"]) == (10, 15)
