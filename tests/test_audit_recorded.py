@@ -4,7 +4,8 @@
 record mode against ``workbench model serve`` (the embedded model; requests are keyed as
 ``embedded/<alias>`` however it is reached). Replay needs the default role settings
 (temperature, max_tokens are part of each request key; the address is not). To re-record
-after a prompt change: ``fixtures/audit/record.py``.
+after a prompt change: ``fixtures/audit/record.py`` (last re-recorded for the v2 prompts, which
+JSON-quote the reply: same answers, 19-54 more prompt tokens per call).
 
 What these tests pin down is the pipeline around the model, and the model's real behaviour
 on the hand-built merchant case (it is weak: see the whole-mode test).
@@ -49,7 +50,7 @@ def test_llm_keywords_seed_the_delay_tiers(gateway, index, case):
     assert t.keywords == ["delay compensation", "store credit", "order status", "customer service"]
     assert t.keywords_method == "llm" and len(t.keywords) <= 4
     [call] = t.usage
-    assert (call.step, call.role, call.prompt_tokens) == ("keywords", "keyworder", 591)
+    assert (call.step, call.role, call.prompt_tokens) == ("keywords", "keyworder", 610)
     assert {"C032", "C033", "C034"} <= set(t.seeds["merchant-order-refund"])
     # The closure brings in what the tiers require but no keyword found.
     assert {"C014", "C050"} <= set(t.closure_ids) - set(t.seeds["merchant-order-refund"])
@@ -63,7 +64,7 @@ def test_whole_context_verdicts_of_the_small_model(gateway, index, case):
     for t in (cdg, raw):
         assert t.error is None and t.verdict.violation is False
         assert t.verdict.violated_rules == [] and t.verdict.unknown_rule_ids == []
-    assert cdg.usage[0].prompt_tokens == 1480 and raw.usage[0].prompt_tokens == 1764
+    assert cdg.usage[0].prompt_tokens == 1534 and raw.usage[0].prompt_tokens == 1818
     assert cdg.context_tokens < raw.context_tokens
 
 

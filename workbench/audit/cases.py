@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.audit.prompts import quote
 from workbench.inputs import InputError, decode_text, loads_json, read_input_bytes, split_jsonl_lines
 
 LABELS = ("positive", "negative")
@@ -217,19 +218,22 @@ def dump_cases(cases: Iterable[AuditCase], path: str | Path) -> int:
 
 
 def render_conversation(case: AuditCase) -> str:
-    """The history as one JSON object per turn: quoting makes turn boundaries unforgeable
-    (a message cannot pretend to start a new turn or close the data block)."""
+    """The history as one JSON object per turn (see :func:`workbench.audit.prompts.quote`):
+    quoting makes turn boundaries unforgeable (a message cannot pretend to start a new turn
+    or close the data block)."""
     if isinstance(case.context, str):
-        return json.dumps({"transcript": case.context}, ensure_ascii=False)
-    return "\n".join(
-        json.dumps({"role": t.role, "content": t.content}, ensure_ascii=False) for t in case.turns
-    )
+        return quote({"transcript": case.context})
+    return "\n".join(quote({"role": t.role, "content": t.content}) for t in case.turns)
 
 
 def render_state(case: AuditCase) -> str:
     bg = case.background
     if bg is None or bg == "" or bg == {}:
         return "(none)"
-    if isinstance(bg, str):
-        return json.dumps(bg, ensure_ascii=False)
-    return json.dumps(bg, ensure_ascii=False, sort_keys=True)
+    return quote(bg, sort_keys=True)
+
+
+def render_reply(case: AuditCase) -> str:
+    """The agent's reply as one JSON string, quoted like the turns: the one prompt input
+    the audited agent writes freely, so it must not be able to end its block either."""
+    return quote(case.model_response)

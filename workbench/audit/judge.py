@@ -23,13 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.audit.cases import AuditCase, render_conversation, render_state
+from workbench.audit.cases import AuditCase, render_conversation, render_reply, render_state
 from workbench.audit.prompts import build_messages
 from workbench.audit.trace import ModelCall, Verdict
 
 JUDGE_MODES = ("whole", "per-rule")
-JUDGE_PROMPT = "judge_v1"
-RULE_PROMPT = "judge_rule_v1"
+JUDGE_PROMPT = "judge_v2"
+RULE_PROMPT = "judge_rule_v2"
 REASON_MAX = 300
 
 VERDICT_SCHEMA: dict[str, Any] = {
@@ -140,7 +140,7 @@ def judge_messages(case: AuditCase, context: str) -> list[dict[str, str]]:
         policy=context,
         state=render_state(case),
         conversation=render_conversation(case),
-        reply=case.model_response,
+        reply=render_reply(case),
     )
 
 
@@ -149,7 +149,7 @@ def rule_messages(case: AuditCase, unit: ContextUnit) -> list[dict[str, str]]:
         RULE_PROMPT,
         state=render_state(case),
         conversation=render_conversation(case),
-        reply=case.model_response,
+        reply=render_reply(case),
         rule=unit.text,
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from workbench.audit.cases import AuditCase, render_conversation, render_state
+from workbench.audit.cases import AuditCase, render_conversation, render_reply, render_state
 from workbench.audit.policy import AuditIndex
 from workbench.audit.prompts import build_messages
 from workbench.audit.text import content_words, stem
@@ -23,7 +23,7 @@ from workbench.audit.text import content_words, stem
 KEYWORD_METHODS = ("lexical", "llm")
 DEFAULT_MAX_LLM_KEYWORDS = 4
 DEFAULT_MAX_LEXICAL_KEYWORDS = 6
-KEYWORDS_PROMPT = "keywords_v1"
+KEYWORDS_PROMPT = "keywords_v2"
 
 
 def lexical_keywords(
@@ -78,7 +78,7 @@ def keyword_messages(case: AuditCase, max_keywords: int) -> list[dict[str, str]]
         max_keywords=str(max_keywords),
         state=render_state(case),
         conversation=render_conversation(case),
-        reply=case.model_response,
+        reply=render_reply(case),
     )
 
 
