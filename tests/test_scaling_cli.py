@@ -62,6 +62,31 @@ def test_select_writes_training_sets(tmp_path, capsys):
     assert "mean headroom" in capsys.readouterr().out
 
 
+def test_select_prints_recovery_when_f1_before_and_after_are_given(tmp_path, capsys):
+    args = ["scaling", "select", str(OUTCOMES), "--teacher", "9", "--student", "4", "--n", "30",
+            "--out", str(tmp_path / "sets"), "--model", "nested", "--maxiter", "40"]
+    recovery = ["--f1-base", "0.50", "--f1-teacher", "0.80", "--f1-uniform", "0.62",
+                "--f1-headroom", "0.71"]
+    assert main(args + recovery) == 0
+    out = capsys.readouterr().out
+    # (0.62 - 0.50) / (0.80 - 0.50) = 0.4; (0.71 - 0.50) / 0.30 = 0.7
+    assert "recovery (F1 base 0.5, teacher 0.8):" in out
+    assert "uniform   F1 0.620  recovery 0.400" in out
+    assert "headroom  F1 0.710  recovery 0.700" in out
+
+
+def test_select_recovery_options_are_checked_before_fitting(tmp_path, capsys):
+    args = ["scaling", "select", str(OUTCOMES), "--teacher", "9", "--student", "4", "--n", "30",
+            "--out", str(tmp_path / "sets")]
+    assert main(args + ["--f1-uniform", "0.6"]) == 2
+    assert "--f1-base" in capsys.readouterr().err
+    assert main(args + ["--f1-base", "0.5", "--f1-teacher", "0.5", "--f1-headroom", "0.6"]) == 2
+    assert "teacher and base both have F1 0.5" in capsys.readouterr().err
+    assert main(args + ["--f1-base", "0.5", "--f1-teacher", "0.8", "--f1-headroom", "71"]) == 2
+    assert "F1 of headroom must be a number in [0, 1]" in capsys.readouterr().err
+    assert not (tmp_path / "sets").exists()  # nothing fitted or written
+
+
 def test_user_errors_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("instance,dataset,session,params_b,complexity,correct\ni,a,s,0,1,1\n")
