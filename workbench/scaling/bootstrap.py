@@ -70,6 +70,7 @@ class BootstrapResult:
     failed: int
     level: float
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    refit: str = DEFAULT_REFIT
 
 
 def percentile_intervals(draws: np.ndarray, names: list[str], level: float) -> dict[str, tuple[float, float]]:
@@ -161,5 +162,6 @@ def _bootstrap(
             failed=failed[model],
             level=level,
             intervals=percentile_intervals(draws, names[model], level),
+            refit=refit,
         )
     return results
