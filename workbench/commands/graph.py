@@ -52,6 +52,7 @@ def load_index_or_fail(path: str):
 
 def _stats(args) -> int:
     from workbench.cli import CliError
+    from workbench.gguf_tokenizer import GgufTokenizerError
     from workbench.llm.errors import EmbeddedModelUnavailable
     from workbench.stats import corpus_totals, skill_stats
     from workbench.tokens import TOKENIZERS
@@ -60,7 +61,7 @@ def _stats(args) -> int:
     try:
         rows = {s.name: skill_stats(s, args.tokenizer).as_dict() for s in index}
         total = corpus_totals(list(index), args.tokenizer).as_dict()
-    except EmbeddedModelUnavailable as exc:
+    except (EmbeddedModelUnavailable, GgufTokenizerError) as exc:
         raise CliError(f"{exc}; or count with --tokenizer cl100k") from None
     for w in index.warnings:
         print(f"warning: {w}", file=sys.stderr)
