@@ -9,7 +9,9 @@ with its Monte-Carlo standard error. Nominal is 0.95.
         [--refit full|local|both]
 
 ``--refit both`` runs both replicate refit modes on the same simulated tables and the same
-resamples, so their coverages differ only by the refit.
+resamples, so their coverages differ only by the refit. Measured 2026-11-30 (nested, 50 sims,
+120 replicates, 2 shared cores): full 0.928 / 0.914 / 0.896 and local 0.928 / 0.914 / 0.895
+(parameters / probabilities / gains, MC s.e. ~0.02); bootstrap time full 3,540 s, local 154 s.
 """
 
 from __future__ import annotations
