@@ -6,6 +6,12 @@ quantity (parameters, fitted probabilities at the 10th/90th complexity percentil
 with its Monte-Carlo standard error. Nominal is 0.95.
 
     .venv/bin/python bench/scaling_coverage.py [--model nested] [--sims 100] [--replicates 200]
+        [--refit full|local|both]
+
+``--refit both`` runs both replicate refit modes on the same simulated tables and the same
+resamples, so their coverages differ only by the refit. Measured 2026-11-30 (nested, 50 sims,
+120 replicates, 2 shared cores): full 0.928 / 0.914 / 0.896 and local 0.928 / 0.914 / 0.895
+(parameters / probabilities / gains, MC s.e. ~0.02); bootstrap time full 3,540 s, local 154 s.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import time
 import numpy as np
 
 from workbench.scaling import (
+    REFIT_MODES,
     FitOptions,
     GainGrid,
     ScalingFit,
@@ -48,15 +55,18 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=60, help="sessions per dataset")
     parser.add_argument("--instances", type=int, default=10, help="instances per session")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--refit", choices=[*REFIT_MODES, "both"], default="both")
     args = parser.parse_args()
+    modes = list(REFIT_MODES) if args.refit == "both" else [args.refit]
 
     truth = TRUTH[args.model]
     datasets = ["A", "B"]
     theta = np.array([truth[n] for n in get_model(args.model).param_names(datasets)])
     true_fit = ScalingFit(args.model, datasets, theta, C_MEDIAN, 0.0, 0.0)
     options = FitOptions(maxiter=150)
-    hits: dict[str, list[int]] = {}
-    widths: dict[str, list[float]] = {}
+    hits: dict[str, dict[str, list[int]]] = {m: {} for m in modes}
+    widths: dict[str, dict[str, list[float]]] = {m: {} for m in modes}
+    seconds = dict.fromkeys(modes, 0.0)
     medians = []
     start = time.time()
     for sim in range(args.sims):
@@ -73,20 +83,24 @@ def main() -> None:
         grid = GainGrid.from_outcomes(data, reference=2.0)
         fit = fit_model(data, args.model, options)
         medians.append(fit.c_median)
-        result = bootstrap_intervals(
-            data,
-            {args.model: fit},
-            lambda f, g=grid: derived_quantities(f, g),
-            n_replicates=args.replicates,
-            seed=sim,
-            options=options,
-        )[args.model]
         # Parameters are defined against C / median C; the simulated median is C_MEDIAN
         # (integer complexities), so they are comparable with the truth.
         target = true_fit.params | derived_quantities(true_fit, grid)
-        for name, (lo, hi) in result.intervals.items():
-            hits.setdefault(name, []).append(int(lo <= target[name] <= hi))
-            widths.setdefault(name, []).append(hi - lo)
+        for mode in modes:
+            began = time.time()
+            result = bootstrap_intervals(
+                data,
+                {args.model: fit},
+                lambda f, g=grid: derived_quantities(f, g),
+                n_replicates=args.replicates,
+                seed=sim,
+                options=options,
+                refit=mode,
+            )[args.model]
+            seconds[mode] += time.time() - began
+            for name, (lo, hi) in result.intervals.items():
+                hits[mode].setdefault(name, []).append(int(lo <= target[name] <= hi))
+                widths[mode].setdefault(name, []).append(hi - lo)
         if (sim + 1) % 10 == 0:
             print(f"  {sim + 1}/{args.sims} simulations, {time.time() - start:.0f}s", flush=True)
 
@@ -95,6 +109,13 @@ def main() -> None:
         f"\nmodel={args.model} sims={args.sims} bootstrap={args.replicates} rows/sim={rows} "
         f"median C used: {min(medians):g}-{max(medians):g} (truth {C_MEDIAN:g})"
     )
+    for mode in modes:
+        report(mode, hits[mode], widths[mode], seconds[mode])
+    print(f"\ntotal {time.time() - start:.0f}s")
+
+
+def report(mode: str, hits: dict[str, list[int]], widths: dict[str, list[float]], seconds: float) -> None:
+    print(f"\nrefit={mode} (bootstrap time {seconds:.0f}s)")
     print(f"{'kind':<12} {'quantities':>10} {'coverage':>9} {'MC s.e.':>8}")
     for k in ("parameter", "probability", "gain"):
         names = [n for n in hits if kind(n) == k]
@@ -102,15 +123,15 @@ def main() -> None:
             continue
         per_sim = np.mean([hits[n] for n in names], axis=0)  # share covered in each sim
         rate = float(per_sim.mean())
-        se = float(per_sim.std(ddof=1) / math.sqrt(len(per_sim)))
+        se = float(per_sim.std(ddof=1) / math.sqrt(len(per_sim))) if len(per_sim) > 1 else float("nan")
         print(f"{k:<12} {len(names):>10} {rate:>9.3f} {se:>8.3f}")
-    print("\nper parameter:")
+    print("per parameter:")
     for name in [n for n in hits if kind(n) == "parameter"]:
         rate = np.mean(hits[name])
         se = math.sqrt(rate * (1 - rate) / len(hits[name]))
         print(f"  {name:<10} coverage {rate:.3f} (s.e. {se:.3f}), median width {np.median(widths[name]):.3f}")
     overall = np.mean([h for v in hits.values() for h in v])
-    print(f"\nall intervals: coverage {overall:.3f} (nominal 0.950); {time.time() - start:.0f}s")
+    print(f"all intervals: coverage {overall:.3f} (nominal 0.950)")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ PASTE = "Paste JSON…"
 
 
 @st.cache_data(show_spinner=False)
-def _replay(contract_text: str, name: str, data: str) -> list[ReplayReport]:
-    return replay_all(parse_contract(contract_text), read_trajectories(data, name))
+def _replay(contract_text: str, name: str, data: str, feedback: bool = True) -> list[ReplayReport]:
+    return replay_all(parse_contract(contract_text), read_trajectories(data, name), feedback=feedback)
 
 
 @st.cache_data(show_spinner=False)
@@ -75,6 +75,11 @@ st.text(f"Contract: {contract.name}   required phases: {', '.join(contract.requi
 # -- trajectories --------------------------------------------------------------------------
 available = [label for label, path in SOURCES.items() if path.exists()]
 source = st.selectbox("Trajectories", available + [UPLOAD, PASTE])
+feedback = st.toggle(
+    "Feedback shown on rejections", True, key="contract_feedback",
+    help="Off replays as if feedback were withheld from the agent (the factorial study's "
+    "outcome-only and credit-only arms): the same verdicts, but no step counts as a hint.",
+)
 if source == PASTE:
     name = "pasted.json"
     data = st.text_area("Trajectory JSON (tau-bench records, a message list, or records with "
@@ -97,7 +102,7 @@ else:
     path = SOURCES[source]
     name, data = path.name, _read(str(path), path.stat().st_mtime)
 try:
-    reports = _replay(text, name, data)
+    reports = _replay(text, name, data, feedback)
 except TrajectoryFormatError as exc:
     st.error("The trajectory file could not be read.")
     st.code(str(exc), language=None, wrap_lines=True)
@@ -160,7 +165,8 @@ with left:
         st.success("Accepted")
     else:
         st.error("Rejected")
-    st.caption("Contract feedback")
+    st.caption("Contract feedback" + ("" if step.accepted or step.feedback_shown
+                                      else " (not shown to the agent)"))
     st.code(step.feedback.render(), language=None, wrap_lines=True)
     if step.milestones:
         st.text(f"Milestones: {', '.join(step.milestones)} (+{step.credit:.2f})"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components.scaling_recovery import recovery_panel
 from components.scaling_sources import stored_runs_outcomes
 from components.state import engine
 from workbench.inputs import decode_text
@@ -168,6 +169,8 @@ if report.single_size:
 else:
     st.subheader(f"Gains over the {report.grid.reference:g}B judge")
     st.dataframe(gains, hide_index=True, width="stretch")
+
+recovery_panel()
 
 if report.single_size:
     st.stop()  # leave-one-scale-out needs three judge sizes; one has nothing to leave out

@@ -88,6 +88,8 @@ for name in names:
         "source tokens": s.source_tokens, "description": skill.description,
     })
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+st.caption("Density I_d = tokens of the rules' conditions and actions / tokens of the SKILL "
+           "source, counted with the cl100k tokenizer; coupling I_c = edges / rules; C = I_d × I_c.")
 total = skill_stats(list(skills.values()))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("SKILLs", len(names))

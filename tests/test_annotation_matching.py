@@ -131,3 +131,27 @@ def test_rule_text():
     assert rule_text("free text") == "free text"
     with pytest.raises(ValueError, match="neither condition nor action"):
         rule_text({"modality": "required"})
+
+
+def test_pooled_inventories_match_across_skills_per_skill_does_not():
+    # SKILL a extracted "refund order"; its reference was filed under SKILL b, and b's
+    # extracted "greet customer" has its reference under a. Exact text similarity.
+    from workbench.annotation.matching import match_pooled
+
+    def exact(left, right):
+        return np.array([[float(x == y) for y in right] for x in left]).reshape(len(left), len(right))
+
+    groups = [(["refund order"], ["greet customer"]), (["greet customer"], ["refund order"])]
+    per_skill = match_pooled(groups, pooling="per_skill", similarity=exact)
+    assert (per_skill.matched, per_skill.n_extracted, per_skill.n_reference) == (0, 2, 2)
+    assert per_skill.unmatched_extracted == (0, 1) and per_skill.unmatched_reference == (0, 1)
+    pooled = match_pooled(groups, similarity=exact)  # the paper's default
+    # extracted [refund, greet] vs reference [greet, refund]: pairs (0, 1) and (1, 0)
+    assert [(p.extracted, p.reference) for p in pooled.pairs] == [(0, 1), (1, 0)]
+    assert pooled.precision == pooled.recall == pooled.f1 == 1.0
+    # per_skill indices are offsets into the concatenation
+    same = match_pooled([(["x"], ["y"]), (["greet customer"], ["greet customer"])],
+                        pooling="per_skill", similarity=exact)
+    assert [(p.extracted, p.reference) for p in same.pairs] == [(1, 1)]
+    with pytest.raises(ValueError, match="unknown pooling"):
+        match_pooled(groups, pooling="both")

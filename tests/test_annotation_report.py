@@ -259,3 +259,29 @@ def test_similarity_by_name():
     assert similarity_by_name("jaccard")(["refund money"], ["refund money"])[0, 0] == 1.0
     with pytest.raises(ValueError, match="unknown similarity 'bm25'"):
         similarity_by_name("bm25")
+
+
+def test_pooled_row_matches_the_pooled_inventories_as_in_the_paper(skills, records):
+    # The annotator wrote R2 twice under the second SKILL, which holds one R2 of its own.
+    labels, adjudications = records
+    first, second = skills
+    r = first.graph.rules
+    labels = [*labels,
+              ref(second, "ann", r["R2"].condition, r["R2"].action, "required"),
+              ref(second, "ann", r["R2"].condition, r["R2"].action, "required", minute=1)]
+    per_skill = dataset_report(skills, labels, adjudications, similarity=exact_similarity,
+                               pooling="per_skill")
+    pooled = dataset_report(skills, labels, adjudications, similarity=exact_similarity)
+    assert pooled.settings["pooling"] == "inventories"
+    assert per_skill.rows == pooled.rows  # per-SKILL rows do not depend on pooling
+    # Per SKILL: first matches R1, R4 (2 of its 3 refs); second matches its one R2 to one of
+    # the two copies (1). Summed: 3 matched, 8 extracted, 5 references.
+    assert (per_skill.pooled.matched, per_skill.pooled.n_reference) == (3, 5)
+    # Pooled inventories: the second R2 copy also meets the first SKILL's R2 (same text):
+    # R1, R4, R2 (first), R2 (second) = 4 matched; P = 4/8, R = 4/5, F1 = 0.8 / 1.3.
+    assert pooled.pooled.matched == 4
+    assert pooled.pooled.precision == pytest.approx(0.5)
+    assert pooled.pooled.recall == pytest.approx(0.8)
+    assert pooled.pooled.f1 == pytest.approx(2 * 0.5 * 0.8 / 1.3)
+    with pytest.raises(ValueError, match="unknown pooling 'mean'"):
+        dataset_report(skills, labels, adjudications, pooling="mean")

@@ -28,6 +28,25 @@ def test_stats_table(index_file, capsys):
     assert main(["graph", "stats", str(index_file)]) == 0
     out = capsys.readouterr().out
     assert "refunds" in out and "TOTAL" in out and "0.750" in out
+    assert "tokenizer: cl100k" in out
+
+
+def test_stats_totals_are_table9s(tmp_path, refund_index_data, capsys):
+    # a second SKILL of depth 0 with a 2-cycle: mean depth (2 + 0) / 2 = 1.0, 1 cyclic SKILL
+    data = json.loads(json.dumps(refund_index_data))
+    loop = json.loads(json.dumps(data["skills"][0]))
+    loop["name"] = "loop"
+    ids = [r["id"] for r in loop["rules"]][:2]
+    loop["rules"] = loop["rules"][:2]
+    loop["edges"] = [{"source": ids[0], "target": ids[1]}, {"source": ids[1], "target": ids[0]}]
+    data["skills"].append(loop)
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(data))
+    assert main(["graph", "stats", str(path), "--json"]) == 0
+    total = json.loads(capsys.readouterr().out)["total"]
+    assert total["skills"] == 2 and total["mean_depth"] == pytest.approx(1.0)
+    assert total["skills_with_cycle"] == 1 and total["edges"] == 5
+    assert total["tokenizer"] == "cl100k"
 
 
 def test_closure_json_and_text(index_file, capsys):

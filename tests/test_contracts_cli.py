@@ -63,6 +63,17 @@ def test_replay_json_per_trajectory_and_summary(capsys):
     assert "steps" not in rows["compliant-cancel"]
 
 
+def test_replay_without_feedback_keeps_verdicts_and_zeroes_the_hint_rate(capsys):
+    assert main(["contract", "replay", AIRLINE, SYNTHETIC, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert main(["contract", "replay", AIRLINE, SYNTHETIC, "--json", "--no-feedback"]) == 0
+    withheld = json.loads(capsys.readouterr().out)
+    assert (shown["feedback"], withheld["feedback"]) == ("shown", "withheld")
+    assert shown["summary"]["hint_rate"] > 0 and withheld["summary"]["hint_rate"] == 0
+    for key in ("pcr", "rf_pcr", "outcome_rate", "mean_credit"):
+        assert withheld["summary"][key] == shown["summary"][key]
+
+
 def test_replay_text_with_steps(capsys):
     assert main(["contract", "replay", AIRLINE, SYNTHETIC, "--show", "unconfirmed-cancel"]) == 0
     out = capsys.readouterr().out

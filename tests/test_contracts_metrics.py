@@ -20,9 +20,9 @@ from workbench.contracts import (
 )
 
 
-def report(tid, accepted, rejected, agent_steps, credit, outcome):
+def report(tid, accepted, rejected, agent_steps, credit, outcome, hints=None):
     return ReplayReport(tid, (), TerminationVerdict(accepted, "p"), rejected, agent_steps, {},
-                        credit, outcome)
+                        credit, outcome, rejected if hints is None else hints)
 
 
 REPORTS = [
@@ -31,6 +31,13 @@ REPORTS = [
     report("C", False, 1, 5, 1.0, 1.0),
     report("D", False, 0, 5, 0.0, None),
 ]
+
+
+def test_hint_rate_counts_steps_with_feedback_shown_not_rejections():
+    # B's budget ran out: 3 rejections, feedback shown on 1; E ran with feedback withheld.
+    reports = [report("B", False, 3, 10, 0.0, 0.0, hints=1),
+               report("E", True, 2, 10, 1.0, 1.0, hints=0)]
+    assert summarize(reports).hint_rate == pytest.approx(1 / 20)  # (1 + 0) / (10 + 10)
 
 
 def test_summary_against_hand_derived_values():

@@ -230,16 +230,39 @@ def test_recovery_discount_on_the_first_progress_after_a_rejection(contract):
     assert not later.recovery and later.credit == 1.0  # no discount once recovered
 
 
-def test_rho_override_and_no_progress_actions_keep_the_recovery_flag(contract):
+def test_rho_override_discounts_the_recovery_action(contract):
     rt = ContractRuntime(contract, rho=0.5)
     rt.step(user("refund O1"))
     rt.step(tool("refund", order_id="O1"))  # rejected
-    thought = rt.step(tool("think", thought="I must look it up"), "")
-    assert thought.accepted and not thought.recovery and rt.state.recovering
-    rt.step(user("ok"))  # user turns do not clear the flag either
+    rt.step(user("ok"))  # user turns are not agent actions: the flag stays
     assert rt.state.recovering
     recovered = rt.step(tool("lookup", order_id="O1"), ORDER)
     assert recovered.recovery and recovered.credit == pytest.approx(0.5)
+
+
+def test_any_accepted_action_resets_the_recovery_flag(contract):
+    # The paper (section 3): the flag is reset by any accepted action, also one that makes
+    # no progress. Hand-written trajectory: reject, think (accepted, no milestone), lookup.
+    rt = ContractRuntime(contract, rho=0.5)
+    rt.step(user("refund O1"))
+    assert not rt.step(tool("refund", order_id="O1")).accepted  # flag on
+    thought = rt.step(tool("think", thought="I must look it up"), "")
+    assert thought.accepted and thought.recovery and thought.credit == 0.0  # the recovery action
+    assert not rt.state.recovering
+    later = rt.step(tool("lookup", order_id="O1"), ORDER)
+    assert not later.recovery and later.credit == 1.0  # full credit, not 1.0 * 0.5
+    assert rt.credit == 1.0
+
+
+def test_recovery_credit_waits_for_the_recovery_actions_observation(contract):
+    # The recovery action's milestone is verified by its observation, delivered later:
+    # still discounted; the next accepted action is not a recovery.
+    rt = ContractRuntime(contract, rho=0.5)
+    rt.step(user("refund O1"))
+    rt.step(tool("refund", order_id="O1"))  # rejected
+    pending = rt.step(tool("lookup", order_id="O1"))  # no observation yet
+    assert pending.recovery and pending.credit == 0.0 and not rt.state.recovering
+    assert rt.observe(ORDER).credit == pytest.approx(0.5)
 
 
 def test_recovery_action_without_milestone_clears_the_flag(contract):
@@ -304,14 +327,19 @@ def test_tool_call_budget_counts_tool_calls_only():
     assert not rt.finish().accepted
 
 
-def test_budget_exhausted_after_termination_conditions_still_terminates():
+def test_budget_exhaustion_fails_even_with_every_required_phase_done():
+    # The paper: exhaustion without accepted termination is a failure. Every required phase
+    # was done by the third action, but the agent went on and ran out of turns.
     text = TOY.replace("budgets: {turns: 8, tool_calls: 5}", "budgets: {turns: 3}")
     rt = ContractRuntime(parse_contract(text))
     run_to_approved(rt)  # 2 agent actions
     rt.step(tool("refund", order_id="O1"), "{}")  # the third: act done
+    assert rt.finish().accepted  # had the run ended here, it would terminate
     assert not rt.step(say("anything else?")).accepted  # the fourth is over budget
     verdict = rt.finish()
-    assert verdict.accepted and verdict.budget_exhausted == "turns"
+    assert not verdict.accepted and verdict.budget_exhausted == "turns"
+    assert verdict.missing_phases == ()
+    assert verdict.reason == "the turns budget ran out before accepted termination"
 
 
 def test_turn_shape_rejects_parallel_calls_and_calls_with_a_message(contract):
@@ -358,6 +386,35 @@ def test_feedback_never_contains_observation_content(contract):
         assert "SECRET-ANSWER-42" not in step.feedback.render()
     assert steps[1].feedback.render().startswith("Rejected: ")
     assert "Current phase: intake." in steps[1].feedback.render()
+
+
+def test_feedback_is_shown_on_live_rejections_and_withheld_when_switched_off(contract):
+    def run(rt):
+        rt.step(user("refund O1"))
+        return [rt.step(tool("refund", order_id="O1")),  # rejected
+                rt.step(tool("lookup", order_id="O1"), ORDER),  # accepted
+                rt.step(tool("refund", order_id="O1"))]  # rejected (confirm first)
+
+    shown = run(ContractRuntime(contract))
+    assert [s.feedback_shown for s in shown] == [True, False, True]
+    assert shown[0].agent_message().startswith("Rejected: ") and shown[1].agent_message() is None
+    quiet_rt = ContractRuntime(contract, feedback=False)
+    quiet = run(quiet_rt)
+    # same verdicts and state, nothing shown
+    assert [s.accepted for s in quiet] == [s.accepted for s in shown]
+    assert [s.feedback_shown for s in quiet] == [False, False, False]
+    assert quiet[0].agent_message() == "The action was not executed."
+    assert quiet_rt.state.rejected == 2 and quiet_rt.state.hints == 0
+
+
+def test_no_feedback_is_shown_after_the_budget_ran_out():
+    text = TOY.replace("budgets: {turns: 8, tool_calls: 5}", "budgets: {turns: 1}")
+    rt = ContractRuntime(parse_contract(text))
+    rt.step(say("hi"))
+    over = rt.step(say("again"))  # exhausts: the agent is told the run is over
+    after = rt.step(say("still here"))  # the run is over: nobody to tell
+    assert over.feedback_shown and not after.feedback_shown
+    assert (rt.state.rejected, rt.state.hints, rt.state.agent_steps) == (2, 1, 3)
 
 
 def test_live_guard_flow(contract):

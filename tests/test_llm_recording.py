@@ -156,3 +156,30 @@ def test_embedded_model_recording_replays(fixture_gateway):
     assert isinstance(res.data["violation"], bool) and res.data["reason"].strip()
     assert res.usage.prompt_tokens > 20 and res.usage.completion_tokens > 3
     assert res.usage.model.startswith("embedded/")
+
+
+def test_greedy_recordings_answer_the_papers_near_greedy_temperature(tmp_path):
+    # A recording made at 0.0 (before every role defaulted to 0.01) answers the same request
+    # at 0.01, but not at 0.5; an exact recording wins over the near-greedy one.
+    config = load_config(env={})
+    role = config.role("judge")
+    assert role.temperature == 0.01
+    gw = Gateway(config, recorder=Replayer(FIXTURE))  # only to build requests
+    at_001 = gw.build_request(role, MESSAGES, SCHEMA, "kw")
+    at_000 = {**at_001, "temperature": 0.0}
+    at_050 = {**at_001, "temperature": 0.5}
+
+    def line(request, text):
+        response = {"text": text, "finish_reason": "stop", "prompt_tokens": 1,
+                    "completion_tokens": 1, "cost_usd": None, "model": "m"}
+        return json.dumps({"key": request_key(request), "role": "judge", "request": request,
+                           "response": response})
+
+    path = tmp_path / "greedy.jsonl"
+    path.write_text(line(at_000, "greedy") + "\n")
+    replayer = Replayer(path)
+    assert replayer.send(at_001, role, key=request_key(at_001)).text == "greedy"
+    with pytest.raises(MissingRecording):
+        replayer.send(at_050, role, key=request_key(at_050))
+    path.write_text(line(at_000, "greedy") + "\n" + line(at_001, "exact") + "\n")
+    assert Replayer(path).send(at_001, role, key=request_key(at_001)).text == "exact"

@@ -33,6 +33,14 @@ def test_default_page_replays_the_synthetic_conversations(app):
     assert list(table["success"]) == [2, 0] and list(table["failure"]) == [0, 1]
 
 
+def test_withholding_feedback_zeroes_the_hint_rate_only(app):
+    pcr, hints = metric(app, "PCR"), metric(app, "Hint rate")
+    assert hints != "0.0%"
+    app.toggle(key="contract_feedback").set_value(False).run()
+    assert not app.exception
+    assert metric(app, "Hint rate") == "0.0%" and metric(app, "PCR") == pcr
+
+
 def test_invalid_contract_shows_located_problems_and_stops(app):
     broken = "contract: x\nphases:\n  - id: a\n    admits: [{tol: 1}]\n"
     app.text_area(key="contract_yaml").set_value(broken).run()

@@ -38,6 +38,25 @@ def test_demo_analysis_shows_tables_and_figure():
     assert "lambda" in set(at.dataframe[1].value["quantity"])
 
 
+def test_recovery_appears_when_f1_before_and_after_are_given():
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.radio(key="scaling_source").set_value("CompliBench airlines, embedded judge (real)").run()
+    _quick(at).button(key="scaling_run").click().run()
+    assert not at.exception
+    tables = len(at.dataframe)
+    at.number_input(key="scaling_f1_base").set_value(0.5).run()
+    at.number_input(key="scaling_f1_teacher").set_value(0.8).run()
+    assert len(at.dataframe) == tables  # no distilled F1 yet: no table
+    at.number_input(key="scaling_f1_headroom").set_value(0.71).run()
+    assert not at.exception
+    recovery = at.dataframe[-1].value
+    # (0.71 - 0.5) / (0.8 - 0.5) = 0.7
+    assert list(recovery["model"]) == ["headroom"]
+    assert recovery["recovery"].iloc[0] == 0.7
+    at.number_input(key="scaling_f1_teacher").set_value(0.5).run()
+    assert "both have F1 0.5" in at.warning[-1].value
+
+
 def test_changed_settings_ask_to_refit():
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     _quick(at).button(key="scaling_run").click().run()

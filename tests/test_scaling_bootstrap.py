@@ -91,3 +91,22 @@ def test_bootstrap_intervals_cover_estimates_and_are_paired(data):
         assert lo - 1e-9 <= estimates[name] <= hi + 1e-9, name
     again = bootstrap_intervals(data, fits, n_replicates=40, seed=2027, options=QUICK)
     np.testing.assert_allclose(again["additive"].draws, add.draws[:, :4])
+
+
+def test_full_refit_fits_each_replicate_from_scratch_local_starts_at_the_estimate(data):
+    from workbench.scaling import Problem
+
+    fit = fit_model(data, "additive", QUICK)
+    weights = next(iter(session_bootstrap_weights(data, 1, seed=5)))
+    problem = Problem(data, ["A", "B"])
+    scratch = problem.fit("additive", QUICK, row_weights=weights)  # global search + polish
+    full = bootstrap_intervals(data, {"additive": fit}, n_replicates=1, seed=5, options=QUICK,
+                               refit="full")["additive"]
+    np.testing.assert_allclose(full.draws[0], scratch.theta)
+    local_options = FitOptions(maxiter=QUICK.maxiter, global_search=False)
+    anchored = problem.fit("additive", local_options, row_weights=weights, start=fit.theta)
+    local = bootstrap_intervals(data, {"additive": fit}, n_replicates=1, seed=5, options=QUICK,
+                                refit="local")["additive"]
+    np.testing.assert_allclose(local.draws[0], anchored.theta)
+    with pytest.raises(ValueError, match="unknown bootstrap refit mode 'fast'.*full, local"):
+        bootstrap_intervals(data, {"additive": fit}, n_replicates=1, refit="fast")

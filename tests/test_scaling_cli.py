@@ -32,10 +32,19 @@ def test_fit_json_shape(capsys):
     assert full["cv_logloss"] > 0 and full["cv_se"] > 0
     lo, hi = full["ci"]["beta"]
     assert lo <= hi and full["bootstrap_replicates"] == 8
+    assert full["bootstrap_refit"] == "local"  # the default (same coverage, far cheaper)
     assert "delta_gain_retail_9B" in full["ci"]
     sizes = {r["params_b"] for r in out["loso"]}
     assert sizes == {0.5, 1.0, 2.0, 4.0, 9.0, 27.0}
     assert {"model", "log_loss", "accuracy", "calibration_gap", "ece"} <= set(out["loso"][0])
+
+
+def test_fit_full_refit_is_an_option(capsys):
+    args = ["scaling", "fit", str(OUTCOMES), "--json", "--bootstrap", "4", "--maxiter", "30",
+            "--no-loso", "--refit", "full"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {m["bootstrap_refit"] for m in out["models"].values()} == {"full"}
 
 
 def test_fit_text_report(capsys):
@@ -60,6 +69,31 @@ def test_select_writes_training_sets(tmp_path, capsys):
     summary = json.loads((out_dir / "selection.json").read_text())
     assert summary["model"] == "nested" and sum(q["n"] for q in summary["quotas"]) == 30
     assert "mean headroom" in capsys.readouterr().out
+
+
+def test_select_prints_recovery_when_f1_before_and_after_are_given(tmp_path, capsys):
+    args = ["scaling", "select", str(OUTCOMES), "--teacher", "9", "--student", "4", "--n", "30",
+            "--out", str(tmp_path / "sets"), "--model", "nested", "--maxiter", "40"]
+    recovery = ["--f1-base", "0.50", "--f1-teacher", "0.80", "--f1-uniform", "0.62",
+                "--f1-headroom", "0.71"]
+    assert main(args + recovery) == 0
+    out = capsys.readouterr().out
+    # (0.62 - 0.50) / (0.80 - 0.50) = 0.4; (0.71 - 0.50) / 0.30 = 0.7
+    assert "recovery (F1 base 0.5, teacher 0.8):" in out
+    assert "uniform   F1 0.620  recovery 0.400" in out
+    assert "headroom  F1 0.710  recovery 0.700" in out
+
+
+def test_select_recovery_options_are_checked_before_fitting(tmp_path, capsys):
+    args = ["scaling", "select", str(OUTCOMES), "--teacher", "9", "--student", "4", "--n", "30",
+            "--out", str(tmp_path / "sets")]
+    assert main(args + ["--f1-uniform", "0.6"]) == 2
+    assert "--f1-base" in capsys.readouterr().err
+    assert main(args + ["--f1-base", "0.5", "--f1-teacher", "0.5", "--f1-headroom", "0.6"]) == 2
+    assert "teacher and base both have F1 0.5" in capsys.readouterr().err
+    assert main(args + ["--f1-base", "0.5", "--f1-teacher", "0.8", "--f1-headroom", "71"]) == 2
+    assert "F1 of headroom must be a number in [0, 1]" in capsys.readouterr().err
+    assert not (tmp_path / "sets").exists()  # nothing fitted or written
 
 
 def test_user_errors_exit_2(tmp_path, capsys):

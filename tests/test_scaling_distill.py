@@ -14,6 +14,7 @@ from workbench.scaling import (
     build_prompt,
     fit_model,
     recovery,
+    recovery_rows,
     select_distillation,
     simulate_outcomes,
     stratum_quotas,
@@ -52,6 +53,17 @@ def test_recovery_hand_values():
     assert recovery(0.90, 0.50, 0.90) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="undefined"):
         recovery(0.7, 0.6, 0.6)
+
+
+def test_recovery_rows_per_distilled_set():
+    # base 0.4, teacher 0.8: uniform (0.5 - 0.4) / 0.4 = 0.25; headroom (0.9 - 0.4) / 0.4 = 1.25
+    rows = recovery_rows(0.4, 0.8, {"uniform": 0.5, "headroom": 0.9})
+    assert [r["model"] for r in rows] == ["uniform", "headroom"]
+    assert [r["recovery"] for r in rows] == pytest.approx([0.25, 1.25])
+    with pytest.raises(ValueError, match="F1 of teacher must be a number in"):
+        recovery_rows(0.4, float("nan"), {"uniform": 0.5})
+    with pytest.raises(ValueError, match="both have F1 0.4"):
+        recovery_rows(0.4, 0.4, {"uniform": 0.5})
 
 
 def test_stratum_quotas_largest_remainder():

@@ -1,10 +1,17 @@
 """Graph statistics and the complexity measure of the SkillCDG paper.
 
 - coupling ``I_c = |E| / |R|``
-- rule density ``I_d = T(rendered rules) / T(SKILL sources)``
+- rule density ``I_d = T(R) / T(D)`` (Eq. 2): ``T(R)`` counts the tokens of the rules
+  themselves, each rule's condition plus its action text, summed over rules; ``T(D)`` the
+  tokens of the SKILL sources. Not the rendered context: ids, When/Then labels, verbatim
+  quotes, ``Requires:`` lines and headers are template, and counting them made ``I_d`` depend
+  on the template, exceed 1 and partly count edges. The tokenizer is a named choice
+  (:data:`workbench.tokens.TOKENIZERS`, cl100k by default) and every result names it.
 - complexity ``C = I_d * I_c`` for any set of SKILLs (edges and rules summed over the set)
 - maximum dependency depth: the longest path, counted in edges, after collapsing each strongly
   connected component to one node (so cycles do not make depth infinite).
+- Table-9 corpus totals (:func:`corpus_totals`): depth is the *mean* over SKILLs and cycles
+  the *number* of SKILL graphs with a cycle, as the paper reports them.
 """
 
 from __future__ import annotations
@@ -12,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from workbench.graph import RuleGraph, SkillGraph
-from workbench.render import render_rules
-from workbench.tokens import count_tokens
+from workbench.graph import Rule, RuleGraph, SkillGraph
+from workbench.tokens import DEFAULT_TOKENIZER, token_counter
 
 
 @dataclass(frozen=True)
@@ -28,9 +34,38 @@ class GraphStats:
     source_tokens: int
     density: float
     complexity: float
+    tokenizer: str = DEFAULT_TOKENIZER
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class CorpusTotals:
+    """The totals row of Table 9 over a set of SKILLs: counts summed, depth averaged over
+    SKILLs, cycles counted as SKILL graphs containing one; coupling, density and complexity
+    pooled over the set (as :func:`skill_stats` of the set)."""
+
+    skills: int
+    rules: int
+    edges: int
+    coupling: float
+    mean_depth: float
+    skills_with_cycle: int
+    rule_tokens: int
+    source_tokens: int
+    density: float
+    complexity: float
+    tokenizer: str = DEFAULT_TOKENIZER
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def rule_text_tokens(rule: Rule, count=None) -> int:
+    """``T`` of one rule: tokens of its condition plus tokens of its action."""
+    count = count or token_counter(DEFAULT_TOKENIZER)
+    return count(rule.condition) + count(rule.action)
 
 
 def strongly_connected_components(graph: RuleGraph) -> list[list[str]]:
@@ -100,8 +135,13 @@ def depth_and_cycles(graph: RuleGraph) -> tuple[int, bool]:
     return (max(longest) if longest else 0), has_cycle
 
 
-def skill_stats(skills: SkillGraph | Iterable[SkillGraph]) -> GraphStats:
-    """Statistics of one SKILL or of a set of SKILLs taken together."""
+def skill_stats(
+    skills: SkillGraph | Iterable[SkillGraph], tokenizer: str = DEFAULT_TOKENIZER
+) -> GraphStats:
+    """Statistics of one SKILL or of a set of SKILLs taken together, token counts in
+    ``tokenizer`` (a name from :data:`workbench.tokens.TOKENIZERS`; ``ValueError`` otherwise).
+    For a set, ``max_depth`` is the deepest SKILL and ``has_cycle`` whether any has one."""
+    count = token_counter(tokenizer)
     group = [skills] if isinstance(skills, SkillGraph) else list(skills)
     n_rules = sum(len(s.graph) for s in group)
     n_edges = sum(len(s.graph.edges) for s in group)
@@ -109,8 +149,8 @@ def skill_stats(skills: SkillGraph | Iterable[SkillGraph]) -> GraphStats:
     for s in group:
         d, c = depth_and_cycles(s.graph)
         depth, cycle = max(depth, d), cycle or c
-    rule_tokens = sum(count_tokens(render_rules(s, s.graph.rules)) for s in group)
-    source_tokens = sum(count_tokens(s.source) for s in group)
+    rule_tokens = sum(rule_text_tokens(r, count) for s in group for r in s.graph.rules.values())
+    source_tokens = sum(count(s.source) for s in group)
     coupling = n_edges / n_rules if n_rules else 0.0
     density = rule_tokens / source_tokens if source_tokens else 0.0
     return GraphStats(
@@ -123,9 +163,30 @@ def skill_stats(skills: SkillGraph | Iterable[SkillGraph]) -> GraphStats:
         source_tokens=source_tokens,
         density=density,
         complexity=density * coupling,
+        tokenizer=tokenizer,
     )
 
 
-def complexity(skills: Iterable[SkillGraph]) -> float:
+def corpus_totals(skills: Iterable[SkillGraph], tokenizer: str = DEFAULT_TOKENIZER) -> CorpusTotals:
+    """Table-9 totals of ``skills`` (see :class:`CorpusTotals`); an empty set gives zeros."""
+    group = list(skills)
+    pooled = skill_stats(group, tokenizer)
+    per_skill = [depth_and_cycles(s.graph) for s in group]
+    return CorpusTotals(
+        skills=len(group),
+        rules=pooled.rules,
+        edges=pooled.edges,
+        coupling=pooled.coupling,
+        mean_depth=sum(d for d, _ in per_skill) / len(group) if group else 0.0,
+        skills_with_cycle=sum(1 for _, c in per_skill if c),
+        rule_tokens=pooled.rule_tokens,
+        source_tokens=pooled.source_tokens,
+        density=pooled.density,
+        complexity=pooled.complexity,
+        tokenizer=tokenizer,
+    )
+
+
+def complexity(skills: Iterable[SkillGraph], tokenizer: str = DEFAULT_TOKENIZER) -> float:
     """``C = I_d * I_c`` of a set of SKILLs (e.g. those a case is associated with)."""
-    return skill_stats(skills).complexity
+    return skill_stats(skills, tokenizer).complexity

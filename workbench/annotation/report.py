@@ -12,7 +12,9 @@ For each SKILL of a dataset (an extracted ``SkillGraph``) and pooled over them:
 
 Pooled: counts are summed over all SKILLs; precision, recall and F1 pool the SKILLs that
 have a reference inventory (a SKILL nobody has written references for yet says nothing about
-extraction quality), ``rule_correctness`` = pooled correct / (correct + incorrect).
+extraction quality), ``rule_correctness`` = pooled correct / (correct + incorrect). The
+pooled ``matched`` follows ``pooling`` (see ``matching.POOLING_MODES``): by default the
+paper's B.4, one matching of the pooled inventories; ``per_skill`` sums the SKILLs' matches.
 
 The report also carries inter-annotator agreement per task type and judge-vs-human
 agreement (model labels against the resolved human label of reviewed items).
@@ -24,7 +26,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from workbench.annotation.agreement import agreement_report, cohen_kappa, percent_agreement
 from workbench.annotation.items import reference_item, rule_items
@@ -38,7 +40,14 @@ from workbench.annotation.labels import (
     ReferenceRule,
     retracted_rule,
 )
-from workbench.annotation.matching import Similarity, jaccard_similarity, match_inventories
+from workbench.annotation.matching import (
+    DEFAULT_POOLING,
+    POOLING_MODES,
+    Similarity,
+    jaccard_similarity,
+    match_inventories,
+    match_pooled,
+)
 from workbench.annotation.resolution import current_labels, progress, resolve, rule_correctness_rate
 from workbench.graph import SkillGraph
 
@@ -199,7 +208,8 @@ def _f1(p: float | None, r: float | None) -> float | None:
 
 def _skill_row(skill: SkillGraph, labels: list[Label], adjudications: list[Adjudication], *,
                similarity: Similarity, threshold: float, annotators: Sequence[str] | None,
-               min_annotators: int, confirm: Confirm | None) -> tuple[SkillRow, list[PairRow]]:
+               min_annotators: int, confirm: Confirm | None,
+               ) -> tuple[SkillRow, list[PairRow], list, list[ReferenceEntry]]:
     rules = list(skill.graph.rules.values())
     references = reference_inventory(labels, skill, annotators)
     agreement = match_inventories(rules, [e.rule for e in references], similarity=similarity,
@@ -233,7 +243,31 @@ def _skill_row(skill: SkillGraph, labels: list[Label], adjudications: list[Adjud
         rule_correctness=correctness.rate,
         reference_annotators=tuple(sorted({e.annotator for e in references})),
     )
-    return row, pairs
+    return row, pairs, rules, references
+
+
+def _pooled_inventory_match(row: SkillRow, inventories: Sequence[tuple[list, list[ReferenceEntry]]], *,
+                            similarity: Similarity, threshold: float,
+                            confirm: Confirm | None) -> SkillRow:
+    """``row`` (the summed pooled row) with matched/P/R/F1 from one matching of the pooled
+    inventories of the SKILLs that have references (the paper's B.4)."""
+    compared = [(rules, refs) for rules, refs in inventories if refs]
+    if not compared:
+        return row
+    extracted = [r for rules, _ in compared for r in rules]
+    references = [e for _, refs in compared for e in refs]
+    agreement = match_pooled([(rules, [e.rule for e in refs]) for rules, refs in compared],
+                             pooling="inventories", similarity=similarity, threshold=threshold)
+    matched = 0
+    for pair in agreement.pairs:
+        rule, entry = extracted[pair.extracted], references[pair.reference]
+        confirmed = (confirm(rule_statement(rule.condition, rule.action, rule.modality),
+                             rule_statement(entry.rule.condition, entry.rule.action, entry.rule.modality))
+                     if confirm is not None else None)
+        matched += confirmed is not False
+    precision = _ratio(matched, len(extracted))
+    recall = _ratio(matched, len(references))
+    return replace(row, matched=matched, precision=precision, recall=recall, f1=_f1(precision, recall))
 
 
 def _pooled(rows: Sequence[SkillRow]) -> SkillRow:
@@ -354,25 +388,39 @@ def dataset_report(skills: Iterable[SkillGraph], labels: Iterable[Label],
                    adjudications: Iterable[Adjudication] = (), *,
                    similarity: Similarity = jaccard_similarity, similarity_name: str = "jaccard",
                    threshold: float = 0.5, reference_annotators: Sequence[str] | None = None,
-                   min_annotators: int = 2, confirm: Confirm | None = None) -> DatasetReport:
+                   min_annotators: int = 2, confirm: Confirm | None = None,
+                   pooling: str = DEFAULT_POOLING) -> DatasetReport:
     """The report for a dataset of extracted SKILLs and the labels given on them.
+
+    ``pooling`` (one of ``matching.POOLING_MODES``) decides the pooled row's matching: the
+    paper's pooled inventories (default) or the per-SKILL matches summed.
 
     ``labels``/``adjudications`` may hold every task's records; each part takes its own.
     ``confirm`` is asked about each matched pair; a pair it rejects stays in ``pairs`` for
     review (``confirmed=False``) but does not count as matched. Raises ``ValueError`` for a
     threshold outside (0, 1] or a similarity of the wrong shape (see ``match_inventories``).
     """
+    if pooling not in POOLING_MODES:
+        raise ValueError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLING_MODES)}")
     labels = list(labels)
     adjudications = list(adjudications)
+    if confirm is not None:
+        confirm = _remembered(confirm)  # a pair matched per SKILL and pooled is asked once
     rows: list[SkillRow] = []
     pairs: list[PairRow] = []
+    inventories: list[tuple[list, list[ReferenceEntry]]] = []
     for skill in skills:
-        row, skill_pairs = _skill_row(
+        row, skill_pairs, rules, references = _skill_row(
             skill, labels, adjudications, similarity=similarity, threshold=threshold,
             annotators=reference_annotators, min_annotators=min_annotators, confirm=confirm,
         )
         rows.append(row)
         pairs += skill_pairs
+        inventories.append((rules, references))
+    pooled = _pooled(rows)
+    if pooling == "inventories":
+        pooled = _pooled_inventory_match(pooled, inventories, similarity=similarity,
+                                         threshold=threshold, confirm=confirm)
     judge_human = {
         task: judge_human_agreement(labels, adjudications, task, min_annotators=min_annotators)
         for task in (RULE_CORRECTNESS, CDG_INSPECTION)
@@ -383,9 +431,21 @@ def dataset_report(skills: Iterable[SkillGraph], labels: Iterable[Label],
         "min_annotators": min_annotators,
         "reference_annotators": list(reference_annotators) if reference_annotators else None,
         "confirmed_by": "judge" if confirm is not None else None,
+        "pooling": pooling,
     }
-    return DatasetReport(tuple(rows), _pooled(rows), tuple(pairs), task_agreement(labels),
+    return DatasetReport(tuple(rows), pooled, tuple(pairs), task_agreement(labels),
                          judge_human, settings)
+
+
+def _remembered(confirm: Confirm) -> Confirm:
+    answers: dict[tuple[str, str], bool] = {}
+
+    def ask(extracted: str, reference: str) -> bool:
+        if (extracted, reference) not in answers:
+            answers[(extracted, reference)] = confirm(extracted, reference)
+        return answers[(extracted, reference)]
+
+    return ask
 
 
 # -- exports ---------------------------------------------------------------------------

@@ -188,6 +188,9 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--reference-annotator", action="append", metavar="NAME",
                         help="use only this annotator's reference rules (repeatable; default: "
                         "everyone's, pooled)")
+    report.add_argument("--pooling", choices=["inventories", "per_skill"], default="inventories",
+                        help="pooled row: match the pooled inventories once (the paper's B.4, "
+                        "default) or sum the per-SKILL matches")
     report.add_argument("--confirm-with-judge", action="store_true",
                         help="ask the judge role to confirm each matched pair (model calls)")
     report.add_argument("--json", action="store_true", help="print the whole report as JSON")
@@ -257,7 +260,7 @@ def run_report(args: argparse.Namespace) -> int:
             skills, labels, adjudications, similarity=similarity_by_name(args.similarity),
             similarity_name=args.similarity, threshold=threshold,
             reference_annotators=args.reference_annotator, min_annotators=args.min_annotators,
-            confirm=confirm,
+            confirm=confirm, pooling=args.pooling,
         )
     except EmbeddingUnavailable as exc:
         raise CliError(str(exc)) from None
@@ -295,7 +298,8 @@ def _print_report(report) -> None:
     settings = report.settings
     print(f"\nmatching: {settings['similarity']} >= {settings['threshold']}"
           + (", confirmed by the judge" if settings["confirmed_by"] else "")
-          + f"; {len(report.pairs)} matched pair(s) for review (--json lists them)")
+          + f"; {len(report.pairs)} matched pair(s) for review (--json lists them)"
+          + f"; pooled row: {settings['pooling'].replace('_', ' ')} matching")
     print("agreement (current human labels):")
     for task, stats in report.agreement.items():
         print(f"  {task}: items {stats['n_items']}, annotators {stats['n_annotators']}, "

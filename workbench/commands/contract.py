@@ -2,7 +2,7 @@
 
 ``workbench contract check CONTRACT.yaml [--json]`` validates a contract file and lists
 every problem with its line. ``workbench contract replay CONTRACT.yaml TRAJECTORIES.json
-[--json] [--rho R] [--show ID]`` replays each trajectory and prints per trajectory
+[--json] [--rho R] [--no-feedback] [--show ID]`` replays each trajectory and prints per trajectory
 ``{id, accepted_termination, rejected, milestones, credit, outcome}`` and the summary
 ``{n, pcr, rf_pcr, hint_rate, outcome_rate}`` with the PCR x outcome table.
 """
@@ -46,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("--json", action="store_true", help="print one JSON object")
     replay.add_argument("--rho", type=float, default=None,
                         help="recovery discount in (0, 1] (default: the contract's, else 0.9)")
+    replay.add_argument("--no-feedback", dest="feedback", action="store_false",
+                        help="replay as if feedback had been withheld (the factorial study's "
+                        "outcome-only and credit-only arms): same verdicts, hint rate 0")
     replay.add_argument("--show", metavar="ID", default=None,
                         help="also print every step of this trajectory with its feedback")
     replay.set_defaults(func=run_replay)
@@ -108,18 +111,21 @@ def run_replay(args: argparse.Namespace) -> int:
         sample = ", ".join(t.id for t in trajectories[:3])
         raise CliError(f"no trajectory with id {args.show!r} in {args.trajectories}; "
                        f"ids look like: {sample or '(the file is empty)'}")
-    reports = replay_all(contract, trajectories, rho=args.rho)
+    reports = replay_all(contract, trajectories, rho=args.rho, feedback=args.feedback)
     summary = summarize(reports)
     if args.json:
         out = {
             "contract": contract.name,
             "trajectories": [r.to_dict(steps=r.trajectory_id == args.show) for r in reports],
             "summary": summary.to_dict(),
+            "feedback": "shown" if args.feedback else "withheld",
         }
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     _print_reports(reports)
     _print_summary(summary)
+    if not args.feedback:
+        print("feedback withheld: no step counts as a hint")
     if args.show is not None:
         report = next(r for r in reports if r.trajectory_id == args.show)
         _print_steps(report)

@@ -14,6 +14,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = gsub.add_parser("stats", help="rules, edges, coupling, depth, cycles, density, complexity")
     p.add_argument("index", help="skillcdg/1 JSON file")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument(
+        "--tokenizer",
+        choices=["cl100k", "embedded"],
+        default="cl100k",
+        help="tokenizer for I_d = T(rules) / T(source): cl100k (default) or the embedded "
+        "model's own, read from its GGUF",
+    )
     p.set_defaults(func=_stats)
 
     p = gsub.add_parser("closure", help="transitive require-closure of seed rules")
@@ -44,22 +51,45 @@ def load_index_or_fail(path: str):
 
 
 def _stats(args) -> int:
-    from workbench.stats import skill_stats
+    from workbench.cli import CliError
+    from workbench.gguf_tokenizer import GgufTokenizerError
+    from workbench.llm.errors import EmbeddedModelUnavailable
+    from workbench.stats import corpus_totals, skill_stats
+    from workbench.tokens import TOKENIZERS
 
     index = load_index_or_fail(args.index)
-    rows = {s.name: skill_stats(s).as_dict() for s in index}
-    total = skill_stats(list(index)).as_dict()
+    try:
+        rows = {s.name: skill_stats(s, args.tokenizer).as_dict() for s in index}
+        total = corpus_totals(list(index), args.tokenizer).as_dict()
+    except (EmbeddedModelUnavailable, GgufTokenizerError) as exc:
+        raise CliError(f"{exc}; or count with --tokenizer cl100k") from None
     for w in index.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
         print(json.dumps({"skills": rows, "total": total}, indent=1))
         return 0
-    cols = ["rules", "edges", "coupling", "max_depth", "has_cycle", "density", "complexity"]
+    # Table 9's layout: per SKILL its depth and whether it has a cycle; the TOTAL row has
+    # the mean depth over SKILLs and the number of SKILLs with a cycle (the paper's totals).
+    cols = ["rules", "edges", "coupling", "depth", "cycles", "density", "complexity"]
+    cells_of = {
+        name: [r["rules"], r["edges"], r["coupling"], r["max_depth"], int(r["has_cycle"]),
+               r["density"], r["complexity"]]
+        for name, r in rows.items()
+    }
+    cells_of["TOTAL"] = [
+        total["rules"], total["edges"], total["coupling"], total["mean_depth"],
+        total["skills_with_cycle"], total["density"], total["complexity"],
+    ]
     width = max([len("TOTAL"), *map(len, rows)])
     print(f"{'skill':<{width}}  " + "  ".join(f"{c:>10}" for c in cols))
-    for name, r in [*rows.items(), ("TOTAL", total)]:
-        cells = [f"{r[c]:>10.3f}" if isinstance(r[c], float) else f"{r[c]!s:>10}" for c in cols]
+    for name, values in cells_of.items():
+        cells = [f"{v:>10.3f}" if isinstance(v, float) else f"{v!s:>10}" for v in values]
         print(f"{name:<{width}}  " + "  ".join(cells))
+    print(
+        f"density I_d = T(rule conditions + actions) / T(SKILL source), tokenizer: "
+        f"{args.tokenizer} ({TOKENIZERS[args.tokenizer]}); TOTAL depth is the mean over "
+        f"{total['skills']} SKILLs, cycles the number of SKILLs with one"
+    )
     return 0
 
 

@@ -5,7 +5,9 @@ admits, the allowed transitions, actions admissible anywhere, milestones and wha
 them, the accepted termination condition and budgets. ``ContractRuntime.step`` accepts or
 rejects each action with contract-state feedback, and can guard a live agent; ``replay``
 audits recorded trajectories; ``summarize`` gives PCR, RF-PCR, outcome rate, hint rate,
-mean credit and the PCR x outcome table. Pure Python: no UI, no storage.
+mean credit and the PCR x outcome table; ``progress_reward`` turns the verified credit into
+a per-trajectory training reward for the factorial study's arms. Pure Python: no UI, no
+storage.
 """
 
 from workbench.contracts.actions import Action
@@ -26,6 +28,13 @@ from workbench.contracts.model import (
 )
 from workbench.contracts.replay import ReplayReport, Scorer, replay, replay_all
 from workbench.contracts.results import ContractState, Feedback, StepResult, TerminationVerdict
+from workbench.contracts.reward import (
+    CONDITIONS,
+    Condition,
+    progress_reward,
+    step_rewards,
+    trajectory_return,
+)
 from workbench.contracts.runtime import ContractRuntime
 from workbench.contracts.spec import (
     ContractError,
@@ -45,6 +54,7 @@ from workbench.contracts.trajectories import (
 )
 
 __all__ = [
+    "CONDITIONS",
     "Action",
     "ActionRule",
     "ArgCheck",
@@ -53,6 +63,7 @@ __all__ = [
     "ContractError",
     "ContractIssue",
     "ContractRuntime",
+    "Condition",
     "ContractState",
     "ContractSummary",
     "Evidence",
@@ -78,9 +89,12 @@ __all__ = [
     "outcome_class",
     "parse_contract",
     "parse_trajectories",
+    "progress_reward",
     "read_trajectories",
     "replay",
     "replay_all",
+    "step_rewards",
     "steps_from_messages",
     "summarize",
+    "trajectory_return",
 ]

@@ -4,9 +4,11 @@
 - RF-PCR (rejection-free PCR): accepted termination and not a single rejected action.
 - outcome rate: share of trajectories whose outcome counts as success (outcome >= the
   threshold; tau-bench rewards are 0 or 1), among those with a known outcome.
-- hint rate: rejected agent steps / agent steps, pooled over all trajectories — the share of
-  the agent's steps that would have received corrective feedback. User turns are never
-  rejected and are not counted.
+- hint rate: agent steps on which feedback was shown / agent steps, pooled over all
+  trajectories (the paper's definition). Feedback is shown on a rejected step while the run
+  is live; with feedback withheld (``replay(..., feedback=False)``) the rate is 0 although
+  steps are still rejected, and the steps rejected after a budget ran out show none. User
+  turns are never rejected and are not counted.
 - mean credit: mean verified progress credit per trajectory.
 - the 2x2 table: accepted termination (yes/no) x outcome (success/failure), plus a column
   for unknown outcomes.
@@ -87,7 +89,7 @@ def summarize(reports: Sequence[ReplayReport], *, success_threshold: float = 1.0
         n=n,
         pcr=_rate(sum(r.accepted_termination for r in reports), n),
         rf_pcr=_rate(sum(r.rejection_free for r in reports), n),
-        hint_rate=_rate(sum(r.rejected for r in reports), agent_steps),
+        hint_rate=_rate(sum(r.hints for r in reports), agent_steps),
         outcome_rate=_rate(sum(outcome_class(r.outcome, success_threshold) == "success"
                                for r in known), len(known)),
         mean_credit=_rate(sum(r.credit for r in reports), n),

@@ -2,7 +2,9 @@
 
 In a replay the recorded actions already happened, so a rejected action is still followed
 by what the agent did next; the report counts it and the runtime carries on from the
-unchanged state, exactly as a live guard that refused the action would.
+unchanged state, exactly as a live guard that refused the action would. ``feedback=False``
+replays as if feedback had been withheld (the factorial study's no-feedback arms): the same
+verdicts, but no step counts as a hint.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class ReplayReport:
     milestones: dict[str, tuple[str | None, ...]]
     credit: float
     outcome: float | None
+    hints: int = 0  # rejected agent steps on which feedback was shown
 
     @property
     def accepted_termination(self) -> bool:
@@ -50,6 +53,7 @@ class ReplayReport:
             "credit": round(self.credit, 6),
             "outcome": self.outcome,
             "agent_steps": self.agent_steps,
+            "hints": self.hints,
             "final_phase": self.termination.phase,
             "termination_reason": self.termination.reason,
         }
@@ -59,12 +63,13 @@ class ReplayReport:
 
 
 def replay(contract: Contract, trajectory: Trajectory, *, rho: float | None = None,
-           scorer: Scorer | None = None) -> ReplayReport:
+           scorer: Scorer | None = None, feedback: bool = True) -> ReplayReport:
     """Run every step of ``trajectory`` through a fresh runtime and judge termination.
 
     The outcome is ``scorer(trajectory)`` when a scorer is given, else the trajectory's own.
+    ``feedback`` is the runtime's switch (see :class:`ContractRuntime`).
     """
-    runtime = ContractRuntime(contract, rho=rho)
+    runtime = ContractRuntime(contract, rho=rho, feedback=feedback)
     for step in trajectory.steps:
         runtime.step(step.action, step.observation)
     outcome = trajectory.outcome
@@ -81,9 +86,10 @@ def replay(contract: Contract, trajectory: Trajectory, *, rho: float | None = No
         milestones=state.milestones,
         credit=state.credit,
         outcome=outcome,
+        hints=state.hints,
     )
 
 
 def replay_all(contract: Contract, trajectories: Iterable[Trajectory], *, rho: float | None = None,
-               scorer: Scorer | None = None) -> list[ReplayReport]:
-    return [replay(contract, t, rho=rho, scorer=scorer) for t in trajectories]
+               scorer: Scorer | None = None, feedback: bool = True) -> list[ReplayReport]:
+    return [replay(contract, t, rho=rho, scorer=scorer, feedback=feedback) for t in trajectories]

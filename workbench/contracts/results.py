@@ -45,6 +45,15 @@ class StepResult:
     credit: float = 0.0
     recovery: bool = False
     halted: str | None = None
+    feedback_shown: bool = False
+
+    def agent_message(self) -> str | None:
+        """What a live guard tells the agent: ``None`` for an accepted action (execute it);
+        for a rejected one the feedback when it is shown, else only that the action was not
+        executed (feedback withheld)."""
+        if self.accepted:
+            return None
+        return self.feedback.render() if self.feedback_shown else "The action was not executed."
 
     def to_dict(self, *, observation_chars: int | None = 400) -> dict[str, Any]:
         obs = self.observation
@@ -56,6 +65,7 @@ class StepResult:
             "feedback": self.feedback.to_dict(), "observation": obs,
             "milestones": list(self.milestones), "credit": round(self.credit, 6),
             "recovery": self.recovery, "halted": self.halted,
+            "feedback_shown": self.feedback_shown,
         }
 
 
@@ -82,3 +92,4 @@ class ContractState:
     rejected: int
     agent_steps: int
     credit: float
+    hints: int = 0  # rejected agent steps on which feedback was shown

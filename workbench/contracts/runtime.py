@@ -6,7 +6,7 @@ trajectory (``workbench.contracts.replay``)::
     runtime = ContractRuntime(contract)
     result = runtime.step(Action.tool("cancel_reservation", {"reservation_id": "ABC123"}))
     if not result.accepted:
-        tell_the_agent(result.feedback.render())   # do not execute the call
+        tell_the_agent(result.agent_message())     # do not execute the call
     else:
         runtime.observe(execute(...))               # the tool result verifies milestones
     verdict = runtime.finish()                      # accepted termination?
@@ -15,7 +15,8 @@ Rules, in the order the runtime applies them to an agent action:
 
 1. Budgets: an action beyond ``budgets.turns`` (tool calls + assistant messages) or
    ``budgets.tool_calls`` is rejected and the run halts; every later agent action is
-   rejected. Termination is then judged on the state at the moment of exhaustion.
+   rejected. A run whose budget ran out has not terminated: termination fails, whatever
+   phases were done (the paper: exhaustion without accepted termination is a failure).
 2. Turn shape: too many tool calls in one turn, or a tool call sent with a message when the
    contract forbids it, is rejected. A tool missing from ``tools`` (when listed) is rejected.
 3. Admission: the transitions out of the current phase are tried in the order written (a
@@ -27,9 +28,9 @@ Rules, in the order the runtime applies them to an agent action:
 5. Milestones: an accepted action matching a milestone's ``verified_by`` with a valid
    observation completes it (per key for keyed milestones). The first completion of each
    milestone earns its credit, times rho when it is completed by the recovery action: the
-   first accepted agent action after a rejection that makes progress (moves by a phase
-   rule, or completes a milestone). ``anywhere`` actions that complete nothing (``think``)
-   leave the flag set.
+   first accepted agent action after a rejection. Any accepted agent action resets the
+   flag (the paper, section 3), also one that makes no progress (``think``): a milestone
+   completed later earns full credit.
 6. User turns are never rejected: they may move the phase (an explicit "yes") and otherwise
    change nothing. They do not count against budgets.
 7. Accepted termination (``finish``): every required phase done (its ``done_when``
@@ -38,7 +39,11 @@ Rules, in the order the runtime applies them to an agent action:
    is given, the run ends in one of them.
 
 Feedback names the current phase and one admissible next action, described from the
-contract's rules; it never contains observation content (never the task's answer).
+contract's rules; it never contains observation content (never the task's answer). It is
+shown to the agent on each rejected action while the run is live (``feedback_shown``);
+``ContractRuntime(feedback=False)`` withholds it (the factorial study's no-feedback arms):
+rejections still stand and are still recorded, but the agent only hears that the action
+was not executed (:meth:`StepResult.agent_message`).
 """
 
 from __future__ import annotations
@@ -77,14 +82,15 @@ class _Pending:
     index: int
     action: Action
     candidates: list[tuple[Milestone, Evidence]] = field(default_factory=list)
-    recovery_candidate: bool = False
+    recovery: bool = False  # the call was the recovery action: its milestones are discounted
 
 
 class ContractRuntime:
     """Tracks one run of an agent against a ``Contract``; see the module docstring."""
 
-    def __init__(self, contract: Contract, *, rho: float | None = None) -> None:
+    def __init__(self, contract: Contract, *, rho: float | None = None, feedback: bool = True) -> None:
         self.contract = contract
+        self.feedback = feedback
         self.rho = contract.recovery_discount if rho is None else rho
         if not 0 < self.rho <= 1:
             raise ValueError(f"rho must be in (0, 1], got {self.rho}")
@@ -96,6 +102,7 @@ class ContractRuntime:
         self.tool_calls = 0
         self.halted: str | None = None
         self.rejected = 0
+        self.hints = 0
         self.agent_steps = 0
         self.credit = 0.0
         self.history: list[StepResult] = []
@@ -129,11 +136,16 @@ class ContractRuntime:
                 self.turns += 1
                 self.tool_calls += action.kind == "tool"
         if not decision.accepted:
+            # Feedback reaches the agent on a rejection while the run is live and feedback
+            # is on; after a halt there is no agent to tell.
+            shown = action.by_agent and self.feedback and decision.via != "halted"
             if action.by_agent:
                 self.rejected += 1
+                self.hints += shown
                 self.recovering = True
             result = StepResult(index, action, False, before, self.phase, decision.via,
-                                self._feedback(decision), observation, halted=self.halted)
+                                self._feedback(decision), observation, halted=self.halted,
+                                feedback_shown=shown)
             self.history.append(result)
             return result
         if action.kind == "user":
@@ -141,8 +153,11 @@ class ContractRuntime:
         self.phase = decision.phase
         if decision.progress:  # admitted by one of the phase's own rules
             self.entered.add(decision.phase)
+        # The first accepted agent action after a rejection is the recovery action, whether
+        # or not it makes progress; it clears the flag, and only milestones it completes
+        # (now or once its observation arrives) are discounted by rho.
         recovery = False
-        if action.by_agent and self.recovering and decision.progress:
+        if action.by_agent and self.recovering:
             recovery, self.recovering = True, False
         result = StepResult(index, action, True, before, self.phase, decision.via,
                             Feedback(True, self.phase, None), observation, recovery=recovery)
@@ -151,14 +166,10 @@ class ContractRuntime:
         now = self._completions([c for c in candidates if not c[1].observation.needs_observation],
                                 action, None)
         later = [c for c in candidates if c[1].observation.needs_observation]
-        if action.by_agent and self.recovering and self._any_new(now):
-            recovery, self.recovering = True, False
-            self.history[index] = replace(self.history[index], recovery=True)
         self._verify(index, now, recovery)
         self._refresh_feedback(index)
         if later:
-            self._pending = _Pending(index, action, later,
-                                     action.by_agent and self.recovering and not recovery)
+            self._pending = _Pending(index, action, later, recovery)
             if observation is not None:
                 self.observe(observation)
         return self.history[index]
@@ -174,11 +185,7 @@ class ContractRuntime:
             return self.history[-1] if self.history else None
         self.history[pending.index] = replace(self.history[pending.index], observation=observation)
         done = self._completions(pending.candidates, pending.action, observation)
-        recovery = self.history[pending.index].recovery
-        if pending.recovery_candidate and self.recovering and self._any_new(done):
-            recovery, self.recovering = True, False
-            self.history[pending.index] = replace(self.history[pending.index], recovery=True)
-        self._verify(pending.index, done, recovery)
+        self._verify(pending.index, done, pending.recovery)
         self._refresh_feedback(pending.index)
         return self.history[pending.index]
 
@@ -186,7 +193,7 @@ class ContractRuntime:
         """Judge termination on the current state: accepted or, if not, why."""
         missing = tuple(p for p in self.contract.required_phases if not self.phase_done(p))
         final_ok = not self.contract.final_phases or self.phase in self.contract.final_phases
-        accepted = not missing and final_ok
+        accepted = not missing and final_ok and not self.halted
         reasons = []
         if missing:
             reasons.append(f"required phase(s) not done: {', '.join(missing)}")
@@ -211,7 +218,7 @@ class ContractRuntime:
             done_phases=tuple(p.id for p in self.contract.phases if self.phase_done(p.id)),
             recovering=self.recovering, turns=self.turns, tool_calls=self.tool_calls,
             halted=self.halted, rejected=self.rejected, agent_steps=self.agent_steps,
-            credit=self.credit,
+            credit=self.credit, hints=self.hints,
         )
 
     def suggest(self) -> str | None:
@@ -378,9 +385,6 @@ class ContractRuntime:
             if available and (milestone, key) not in out:
                 out.append((milestone, key))
         return out
-
-    def _any_new(self, completions: list[tuple[Milestone, str | None]]) -> bool:
-        return any(key not in self.completed.get(m.id, ()) for m, key in completions)
 
     def _verify(self, index: int, completions: list[tuple[Milestone, str | None]],
                 recovery: bool) -> None:

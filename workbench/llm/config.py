@@ -33,13 +33,15 @@ SECRETS_FILES = (Path(".streamlit/secrets.toml"), Path("~/.streamlit/secrets.tom
 # too small for the product's prompts and we refuse the configuration up front.
 MIN_PROMPT_ROOM = 1024
 
-# Per-role built-in defaults. The judge runs at 0.01 as in the SkillCDG paper; the others are
-# greedy for reproducibility. Answers of extraction and fusion are rule lists, hence longer.
+# Every model call runs at temperature 0.01, as in the SkillCDG paper (appendix B), for every
+# role. Recordings made earlier at 0.0 still replay: see ``GREEDY_EQUIVALENT`` in
+# workbench/llm/recording.py. Answers of extraction and fusion are rule lists, hence longer.
+DEFAULT_TEMPERATURE = 0.01
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "extractor": {"max_tokens": 2048},
     "fuser": {"max_tokens": 2048},
     "keyworder": {"max_tokens": 256},
-    "judge": {"temperature": 0.01, "max_tokens": 512},
+    "judge": {"max_tokens": 512},
     "matcher": {"max_tokens": 256},
 }
 
@@ -51,7 +53,7 @@ class RoleConfig:
     name: str
     model: str = EMBEDDED
     api_base: str | None = None
-    temperature: float = 0.0
+    temperature: float = DEFAULT_TEMPERATURE
     max_tokens: int = 512
     timeout: float = 300.0
     concurrency: int = 2

@@ -6,6 +6,13 @@ the keyed request (no address, no key, no timeout). ``Replayer`` answers only fr
 file: a request without a recording raises :class:`MissingRecording`; it never falls back
 to a live model and never invents an answer.
 
+Near-greedy temperatures are one key class in replay only: a recording made at temperature
+``t <= GREEDY_EQUIVALENT`` (0.01) answers a request at any ``t' <= 0.01`` that is otherwise
+identical. At t = 0.01 a token 0.1 logits behind the best has probability < e^-10 of being
+sampled, so both are the model's greedy answer; the recordings predate the switch of the
+extractor, fuser and keyworder defaults from 0.0 to the paper's 0.01. The response cache and
+recording keys stay exact (``workbench.llm.cache``), so live calls never mix the two.
+
 Select a mode for ``Gateway.from_env()`` with ``WORKBENCH_LLM_MODE=live|record|replay`` and
 ``WORKBENCH_LLM_RECORDINGS=path`` (a ``.jsonl`` file; for replay also a folder of them).
 """
@@ -20,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from workbench.llm.cache import request_key
 from workbench.llm.config import RoleConfig
 from workbench.llm.errors import LlmConfigError, MissingRecording
 from workbench.llm.transport import RawResponse, Transport
@@ -27,6 +35,16 @@ from workbench.llm.transport import RawResponse, Transport
 MODE_ENV = "WORKBENCH_LLM_MODE"
 PATH_ENV = "WORKBENCH_LLM_RECORDINGS"
 MODES = ("live", "record", "replay")
+GREEDY_EQUIVALENT = 0.01
+
+
+def greedy_key(request: dict[str, Any]) -> str | None:
+    """The key of ``request`` with a near-greedy temperature normalised to 0 (None when its
+    temperature is above :data:`GREEDY_EQUIVALENT` or missing)."""
+    t = request.get("temperature")
+    if not isinstance(t, int | float) or isinstance(t, bool) or not 0 <= t <= GREEDY_EQUIVALENT:
+        return None
+    return request_key({**request, "temperature": 0.0})
 
 
 class Recorder:
@@ -82,6 +100,7 @@ class Replayer:
                 f"{MODE_ENV}=record {PATH_ENV}={self.path} and the command that makes the calls"
             )
         self._responses: dict[str, RawResponse] = {}
+        self._greedy: dict[str, RawResponse] = {}
         for file in files:
             self._load(file)
 
@@ -92,7 +111,11 @@ class Replayer:
                     continue
                 try:
                     entry = json.loads(line)
-                    self._responses[entry["key"]] = RawResponse.from_json(entry["response"])
+                    response = RawResponse.from_json(entry["response"])
+                    self._responses[entry["key"]] = response
+                    near = greedy_key(entry["request"]) if isinstance(entry.get("request"), dict) else None
+                    if near is not None:
+                        self._greedy.setdefault(near, response)
                 except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                     raise LlmConfigError(
                         f"recording {file} line {number} is damaged ({exc}); re-record the file"
@@ -108,16 +131,18 @@ class Replayer:
         return f"recordings {self.path}"
 
     def send(self, request: dict[str, Any], role: RoleConfig, *, key: str) -> RawResponse:
-        try:
+        if key in self._responses:
             return self._responses[key]
-        except KeyError:
-            raise MissingRecording(
-                key=key,
-                role=role.name,
-                preview=_preview(request),
-                source=str(self.path),
-                record_hint=_record_hint(self.path),
-            ) from None
+        near = greedy_key(request)
+        if near is not None and near in self._greedy:
+            return self._greedy[near]
+        raise MissingRecording(
+            key=key,
+            role=role.name,
+            preview=_preview(request),
+            source=str(self.path),
+            record_hint=_record_hint(self.path),
+        )
 
 
 def transport_from_env(env: dict[str, str] | os._Environ[str] | None = None) -> Any:

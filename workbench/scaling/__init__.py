@@ -13,6 +13,8 @@ bootstrap), ``gains``, ``figure`` (plotly), ``distill`` (sample selection), ``si
 
 from workbench.scaling.analysis import AnalysisOptions, ScalingReport, analyse_scaling
 from workbench.scaling.bootstrap import (
+    DEFAULT_REFIT,
+    REFIT_MODES,
     BootstrapResult,
     bootstrap_intervals,
     percentile_intervals,
@@ -34,6 +36,7 @@ from workbench.scaling.distill import (
     build_prompt,
     load_cases,
     recovery,
+    recovery_rows,
     select_distillation,
     stratum_quotas,
     training_records,
@@ -78,6 +81,8 @@ __all__ = [
     "MODELS",
     "OutcomesError",
     "Problem",
+    "DEFAULT_REFIT",
+    "REFIT_MODES",
     "REQUIRED_COLUMNS",
     "SIMPLICITY_ORDER",
     "SINGLE_SIZE_ORDER",
@@ -109,6 +114,7 @@ __all__ = [
     "percentile_intervals",
     "read_outcomes",
     "recovery",
+    "recovery_rows",
     "scaling_figure",
     "select_distillation",
     "session_bootstrap_weights",

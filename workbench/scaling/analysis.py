@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.scaling.bootstrap import (
+    DEFAULT_REFIT,
     DEFAULT_REPLICATES,
     DEFAULT_SEED,
     BootstrapResult,
@@ -52,6 +53,7 @@ class AnalysisOptions:
     reference_b: float = DEFAULT_REFERENCE_B
     loso: bool = True
     fit: FitOptions = field(default_factory=FitOptions)
+    refit: str = DEFAULT_REFIT  # how bootstrap replicates are refitted (bootstrap.REFIT_MODES)
 
 
 @dataclass
@@ -129,6 +131,7 @@ class ScalingReport:
                 "derived": derived_quantities(fit, self.grid),
                 "bootstrap_replicates": int(boot.draws.shape[0]) if boot else 0,
                 "bootstrap_failed": boot.failed if boot else 0,
+                "bootstrap_refit": boot.refit if boot else None,
             }
         return _json_safe(
             {
@@ -205,6 +208,7 @@ def _analyse(outcomes: pd.DataFrame, options: AnalysisOptions, say: Callable[[st
             seed=options.seed,
             level=options.level,
             options=options.fit,
+            refit=options.refit,
         )
     loso: list[dict] = []
     if options.loso and outcomes["params_b"].nunique() >= 3:

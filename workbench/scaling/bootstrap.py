@@ -3,7 +3,20 @@
 A replicate draws, within each dataset, as many sessions as it has, with replacement; every
 row of a drawn session is included once per draw. Rows of one session are correlated (same
 conversation, same policy context), so resampling rows would understate the uncertainty.
-Each replicate refits every model by local refinement from its full-data estimate.
+How each replicate is refitted is a named choice (:data:`REFIT_MODES`):
+
+- ``"full"`` (the paper's procedure): every replicate runs the same global search
+  (differential evolution) and local refinement as the full-data fit, so a replicate whose
+  likelihood has moved to another basin is found there;
+- ``"local"`` (our extension, the default): L-BFGS-B refinement starting from the full-data
+  estimate only.
+
+Measured with ``bench/scaling_coverage.py --refit both`` (nested model, 50 simulated tables of
+8,400 rows, 120 replicates each, the same resamples for both): coverage of the 95% intervals
+full 0.928 / 0.914 / 0.896 (parameters / probabilities / gains) against local 0.928 / 0.914 /
+0.895, MC s.e. about 0.02; full intervals are about 1% wider and cost 23x the time (3,540 s
+against 154 s). The refit is not why the intervals run slightly narrow, so the cheaper one is
+the default; ``refit="full"`` reproduces the paper's procedure.
 """
 
 from __future__ import annotations
@@ -25,6 +38,10 @@ from workbench.scaling.fit import (
 
 DEFAULT_REPLICATES = 1000
 DEFAULT_SEED = 2027
+REFIT_MODES = ("full", "local")
+# Chosen by measured coverage: equal for both modes within Monte-Carlo error, local 23x cheaper
+# (see the module docstring).
+DEFAULT_REFIT = "local"
 
 
 def session_bootstrap_weights(
@@ -60,6 +77,7 @@ class BootstrapResult:
     failed: int
     level: float
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    refit: str = DEFAULT_REFIT
 
 
 def percentile_intervals(draws: np.ndarray, names: list[str], level: float) -> dict[str, tuple[float, float]]:
@@ -81,16 +99,21 @@ def bootstrap_intervals(
     level: float = 0.95,
     options: FitOptions | None = None,
     progress: Callable[[int, int], None] | None = None,
+    refit: str = DEFAULT_REFIT,
 ) -> dict[str, BootstrapResult]:
     """Percentile intervals for every parameter of every model in ``fits`` and for the
     quantities ``derived(fit)`` returns. All models share the same resamples (paired).
 
     A replicate whose fit fails (e.g. a resample with a single judge size) is dropped and
     counted in ``failed``. ``progress(done, total)`` is called after each replicate.
+    ``refit`` is one of :data:`REFIT_MODES` (see the module docstring); anything else raises
+    ``ValueError``.
     """
+    if refit not in REFIT_MODES:
+        raise ValueError(f"unknown bootstrap refit mode {refit!r}; choose one of {', '.join(REFIT_MODES)}")
     with single_threaded_blas():
         return _bootstrap(
-            outcomes, fits, derived, n_replicates, seed, level, options or FitOptions(), progress
+            outcomes, fits, derived, n_replicates, seed, level, options or FitOptions(), progress, refit
         )
 
 
@@ -103,13 +126,14 @@ def _bootstrap(
     level: float,
     base: FitOptions,
     progress: Callable[[int, int], None] | None,
+    refit: str,
 ) -> dict[str, BootstrapResult]:
-    local = FitOptions(
+    replicate_options = FitOptions(
         maxiter=base.maxiter,
         popsize=base.popsize,
         tol=base.tol,
         seed=base.seed,
-        global_search=False,
+        global_search=refit == "full",
     )
     datasets = sorted(outcomes["dataset"].unique())
     problem = Problem(outcomes, datasets)
@@ -122,7 +146,10 @@ def _bootstrap(
     for i, weights in enumerate(session_bootstrap_weights(outcomes, n_replicates, seed)):
         for model, fit in fits.items():
             try:
-                rep = problem.fit(model, local, row_weights=weights, start=fit.theta)
+                # A full refit starts from nothing the full-data fit found (the paper's
+                # procedure); a local one starts at the full-data estimate only.
+                start = fit.theta if refit == "local" else None
+                rep = problem.fit(model, replicate_options, row_weights=weights, start=start)
             except FitError:
                 failed[model] += 1
                 continue
@@ -142,5 +169,6 @@ def _bootstrap(
             failed=failed[model],
             level=level,
             intervals=percentile_intervals(draws, names[model], level),
+            refit=refit,
         )
     return results

@@ -45,6 +45,28 @@ def recovery(f1_model: float, f1_base: float, f1_teacher: float) -> float:
     return (f1_model - f1_base) / gap
 
 
+def recovery_rows(f1_base: float, f1_teacher: float, distilled: dict[str, float]) -> list[dict]:
+    """Recovery (Eq. 6) of each distilled model, e.g. ``{"uniform": 0.61, "headroom": 0.66}``:
+    rows ``{"model", "f1", "recovery"}`` in the given order.
+
+    Raises ``ValueError`` naming the value when an F1 is outside [0, 1] or not a number, or
+    when teacher and base have the same F1 (no gap to recover).
+    """
+    named = {"base": f1_base, "teacher": f1_teacher, **distilled}
+    for name, value in named.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ValueError(f"F1 of {name} must be a number in [0, 1], got {value!r}")
+    if f1_teacher == f1_base:
+        raise ValueError(
+            f"recovery is undefined: teacher and base both have F1 {f1_base:g}; give the "
+            "base (student before distillation) and teacher F1 measured on the same cases"
+        )
+    return [
+        {"model": name, "f1": float(f1), "recovery": recovery(f1, f1_base, f1_teacher)}
+        for name, f1 in distilled.items()
+    ]
+
+
 def _label_text(value: Any) -> str | None:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return None
