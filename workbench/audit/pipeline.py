@@ -228,20 +228,19 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
             trace.error = AuditError(exc.kind, str(exc))
             lap("fit")
             return
+        # Set before judging, so a --no-judge run shows which cases would be judged in parts.
+        split = opts.judge_mode in ("whole", "none") and ctx.tokens > trace.window.target_tokens
+        trace.window.split = opts.split if split else ""
     lap("fit")
 
     # 4. Judgment.
     if opts.judge_mode == "none":
         return
     step = f"judge:{case.id}:{strat.name}"
-    split = (
-        opts.judge_mode == "whole" and trace.window is not None
-        and ctx.tokens > trace.window.target_tokens
-    )
+    split = opts.judge_mode == "whole" and trace.window is not None and bool(trace.window.split)
     try:
         if split:
             assert trace.window is not None
-            trace.window.split = opts.split
             parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split,
                                _prerequisites(index) if rules else None, rules)
             verdict = judge_in_parts(

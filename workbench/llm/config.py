@@ -81,7 +81,9 @@ class RoleConfig:
 class EmbeddedConfig:
     """The in-process llama.cpp server. ``ctx_size`` is split evenly over ``parallel`` slots."""
 
-    ctx_size: int = 8192
+    # 2 slots x 16384: a RawSkill prompt of the CompliBench airlines policy (~10K tokens plus
+    # the conversation) fits a slot; measured cost in README ("Context window").
+    ctx_size: int = 32768
     parallel: int = 2
     threads: int = 0  # 0: os.cpu_count()
     port: int = 0  # 0: a free port
