@@ -69,13 +69,24 @@ def assert_all_fitted(srv: FakeChatServer) -> None:
     assert max(request_tokens(b) for b in srv.requests) <= WINDOW
 
 
-def test_without_the_window_the_whole_closure_overflows(server, index, case):
-    # The defect of issue 21: the judge is told nothing of the window, the whole closure goes
-    # out in one request and the server refuses it.
+def test_a_refused_whole_context_is_judged_in_halves(server, index, case):
+    # The defect of issue 21: told a wrong window, the pipeline sends the whole closure in one
+    # request and the server refuses it (context_overflow); it then judges halves, once.
     opts = AuditOptions(window=JudgeWindow(100_000, "wrong on purpose", ANSWER))
     trace = audit_case(case, index, "cdg", gateway_for(server), opts)
-    assert trace.verdict is None
-    assert trace.error.kind == "ModelCallError" and trace.error.cause == "context_overflow"
+    refused = [c for c in trace.usage if c.error]
+    assert [c.error for c in refused] == ["context_overflow"]
+    assert request_tokens(server.requests[0]) > WINDOW
+    assert trace.error is None and trace.verdict.violated_rules == [BROKEN]
+    assert trace.window.split == "grouped" and len(trace.parts) >= 2
+    assert all(p.tokens <= trace.context_tokens // 2 for p in trace.parts)
+    assert max(request_tokens(b) for b in server.requests[1:]) <= WINDOW
+
+
+def test_an_unknown_window_is_learned_from_the_refusal(server, index, case):
+    trace = audit_case(case, index, "cdg", gateway_for(server))  # litellm knows no fake-model
+    assert trace.error is None and trace.verdict.violation
+    assert trace.window.window == 0 and "refused" in trace.window.source and trace.parts
 
 
 def test_whole_mode_judges_an_oversized_closure_in_closure_ordered_groups(server, index, case):

@@ -33,7 +33,7 @@ from workbench.audit.parts import SPLITS, judge_in_parts, plan_parts, render_par
 from workbench.audit.policy import AuditIndex
 from workbench.audit.routing import DEFAULT_MAX_SKILLS, RoutingError, route
 from workbench.audit.strategies import ContextOptions, ContextUnavailable, Strategy, get_strategy
-from workbench.audit.trace import AuditError, AuditTrace, ModelCall
+from workbench.audit.trace import AuditError, AuditTrace, ModelCall, WindowFit
 from workbench.audit.window import (
     JudgeWindow,
     WindowExceeded,
@@ -238,19 +238,29 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
         return
     step = f"judge:{case.id}:{strat.name}"
     split = opts.judge_mode == "whole" and trace.window is not None and bool(trace.window.split)
+    prereqs = _prerequisites(index) if rules else None
     try:
         if split:
             assert trace.window is not None
-            parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split,
-                               _prerequisites(index) if rules else None, rules)
+            parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split, prereqs, rules)
             verdict = judge_in_parts(
                 gateway, judged, parts, opts.split, step, rules, trace.usage, trace.parts
             )
         elif opts.judge_mode == "whole":
-            verdict, calls, messages = judge_whole(gateway, judged, ctx.text, ctx.units, step)
-            trace.usage += calls
-            if opts.keep_prompts:
-                trace.prompts.append({"step": "judge", "prompt": JUDGE_PROMPT, "messages": messages})
+            try:
+                verdict, calls, messages = judge_whole(gateway, judged, ctx.text, ctx.units, step)
+            except Exception as exc:
+                if getattr(exc, "kind", "") != "context_overflow" or len(ctx.units) < 2:
+                    raise
+                # The server counts more tokens than we planned with (another tokenizer, or
+                # a window nothing told us of): judge in parts of half the size, once.
+                trace.usage += _failed_call(gateway, step, "judge")
+                split = True
+                verdict = _judge_halves(gateway, judged, ctx, opts.split, prereqs, rules, step, trace)
+            else:
+                trace.usage += calls
+                if opts.keep_prompts:
+                    trace.prompts.append({"step": "judge", "prompt": JUDGE_PROMPT, "messages": messages})
         else:
             verdict, _ = judge_per_rule(gateway, judged, ctx.units, step, calls=trace.usage)
     except Exception as exc:
@@ -264,3 +274,16 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
         return
     trace.verdict = verdict
     lap("judge")
+
+
+def _judge_halves(gateway, case, ctx, split, prereqs, rules, step, trace: AuditTrace):
+    """Parts of at most half the context's tokens (never less than its largest item), after
+    the server refused the whole; recorded as a split like any other."""
+    largest = max(count_tokens(render_part([u], rules)) for u in ctx.units)
+    target = max(ctx.tokens // 2, largest)
+    if trace.window is None:
+        trace.window = WindowFit(0, "unknown: the server refused the whole context", 0, 0, target)
+    trace.window.target_tokens = min(trace.window.target_tokens, target)
+    trace.window.split = split
+    parts = plan_parts(ctx.units, trace.window.target_tokens, split, prereqs, rules)
+    return judge_in_parts(gateway, case, parts, split, step, rules, trace.usage, trace.parts)
