@@ -1,8 +1,10 @@
 """Auditing one case: keywords -> routing -> context (strategy) -> judgment, all traced.
 
 ``audit_case`` never raises for outcomes a user must see (no route, unknown SKILL, empty
-seed, budget exceeded, a model call that failed for good): they become ``trace.error`` with
-no verdict. Configuration problems and ``MissingRecording`` (a replay without a recording)
+seed, budget exceeded, an item too large for the judge's window, a model call that failed
+for good): they become ``trace.error`` with no verdict. A context over the judge's window is
+not an outcome: it is judged in parts (``parts.py``), a too long conversation loses its
+oldest turns (``window.py``), both recorded in the trace. Configuration problems and ``MissingRecording`` (a replay without a recording)
 do raise: they are not facts about the case.
 """
 
