@@ -243,3 +243,20 @@ def test_combine_cites_every_violating_part():
     assert out.violation and out.violated_rules == ["A", "B"]
     assert out.reason == "Part 2/3: breaks [A] Part 3/3: breaks [B] and [A]"
     assert not combine(v[:1], parts[:1]).violation
+
+
+def test_cli_no_judge_run_shows_the_window_and_which_cases_need_parts(tmp_path, monkeypatch, capsys):
+    from workbench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WORKBENCH_JUDGE_CONTEXT_WINDOW", str(WINDOW))
+    monkeypatch.setenv("WORKBENCH_JUDGE_MAX_TOKENS", str(ANSWER))
+    out = tmp_path / "traces.jsonl"
+    args = ["audit", "--index", str(FIX / "merchant_index.json"), "--cases",
+            str(FIX / "merchant_cases.jsonl"), "--no-judge", "--out", str(out)]
+    assert main([*args, "--strategy", "cdg", "--limit", "1"]) == 0
+    err = capsys.readouterr().err
+    assert f"judge window: {WINDOW} tokens ([roles.judge] context_window)" in err
+    assert "in grouped parts" in err
+    trace = AuditTrace.from_dict(json.loads(out.read_text().splitlines()[0]))
+    assert trace.window.split == "grouped" and trace.verdict is None and not trace.parts
