@@ -260,3 +260,18 @@ def test_cli_no_judge_run_shows_the_window_and_which_cases_need_parts(tmp_path, 
     assert "in grouped parts" in err
     trace = AuditTrace.from_dict(json.loads(out.read_text().splitlines()[0]))
     assert trace.window.split == "grouped" and trace.verdict is None and not trace.parts
+
+
+def test_a_plain_text_transcript_is_cut_at_line_boundaries(case):
+    from workbench.audit.window import fit_case
+
+    lines = [f"line {i}: " + "talk " * 50 for i in range(40)]
+    text_case = replace(case, context="\n".join(lines))
+    kept, fit = fit_case(text_case, JudgeWindow(WINDOW, "test", ANSWER), 100, 700)
+    assert isinstance(kept.context, str) and fit.turns_total == 40 and fit.turns_dropped > 0
+    first, *rest = kept.context.splitlines()
+    assert first == f"({fit.turns_dropped} earlier turns were left out to fit the judge's context window)"
+    assert rest == lines[fit.turns_dropped:]  # whole lines, the newest kept
+    # The policy keeps a quarter of the planned window (0.25 * 0.9 * 1400 = 315 tokens), not
+    # the whole 700-token context: long contexts are split into parts rather than cutting turns.
+    assert fit.target_tokens == int(WINDOW * 0.9) - ANSWER - fit.fixed_tokens >= 315
