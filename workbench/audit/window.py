@@ -173,6 +173,14 @@ def fit_case(
         if fixed + need <= room:
             break
     tokens_dropped = sum(count_tokens(t.content) for t in lines[:dropped])
+    if room - fixed < largest_unit:  # only the note about the cut turns is left, and too big
+        raise WindowExceeded(
+            f"the judge's context window is {window.tokens} tokens ({window.source}); even "
+            f"without the {len(lines)} turns of the conversation only {room - fixed} are left "
+            f"for the policy, and its largest item renders to {largest_unit} tokens. Give the "
+            "judge a larger window ([embedded].ctx_size or [roles.judge].context_window)",
+            replace(fit, fixed_tokens=fixed, target_tokens=room - fixed),
+        )
     return trimmed, replace(
         fit, fixed_tokens=fixed, target_tokens=room - fixed, turns_total=len(lines),
         turns_dropped=dropped, tokens_dropped=tokens_dropped,
