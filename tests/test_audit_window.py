@@ -90,9 +90,11 @@ def test_an_unknown_window_is_learned_from_the_refusal(server, index, case):
 
 
 def test_whole_mode_judges_an_oversized_closure_in_closure_ordered_groups(server, index, case):
-    trace = audit_case(case, index, "cdg", gateway_for(server, context_window=WINDOW))
+    opts = AuditOptions(keep_prompts=True)
+    trace = audit_case(case, index, "cdg", gateway_for(server, context_window=WINDOW), opts)
     assert trace.error is None, trace.error
     assert_all_fitted(server)
+    assert [p["step"] for p in trace.prompts] == [f"judge:part{p.index}" for p in trace.parts]
     assert trace.window.window == WINDOW and "context_window" in trace.window.source
     assert trace.context_tokens > trace.window.target_tokens  # it really did not fit whole
     assert trace.window.split == "grouped" and len(trace.parts) > 1

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.audit.cases import AuditCase
-from workbench.audit.judge import ContextUnit, judge_per_rule, judge_whole
+from workbench.audit.judge import JUDGE_PROMPT, ContextUnit, judge_per_rule, judge_whole
 from workbench.audit.trace import JudgedPart, ModelCall, Verdict
 from workbench.tokens import count_tokens
 
@@ -114,9 +114,11 @@ def judge_in_parts(
     rules: bool,
     calls: list[ModelCall],
     judged: list[JudgedPart],
+    prompts: list[dict[str, Any]] | None = None,
 ) -> Verdict:
     """Judge each part and combine. ``calls`` and ``judged`` receive each call's record and
-    each part as they complete, so a failure (ModelCallError, raised) keeps what was done."""
+    each part as they complete, so a failure (ModelCallError, raised) keeps what was done;
+    ``prompts``, when given, each grouped part's messages."""
     verdicts: list[Verdict] = []
     for i, part in enumerate(parts, 1):
         text = render_part(part, rules)
@@ -126,10 +128,12 @@ def judge_in_parts(
         if split == "per-rule":
             verdict, _ = judge_per_rule(gateway, case, part, f"{step}:part{i}", calls=calls)
         else:
-            verdict, made, _ = judge_whole(gateway, case, text, part, f"{step}:part{i}")
+            verdict, made, messages = judge_whole(gateway, case, text, part, f"{step}:part{i}")
             for c in made:
                 c.step = f"judge:part{i}"
             calls.extend(made)
+            if prompts is not None:
+                prompts.append({"step": f"judge:part{i}", "prompt": JUDGE_PROMPT, "messages": messages})
         record.violation = verdict.violation
         record.violated_rules = list(verdict.violated_rules)
         record.reason = verdict.reason

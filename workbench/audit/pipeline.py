@@ -4,8 +4,9 @@
 seed, budget exceeded, an item too large for the judge's window, a model call that failed
 for good): they become ``trace.error`` with no verdict. A context over the judge's window is
 not an outcome: it is judged in parts (``parts.py``), a too long conversation loses its
-oldest turns (``window.py``), both recorded in the trace. Configuration problems and ``MissingRecording`` (a replay without a recording)
-do raise: they are not facts about the case.
+oldest turns (``window.py``), both recorded in the trace. Configuration problems and
+``MissingRecording`` (a replay without a recording) do raise: they are not facts about the
+case.
 """
 
 from __future__ import annotations
@@ -246,7 +247,8 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
             assert trace.window is not None
             parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split, prereqs, rules)
             verdict = judge_in_parts(
-                gateway, judged, parts, opts.split, step, rules, trace.usage, trace.parts
+                gateway, judged, parts, opts.split, step, rules, trace.usage, trace.parts,
+                trace.prompts if opts.keep_prompts else None,
             )
         elif opts.judge_mode == "whole":
             try:
@@ -258,7 +260,7 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
                 # a window nothing told us of): judge in parts of half the size, once.
                 trace.usage += _failed_call(gateway, step, "judge")
                 split = True
-                verdict = _judge_halves(gateway, judged, ctx, opts.split, prereqs, rules, step, trace)
+                verdict = _judge_halves(gateway, judged, ctx, opts, prereqs, rules, step, trace)
             else:
                 trace.usage += calls
                 if opts.keep_prompts:
@@ -278,7 +280,7 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
     lap("judge")
 
 
-def _judge_halves(gateway, case, ctx, split, prereqs, rules, step, trace: AuditTrace):
+def _judge_halves(gateway, case, ctx, opts: AuditOptions, prereqs, rules, step, trace: AuditTrace):
     """Parts of at most half the context's tokens (never less than its largest item), after
     the server refused the whole; recorded as a split like any other."""
     largest = max(count_tokens(render_part([u], rules)) for u in ctx.units)
@@ -286,6 +288,7 @@ def _judge_halves(gateway, case, ctx, split, prereqs, rules, step, trace: AuditT
     if trace.window is None:
         trace.window = WindowFit(0, "unknown: the server refused the whole context", 0, 0, target)
     trace.window.target_tokens = min(trace.window.target_tokens, target)
-    trace.window.split = split
-    parts = plan_parts(ctx.units, trace.window.target_tokens, split, prereqs, rules)
-    return judge_in_parts(gateway, case, parts, split, step, rules, trace.usage, trace.parts)
+    trace.window.split = opts.split
+    parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split, prereqs, rules)
+    return judge_in_parts(gateway, case, parts, opts.split, step, rules, trace.usage, trace.parts,
+                          trace.prompts if opts.keep_prompts else None)
