@@ -42,7 +42,39 @@ def show_steps(trace: dict, index: PolicyIndex | None, key: str) -> None:
     st.markdown(f"**5 · Rendered context**: {trace.get('context_tokens', 0)} tokens")
     with st.expander("Context given to the judge"):
         st.code(trace.get("context") or "(empty)", language=None)
+    show_window(trace, key)
     usage = trace.get("usage") or []
     if usage:
         with st.expander(f"Model calls ({len(usage)}): {trace.get('online_tokens', 0)} tokens"):
             st.dataframe(usage, hide_index=True, width="stretch", key=f"usage_{key}")
+
+
+def show_window(trace: dict, key: str) -> None:
+    """How the case fitted the judge's context window: cut turns, and the parts it was
+    judged in when the whole context did not fit."""
+    fit = trace.get("window")
+    if not fit:
+        return
+    st.caption(
+        f"Judge window {int(fit['window'])} tokens ({md(fit['source'])}): "
+        f"{int(fit['fixed_tokens'])} for the prompt, conversation, state and reply, "
+        f"{int(fit['answer_tokens'])} for the answer, {int(fit['target_tokens'])} left for the policy."
+    )
+    if fit.get("turns_dropped"):
+        st.warning(
+            f"{int(fit['turns_dropped'])} oldest of {int(fit['turns_total'])} turns "
+            f"({int(fit['tokens_dropped'])} tokens) were left out to fit the window; the judge was told."
+        )
+    parts = trace.get("parts") or []
+    if parts:
+        st.markdown(f"**6 · Judged in {len(parts)} parts** ({md(fit.get('split') or '?')}): "
+                    "the context did not fit the judge's window whole")
+        rows = [
+            {"part": p["index"], "mode": p["mode"],
+             "verdict": "—" if p.get("violation") is None else (
+                 "violation" if p["violation"] else "compliant"),
+             "violated": ", ".join(p.get("violated_rules") or []), "tokens": p["tokens"],
+             "items": ", ".join(p["units"]), "reason": p.get("reason", "")}
+            for p in parts
+        ]
+        st.dataframe(rows, hide_index=True, width="stretch", key=f"parts_{key}")

@@ -36,6 +36,9 @@ def show_verdict(trace: dict, index: PolicyIndex | None, key: str) -> None:
             st.error("Violation", icon="⚠️")
         else:
             st.success("Compliant", icon="✅")
+        if trace.get("parts"):
+            st.caption(f"Judged in {len(trace['parts'])} parts: the context did not fit the "
+                       "judge's window whole (parts listed with the trace steps).")
         st.caption("Reason given by the judge")
         st.text(verdict.get("reason", ""))
         if verdict.get("unknown_rule_ids"):

@@ -9,6 +9,7 @@ import streamlit as st
 
 from components.state import engine
 from store.llm_cache import SqlResponseCache, SqlUsageLog, persistent_gateway
+from workbench.audit.window import judge_window
 from workbench.llm import LlmConfigError, api_key_source, load_config
 from workbench.llm.check import check_role
 from workbench.llm.embedded import current_embedded_server
@@ -69,6 +70,20 @@ else:
     st.caption(
         f"Embedded model: not started (starts on first use; {emb.parallel} slots x "
         f"{emb.slot_ctx} tokens, {emb.n_threads} threads)."
+    )
+
+window = judge_window(config)
+if window is None:
+    st.caption(
+        f"Judge context window: unknown for '{config.role('judge').model}' (litellm has no "
+        "information on it). Set [roles.judge] context_window so that audits fit contexts to "
+        "it; until then contexts are sent whole."
+    )
+else:
+    st.caption(
+        f"Judge context window: {window.tokens} tokens per request ({window.source}). Audits "
+        f"keep {window.answer_tokens} for the answer, size the policy context to the rest and "
+        "judge a larger one in parts."
     )
 
 st.subheader("Test connection")

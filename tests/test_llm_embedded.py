@@ -52,8 +52,8 @@ def test_embedded_model_answers_a_structured_request_through_litellm(monkeypatch
     server = current_embedded_server()
     assert server is not None and server.info is not None
     assert server.info.url.startswith("http://127.0.0.1:")
-    # 8192 tokens over 2 slots: each request may use 4096 (prompt + answer).
-    assert (server.info.slots, server.info.slot_ctx) == (2, 4096)
+    # 32768 tokens over 2 slots: each request may use 16384 (prompt + answer).
+    assert (server.info.slots, server.info.slot_ctx) == (2, 16384)
 
     url = server.info.url
     stop_embedded_server()

@@ -61,3 +61,27 @@ def test_pasted_case_errors_are_explained(db):
     at.selectbox(key="replay_dataset").set_value("(paste a case)").run()
     at.text_area(key="replay_paste").set_value(json.dumps({"id": "x"})).run()
     assert "cannot be used" in at.error[0].value
+
+
+def test_replay_shows_a_case_judged_in_parts(demo_db):
+    from workbench.audit.trace import JudgedPart, WindowFit
+
+    eng, index, cases = demo_db
+    case = next(c for c in cases if c.id.startswith("mor-002"))
+    trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
+    ids = trace.closure["merchant-order-refund"]
+    trace.window = WindowFit(1400, "[roles.judge] context_window", 64, 600, 590, "grouped",
+                             turns_total=9, turns_dropped=4, tokens_dropped=812)
+    trace.parts = [JudgedPart(1, "whole", ids[:2], 400, False, [], "fine"),
+                   JudgedPart(2, "whole", ids[2:], 500, True, [ids[-1]], f"breaks [{ids[-1]}]")]
+    trace.verdict = Verdict(True, f"Part 2/2: breaks [{ids[-1]}]", [ids[-1]])
+    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo")
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.selectbox(key="replay_case").set_value(case.id).run()
+    assert not at.exception
+    assert any("Judged in 2 parts" in m.value for m in at.markdown)
+    assert any("Judged in 2 parts" in c.value for c in at.caption)  # on the verdict card
+    assert any("4 oldest of 9 turns" in w.value for w in at.warning)
+    parts = next(d.value for d in at.dataframe if "part" in d.value.columns)
+    assert list(parts["verdict"]) == ["compliant", "violation"]
+    assert list(parts["violated"]) == ["", ids[-1]]

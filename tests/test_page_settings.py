@@ -88,3 +88,12 @@ def test_embedded_url_is_shown_as_the_embedded_roles_endpoint(env, monkeypatch):
     extractor = roles[roles["role"] == "extractor"].iloc[0]
     assert extractor["model"] == "embedded" and extractor["endpoint"] == "http://127.0.0.1:8091/v1"
     assert any("running `workbench model serve` at http://127.0.0.1:8091/v1" in c.value for c in at.caption)
+
+
+def test_judge_context_window_is_shown_or_asked_for(env, monkeypatch):
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert any("Judge context window: unknown" in c.value and "context_window" in c.value
+               for c in at.caption)  # litellm does not know the fake model
+    monkeypatch.setenv("WORKBENCH_JUDGE_CONTEXT_WINDOW", "12000")
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert any("Judge context window: 12000 tokens" in c.value for c in at.caption)

@@ -32,9 +32,14 @@ from workbench.audit.strategies import (
     PolicyContext,
     get_strategy,
 )
-from workbench.audit.trace import AuditError, AuditTrace, ModelCall, Verdict
+from workbench.audit.trace import AuditError, AuditTrace, JudgedPart, ModelCall, Verdict, WindowFit
+from workbench.audit.window import JudgeWindow, judge_window
 
 __all__ = [
+    "JudgeWindow",
+    "JudgedPart",
+    "WindowFit",
+    "judge_window",
     "JUDGE_MODES",
     "STRATEGIES",
     "AuditCase",

@@ -1,9 +1,12 @@
 """Auditing one case: keywords -> routing -> context (strategy) -> judgment, all traced.
 
 ``audit_case`` never raises for outcomes a user must see (no route, unknown SKILL, empty
-seed, budget exceeded, a model call that failed for good): they become ``trace.error`` with
-no verdict. Configuration problems and ``MissingRecording`` (a replay without a recording)
-do raise: they are not facts about the case.
+seed, budget exceeded, an item too large for the judge's window, a model call that failed
+for good): they become ``trace.error`` with no verdict. A context over the judge's window is
+not an outcome: it is judged in parts (``parts.py``), a too long conversation loses its
+oldest turns (``window.py``), both recorded in the trace. Configuration problems and
+``MissingRecording`` (a replay without a recording) do raise: they are not facts about the
+case.
 """
 
 from __future__ import annotations
@@ -29,11 +32,20 @@ from workbench.audit.keywords import (
     keyword_schema,
     lexical_keywords,
 )
+from workbench.audit.parts import SPLITS, judge_in_parts, plan_parts, render_part
 from workbench.audit.policy import AuditIndex
 from workbench.audit.routing import DEFAULT_MAX_SKILLS, RoutingError, route
 from workbench.audit.strategies import ContextOptions, ContextUnavailable, Strategy, get_strategy
-from workbench.audit.trace import AuditError, AuditTrace, ModelCall
+from workbench.audit.trace import AuditError, AuditTrace, ModelCall, WindowFit
+from workbench.audit.window import (
+    JudgeWindow,
+    WindowExceeded,
+    fit_case,
+    judge_window,
+    policy_target,
+)
 from workbench.graph import PolicyIndex
+from workbench.tokens import count_tokens
 
 JUDGE_MODES = ("whole", "per-rule", "none")
 
@@ -48,6 +60,11 @@ class AuditOptions:
     judge_mode: str = "whole"  # "whole" | "per-rule" | "none"
     keep_prompts: bool = False
     context: ContextOptions = ContextOptions()
+    # How to judge a context over the judge's window: "grouped" (closure-ordered groups)
+    # or "per-rule" (see workbench.audit.parts).
+    split: str = "grouped"
+    # The judge's context window; None: from the gateway's configuration (judge_window).
+    window: JudgeWindow | None = None
 
     def with_context(self, **changes: Any) -> AuditOptions:
         return replace(self, context=replace(self.context, **changes))
@@ -78,6 +95,11 @@ def _failed_call(gateway: Any, step: str, label: str) -> list[ModelCall]:
     return calls
 
 
+def _prerequisites(index: AuditIndex):
+    """A rule unit's transitive prerequisites (itself first), for closure-ordered parts."""
+    return lambda unit: index.skill(unit.skill).graph.closure([unit.id])
+
+
 def audit_case(
     case: AuditCase,
     index: AuditIndex | PolicyIndex,
@@ -94,6 +116,8 @@ def audit_case(
     opts = options or AuditOptions()
     if opts.judge_mode not in JUDGE_MODES:
         raise ValueError(f"judge mode {opts.judge_mode!r} is not one of {', '.join(JUDGE_MODES)}")
+    if opts.split not in SPLITS:
+        raise ValueError(f"split {opts.split!r} is not one of {', '.join(SPLITS)}")
     if opts.keywords not in ("lexical", "llm"):
         raise ValueError(f"keyword method {opts.keywords!r} is not 'lexical' or 'llm'")
     if gateway is None and (opts.keywords == "llm" or opts.judge_mode != "none"):
@@ -168,9 +192,16 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
     trace.skills, trace.routing = routing.skills, routing.source
     lap("routing")
 
-    # 3. Context: seeds, closure and rendering (or the baseline's equivalent).
+    # 3. Context: seeds, closure and rendering (or the baseline's equivalent), aiming at what
+    # the judge's window leaves for the policy (a soft target; the budget stays hard).
+    window = opts.window
+    if window is None and opts.judge_mode != "none" and getattr(gateway, "config", None) is not None:
+        window = judge_window(gateway.config)
+    context_opts = opts.context
+    if window is not None and context_opts.target_tokens is None:
+        context_opts = replace(context_opts, target_tokens=policy_target(case, window))
     try:
-        ctx = strat.build(case, trace.keywords, routing.skills, index, opts.context)
+        ctx = strat.build(case, trace.keywords, routing.skills, index, context_opts)
     except ContextUnavailable as exc:
         p = exc.partial
         trace.seeds, trace.seed_matches, trace.closure = p.seeds, p.seed_matches, p.closure
@@ -185,24 +216,79 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
     trace.context, trace.context_tokens = ctx.text, ctx.tokens
     lap("context")
 
+    # 3b. Fit the judge's window: cut the oldest turns if the conversation leaves too little
+    # room, and split the context into parts if it is still over what is left.
+    rules = bool(ctx.closure)
+    judged = case
+    if window is not None and ctx.units:
+        largest = max(count_tokens(render_part([u], rules)) for u in ctx.units)
+        try:
+            judged, trace.window = fit_case(
+                case, window, largest, ctx.tokens, per_rule=opts.judge_mode == "per-rule"
+            )
+        except WindowExceeded as exc:
+            trace.window = exc.fit
+            trace.error = AuditError(exc.kind, str(exc))
+            lap("fit")
+            return
+        # Set before judging, so a --no-judge run shows which cases would be judged in parts.
+        split = opts.judge_mode in ("whole", "none") and ctx.tokens > trace.window.target_tokens
+        trace.window.split = opts.split if split else ""
+    lap("fit")
+
     # 4. Judgment.
     if opts.judge_mode == "none":
         return
     step = f"judge:{case.id}:{strat.name}"
+    split = opts.judge_mode == "whole" and trace.window is not None and bool(trace.window.split)
+    prereqs = _prerequisites(index) if rules else None
     try:
-        if opts.judge_mode == "whole":
-            verdict, calls, messages = judge_whole(gateway, case, ctx.text, ctx.units, step)
-            trace.usage += calls
-            if opts.keep_prompts:
-                trace.prompts.append({"step": "judge", "prompt": JUDGE_PROMPT, "messages": messages})
+        if split:
+            assert trace.window is not None
+            parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split, prereqs, rules)
+            verdict = judge_in_parts(
+                gateway, judged, parts, opts.split, step, rules, trace.usage, trace.parts,
+                trace.prompts if opts.keep_prompts else None,
+            )
+        elif opts.judge_mode == "whole":
+            try:
+                verdict, calls, messages = judge_whole(gateway, judged, ctx.text, ctx.units, step)
+            except Exception as exc:
+                if getattr(exc, "kind", "") != "context_overflow" or len(ctx.units) < 2:
+                    raise
+                # The server counts more tokens than we planned with (another tokenizer, or
+                # a window nothing told us of): judge in parts of half the size, once.
+                trace.usage += _failed_call(gateway, step, "judge")
+                split = True
+                verdict = _judge_halves(gateway, judged, ctx, opts, prereqs, rules, step, trace)
+            else:
+                trace.usage += calls
+                if opts.keep_prompts:
+                    trace.prompts.append({"step": "judge", "prompt": JUDGE_PROMPT, "messages": messages})
         else:
-            verdict, _ = judge_per_rule(gateway, case, ctx.units, step, calls=trace.usage)
+            verdict, _ = judge_per_rule(gateway, judged, ctx.units, step, calls=trace.usage)
     except Exception as exc:
         if not _model_call_error(exc):
             raise
-        trace.usage += _failed_call(gateway, step if opts.judge_mode == "whole" else "", "judge")
+        failed = (f"{step}:part{len(trace.parts)}" if split and opts.split == "grouped"
+                  else step if opts.judge_mode == "whole" and not split else "")
+        trace.usage += _failed_call(gateway, failed, "judge")
         trace.error = AuditError("ModelCallError", f"judge: {exc}", getattr(exc, "kind", ""))
         lap("judge")
         return
     trace.verdict = verdict
     lap("judge")
+
+
+def _judge_halves(gateway, case, ctx, opts: AuditOptions, prereqs, rules, step, trace: AuditTrace):
+    """Parts of at most half the context's tokens (never less than its largest item), after
+    the server refused the whole; recorded as a split like any other."""
+    largest = max(count_tokens(render_part([u], rules)) for u in ctx.units)
+    target = max(ctx.tokens // 2, largest)
+    if trace.window is None:
+        trace.window = WindowFit(0, "unknown: the server refused the whole context", 0, 0, target)
+    trace.window.target_tokens = min(trace.window.target_tokens, target)
+    trace.window.split = opts.split
+    parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split, prereqs, rules)
+    return judge_in_parts(gateway, case, parts, opts.split, step, rules, trace.usage, trace.parts,
+                          trace.prompts if opts.keep_prompts else None)

@@ -42,6 +42,10 @@ class ContextOptions:
     max_seeds: int = DEFAULT_MAX_SEEDS
     empty_seed: str = "error"  # "error": EmptySeed outcome; "all-rules": judge every rule
     budget: int | None = None  # token budget for the rendered context
+    # SOFT token target for the rendered context (from the judge's window, see
+    # ``workbench.audit.window``): strategies and seeding try to fit it, nothing fails over
+    # it; the pipeline judges a context over it in parts. ``budget`` stays the HARD limit.
+    target_tokens: int | None = None
     top_k: int = 6  # passages for bm25 / dense
     passage_tokens: int = 200
 

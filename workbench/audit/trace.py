@@ -46,6 +46,36 @@ class Verdict:
 
 
 @dataclass
+class JudgedPart:
+    """One part of a context judged on its own because the whole did not fit the judge's
+    context window; the case's verdict combines the parts' verdicts."""
+
+    index: int  # 1-based, in judging order
+    mode: str  # "whole": one verdict over the part; "per-rule": the per-rule question
+    units: list[str]  # ids of the items in the part (closure order)
+    tokens: int  # rendered policy tokens of the part
+    violation: bool | None = None  # None: not judged (an earlier call failed)
+    violated_rules: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class WindowFit:
+    """How the case was fitted into the judge's context window (``workbench.audit.window``)."""
+
+    window: int  # tokens one judge request may hold
+    source: str  # where that figure comes from (configuration, server slot, litellm)
+    answer_tokens: int  # room kept for the answer (the judge's max_tokens)
+    fixed_tokens: int  # the prompt without the policy: skeleton, conversation, state, reply
+    target_tokens: int  # what is left for the policy: the soft target of the context
+    split: str = ""  # "": judged whole; "grouped" | "per-rule": judged in parts
+    # Oldest turns left out so the rest fits (never silently: the judge is told, too).
+    turns_total: int = 0
+    turns_dropped: int = 0
+    tokens_dropped: int = 0
+
+
+@dataclass
 class AuditError:
     kind: str  # EmptySeed, BudgetExceeded, NoRoute, UnknownSkill, ModelCallError, ...
     message: str
@@ -79,6 +109,8 @@ class AuditTrace:
     context_tokens: int = 0
     verdict: Verdict | None = None
     error: AuditError | None = None
+    window: WindowFit | None = None  # None: the judge's window is unknown (nothing fitted)
+    parts: list[JudgedPart] = field(default_factory=list)  # judged in parts, else empty
     usage: list[ModelCall] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     prompts: list[dict[str, Any]] = field(default_factory=list)  # kept when asked for
@@ -119,6 +151,9 @@ class AuditTrace:
         if kw.get("error") is not None:
             kw["error"] = AuditError(**kw["error"])
         kw["usage"] = [ModelCall(**c) for c in kw.get("usage") or []]
+        if kw.get("window") is not None:
+            kw["window"] = WindowFit(**kw["window"])
+        kw["parts"] = [JudgedPart(**p) for p in kw.get("parts") or []]
         return cls(**kw)
 
 

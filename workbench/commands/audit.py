@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-judge", action="store_true", help="build contexts only; no judge call")
     p.add_argument("--judge-mode", choices=["whole", "per-rule"], default="whole",
                    help="one verdict over the whole context, or one question per rule")
+    p.add_argument("--split", choices=["grouped", "per-rule"], default="grouped",
+                   help="a context over the judge's window is judged in parts: closure-ordered "
+                   "groups (each rule with its prerequisites) or one question per rule")
     p.add_argument("--empty-seed", choices=["error", "all-rules"], default="error",
                    help="no seed rule found: report EmptySeed (default) or judge every rule")
     p.add_argument("--budget", type=int, default=None, help="token budget of the rendered context")
@@ -66,6 +69,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_import_complibench)
 
 
+def _judge_window():
+    """The judge's window from the configuration (also for --no-judge, so that the traces
+    show how each case would fit); None when unknown. A bad configuration is reported by the
+    gateway when a model is needed, not here."""
+    from workbench.audit.window import judge_window
+    from workbench.llm import LlmConfigError, load_config
+
+    try:
+        return judge_window(load_config())
+    except LlmConfigError:
+        return None
+
+
 def _audit(args) -> int:
     from pathlib import Path
 
@@ -96,7 +112,12 @@ def _audit(args) -> int:
         context=ContextOptions(
             max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k
         ),
+        split=args.split,
+        window=_judge_window(),
     )
+    if opts.window is not None:
+        print(f"[audit] judge window: {opts.window.tokens} tokens ({opts.window.source})",
+              file=sys.stderr)
     needs_model = args.keywords == "llm" or not args.no_judge
     gateway = _gateway(args) if needs_model else None
     out = args.out
@@ -110,7 +131,11 @@ def _audit(args) -> int:
     def progress(trace) -> None:
         state = trace.error.kind if trace.error else (
             "violation" if trace.violation else ("compliant" if trace.verdict else "context"))
-        print(f"[audit] {trace.id} {trace.strategy}: {state} ({trace.context_tokens} ctx tokens)",
+        fit = trace.window
+        notes = f", in {len(trace.parts) or fit.split} parts" if fit and fit.split else ""
+        if fit and fit.turns_dropped:
+            notes += f", {fit.turns_dropped} oldest turns left out"
+        print(f"[audit] {trace.id} {trace.strategy}: {state} ({trace.context_tokens} ctx tokens{notes})",
               file=sys.stderr, flush=True)
 
     from workbench.llm import LlmConfigError, MissingRecording

@@ -61,6 +61,9 @@ class RoleConfig:
     retry_backoff: float = 0.5
     seed: int | None = None
     api_key_env: str | None = None
+    # Tokens one request may hold (prompt + answer); None: learn it from the embedded
+    # server's slot size or litellm's model information (``workbench.audit.window``).
+    context_window: int | None = None
 
     @property
     def is_embedded(self) -> bool:
@@ -80,7 +83,9 @@ class RoleConfig:
 class EmbeddedConfig:
     """The in-process llama.cpp server. ``ctx_size`` is split evenly over ``parallel`` slots."""
 
-    ctx_size: int = 8192
+    # 2 slots x 16384: a RawSkill prompt of the CompliBench airlines policy (~10K tokens plus
+    # the conversation) fits a slot; measured cost in README ("Context window").
+    ctx_size: int = 32768
     parallel: int = 2
     threads: int = 0  # 0: os.cpu_count()
     port: int = 0  # 0: a free port
@@ -317,6 +322,11 @@ def _validate(obj: Any, where: str) -> None:
             problems.append("timeout must be positive (seconds)")
         if obj.retries < 0 or obj.retry_backoff < 0:
             problems.append("retries and retry_backoff must not be negative")
+        if obj.context_window is not None and obj.context_window < obj.max_tokens + MIN_PROMPT_ROOM:
+            problems.append(
+                f"context_window {obj.context_window} leaves less than {MIN_PROMPT_ROOM} tokens "
+                f"for the prompt besides max_tokens {obj.max_tokens}; give the model's real window"
+            )
     if isinstance(obj, EmbeddedConfig):
         if obj.parallel < 1 or obj.ctx_size < 512:
             problems.append("parallel must be at least 1 and ctx_size at least 512")

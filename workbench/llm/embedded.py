@@ -7,9 +7,10 @@ and stops at interpreter exit. JSON-schema ``response_format`` is enforced by th
 grammar sampler; GBNF grammars can be passed as ``extra_body={"grammar": ...}``.
 
 Sizing on a small CPU machine: threads = all cores, waiting passively (see ``start``) so a
-busy machine does not collapse throughput; the context (``ctx_size``, 8192 by
-default) is split evenly over ``parallel`` slots (2 by default, so 4096 tokens per request,
+busy machine does not collapse throughput; the context (``ctx_size``, 32768 by
+default) is split evenly over ``parallel`` slots (2 by default, so 16384 tokens per request,
 prompt plus answer); ``workbench.llm.config`` refuses settings that leave a slot too small.
+The audit sizes judge prompts to the slot (``workbench.audit.window``).
 """
 
 from __future__ import annotations

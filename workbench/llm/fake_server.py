@@ -101,6 +101,33 @@ def drop() -> Action:
 Responder = Callable[[dict[str, Any]], Action]
 
 
+def request_tokens(body: dict[str, Any]) -> int:
+    """What a request asks of a context window: its messages' cl100k tokens plus the answer
+    room (``max_tokens``), as a llama.cpp slot counts it (up to the tokenizer)."""
+    from workbench.tokens import count_tokens
+
+    messages = body.get("messages") or []
+    prompt = sum(count_tokens(str(m.get("content", ""))) for m in messages if isinstance(m, dict))
+    return prompt + int(body.get("max_tokens") or 0)
+
+
+def window_limited(window: int, answer: Responder) -> Responder:
+    """A responder for a server whose requests hold at most ``window`` tokens: larger ones
+    get the HTTP 400 llama.cpp sends, the others are answered by ``answer``."""
+
+    def respond(body: dict[str, Any]) -> Action:
+        need = request_tokens(body)
+        if need > window:
+            return status(
+                400,
+                f"the request exceeds the available context size ({need} > {window} tokens), "
+                "try increasing it",
+            )
+        return answer(body)
+
+    return respond
+
+
 def role_env(api_base: str, role: str = "judge", **settings: Any) -> dict[str, str]:
     """``WORKBENCH_*`` variables pointing ``role`` at a fake server, for ``load_config(env=)``.
 

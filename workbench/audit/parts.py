@@ -1,0 +1,162 @@
+"""Judging a context in parts when the whole does not fit the judge's context window.
+
+Two ways to split, both ending in one verdict that cites the violated items:
+
+- ``grouped``: closure-ordered groups. Each item goes with its transitive prerequisites
+  among the judged items (a rule is never judged without the rules it requires); groups
+  are packed in closure order into parts of at most ``target`` tokens, and each part gets
+  the usual whole-context verdict. A group larger than the target is judged rule by rule.
+- ``per-rule``: every item on its own, with the per-rule question.
+
+The case violates the policy iff some part says so; the verdict lists every part's
+violated ids and the violating parts' reasons. Each part and its answer are kept in the
+trace (:class:`~workbench.audit.trace.JudgedPart`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workbench.audit.cases import AuditCase
+from workbench.audit.judge import JUDGE_PROMPT, ContextUnit, judge_per_rule, judge_whole
+from workbench.audit.trace import JudgedPart, ModelCall, Verdict
+from workbench.tokens import count_tokens
+
+SPLITS = ("grouped", "per-rule")
+
+Prerequisites = Callable[[ContextUnit], list[str]]
+
+
+def render_part(units: Sequence[ContextUnit], rules: bool) -> str:
+    """A part's policy text, laid out as the whole context is (rules under a header per
+    SKILL, as ``render_rules`` does; passages and documents one after another)."""
+    if not rules:
+        return "\n\n".join(u.text for u in units)
+    blocks: list[str] = []
+    current: str | None = None
+    for u in units:
+        if u.skill != current:
+            blocks.append(f"## SKILL: {u.skill}")
+            current = u.skill
+        blocks.append(u.text)
+    return "\n\n".join(blocks)
+
+
+def closure_groups(
+    units: Sequence[ContextUnit], prerequisites: Prerequisites | None
+) -> list[list[ContextUnit]]:
+    """Each not yet covered item with its prerequisites among ``units``, in closure order.
+
+    Without ``prerequisites`` (passages, documents, a strategy without closure) every item
+    is its own group. An item already in an earlier group was judged there with all its
+    prerequisites (closures are transitive), so it opens no group of its own.
+    """
+    if prerequisites is None:
+        return [[u] for u in units]
+    by_key = {(u.skill, u.id): u for u in units}
+    covered: set[tuple[str, str]] = set()
+    groups: list[list[ContextUnit]] = []
+    for u in units:
+        if (u.skill, u.id) in covered:
+            continue
+        group = [by_key[(u.skill, r)] for r in prerequisites(u) if (u.skill, r) in by_key]
+        if not group or group[0] is not u:
+            group = [u] + [g for g in group if g is not u]
+        groups.append(group)
+        covered.update((g.skill, g.id) for g in group)
+    return groups
+
+
+def plan_parts(
+    units: Sequence[ContextUnit],
+    target: int,
+    split: str,
+    prerequisites: Prerequisites | None = None,
+    rules: bool = True,
+) -> list[list[ContextUnit]]:
+    """Parts of at most ``target`` rendered tokens each (see the module doc).
+
+    Raises ValueError for an unknown ``split`` and for an item that alone exceeds ``target``
+    (the caller checks item sizes against the window first and reports it properly)."""
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r} is not one of {', '.join(SPLITS)}")
+    for u in units:
+        if count_tokens(render_part([u], rules)) > target:
+            raise ValueError(f"item {u.id} alone is over the target of {target} tokens")
+    if split == "per-rule":
+        return [[u] for u in units]
+    parts: list[list[ContextUnit]] = []
+    current: list[ContextUnit] = []
+    for group in closure_groups(units, prerequisites):
+        if count_tokens(render_part(group, rules)) > target:
+            if current:
+                parts.append(current)
+                current = []
+            parts.extend([u] for u in group)  # too big together: rule by rule
+            continue
+        merged = current + [g for g in group if g not in current]
+        if current and count_tokens(render_part(merged, rules)) > target:
+            parts.append(current)
+            merged = list(group)
+        current = merged
+    if current:
+        parts.append(current)
+    return parts
+
+
+def judge_in_parts(
+    gateway: Any,
+    case: AuditCase,
+    parts: Sequence[Sequence[ContextUnit]],
+    split: str,
+    step: str,
+    rules: bool,
+    calls: list[ModelCall],
+    judged: list[JudgedPart],
+    prompts: list[dict[str, Any]] | None = None,
+) -> Verdict:
+    """Judge each part and combine. ``calls`` and ``judged`` receive each call's record and
+    each part as they complete, so a failure (ModelCallError, raised) keeps what was done;
+    ``prompts``, when given, each grouped part's messages."""
+    verdicts: list[Verdict] = []
+    for i, part in enumerate(parts, 1):
+        text = render_part(part, rules)
+        record = JudgedPart(i, split if split == "per-rule" else "whole", [u.id for u in part],
+                            count_tokens(text))
+        judged.append(record)
+        if split == "per-rule":
+            verdict, _ = judge_per_rule(gateway, case, part, f"{step}:part{i}", calls=calls)
+        else:
+            verdict, made, messages = judge_whole(gateway, case, text, part, f"{step}:part{i}")
+            for c in made:
+                c.step = f"judge:part{i}"
+            calls.extend(made)
+            if prompts is not None:
+                prompts.append({"step": f"judge:part{i}", "prompt": JUDGE_PROMPT, "messages": messages})
+        record.violation = verdict.violation
+        record.violated_rules = list(verdict.violated_rules)
+        record.reason = verdict.reason
+        verdicts.append(verdict)
+    return combine(verdicts, judged[-len(verdicts):] if verdicts else [])
+
+
+def combine(verdicts: Sequence[Verdict], parts: Sequence[JudgedPart]) -> Verdict:
+    """One verdict from the parts' verdicts: a violation iff some part found one."""
+    n = len(parts)
+    violated = list(dict.fromkeys(r for v in verdicts for r in v.violated_rules))
+    unknown = list(dict.fromkeys(r for v in verdicts for r in v.unknown_rule_ids))
+    breaking = [(p, v) for p, v in zip(parts, verdicts, strict=True) if v.violation]
+    if breaking:
+        reason = " ".join(f"Part {p.index}/{n}: {v.reason}" for p, v in breaking)
+    else:
+        reason = f"Compliant with all {n} parts judged separately (the context exceeded the judge's window)."
+    per_rule = [a for v in verdicts for a in v.per_rule]
+    return Verdict(
+        violation=bool(breaking),
+        reason=reason,
+        violated_rules=violated,
+        unknown_rule_ids=unknown,
+        per_rule=per_rule,
+        reason_cites=all(v.reason_cites for _, v in breaking),
+    )
