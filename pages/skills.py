@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components.extraction_report import report_panel
 from components.rules import rules_frame
 from components.safe import md
 from components.state import engine, user_name
@@ -102,9 +103,7 @@ st.dataframe(rules_frame(skills[chosen]), hide_index=True, width="stretch")
 
 latest = vers[-1]
 if latest.report_json:
-    with st.expander(f"Extraction report of v{latest.version}"):
-        report = json.loads(latest.report_json)
-        st.json(report, expanded=False)
+    report_panel(json.loads(latest.report_json), latest.version)
 
 with st.expander(f"Delete {chosen}"):
     st.caption("Hides every version (rows stay for the audit trail). Re-upload to extract again.")

@@ -94,6 +94,10 @@ class ExtractOptions:
     merge_overlap: float = MIN_MERGE_OVERLAP  # least word overlap for a merge to be applied
     context_tokens: int | None = None  # the extractor's context; None: known for embedded
     concurrency: int | None = None  # extraction calls at once; None: the role's setting
+    # An answer listing as many rules as its schema allows may have lost some: "split" asks
+    # again for each half of the text; "report" keeps it and flags it in the report (for
+    # recordings made before splitting existed, and for models billed per call).
+    on_rule_cap: str = "split"
 
 
 @dataclass
@@ -102,6 +106,8 @@ class _Extracted:
     cached: bool
     errors: list[str] = field(default_factory=list)
     reused_tokens: int = 0
+    cap_splits: int = 0  # answers that hit the rule cap and were asked again in halves
+    capped: int = 0  # answers at the cap whose text was too short to split
 
 
 def model_label(gateway: Gateway, role: str) -> str:
@@ -135,6 +141,13 @@ def rule_bound(block_tokens: int, max_tokens: int) -> int:
     return min(cap, max(6, block_tokens // 25 + 4))
 
 
+def at_rule_cap(answer: object, bound: int) -> bool:
+    """True when an extractor answer lists as many rules as its schema allowed: the model
+    may have had more to say, so the caller splits the text rather than lose them silently."""
+    rules = answer.get("rules") if isinstance(answer, dict) else None
+    return isinstance(rules, list) and len(rules) >= bound
+
+
 def extraction_request(prompt: Prompt, section: str, text: str, max_tokens: int) -> tuple[list, dict]:
     """The extractor's messages and answer schema for one block (or piece) of text."""
     bound = rule_bound(count_tokens(text), max_tokens)
@@ -160,6 +173,8 @@ def extract_skill(
     if unknown:
         raise TypeError(f"extract_skill() got unknown option(s) {sorted(unknown)}")
     opts = dataclasses.replace(opts, **overrides)
+    if opts.on_rule_cap not in ("split", "report"):
+        raise ValueError(f"on_rule_cap must be 'split' or 'report', got {opts.on_rule_cap!r}")
     store = step_store if step_store is not None else MemoryStepStore()
     run = _Run(doc, gateway, store, progress, opts)
     return run.execute()
@@ -250,7 +265,7 @@ class _Run:
     def _extract_key(self, block: PlannedBlock) -> str:
         return step_key(
             "extract", block=block.digest(), prompt=self.xprompt.id, schema=SCHEMA_VERSION,
-            settings=self.xsettings,
+            settings=self.xsettings, on_rule_cap=self.opts.on_rule_cap,
         )
 
     def _extract_all(self, blocks: list[PlannedBlock]) -> dict[str, _Extracted]:
@@ -264,10 +279,11 @@ class _Run:
                 if stored is None:
                     todo.append(block)
                     continue
-                usage = stored.get("usage", {})
+                usage, cap = stored.get("usage", {}), stored.get("cap", {})
                 results[block.key] = _Extracted(
                     BlockExtraction.from_dict(stored["extraction"]), True,
                     reused_tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+                    cap_splits=int(cap.get("splits", 0)), capped=int(cap.get("capped", 0)),
                 )
             self.done += 1
             self._emit("extract", block, cached=True)
@@ -297,6 +313,8 @@ class _Run:
         queue = [whole]
         result = BlockExtraction()
         errors: list[str] = []
+        capped: list[tuple[int, int]] = []
+        capped_splits = 0
         prompt_tokens = completion_tokens = 0
         while queue:
             a, b = queue.pop(0)
@@ -323,13 +341,30 @@ class _Run:
                 continue
             prompt_tokens += res.usage.prompt_tokens
             completion_tokens += res.usage.completion_tokens
+            bound = rule_bound(count_tokens(text), role.max_tokens)
+            if at_rule_cap(res.data, bound):
+                # The schema let the model list no more rules, so rules past the cap may be
+                # missing: ask again for each half rather than keep a truncated list.
+                halves = halve(block.text, a, b) if self.opts.on_rule_cap == "split" else None
+                if halves:
+                    capped_splits += 1
+                    queue[:0] = halves
+                    continue
+                split = self.opts.on_rule_cap == "split"
+                why = "the text is too short to split" if split else "splitting is off"
+                result.problems.append(
+                    f"chars {a}-{b}: the answer hit the cap of {bound} rules and {why}; rules past "
+                    "the cap may be missing (raise the extractor's max_tokens)"
+                )
+                capped.append((a, b))
             result.extend(validate_extraction(res.data), (a, b))
         if not errors:
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
             # Only complete answers are stored: a block with a failed piece is asked again.
             self.store.put(self._extract_key(block), "extract",
-                           {"extraction": result.to_dict(), "usage": usage, "block": block.key})
-        return _Extracted(result, False, errors)
+                           {"extraction": result.to_dict(), "usage": usage, "block": block.key,
+                            "cap": {"splits": capped_splits, "capped": len(capped)}})
+        return _Extracted(result, False, errors, cap_splits=capped_splits, capped=len(capped))
 
     # -- rebase and fusion ----------------------------------------------------------------
     def _fuse_block(
@@ -343,7 +378,7 @@ class _Run:
             normalised_spans=rebased.normalised, span_errors=len(rebased.span_errors),
             edges=len(rebased.edges), pieces=max(1, len(ex.extraction.pieces)),
             extract_cached=ex.cached, problems=list(ex.extraction.problems),
-            error="; ".join(ex.errors),
+            error="; ".join(ex.errors), cap_splits=ex.cap_splits, capped=ex.capped,
         )
         report.span_errors.extend(rebased.span_errors)
         if rebased.dropped_edges:

@@ -48,6 +48,8 @@ class BlockReport:
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
     error: str = ""  # a piece the model could not answer for; its rules are missing
+    cap_splits: int = 0  # answers that listed as many rules as allowed, re-asked in halves
+    capped: int = 0  # answers at the rule cap too short to split: rules may be missing
 
 
 @dataclass
@@ -124,6 +126,8 @@ class ExtractionReport:
             "cross_block_edges": self.cross_block_edges,
             "blocks": len(self.blocks),
             "blocks_reused": self.blocks_cached,
+            "rule_cap_splits": sum(b.cap_splits for b in self.blocks),
+            "rule_cap_hits": sum(b.capped for b in self.blocks),
             "wall_s": round(self.wall_s, 1),
         }
 
@@ -154,6 +158,10 @@ class ExtractionReport:
             f"({f['tokens_per_source_token']} per source token); {f['wall_s']} s; "
             f"extractor {self.extractor_model}",
         ]
+        capped = [b for b in self.blocks if b.capped]
+        if capped:
+            lines.append(f"  {len(capped)} block(s) hit the rule cap and could not be split; rules "
+                         "may be missing: " + ", ".join(b.key for b in capped[:5]))
         failed = [b for b in self.blocks if b.error]
         if failed:
             lines.append(f"  {len(failed)} block(s) incomplete: " + "; ".join(
