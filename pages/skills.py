@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from components.extraction_report import report_panel
+from components.extraction_report import reference_panel, report_panel
 from components.rules import rules_frame
 from components.safe import md
 from components.state import engine, user_name
 from store import repo
 from workbench.stats import skill_stats
+
+DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "index.json"
 
 st.title("Skills")
 eng = engine()
@@ -104,6 +107,8 @@ st.dataframe(rules_frame(skills[chosen]), hide_index=True, width="stretch")
 latest = vers[-1]
 if latest.report_json:
     report_panel(json.loads(latest.report_json), latest.version)
+# A hand-built reference graph of the same SKILL, when one exists, measures this version.
+reference_panel(skills[chosen], os.environ.get("WORKBENCH_REFERENCE_INDEX", str(DEMO_REFERENCE)))
 
 with st.expander(f"Delete {chosen}"):
     st.caption("Hides every version (rows stay for the audit trail). Re-upload to extract again.")
