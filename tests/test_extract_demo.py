@@ -25,6 +25,9 @@ INDEX = PolicyIndex.load(OUT / "index.embedded.json")
 REPORTS = {r["skill"]: r for r in json.loads((OUT / "reports.json").read_text(encoding="utf-8"))}
 
 
+# These recordings predate rule-cap splitting and cue-based fusion (fuse_v2): replay them with
+# the options of their time, so no request changes.
+LEGACY = {"on_rule_cap": "report", "fuse_prompt": "fuse_v1", "cues": False}
 # Extraction answers in the recordings that list exactly as many rules as the schema allowed
 # (counted from extract_demo.jsonl: 7 of its 26 extraction answers).
 CAP_HITS = {"airline-policy": 5, "retail-policy": 2}
@@ -45,7 +48,7 @@ def test_demo_skill_rebuilds_from_recordings(name, gateway):
     # Recorded before answers at the rule cap were split: replaying them in "report" mode asks
     # nothing new, and the report must now say which answers may have lost rules.
     skill, rebuilt = extract_skill(doc, gateway, MemoryStepStore(), max_block_tokens=limit,
-                                   on_rule_cap="report")
+                                   **LEGACY)
     assert PolicyIndex([skill]).to_dict() == PolicyIndex([saved]).to_dict()
     assert rebuilt.figures()["rule_cap_hits"] == CAP_HITS[name]
     assert rebuilt.figures()["rules"] == report["figures"]["rules"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from workbench.extract.blocks import PlannedBlock, halve, plan_blocks
+from workbench.extract.cues import find_candidates
 from workbench.extract.fusion import (
     MIN_MERGE_OVERLAP,
     GraphBuilder,
@@ -33,7 +34,8 @@ from workbench.extract.fusion import (
     fusion_request,
 )
 from workbench.extract.prompts import Prompt, load_prompt
-from workbench.extract.rebase import rebase_block
+from workbench.extract.provenance import EdgeDecisions, apply_cues
+from workbench.extract.rebase import RebasedBlock, rebase_block
 from workbench.extract.report import BlockReport, ExtractionReport
 from workbench.extract.schema import (
     SCHEMA_VERSION,
@@ -52,7 +54,7 @@ from workbench.tokens import count_tokens
 
 DEFAULT_MAX_BLOCK_TOKENS = 12_000
 EXTRACT_PROMPT = "extract_v1"
-FUSE_PROMPT = "fuse_v1"
+FUSE_PROMPT = "fuse_v2"
 # Failures that a smaller request can fix: the answer was cut off or malformed, or the
 # prompt did not fit. Anything else (server down, auth) stops the run; stored steps remain.
 SPLITTABLE = frozenset({"invalid_output", "context_overflow"})
@@ -98,6 +100,11 @@ class ExtractOptions:
     # again for each half of the text; "report" keeps it and flags it in the report (for
     # recordings made before splitting existed, and for models billed per call).
     on_rule_cap: str = "split"
+    cues: bool = True  # read edge candidates from the text (workbench.extract.cues)
+    # Fusion candidates by meaning as well as words: (texts, texts) -> similarity matrix,
+    # e.g. workbench.embeddings.make_similarity(); None: shared words only.
+    similarity: Callable | None = None
+    decisions: EdgeDecisions | None = None  # an author's accepted/rejected edges, kept
 
 
 @dataclass
@@ -220,12 +227,22 @@ class _Run:
         self.total = 2 * len(blocks)
         extracted = self._extract_all(blocks)
 
+        rebased = {b.key: rebase_block(b, extracted[b.key].extraction) for b in blocks}
+        # Cues are read over every located rule before fusion, so each fusion step can show
+        # the fuser the known rules the text links to the new block (and ask it to confirm).
+        self.cues = (find_candidates(doc, [r for rb in rebased.values() for r in rb.rules])
+                     if self.opts.cues else [])
         builder = GraphBuilder()
         for block in blocks:
-            report.blocks.append(self._fuse_block(block, extracted[block.key], builder, report))
+            report.blocks.append(
+                self._fuse_block(block, extracted[block.key], rebased[block.key], builder, report))
+        outcome = apply_cues(builder, self.cues, self.opts.decisions)
+        report.cue_edges, report.cue_confirmed = outcome.direct, outcome.confirmed
+        report.proposed_edges = len(outcome.proposed)
+        report.decisions_applied = outcome.rejected_dropped + outcome.accepted_added
 
         graph = builder.graph()
-        skill = SkillGraph(doc.name, doc.description, doc.source, graph)
+        skill = SkillGraph(doc.name, doc.description, doc.source, graph, outcome.proposed)
         # The final invariant: what we built passes the same validation as a loaded file.
         validate_index(PolicyIndex([skill]).to_dict(), origin=f"extraction of {doc.name}")
         report.rules, report.edges = len(graph.rules), len(graph.edges)
@@ -368,9 +385,9 @@ class _Run:
 
     # -- rebase and fusion ----------------------------------------------------------------
     def _fuse_block(
-        self, block: PlannedBlock, ex: _Extracted, builder: GraphBuilder, report: ExtractionReport
+        self, block: PlannedBlock, ex: _Extracted, rebased: RebasedBlock, builder: GraphBuilder,
+        report: ExtractionReport,
     ) -> BlockReport:
-        rebased = rebase_block(block, ex.extraction)
         br = BlockReport(
             key=block.key, section=block.section, start=block.start, end=block.end,
             tokens=block.tokens, rules_proposed=len(ex.extraction.rules),
@@ -384,11 +401,18 @@ class _Run:
         if rebased.dropped_edges:
             br.problems.append(f"{rebased.dropped_edges} edge(s) dropped with their untraceable rules")
         known = list(builder.rules.values())
-        chosen = candidates(known, rebased.rules, self.opts.max_known) if self.opts.fuse else []
+        new_ids = {r.id for r in rebased.rules}
+        # Cue candidates linking this block's rules to earlier ones (ids through merges).
+        suggested = [(builder.resolve(c.source), builder.resolve(c.target), c.note) for c in self.cues
+                     if (c.source in new_ids) != (c.target in new_ids)
+                     and builder.resolve(c.source if c.target in new_ids else c.target) in builder.rules]
+        cued = {x for s, t, _ in suggested for x in (s, t)} - new_ids
+        chosen = candidates(known, rebased.rules, self.opts.max_known,
+                            similarity=self.opts.similarity, cued=cued) if self.opts.fuse else []
         builder.add_rules(rebased.rules, rebased.edges)
         br.fuse_candidates = len(chosen)
         if chosen and rebased.rules:
-            request = fusion_request(self.fprompt, block.section, rebased.rules, chosen)
+            request = fusion_request(self.fprompt, block.section, rebased.rules, chosen, suggested)
             key = step_key(
                 "fuse", request=step_key("request", messages=request.messages, schema=request.schema),
                 prompt=self.fprompt.id, schema=SCHEMA_VERSION, settings=self.fsettings,

@@ -69,6 +69,10 @@ class ExtractionReport:
     rules: int = 0
     edges: int = 0
     cross_block_edges: int = 0
+    cue_edges: int = 0  # edges added directly from unambiguous cues in the text
+    cue_confirmed: int = 0  # model edges a cue in the text supports
+    proposed_edges: int = 0  # cue candidates left for the author to accept or reject
+    decisions_applied: int = 0  # an author's earlier accept/reject verdicts re-applied
     prompt_tokens: int = 0  # live tokens spent in this run
     completion_tokens: int = 0
     reused_tokens: int = 0  # tokens of stored steps reused instead of asking again
@@ -124,6 +128,9 @@ class ExtractionReport:
             "tokens_per_source_token": round(self.tokens_per_source_token, 2),
             "merges": len(self.merges),
             "cross_block_edges": self.cross_block_edges,
+            "cue_edges": self.cue_edges,
+            "cue_confirmed": self.cue_confirmed,
+            "proposed_edges": self.proposed_edges,
             "blocks": len(self.blocks),
             "blocks_reused": self.blocks_cached,
             "rule_cap_splits": sum(b.cap_splits for b in self.blocks),
@@ -151,6 +158,8 @@ class ExtractionReport:
         lines = [
             f"{self.skill}: {f['rules']} rules, {f['edges']} edges ({f['cross_block_edges']} across "
             f"blocks), {f['merges']} merges from {f['blocks']} blocks ({f['blocks_reused']} reused)",
+            f"  edges from text cues: {self.cue_edges} added, {self.cue_confirmed} confirming the "
+            f"model's; {self.proposed_edges} proposed for review",
             f"  verbatim spans {rate} ({f['span_errors']} rules dropped as source_span_error); "
             f"{f['rules_per_1k_tokens']} rules and {f['edges_per_1k_tokens']} edges per 1k tokens",
             f"  {self.source_tokens} source tokens; model tokens {self.prompt_tokens}+"
