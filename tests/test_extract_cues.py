@@ -118,7 +118,8 @@ def test_numbered_headings_in_a_procedure_chain_phases():
             "The agent must log the call.\n")
     doc = parse_skill(text, "desk.md")
     rules = []
-    for rid, sentence in (("A", "The agent must greet the caller."), ("B", "The agent must verify the account."),
+    for rid, sentence in (("A", "The agent must greet the caller."),
+                          ("B", "The agent must verify the account."),
                           ("C", "The agent must resolve the issue."), ("D", "The agent must log the call.")):
         start = text.index(sentence)
         rules.append(Rule(rid, "always", sentence, "required", (Span(start, start + len(sentence)),)))

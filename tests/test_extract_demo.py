@@ -27,7 +27,7 @@ REPORTS = {r["skill"]: r for r in json.loads((OUT / "reports.json").read_text(en
 
 # These recordings predate rule-cap splitting and cue-based fusion (fuse_v2): replay them with
 # the options of their time, so no request changes.
-LEGACY = {"on_rule_cap": "report", "fuse_prompt": "fuse_v1", "cues": False}
+LEGACY = {"on_rule_cap": "report", "fuse_prompt": "fuse_v1", "cues": False, "drop_non_rules": False}
 # Extraction answers in the recordings that list exactly as many rules as the schema allowed
 # (counted from extract_demo.jsonl: 7 of its 26 extraction answers).
 CAP_HITS = {"airline-policy": 5, "retail-policy": 2}

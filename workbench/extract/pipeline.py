@@ -21,7 +21,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from workbench.extract.blocks import PlannedBlock, halve, plan_blocks
@@ -33,6 +33,7 @@ from workbench.extract.fusion import (
     candidates,
     fusion_request,
 )
+from workbench.extract.nonrules import NonRule, split_non_rules
 from workbench.extract.prompts import Prompt, load_prompt
 from workbench.extract.provenance import EdgeDecisions, apply_cues
 from workbench.extract.rebase import RebasedBlock, rebase_block
@@ -105,6 +106,7 @@ class ExtractOptions:
     # e.g. workbench.embeddings.make_similarity(); None: shared words only.
     similarity: Callable | None = None
     decisions: EdgeDecisions | None = None  # an author's accepted/rejected edges, kept
+    drop_non_rules: bool = True  # headings, lead-ins, examples, attribute lists (nonrules.py)
 
 
 @dataclass
@@ -159,6 +161,14 @@ def extraction_request(prompt: Prompt, section: str, text: str, max_tokens: int)
     """The extractor's messages and answer schema for one block (or piece) of text."""
     bound = rule_bound(count_tokens(text), max_tokens)
     return prompt.render(section=section, text=text), extraction_schema(max_rules=bound, max_edges=bound + 4)
+
+
+def drop_non_rules(source: str, rb: RebasedBlock) -> list[NonRule]:
+    """Take a block's non-rules (and the edges touching them) out of ``rb``; return them."""
+    rb.rules, gone = split_non_rules(source, rb.rules)
+    ids = {n.rule_id for n in gone}
+    rb.edges = [e for e in rb.edges if e.source not in ids and e.target not in ids]
+    return gone
 
 
 def extract_skill(
@@ -228,6 +238,9 @@ class _Run:
         extracted = self._extract_all(blocks)
 
         rebased = {b.key: rebase_block(b, extracted[b.key].extraction) for b in blocks}
+        if self.opts.drop_non_rules:
+            for key, rb in rebased.items():
+                report.non_rules.extend({"block": key, **asdict(n)} for n in drop_non_rules(doc.source, rb))
         # Cues are read over every located rule before fusion, so each fusion step can show
         # the fuser the known rules the text links to the new block (and ask it to confirm).
         self.cues = (find_candidates(doc, [r for rb in rebased.values() for r in rb.rules])

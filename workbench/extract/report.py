@@ -66,6 +66,9 @@ class ExtractionReport:
     span_errors: list[SpanError] = field(default_factory=list)
     merges: list[dict] = field(default_factory=list)  # {"rule", "into", "block"}
     rejected_merges: list[dict] = field(default_factory=list)  # {"rule", "into", "reason"}
+    # Proposed rules that carry no obligation (headings, lead-ins, examples, attribute lists),
+    # taken out before fusion: {"block", "rule_id", "reason", "quote"}.
+    non_rules: list[dict] = field(default_factory=list)
     rules: int = 0
     edges: int = 0
     cross_block_edges: int = 0
@@ -121,6 +124,7 @@ class ExtractionReport:
             "edges": self.edges,
             "rules_proposed": self.rules_proposed,
             "span_errors": len(self.span_errors),
+            "non_rules": len(self.non_rules),
             "verbatim_span_rate": None if rate is None else round(rate, 4),
             "exact_span_rate": None if exact is None else round(exact, 4),
             "rules_per_1k_tokens": round(self.per_1k(self.rules), 2),
@@ -160,7 +164,8 @@ class ExtractionReport:
             f"blocks), {f['merges']} merges from {f['blocks']} blocks ({f['blocks_reused']} reused)",
             f"  edges from text cues: {self.cue_edges} added, {self.cue_confirmed} confirming the "
             f"model's; {self.proposed_edges} proposed for review",
-            f"  verbatim spans {rate} ({f['span_errors']} rules dropped as source_span_error); "
+            f"  verbatim spans {rate} ({f['span_errors']} rules dropped as source_span_error, "
+            f"{f['non_rules']} as carrying no obligation); "
             f"{f['rules_per_1k_tokens']} rules and {f['edges_per_1k_tokens']} edges per 1k tokens",
             f"  {self.source_tokens} source tokens; model tokens {self.prompt_tokens}+"
             f"{self.completion_tokens} live, {self.reused_tokens} reused "
