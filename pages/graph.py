@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.edge_review import provenance_filter, review_panel
 from components.graph_view import legend, show_graph
 from components.replay_state import policy_index
 from components.rules import rules_frame
 from components.spans import show_source
 from components.state import engine, user_name
-from store import audit_repo, repo
+from store import audit_repo, edge_review, repo
 from workbench.editing import apply_edits
 from workbench.impact import closure_changes, reaudit, with_skill
 from workbench.rule_search import search_rules
@@ -30,7 +31,7 @@ vers = [v.version for v in repo.versions(eng, name)]
 if "graph_show_version" in st.session_state:
     st.session_state["graph_version"] = st.session_state.pop("graph_show_version")
 version = right.selectbox("Version", vers[::-1], key="graph_version")
-skill = repo.load_skill(eng, name, version)
+skill = edge_review.with_trust(eng, name, version, repo.load_skill(eng, name, version))
 
 query = st.text_input("Search rules", key="graph_query", placeholder="e.g. refund coupon")
 hits = search_rules(skill, query)
@@ -61,7 +62,8 @@ graph_col, detail_col = st.columns([3, 2])
 with graph_col:
     st.write(f"**{len(shown)} rules** shown.")
     legend()
-    show_graph(skill, shown, seeds=[rule_id], selected=rule_id)
+    kinds = provenance_filter(skill, key=f"graph_provenance_{name}")
+    show_graph(skill, shown, seeds=[rule_id], selected=rule_id, provenances=kinds)
 with detail_col:
     st.subheader(f"Rule {rule_id}")
     rule = skill.graph.rules[rule_id]
@@ -74,6 +76,11 @@ with detail_col:
         st.warning("This rule has no source span yet (added by an edit).")
 with st.expander("Rules shown"):
     st.dataframe(rules_frame(skill, shown), hide_index=True, width="stretch")
+
+decided = review_panel(eng, skill, version, user_name())
+if decided is not None:
+    st.session_state["graph_show_version"] = decided
+    st.rerun()
 
 # -- editing -------------------------------------------------------------------------------
 st.divider()

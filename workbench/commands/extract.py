@@ -168,8 +168,14 @@ def _extract(args: argparse.Namespace) -> int:
     skills, reports = [], []
     for doc in docs:
         try:
+            decisions = None
+            if engine is not None:  # an author's verdicts on this SKILL's edges still hold
+                from store.edge_review import load_decisions
+
+                decisions = load_decisions(engine, doc.name)
             skill, report = extract_skill(
-                doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse
+                doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse,
+                decisions=decisions,
             )
         except ModelCallError as exc:
             raise CliError(
@@ -189,6 +195,9 @@ def _extract(args: argparse.Namespace) -> int:
 
             saved = save_skill(engine, skill, author="extract",
                                note=f"extracted by {report.extractor_model}", report=report.to_dict())
+            from store.edge_review import save_edge_trust
+
+            save_edge_trust(engine, skill.name, saved.version, skill)
             state = "saved as version" if saved.created else "unchanged, still version"
             print(f"  {state} {saved.version} in the store")
 

@@ -1,0 +1,73 @@
+"""Edge provenance and proposals per version, and accept/reject verdicts kept per SKILL name."""
+
+from __future__ import annotations
+
+import pytest
+
+from store import edge_review, repo
+from store.db import make_engine
+from workbench.graph import Edge, Rule, RuleGraph, SkillGraph, Span
+
+SOURCE = "Verify the id. Check the fare. Refund to the card."
+
+
+def skill() -> SkillGraph:
+    rules = [Rule(r, "always", r.lower(), "required", (Span(i * 15, i * 15 + 10),), "model", 0.9)
+             for i, r in enumerate(("V", "F", "C"))]
+    edges = [Edge("F", "V", provenance="procedure", confidence=0.9, evidence=Span(15, 20),
+                  note="step 2 after 1")]
+    proposed = [Edge("C", "F", provenance="continuation", confidence=0.3, note="follows")]
+    return SkillGraph("desk", "", SOURCE, RuleGraph(rules, edges), proposed)
+
+
+@pytest.fixture
+def eng(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'review.db'}")
+    yield engine
+    engine.dispose()
+
+
+def saved(eng) -> int:
+    s = skill()
+    v = repo.save_skill(eng, s, author="extract").version
+    edge_review.save_edge_trust(eng, "desk", v, s)
+    return v
+
+
+def test_provenance_and_proposals_round_trip_through_the_store(eng):
+    v = saved(eng)
+    back = edge_review.with_trust(eng, "desk", v, repo.load_skill(eng, "desk", v))
+    (edge,) = back.graph.edges
+    assert (edge.provenance, edge.confidence, edge.evidence, edge.note) == (
+        "procedure", 0.9, Span(15, 20), "step 2 after 1")
+    assert [e.pair for e in back.proposed] == [("C", "F")]
+
+
+def test_accepting_a_proposal_adds_an_author_edge_in_a_new_version(eng):
+    v = saved(eng)
+    v2 = edge_review.decide_edge(eng, "desk", v, ("C", "F"), accept=True, author="ann")
+    assert v2 == v + 1
+    after = edge_review.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
+    added = {e.pair: e for e in after.graph.edges}[("C", "F")]
+    assert added.provenance == "author" and added.confidence == 1.0 and after.proposed == []
+    assert edge_review.load_decisions(eng, "desk").accepted == {("C", "F")}
+
+
+def test_rejecting_a_proposal_hides_it_everywhere_and_is_kept_for_re_extraction(eng):
+    v = saved(eng)
+    assert edge_review.decide_edge(eng, "desk", v, ("C", "F"), accept=False, author="ann") == v
+    assert edge_review.with_trust(eng, "desk", v, repo.load_skill(eng, "desk", v)).proposed == []
+    assert edge_review.load_decisions(eng, "desk").rejected == {("C", "F")}
+    # Rejecting a kept edge removes it in a new version.
+    v2 = edge_review.decide_edge(eng, "desk", v, ("F", "V"), accept=False, author="ann")
+    assert repo.load_skill(eng, "desk", v2).graph.edges == []
+    # The latest verdict on a pair wins.
+    edge_review.decide_edge(eng, "desk", v2, ("F", "V"), accept=True, author="bob")
+    decisions = edge_review.load_decisions(eng, "desk")
+    assert ("F", "V") in decisions.accepted and ("F", "V") not in decisions.rejected
+
+
+def test_a_verdict_on_an_unknown_rule_is_refused(eng):
+    v = saved(eng)
+    with pytest.raises(ValueError, match="no rule X"):
+        edge_review.decide_edge(eng, "desk", v, ("X", "V"), accept=True, author="ann")
