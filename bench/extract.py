@@ -89,14 +89,11 @@ def main() -> int:
     if args.replay:
         gateway = Gateway(config, recorder=Replayer(RECORDING))
     else:
-        if args.attach:
-            from workbench.extract.attach import AttachedEmbedded
+        from workbench.llm.transport import LiteLLMTransport
 
-            live = AttachedEmbedded(config, args.attach)
-        else:
-            from workbench.llm.transport import LiteLLMTransport
-
-            live = LiteLLMTransport(config)
+        # Requests are keyed with the default configuration; --attach only changes where the
+        # embedded roles are served (as fixtures/extract/record.py does).
+        live = LiteLLMTransport(config.attached_to(args.attach) if args.attach else config)
         if args.record:
             gateway = Gateway(config, recorder=Recorder(RECORDING), transport=live)
         else:

@@ -111,7 +111,7 @@ def test_cli_errors_name_the_problem(tmp_path, capsys):
 
 def test_demo_before_figures():
     """The embedded model's earlier extraction of the demo SKILLs (the BEFORE of issue 14)."""
-    ev = evaluate_index(PolicyIndex.load(ROOT / "fixtures/demo/extracted/index.embedded.json"),
+    ev = evaluate_index(PolicyIndex.load(ROOT / "fixtures/demo/extracted/v1/index.embedded.json"),
                         PolicyIndex.load(ROOT / "fixtures/demo/index.json"))
     by = {s.skill: s for s in ev.skills}
     air, ret = by["airline-policy"], by["retail-policy"]
