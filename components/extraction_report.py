@@ -25,6 +25,13 @@ def report_panel(report: dict, version: int) -> None:
     splits = sum(int(b.get("cap_splits", 0)) for b in blocks)
     if splits:
         st.caption(md(f"{splits} answer(s) reached the rule cap and were asked again in halves."))
+    non_rules = report.get("non_rules", [])
+    if non_rules:
+        st.caption(md(f"{len(non_rules)} proposed rule(s) carried no obligation (headings, lead-in "
+                      "lines, examples, attribute lists) and were left out; see non_rules below."))
+    proposed = report.get("proposed_edges", 0)
+    if proposed:
+        st.caption(md(f"{proposed} edge(s) suggested by the text wait for review on the Graph page."))
     with st.expander(f"Extraction report of v{version}"):
         st.json(report, expanded=False)
 

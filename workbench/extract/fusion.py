@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from workbench.extract.prompts import Prompt
 from workbench.extract.schema import FusionAnswer, fusion_schema
 from workbench.graph import Edge, Rule, RuleGraph, Span
 
-Similarity = Callable[[Sequence[str], Sequence[str]], "object"]  # -> matrix in [0, 1]
+Similarity = Callable[[Sequence[str], Sequence[str]], Any]  # -> a matrix of values in [0, 1]
 MIN_SIMILARITY = 0.5  # least embedding similarity for a known rule to be shown as related
 
 _WORD = re.compile(r"[^\W\d_]{3,}")

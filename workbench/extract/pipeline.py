@@ -7,11 +7,19 @@
 2. Extract each block with the ``extractor`` role under a JSON schema (blocks run
    concurrently up to the role's concurrency). A block whose answer is unusable or too long
    for the context is halved and each half asked again, down to a sentence or two.
+   An answer listing as many rules as its schema allows is asked again in halves (or, with
+   ``on_rule_cap="report"``, flagged in the report), so no rule is lost silently at the cap.
 3. Validate, locate every quote in the source, drop untraceable rules as
-   ``source_span_error``, rebase ids to ``<block key>-R<n>``.
-4. For every block after the first, ask the ``fuser`` role for merges and cross-block edges
-   against a condensed view of the graph so far; apply them.
-5. Every answer is stored in the step store as it arrives, keyed by what it depends on.
+   ``source_span_error``, rebase ids to ``<block key>-R<n>``; take out rules that carry no
+   obligation (``nonrules``), listed in the report.
+4. Read edge candidates from the text (``cues``). For every block after the first, ask the
+   ``fuser`` role for merges and cross-block edges against a condensed view of the graph so
+   far (the known rules cues link to the block always among them, the cues shown as
+   suggestions); apply them.
+5. Add direct cue edges, confirm model edges a cue supports, keep the rest as proposals, and
+   re-apply an author's accept/reject decisions (``provenance``). Every rule and edge says
+   where it came from.
+6. Every answer is stored in the step store as it arrives, keyed by what it depends on.
 """
 
 from __future__ import annotations
