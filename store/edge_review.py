@@ -82,15 +82,15 @@ def load_decisions(engine: Engine, name: str) -> EdgeDecisions:
 def with_trust(engine: Engine, name: str, version: int, skill: SkillGraph) -> SkillGraph:
     """``skill`` (as ``repo.load_skill`` gives it) with the kept provenance on its edges and
     its proposed edges, less those an author has decided on since."""
-    row = repo.get_version(engine, name, version)
-    with Session(engine) as session:
-        rows = session.exec(select(EdgeTrustRow).where(EdgeTrustRow.version_id == row.id)).all()
+    rows, inherited = _trust_rows(engine, name, version)
     trust = {(r.source, r.target, r.proposed): r for r in rows}
 
     def stamped(e: Edge, proposed: bool) -> Edge:
         r = trust.get((e.source, e.target, proposed))
         if r is None:
-            return e
+            # A version saved by an edit has no rows of its own: an edge its ancestor did not
+            # have was added by the editing author.
+            return replace(e, provenance="author") if inherited and not proposed else e
         evidence = Span(r.evidence_start, r.evidence_end) if r.evidence_start is not None else None
         return replace(e, provenance=r.provenance, confidence=r.confidence, evidence=evidence,
                        note=r.note)
@@ -104,6 +104,19 @@ def with_trust(engine: Engine, name: str, version: int, skill: SkillGraph) -> Sk
                 and r.source in skill.graph.rules and r.target in skill.graph.rules]
     return SkillGraph(skill.name, skill.description, skill.source,
                       RuleGraph(skill.graph.rules.values(), edges), proposed)
+
+
+def _trust_rows(engine: Engine, name: str, version: int) -> tuple[list[EdgeTrustRow], bool]:
+    """The trust rows of ``version``, or (for a version saved by an edit, which has none) of
+    the latest earlier version that has some; True when they were inherited."""
+    wanted = repo.get_version(engine, name, version)
+    ids = [v.id for v in repo.versions(engine, name) if v.version <= version][::-1]
+    with Session(engine) as session:
+        for vid in ids:
+            rows = session.exec(select(EdgeTrustRow).where(EdgeTrustRow.version_id == vid)).all()
+            if rows:
+                return list(rows), vid != wanted.id
+    return [], False
 
 
 def decide_edge(

@@ -71,3 +71,15 @@ def test_a_verdict_on_an_unknown_rule_is_refused(eng):
     v = saved(eng)
     with pytest.raises(ValueError, match="no rule X"):
         edge_review.decide_edge(eng, "desk", v, ("X", "V"), accept=True, author="ann")
+
+
+def test_a_version_saved_by_an_edit_keeps_provenance_and_marks_new_edges_author(eng):
+    v = saved(eng)
+    s = repo.load_skill(eng, "desk", v)
+    edited = SkillGraph(s.name, s.description, s.source,
+                        RuleGraph(s.graph.rules.values(), [*s.graph.edges, Edge("C", "V")]))
+    v2 = repo.save_skill(eng, edited, author="ann", note="edit").version  # the page's save path
+    back = edge_review.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
+    assert {e.pair: e.provenance for e in back.graph.edges} == {("F", "V"): "procedure",
+                                                                 ("C", "V"): "author"}
+    assert [e.pair for e in back.proposed] == [("C", "F")]
