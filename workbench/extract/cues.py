@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from workbench.extract.fusion import rule_words
 from workbench.graph import Rule, Span
 from workbench.skill import Block, SkillDoc
 
@@ -268,6 +269,10 @@ def _section_by_name(doc: SkillDoc, name: str) -> list[Block]:
 
 
 def cross_reference_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandidate]:
+    """The referring rule requires the rules of the section named. A section holds several
+    rules; the ones sharing the most content words with the referring rule are the ones meant
+    (direct when the reference resolves to one section), the rest are only offered. With none
+    sharing a word, the section's first rule stands for it."""
     out = []
     for pattern, resolve in ((_SECTION_REF, _section_by_number), (_NAMED_REF, _section_by_name)):
         for m in pattern.finditer(doc.source, doc.body_start):
@@ -275,15 +280,25 @@ def cross_reference_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[Edg
             referrers = _holding(placed, m.start()) or _holding(placed, max(m.start() - 2, 0))
             if not sections or not referrers:
                 continue
-            direct = len(sections) == 1
+            one = len(sections) == 1
             evidence = Span(m.start(), m.end())
             for section in sections:
-                for target in _inside(placed, section.start, section.end):
-                    for r in referrers:
-                        if r.rule.id != target.rule.id and not (section.start <= r.start < section.end):
-                            out.append(EdgeCandidate(
-                                r.rule.id, target.rule.id, "cross-reference", 0.9 if direct else 0.5,
-                                evidence, direct, f"refers to section '{section.heading}'"))
+                targets = _inside(placed, section.start, section.end)
+                for r in referrers:
+                    if section.start <= r.start < section.end:
+                        continue
+                    words = rule_words(r.rule)
+                    shared = {t.rule.id: len(words & rule_words(t.rule)) for t in targets}
+                    best = max(shared.values(), default=0)
+                    meant = ({rid for rid, n in shared.items() if n == best} if best
+                             else {t.rule.id for t in targets[:1]})
+                    for t in targets:
+                        if t.rule.id == r.rule.id:
+                            continue
+                        direct = one and t.rule.id in meant
+                        out.append(EdgeCandidate(
+                            r.rule.id, t.rule.id, "cross-reference", 0.9 if direct else 0.4,
+                            evidence, direct, f"refers to section '{section.heading}'"))
     return out
 
 
