@@ -13,7 +13,7 @@ from store.db import make_engine
 from workbench.graph import PolicyIndex
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRACTED = ROOT / "fixtures" / "demo" / "extracted"
+EXTRACTED = ROOT / "fixtures" / "demo" / "extracted" / "v1"  # the BEFORE extraction
 
 
 def test_reference_figures_and_rule_cap_warning(tmp_path, monkeypatch):
