@@ -37,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="split blocks longer than this (default 12000; the embedded model "
                    "works best around 300)")
     p.add_argument("--no-fuse", action="store_true", help="skip cross-block fusion")
+    p.add_argument("--related-by", choices=["words", "embedding"], default="words",
+                   help="how fusion picks the known rules shown with a new block, besides text "
+                   "cues: shared words (default) or sentence-embedding similarity (needs the "
+                   "embedding model package; reaches rules that share no word)")
     p.add_argument("--rename-duplicates", action="store_true",
                    help="rename a second SKILL with a taken name to NAME-2 instead of failing")
     p.add_argument("--attach", metavar="URL",
@@ -164,6 +168,16 @@ def _extract(args: argparse.Namespace) -> int:
     except LlmConfigError as exc:
         raise CliError(str(exc)) from None
 
+    similarity = None
+    if args.related_by == "embedding":
+        from workbench.embeddings import EmbeddingUnavailable, load_model, make_similarity
+
+        try:
+            load_model()
+        except EmbeddingUnavailable as exc:
+            raise CliError(f"--related-by embedding: {exc}") from None
+        similarity = make_similarity()
+
     progress = None if args.quiet else ProgressBar()
     skills, reports = [], []
     for doc in docs:
@@ -175,7 +189,7 @@ def _extract(args: argparse.Namespace) -> int:
                 decisions = load_decisions(engine, doc.name)
             skill, report = extract_skill(
                 doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse,
-                decisions=decisions,
+                decisions=decisions, similarity=similarity,
             )
         except ModelCallError as exc:
             raise CliError(
