@@ -4,7 +4,7 @@ Kept beside ``store.repo`` (not in its tables) so a graph written before provena
 still loads unchanged: a version without rows here simply has edges of unknown provenance.
 
 - ``EdgeTrustRow``: one row per edge or proposed edge of a version, with its provenance,
-  confidence, evidence span and note.
+  confidence, evidence span and note; ``RuleTrustRow`` the same for its rules.
 - ``EdgeDecisionRow``: an append-only log of accept/reject verdicts per SKILL *name*, keyed
   by rule ids, so a verdict outlives the version it was made on: re-extraction reads
   :func:`load_decisions` and neither re-proposes a rejected edge nor drops an accepted one.
@@ -37,6 +37,16 @@ class EdgeTrustRow(SQLModel, table=True):
     note: str = ""
 
 
+class RuleTrustRow(SQLModel, table=True):
+    """Provenance and confidence of one rule of a version (extracted rules: ``model``)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="skillversion.id", index=True)
+    rule_id: str
+    provenance: str = ""
+    confidence: float | None = None
+
+
 class EdgeDecisionRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     skill: str = Field(index=True)
@@ -61,10 +71,14 @@ def save_edge_trust(engine: Engine, name: str, version: int, skill: SkillGraph) 
     (replacing what was kept for it before)."""
     row = repo.get_version(engine, name, version)
     with Session(engine) as session:
-        for old in session.exec(select(EdgeTrustRow).where(EdgeTrustRow.version_id == row.id)):
-            session.delete(old)
+        for table in (EdgeTrustRow, RuleTrustRow):
+            for old in session.exec(select(table).where(table.version_id == row.id)):
+                session.delete(old)
         session.add_all([_row(row.id, e, False) for e in skill.graph.edges]
                         + [_row(row.id, e, True) for e in skill.proposed])
+        session.add_all([RuleTrustRow(version_id=row.id, rule_id=r.id, provenance=r.provenance,
+                                      confidence=r.confidence)
+                         for r in skill.graph.rules.values() if r.provenance or r.confidence is not None])
         session.commit()
 
 
@@ -95,6 +109,12 @@ def with_trust(engine: Engine, name: str, version: int, skill: SkillGraph) -> Sk
         return replace(e, provenance=r.provenance, confidence=r.confidence, evidence=evidence,
                        note=r.note)
 
+    with Session(engine) as session:
+        rule_rows = session.exec(select(RuleTrustRow).where(
+            RuleTrustRow.version_id == repo.get_version(engine, name, version).id)).all()
+    rule_trust = {r.rule_id: r for r in rule_rows}
+    rules = [replace(r, provenance=rule_trust[r.id].provenance, confidence=rule_trust[r.id].confidence)
+             if r.id in rule_trust else r for r in skill.graph.rules.values()]
     decided = load_decisions(engine, name)
     done = decided.accepted | decided.rejected
     edges = [stamped(e, False) for e in skill.graph.edges]
@@ -102,8 +122,7 @@ def with_trust(engine: Engine, name: str, version: int, skill: SkillGraph) -> Sk
     proposed = [stamped(Edge(r.source, r.target), True) for r in rows
                 if r.proposed and (r.source, r.target) not in done and (r.source, r.target) not in kept
                 and r.source in skill.graph.rules and r.target in skill.graph.rules]
-    return SkillGraph(skill.name, skill.description, skill.source,
-                      RuleGraph(skill.graph.rules.values(), edges), proposed)
+    return SkillGraph(skill.name, skill.description, skill.source, RuleGraph(rules, edges), proposed)
 
 
 def _trust_rows(engine: Engine, name: str, version: int) -> tuple[list[EdgeTrustRow], bool]:

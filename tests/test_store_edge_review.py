@@ -41,6 +41,7 @@ def test_provenance_and_proposals_round_trip_through_the_store(eng):
     assert (edge.provenance, edge.confidence, edge.evidence, edge.note) == (
         "procedure", 0.9, Span(15, 20), "step 2 after 1")
     assert [e.pair for e in back.proposed] == [("C", "F")]
+    assert {(r.provenance, r.confidence) for r in back.graph.rules.values()} == {("model", 0.9)}
 
 
 def test_accepting_a_proposal_adds_an_author_edge_in_a_new_version(eng):
