@@ -89,7 +89,10 @@ def show_graph(skill: SkillGraph, rule_ids: Iterable[str], seeds: Iterable[str] 
 
 def legend() -> None:
     st.caption("Colour = modality: blue required · red prohibited · green permitted. "
-               "Boxes with a dark border are seeds/selected; arrows point to prerequisites. "
-               "Edge colour = provenance: grey model · purple definition · orange cross-reference · "
+               "Boxes with a dark border are seeds/selected; arrows point to prerequisites.")
+
+
+def provenance_legend() -> None:
+    st.caption("Edge colour = provenance: grey model · purple definition · orange cross-reference · "
                "teal procedure · navy heading · ochre continuation · black author; "
                "dashed = proposed, not yet used by the closure.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.edge_review import provenance_filter, review_panel
-from components.graph_view import legend, show_graph
+from components.graph_view import legend, provenance_legend, show_graph
 from components.replay_state import policy_index
 from components.rules import rules_frame
 from components.spans import show_source
@@ -59,10 +59,12 @@ else:
         shown = skill.graph.closure([rule_id])
 
 graph_col, detail_col = st.columns([3, 2])
+with detail_col:  # drawn first, at the side, so the drawing does not move down
+    kinds = provenance_filter(skill, key=f"graph_provenance_{name}")
+    provenance_legend()
 with graph_col:
     st.write(f"**{len(shown)} rules** shown.")
     legend()
-    kinds = provenance_filter(skill, key=f"graph_provenance_{name}")
     show_graph(skill, shown, seeds=[rule_id], selected=rule_id, provenances=kinds)
 with detail_col:
     st.subheader(f"Rule {rule_id}")
