@@ -9,8 +9,9 @@ sentence of section 6, and extracts again with the same store. Prints:
 Modes (all ratios are within one run of this script):
 
 - live (default): the embedded model, in this process or, with ``--attach URL``, a running
-  ``workbench model serve``; times are measured wall-clock times. ``--record`` also appends
-  every exchange to ``fixtures/recordings/extract_bench.jsonl``.
+  ``workbench model serve``; times are measured wall-clock times. ``--record`` answers what
+  ``fixtures/recordings/extract_bench.jsonl`` already holds from it and appends the rest
+  (so its times are not live times: run ``--replay`` afterwards for the ratio).
 - ``--replay``: answers come from that recording. Wall times then measure only the pipeline,
   so the time ratio printed is *modelled* from the recorded token counts at the embedded
   model's reference speed (52 prompt and 18 generated tokens per second on 2 cores).
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from workbench.extract import MemoryStepStore, extract_skill  # noqa: E402
-from workbench.llm import Gateway, Recorder, Replayer, load_config  # noqa: E402
+from workbench.llm import Gateway, Replayer, load_config  # noqa: E402
 from workbench.skill import parse_skill  # noqa: E402
 from workbench.tokens import count_tokens  # noqa: E402
 
@@ -89,16 +90,22 @@ def main() -> int:
     if args.replay:
         gateway = Gateway(config, recorder=Replayer(RECORDING))
     else:
-        if args.attach:
-            from workbench.extract.attach import AttachedEmbedded
+        from workbench.llm.transport import LiteLLMTransport
 
-            live = AttachedEmbedded(config, args.attach)
-        else:
-            from workbench.llm.transport import LiteLLMTransport
-
-            live = LiteLLMTransport(config)
+        # Requests are keyed with the default configuration; --attach only changes where the
+        # embedded roles are served (as fixtures/extract/record.py does).
+        live = LiteLLMTransport(config.attached_to(args.attach) if args.attach else config)
         if args.record:
-            gateway = Gateway(config, recorder=Recorder(RECORDING), transport=live)
+            # Requests already in the recording are answered from it; only new ones (after a
+            # prompt change) go to the model, so re-recording is resumable and cheap. Their
+            # times are then not live times: read the ratio from --replay afterwards.
+            import importlib.util
+
+            script = ROOT / "fixtures" / "extract" / "record.py"
+            spec = importlib.util.spec_from_file_location("record", script)
+            record = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(record)
+            gateway = Gateway(config, transport=record.ReplayThenRecord(RECORDING, live))
         else:
             gateway = Gateway(config, transport=live)
 

@@ -23,6 +23,12 @@ _REMOTE_TAGS = re.compile(
 
 MODALITY_COLOURS = {"required": "#2f6fde", "prohibited": "#d9363e", "permitted": "#2e9e5b"}
 SEED_BORDER = "#111111"
+# Edge colour = where the edge came from, so an author sees at a glance which to check.
+PROVENANCE_COLOURS = {
+    "model": "#999999", "definition": "#8e44ad", "cross-reference": "#d35400",
+    "procedure": "#16a085", "heading": "#2c3e50", "continuation": "#b7950b", "author": "#111111",
+    "": "#bbbbbb",
+}
 
 
 def graph_html(
@@ -31,7 +37,11 @@ def graph_html(
     seeds: Iterable[str] = (),
     selected: str | None = None,
     height_px: int = 560,
+    provenances: Iterable[str] | None = None,
 ) -> str:
+    """The page holding the drawing; ``provenances`` (None: all) filters the edges drawn, and
+    the SKILL's proposed edges among them are drawn dashed."""
+    allowed = None if provenances is None else set(provenances)
     ids = [r for r in rule_ids if r in skill.graph.rules]
     keep = set(ids)
     seed_set = set(seeds)
@@ -52,9 +62,12 @@ def graph_html(
             "font": {"color": "#111111" if rid not in seed_set else "#ffffff"},
         }
         net.add_node(rid, **node)
-    for e in skill.graph.edges:
-        if e.source in keep and e.target in keep:
-            net.add_edge(e.source, e.target, arrows="to", color="#999999")
+    for e, dashed in [*((e, False) for e in skill.graph.edges), *((e, True) for e in skill.proposed)]:
+        if e.source in keep and e.target in keep and (allowed is None or e.provenance in allowed):
+            label = f"{e.provenance or 'unknown'}" + ("" if e.confidence is None else f" {e.confidence:.2f}")
+            net.add_edge(e.source, e.target, arrows="to", dashes=dashed,
+                         color=PROVENANCE_COLOURS.get(e.provenance, "#bbbbbb"),
+                         title=("proposed: " if dashed else "") + label + (f"\n{e.note}" if e.note else ""))
     net.set_options(
         '{"physics": {"stabilization": {"iterations": 150}, "barnesHut": {"springLength": 120}},'
         ' "interaction": {"hover": true, "navigationButtons": false}}'
@@ -68,10 +81,18 @@ def strip_remote_resources(page: str) -> str:
 
 
 def show_graph(skill: SkillGraph, rule_ids: Iterable[str], seeds: Iterable[str] = (),
-               selected: str | None = None, height_px: int = 560) -> None:
-    st.iframe(graph_html(skill, rule_ids, seeds, selected, height_px), height=height_px + 30)
+               selected: str | None = None, height_px: int = 560,
+               provenances: Iterable[str] | None = None) -> None:
+    st.iframe(graph_html(skill, rule_ids, seeds, selected, height_px, provenances),
+              height=height_px + 30)
 
 
 def legend() -> None:
     st.caption("Colour = modality: blue required · red prohibited · green permitted. "
                "Boxes with a dark border are seeds/selected; arrows point to prerequisites.")
+
+
+def provenance_legend() -> None:
+    st.caption("Edge colour = provenance: grey model · purple definition · orange cross-reference · "
+               "teal procedure · navy heading · ochre continuation · black author; "
+               "dashed = proposed, not yet used by the closure.")

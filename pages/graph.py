@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.graph_view import legend, show_graph
+from components.edge_review import provenance_filter, review_panel
+from components.graph_view import legend, provenance_legend, show_graph
 from components.replay_state import policy_index
 from components.rules import rules_frame
 from components.safe import md
 from components.spans import show_source
 from components.state import engine, user_name
-from store import audit_repo, repo
+from store import audit_repo, edge_review, repo
 from workbench.editing import apply_edits
 from workbench.impact import closure_changes, reaudit, with_skill
 from workbench.rule_search import search_rules
@@ -38,7 +39,7 @@ elif (st.session_state.get("graph_version_of") != name
     st.session_state["graph_version"] = latest
 st.session_state["graph_version_of"] = name
 version = right.selectbox("Version", vers[::-1], key="graph_version")
-skill = repo.load_skill(eng, name, version)
+skill = edge_review.with_trust(eng, name, version, repo.load_skill(eng, name, version))
 if version != latest:
     st.warning(md(f"You are viewing version {version}, not the latest ({latest}). Saving an edit "
                   f"made here is refused, because it would undo what versions after {version} "
@@ -71,10 +72,13 @@ else:
         shown = skill.graph.closure([rule_id])
 
 graph_col, detail_col = st.columns([3, 2])
+with detail_col:  # drawn first, at the side, so the drawing does not move down
+    kinds = provenance_filter(skill, key=f"graph_provenance_{name}")
+    provenance_legend()
 with graph_col:
     st.write(f"**{len(shown)} rules** shown.")
     legend()
-    show_graph(skill, shown, seeds=[rule_id], selected=rule_id)
+    show_graph(skill, shown, seeds=[rule_id], selected=rule_id, provenances=kinds)
 with detail_col:
     st.subheader(f"Rule {rule_id}")
     rule = skill.graph.rules[rule_id]
@@ -87,6 +91,11 @@ with detail_col:
         st.warning("This rule has no source span yet (added by an edit).")
 with st.expander("Rules shown"):
     st.dataframe(rules_frame(skill, shown), hide_index=True, width="stretch")
+
+decided = review_panel(eng, skill, version, user_name())
+if decided is not None:
+    st.session_state["graph_show_version"] = decided
+    st.rerun()
 
 # -- editing -------------------------------------------------------------------------------
 st.divider()

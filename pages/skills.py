@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from components.extraction_report import reference_panel, report_panel
 from components.rules import rules_frame
 from components.safe import md
 from components.state import engine, user_name
-from store import repo
+from store import edge_review, repo
 from workbench.stats import skill_stats
+
+DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "index.json"
 
 st.title("Skills")
 eng = engine()
@@ -56,14 +60,17 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 bar.progress(p.fraction, text=md(label))
 
             try:
+                # An author's earlier accept/reject verdicts on this SKILL's edges still hold.
                 graph, report = extract_skill(doc, gateway, steps, progress=on_step,
-                                              max_block_tokens=int(max_block))
+                                              max_block_tokens=int(max_block),
+                                              decisions=edge_review.load_decisions(eng, doc.name))
             except Exception as exc:  # the model is unreachable or a prompt is broken
                 st.error(md(f"{doc.name}: extraction stopped: {exc}. Finished blocks are kept; "
                             "press Extract again to resume."))
                 continue
             saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
                                     report=report.to_dict())
+            edge_review.save_edge_trust(eng, doc.name, saved.version, graph)
             state = f"version {saved.version}" if saved.created else "unchanged (same as latest)"
             st.success(md(f"{doc.name}: {len(graph.graph)} rules, {len(graph.graph.edges)} edges "
                           f"— {state}"))
@@ -104,9 +111,9 @@ st.dataframe(rules_frame(skills[chosen]), hide_index=True, width="stretch")
 
 latest = vers[-1]
 if latest.report_json:
-    with st.expander(f"Extraction report of v{latest.version}"):
-        report = json.loads(latest.report_json)
-        st.json(report, expanded=False)
+    report_panel(json.loads(latest.report_json), latest.version)
+# A hand-built reference graph of the same SKILL, when one exists, measures this version.
+reference_panel(skills[chosen], os.environ.get("WORKBENCH_REFERENCE_INDEX", str(DEMO_REFERENCE)))
 
 with st.expander(f"Delete {chosen}"):
     st.caption("Hides every version (rows stay for the audit trail). Re-upload to extract again.")

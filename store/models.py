@@ -99,6 +99,7 @@ class AuditResultRow(SQLModel, table=True):
 
 # Table modules owned by other areas register here (import for side effect).
 import store.annotation  # noqa: E402, F401
+import store.edge_review  # noqa: E402, F401
 import store.extraction  # noqa: E402, F401
 import store.llm_cache  # noqa: E402, F401
 import store.review  # noqa: E402, F401

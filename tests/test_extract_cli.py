@@ -91,3 +91,16 @@ def test_progress_bar_lines_when_not_a_terminal():
     bar(ExtractionProgress("s", "done", 4, 4, "", "", False))
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("[#######") and "Policy > Refunds" in lines[0]
+
+
+def test_related_by_embedding_without_the_model_says_how_to_install(replay, tmp_path, capsys, monkeypatch):
+    import workbench.embeddings as embeddings
+
+    def missing(device: str = "cpu"):
+        raise embeddings.EmbeddingUnavailable("the embedding model package is not installed. Install with: X")
+
+    monkeypatch.setattr(embeddings, "load_model", missing)
+    code = main(["extract", str(FIX / "refund-desk"), "--out", str(tmp_path / "i.json"), "--quiet",
+                 "--related-by", "embedding"])
+    assert code == 2
+    assert "--related-by embedding" in capsys.readouterr().err

@@ -21,8 +21,22 @@ from workbench.skill import parse_skill
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "fixtures" / "demo" / "extracted"
-INDEX = PolicyIndex.load(OUT / "index.embedded.json")
-REPORTS = {r["skill"]: r for r in json.loads((OUT / "reports.json").read_text(encoding="utf-8"))}
+
+
+def load(folder: Path) -> tuple[PolicyIndex, dict]:
+    reports = json.loads((folder / "reports.json").read_text(encoding="utf-8"))
+    return PolicyIndex.load(folder / "index.embedded.json"), {r["skill"]: r for r in reports}
+
+
+INDEX, REPORTS = load(OUT)
+# v1/: the extraction before issue 14, recorded before rule-cap splitting, cue-based fusion
+# (fuse_v2) and the non-rule filter. Replayed with the options of its time, so no request
+# changes; the report must now say which answers may have lost rules at the cap (counted from
+# extract_demo.jsonl: 7 of its 26 extraction answers listed as many rules as allowed).
+LEGACY = {"on_rule_cap": "report", "fuse_prompt": "fuse_v1", "cues": False, "drop_non_rules": False}
+V1_INDEX, V1_REPORTS = load(OUT / "v1")
+CASES = [("v1", name, LEGACY) for name in V1_INDEX.skills] + [("now", name, {}) for name in INDEX.skills]
+CAP_HITS = {("v1", "airline-policy"): 5, ("v1", "retail-policy"): 2}
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +45,15 @@ def gateway() -> Gateway:
     return Gateway(load_config(env={}), recorder=Replayer(recordings))
 
 
-@pytest.mark.parametrize("name", list(INDEX.skills))
-def test_demo_skill_rebuilds_from_recordings(name, gateway):
-    saved = INDEX[name]
-    report = REPORTS[name]
+@pytest.mark.parametrize(("which", "name", "options"), CASES)
+def test_demo_skill_rebuilds_from_recordings(which, name, options, gateway):
+    index, reports = (V1_INDEX, V1_REPORTS) if which == "v1" else (INDEX, REPORTS)
+    saved, report = index[name], reports[name]
     doc = parse_skill(saved.source, f"{name}/SKILL.md")
     limit = report["max_block_tokens"]
-    skill, rebuilt = extract_skill(doc, gateway, MemoryStepStore(), max_block_tokens=limit)
+    skill, rebuilt = extract_skill(doc, gateway, MemoryStepStore(), max_block_tokens=limit, **options)
     assert PolicyIndex([skill]).to_dict() == PolicyIndex([saved]).to_dict()
+    assert rebuilt.figures()["rule_cap_hits"] == CAP_HITS.get((which, name), 0)
     assert rebuilt.figures()["rules"] == report["figures"]["rules"]
     assert len(rebuilt.span_errors) == len(report["span_errors"])
 

@@ -70,6 +70,36 @@ def test_candidates_pick_related_known_rules_in_graph_order():
     assert candidates(known, [rule("n2", "weather", "sunny skies")]) == []
 
 
+def test_candidates_reach_rules_sharing_no_word_by_cue_or_meaning():
+    """A prerequisite that shares no content word with the new rule: never shown by words
+    alone; shown when a cue links it, or when an embedding finds it similar."""
+    known = [rule("k1", "a final sale item", "means a discount of half or more"),
+             rule("k2", "booking a flight", "ask for passenger names"),
+             rule("k3", "customer is upset", "stay calm")]
+    new = [rule("n1", "clearance goods", "no refund")]
+    assert candidates(known, new) == []
+    assert [r.id for r in candidates(known, new, cued={"k1"})] == ["k1"]
+
+    def similarity(left, right):  # a stand-in for embeddings: k3 is "about" the new rule
+        import numpy as np
+
+        return np.array([[0.2], [0.1], [0.7]])
+
+    assert [r.id for r in candidates(known, new, similarity=similarity)] == ["k3"]
+    # Cued rules come first when the budget is short.
+    assert [r.id for r in candidates(known, new, max_known=1, similarity=similarity, cued={"k1"})] == ["k1"]
+
+
+def test_fuse_v2_shows_suggested_links_with_aliases():
+    known, new = [rule("k1", "a", "b")], [rule("n1", "c", "d"), rule("n2", "e", "f")]
+    request = fusion_request(load_prompt("fuse_v2"), "S", new, known,
+                             [("n2", "k1", "uses 'a', defined here"), ("n1", "zz", "unknown")])
+    user = request.messages[-1]["content"]
+    assert "N2 -> K1 (uses 'a', defined here)" in user and "zz" not in user
+    empty = fusion_request(load_prompt("fuse_v2"), "S", new, known)
+    assert "SUGGESTED links:\n(none)" in empty.messages[-1]["content"]
+
+
 def test_fusion_request_uses_aliases_and_answer_maps_back():
     known = [rule("refunds-R1", "refund requested", "check refund window")]
     new = [rule("gift-R1", "refund requested", "check refund window", span=(40, 45)),

@@ -152,6 +152,52 @@ def test_truncated_answer_splits_the_block_and_keeps_all_rules():
     assert sorted(skill.graph.rules) == [f"big-R{n}" for n in range(1, 7)]
 
 
+def capped_respond(request):
+    """An extractor that lists one rule per normative sentence but never more than the schema
+    allows: an answer exactly at the rule cap, as a model with more to say would give."""
+    if request["response_format"]["json_schema"]["name"] != "rules":
+        return {"merges": [], "edges": []}
+    cap = request["response_format"]["json_schema"]["schema"]["properties"]["rules"]["maxItems"]
+    body = request["messages"][-1]["content"].split("\n\n", 1)[1]
+    found = sentences(body)
+    rules = [{"id": f"R{i}", "quote": s, "condition": "always", "action": s[:60].lower(),
+              "modality": "required"} for i, s in enumerate(found[:cap], 1)]
+    return {"rules": rules, "edges": []}
+
+
+CROWDED = "# Duties\n\n" + "\n".join(f"The agent must file form {n}." for n in range(1, 13))
+
+
+def test_an_answer_at_the_rule_cap_is_split_and_no_rule_is_lost():
+    t = Scripted(capped_respond)
+    skill, report = extract_skill(parse_skill(CROWDED), gateway(t), MemoryStepStore())
+    schema = extract_calls(t)[0]["response_format"]["json_schema"]["schema"]
+    first_cap = schema["properties"]["rules"]["maxItems"]
+    assert first_cap < 12  # the whole block cannot be answered in one capped list
+    assert len(skill.graph.rules) == 12
+    texts = {skill.rule_text(r) for r in skill.graph.rules}
+    assert texts == {f"The agent must file form {n}." for n in range(1, 13)}
+    block = report.blocks[0]
+    assert block.cap_splits >= 1 and block.capped == 0
+    assert report.figures()["rule_cap_splits"] == block.cap_splits
+
+
+def test_an_answer_at_the_rule_cap_is_reported_when_splitting_is_off(tmp_path):
+    store = JsonStepStore(tmp_path / "steps")
+    t = Scripted(capped_respond)
+    skill, report = extract_skill(parse_skill(CROWDED), gateway(t), store, on_rule_cap="report")
+    assert len(extract_calls(t)) == 1 and len(skill.graph.rules) < 12
+    assert report.blocks[0].capped == 1 and report.figures()["rule_cap_hits"] == 1
+    assert any("hit the cap" in p for p in report.blocks[0].problems)
+    assert any("rule cap" in line for line in report.summary_lines())
+    # A re-run from stored steps still says so: the warning is not lost with the cache.
+    _, again = extract_skill(parse_skill(CROWDED), gateway(Scripted(capped_respond)), store,
+                             on_rule_cap="report")
+    assert again.blocks[0].extract_cached and again.blocks[0].capped == 1
+    with pytest.raises(ValueError, match="on_rule_cap"):
+        extract_skill(parse_skill(CROWDED), gateway(t), store, on_rule_cap="ignore")
+
+
 def test_a_piece_that_never_parses_is_reported_not_fatal():
     def respond(request):
         if "task 2" in json.dumps(request["messages"]):

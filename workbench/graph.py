@@ -15,6 +15,11 @@ from pathlib import Path
 FORMAT = "skillcdg/1"
 MODALITIES = ("required", "prohibited", "permitted")
 EDGE_TYPES = ("require",)
+# Where a rule or edge came from: the extractor/fuser model, a cue in the SKILL text
+# (workbench.extract.cues), or a person's edit or review. Optional in the file format: a
+# graph written before provenance existed reads as unknown ("").
+PROVENANCES = ("model", "definition", "cross-reference", "procedure", "heading", "continuation",
+               "author")
 
 
 @dataclass(frozen=True, order=True)
@@ -32,6 +37,8 @@ class Rule:
     action: str
     modality: str
     spans: tuple[Span, ...] = ()
+    provenance: str = ""  # one of PROVENANCES, or "" when unknown
+    confidence: float | None = None  # 0..1, how far the maker trusts it; None: not stated
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,14 @@ class Edge:
     source: str
     target: str
     type: str = "require"
+    provenance: str = ""
+    confidence: float | None = None
+    evidence: Span | None = None  # the text that suggested the edge (a cue), if any
+    note: str = ""  # why, in a few words ("uses 'final sale item', defined here")
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return (self.source, self.target)
 
 
 @dataclass(frozen=True)
@@ -158,6 +173,9 @@ class SkillGraph:
     description: str
     source: str
     graph: RuleGraph = field(default_factory=RuleGraph)
+    # Edges suggested (by a cue) but not confirmed: shown to the author to accept or reject,
+    # never used by the closure.
+    proposed: list[Edge] = field(default_factory=list)
 
     def span_text(self, span: Span) -> str:
         return self.source[span.start : span.end]
@@ -165,6 +183,35 @@ class SkillGraph:
     def rule_text(self, rule_id: str) -> str:
         """The verbatim source text of a rule, spans joined with ' … '."""
         return " … ".join(self.span_text(s) for s in self.graph.rules[rule_id].spans)
+
+
+def _rule_dict(r: Rule) -> dict:
+    d = {
+        "id": r.id,
+        "condition": r.condition,
+        "action": r.action,
+        "modality": r.modality,
+        "spans": [{"start": sp.start, "end": sp.end} for sp in r.spans],
+    }
+    # Optional fields are written only when known, so older files round-trip unchanged.
+    if r.provenance:
+        d["provenance"] = r.provenance
+    if r.confidence is not None:
+        d["confidence"] = r.confidence
+    return d
+
+
+def _edge_dict(e: Edge) -> dict:
+    d: dict = {"source": e.source, "target": e.target, "type": e.type}
+    if e.provenance:
+        d["provenance"] = e.provenance
+    if e.confidence is not None:
+        d["confidence"] = e.confidence
+    if e.evidence is not None:
+        d["evidence"] = {"start": e.evidence.start, "end": e.evidence.end}
+    if e.note:
+        d["note"] = e.note
+    return d
 
 
 class PolicyIndex:
@@ -193,31 +240,19 @@ class PolicyIndex:
 
     # -- file format ---------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {
-            "format": FORMAT,
-            "skills": [
-                {
-                    "name": s.name,
-                    "description": s.description,
-                    "source": s.source,
-                    "rules": [
-                        {
-                            "id": r.id,
-                            "condition": r.condition,
-                            "action": r.action,
-                            "modality": r.modality,
-                            "spans": [{"start": sp.start, "end": sp.end} for sp in r.spans],
-                        }
-                        for r in s.graph.rules.values()
-                    ],
-                    "edges": [
-                        {"source": e.source, "target": e.target, "type": e.type}
-                        for e in s.graph.edges
-                    ],
-                }
-                for s in self
-            ],
-        }
+        out = []
+        for s in self:
+            skill = {
+                "name": s.name,
+                "description": s.description,
+                "source": s.source,
+                "rules": [_rule_dict(r) for r in s.graph.rules.values()],
+                "edges": [_edge_dict(e) for e in s.graph.edges],
+            }
+            if s.proposed:
+                skill["proposed_edges"] = [_edge_dict(e) for e in s.proposed]
+            out.append(skill)
+        return {"format": FORMAT, "skills": out}
 
     def dumps(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=1)

@@ -7,6 +7,7 @@ from workbench.graph import (
     EDGE_TYPES,
     FORMAT,
     MODALITIES,
+    PROVENANCES,
     Edge,
     IndexValidationError,
     PolicyIndex,
@@ -57,6 +58,36 @@ def _spans(raw: object, loc: str, source: str | None, problems: list[Problem]) -
     return spans
 
 
+def _trust(raw: dict, loc: str, problems: list[Problem]) -> tuple[str, float | None]:
+    """The optional ``provenance`` and ``confidence`` of a rule or edge."""
+    provenance = raw.get("provenance", "")
+    if not isinstance(provenance, str) or (provenance and provenance not in PROVENANCES):
+        problems.append(Problem(f"{loc}.provenance",
+                                f"{provenance!r} is not one of {', '.join(PROVENANCES)}"))
+        provenance = ""
+    confidence = raw.get("confidence")
+    if confidence is not None and (
+        isinstance(confidence, bool) or not isinstance(confidence, int | float)
+        or not 0 <= confidence <= 1
+    ):
+        problems.append(Problem(f"{loc}.confidence", f"must be a number from 0 to 1, got {confidence!r}"))
+        confidence = None
+    return provenance, None if confidence is None else float(confidence)
+
+
+def _edge_extras(er: dict, eloc: str, source: str | None, problems: list[Problem]) -> dict:
+    provenance, confidence = _trust(er, eloc, problems)
+    evidence = None
+    if "evidence" in er:
+        found = _spans([er["evidence"]], f"{eloc}.evidence", source, problems)
+        evidence = found[0] if found else None
+    note = er.get("note", "")
+    if not isinstance(note, str):
+        problems.append(Problem(f"{eloc}.note", "must be a string"))
+        note = ""
+    return {"provenance": provenance, "confidence": confidence, "evidence": evidence, "note": note}
+
+
 def _skill(raw: object, loc: str, problems: list[Problem], warnings: list[str]):
     if not isinstance(raw, dict):
         problems.append(Problem(loc, "must be an object"))
@@ -96,19 +127,33 @@ def _skill(raw: object, loc: str, problems: list[Problem], warnings: list[str]):
             )
             modality = None
         spans = _spans(rr.get("spans", []), f"{rloc}.spans", source, problems)
+        provenance, confidence = _trust(rr, rloc, problems)
         if rid is not None:
             ids[rid] = rloc
         if None not in (rid, condition, action, modality):
-            rules.append(Rule(rid, condition, action, modality, tuple(spans)))
+            rules.append(Rule(rid, condition, action, modality, tuple(spans), provenance, confidence))
 
+    edges = _edges(raw, "edges", loc, ids, source, problems, warnings)
+    proposed = _edges(raw, "proposed_edges", loc, ids, source, problems, warnings)
+
+    if len(problems) > first_problem:
+        return None  # the caller raises with every problem; no partial graph is built
+    kept = {e.pair for e in edges}
+    return SkillGraph(name, description, source, RuleGraph(rules, edges),
+                      [e for e in proposed if e.pair not in kept])
+
+
+def _edges(raw: dict, key: str, loc: str, ids: dict[str, str], source: str | None,
+           problems: list[Problem], warnings: list[str]) -> list[Edge]:
+    """The edges under ``key`` (``edges``, or the optional ``proposed_edges``)."""
     edges: list[Edge] = []
     seen: set[tuple[str, str]] = set()
-    raw_edges = raw.get("edges", [])
+    raw_edges = raw.get(key, [])
     if not isinstance(raw_edges, list):
-        problems.append(Problem(f"{loc}.edges", "must be a list"))
+        problems.append(Problem(f"{loc}.{key}", "must be a list"))
         raw_edges = []
     for j, er in enumerate(raw_edges):
-        eloc = f"{loc}.edges[{j}]"
+        eloc = f"{loc}.{key}[{j}]"
         if not isinstance(er, dict):
             problems.append(Problem(eloc, "must be an object"))
             continue
@@ -118,6 +163,7 @@ def _skill(raw: object, loc: str, problems: list[Problem], warnings: list[str]):
         if etype not in EDGE_TYPES:
             problems.append(Problem(f"{eloc}.type", f"{etype!r} is not a known edge type (require)"))
             continue
+        extras = _edge_extras(er, eloc, source, problems)
         bad = False
         for end_name, rid in (("source", src), ("target", tgt)):
             if rid is not None and rid not in ids:
@@ -132,11 +178,8 @@ def _skill(raw: object, loc: str, problems: list[Problem], warnings: list[str]):
             warnings.append(f"{eloc}: duplicate edge {src!r} -> {tgt!r} dropped")
             continue
         seen.add((src, tgt))
-        edges.append(Edge(src, tgt, etype))
-
-    if len(problems) > first_problem:
-        return None  # the caller raises with every problem; no partial graph is built
-    return SkillGraph(name, description, source, RuleGraph(rules, edges))
+        edges.append(Edge(src, tgt, etype, **extras))
+    return edges
 
 
 def validate_index(data: object, origin: str = "index") -> PolicyIndex:

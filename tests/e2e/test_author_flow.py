@@ -1,7 +1,7 @@
 """A policy author in real Chromium against a real server: upload a SKILL.md, extract it with
 the embedded model's recorded answers (the gateway in replay mode: an unrecorded request
-fails loudly), correct a rule and an edge in the Graph page's tables, save a new version and
-find the stored case whose closure the edit changed."""
+fails loudly), accept a proposed edge with one key, correct a rule and that edge in the Graph
+page's tables, save a new version and find the stored case whose closure the edit changed."""
 
 from __future__ import annotations
 
@@ -30,11 +30,12 @@ SKILL_MD = ROOT / "fixtures" / "extract" / "refund-desk" / "SKILL.md"
 # requests are the recorded ones.
 RECORDING = "extract_refund_desk.jsonl"
 
-# Two stored cases that name the SKILL. The recorded extraction gives refund-desk nine rules
-# and seven edges, among them refunds-R2 -> cancellation-R2. The first case's lexical seeds
-# include refunds-R2, so its closure holds cancellation-R2; retargeting that edge to
-# identity-R1 swaps the two in its closure. The second case's closure (cancellation-R1 and
-# identity-R2) is untouched by the edit.
+# Two stored cases that name the SKILL. The recorded extraction (fuse_v2) gives refund-desk
+# nine rules, no edge, and six proposed edges (each rule to the one before it in its section).
+# The author rejects the first three with the key "x" (no new version) and accepts the fourth,
+# refunds-R2 -> refunds-R1, with "a" (version 2). The first case's lexical seeds include
+# refunds-R2, so retargeting that edge to identity-R1 (version 3) adds identity-R1 to its
+# closure; the second case's closure is untouched.
 CASES = [
     {"id": "desk-001-refund-over-200", "session": "s1", "label": "negative",
      "skills": ["refund-desk"],
@@ -46,8 +47,8 @@ CASES = [
      "context": [{"role": "user", "content": "Cancel my order, it is still processing."}],
      "model_response": "Your order is cancelled."},
 ]
-RULES, EDGES = "rules_editor_refund-desk_1", "edges_editor_refund-desk_1"
-REFUNDS_R3, REFUNDS_R2_EDGE = 7, 4  # row positions in the extracted tables
+RULES, EDGES = "rules_editor_refund-desk_2", "edges_editor_refund-desk_2"
+REFUNDS_R3, ACCEPTED_EDGE = 7, 0  # row positions in the tables of version 2
 ACTION, TARGET = 2, 1  # columns: id, condition, action, modality / source, target
 NEW_ACTION = "get approval from a supervisor before refunding"
 
@@ -81,43 +82,59 @@ def test_upload_extract_edit_save_and_impact(server, page):
     settle(page)
     assert_no_exception(page, server)
     # An unrecorded request (a changed prompt or schema: re-record) shows up here as an error.
-    expect(outcome).to_have_text(["refund-desk: 9 rules, 7 edges — version 1"])
+    expect(outcome).to_have_text(["refund-desk: 9 rules, 0 edges — version 1"])
     # The progress bar ran to the end and names the SKILL.
     bar = page.locator("[data-testid='stProgress']")
     assert "refund-desk:" in bar.inner_text()
     assert bar.get_by_role("progressbar").get_attribute("aria-valuenow") == "100"
     # The new SKILL is listed with its rules (the metrics are drawn a moment after the run).
     expect(page.locator("[data-testid='stMetricValue']")).to_have_text(
-        ["1", "9", "7", re.compile(r"\d+\.\d{4}")])  # SKILLs, rules, edges, complexity
+        ["1", "9", "0", re.compile(r"\d+\.\d{4}")])  # SKILLs, rules, edges, complexity
     page.get_by_text("v1 by analyst (extracted)").wait_for()
     page.get_by_text("Extraction report of v1").wait_for()
 
-    # -- edit a rule and an edge, save --------------------------------------------------------
+    # -- accept a proposed edge with one key ----------------------------------------------------
     goto(page, server, "graph")
     page.get_by_text("9 of 9 rules match.").wait_for()
+    for shown, key in (("cancellation-R2 requires cancellation-R1", "x"),
+                       ("cancellation-R3 requires cancellation-R2", "x"),
+                       ("identity-R2 requires identity-R1", "x"),
+                       ("refunds-R2 requires refunds-R1", "a")):
+        page.get_by_text(f"{shown} — continuation, confidence 0.30").wait_for(timeout=30_000)
+        settle(page)
+        page.locator("h1").first.click()  # focus the page, not an input: the key is a shortcut
+        page.keyboard.press(key)
+    page.get_by_text("refunds-R3 requires refunds-R2").wait_for(timeout=30_000)
+    settle(page)
+    assert_no_exception(page, server)
+    expect(page.get_by_role("combobox", name="Version", exact=True)).to_have_value("2")
+
+    # -- edit a rule and the accepted edge, save ---------------------------------------------
     expect(grid_cell(page, RULES, REFUNDS_R3, 0)).to_have_text("refunds-R3")
-    expect(grid_cell(page, EDGES, REFUNDS_R2_EDGE, 0)).to_have_text("refunds-R2")
-    expect(grid_cell(page, EDGES, REFUNDS_R2_EDGE, TARGET)).to_have_text("cancellation-R2")
+    expect(grid_cell(page, EDGES, ACCEPTED_EDGE, 0)).to_have_text("refunds-R2")
+    expect(grid_cell(page, EDGES, ACCEPTED_EDGE, TARGET)).to_have_text("refunds-R1")
     type_into_cell(page, RULES, REFUNDS_R3, ACTION, NEW_ACTION)
-    choose_in_cell(page, EDGES, REFUNDS_R2_EDGE, TARGET, "identity-R1")
+    choose_in_cell(page, EDGES, ACCEPTED_EDGE, TARGET, "identity-R1")
     author = page.get_by_label("Your name")
     author.fill("ada")
     author.press("Tab")
     settle(page)
     page.get_by_role("button", name="Save as new version").click()
-    page.get_by_text("Saved version 2: edited rules refunds-R3; added edges refunds-R2->identity-R1; "
-                     "removed edges refunds-R2->cancellation-R2").wait_for(timeout=30_000)
+    page.get_by_text("Saved version 3: edited rules refunds-R3; added edges refunds-R2->identity-R1; "
+                     "removed edges refunds-R2->refunds-R1").wait_for(timeout=30_000)
     settle(page)
     assert_no_exception(page, server)
     # The page moves on to the new version: its tables (keyed by version) hold the edit, and
-    # the Version box says so, or the next click would go back to version 1.
-    expect(grid_cell(page, "rules_editor_refund-desk_2", REFUNDS_R3, ACTION)).to_have_text(NEW_ACTION)
+    # the Version box says so, or the next click would go back to version 2.
+    expect(grid_cell(page, "rules_editor_refund-desk_3", REFUNDS_R3, ACTION)).to_have_text(NEW_ACTION)
     expect(page.get_by_role("combobox", name="Version", exact=True),
-           "after a save the Version box must show the new version").to_have_value("2")
+           "after a save the Version box must show the new version").to_have_value("3")
     page.locator("[data-testid='stExpander'] summary", has_text="Edit history").click()
     history = page.locator("[data-testid='stExpander']", has_text="Edit history")
     # (a data grid drawn on a canvas: its cells are in the DOM for accessibility only)
-    expect(history.locator("tbody td").nth(1)).to_have_text("ada")
+    # (oldest first: the accepted edge by analyst, then ada's edit)
+    expect(history.locator("tbody tr").nth(0).locator("td").nth(1)).to_have_text("analyst")
+    expect(history.locator("tbody tr").nth(1).locator("td").nth(1)).to_have_text("ada")
 
     # -- edit impact ------------------------------------------------------------------------
     page.get_by_role("button", name="Find cases whose closure changes").click()
@@ -129,7 +146,7 @@ def test_upload_extract_edit_save_and_impact(server, page):
     row = table.locator("tbody tr")
     expect(row).to_have_count(1)
     expect(row.locator("td")).to_have_text(
-        ["desk-001-refund-over-200", "identity-R1", "cancellation-R2", "7", "7"])
+        ["desk-001-refund-over-200", "identity-R1", "", "5", "6"])
     assert page.external_requests == []
 
     # The new version is in the store, by the author who saved it.
@@ -138,10 +155,14 @@ def test_upload_extract_edit_save_and_impact(server, page):
 
     eng = make_engine(server.db_url)
     try:
-        saved = repo.load_skill(eng, "refund-desk", 2)
+        saved = repo.load_skill(eng, "refund-desk", 3)
         assert saved.graph.rules["refunds-R3"].action == NEW_ACTION
-        assert ("refunds-R2", "identity-R1") in {(e.source, e.target) for e in saved.graph.edges}
+        assert [(e.source, e.target) for e in saved.graph.edges] == [("refunds-R2", "identity-R1")]
         assert [(v.version, v.created_by) for v in repo.versions(eng, "refund-desk")] == [
-            (1, "analyst"), (2, "ada")]
+            (1, "analyst"), (2, "analyst"), (3, "ada")]
+        from store.edge_review import load_decisions
+
+        decisions = load_decisions(eng, "refund-desk")
+        assert decisions.accepted == {("refunds-R2", "refunds-R1")} and len(decisions.rejected) == 3
     finally:
         eng.dispose()

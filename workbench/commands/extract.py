@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "extract",
         help="extract rule graphs (CDGs) from SKILL.md files, folders or zips with the model",
         description="Extract atomic rules and require edges block by block, fuse them across "
-        "blocks, and write a skillcdg/1 index and/or save new SKILL versions in the store.",
+        "blocks, and write a skillcdg/1 index and/or save new SKILL versions in the store. "
+        "`workbench extract evaluate EXTRACTED.json REFERENCE.json` instead measures an "
+        "extracted index against a reference (hand-built) one.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="SKILL.md, folder or .zip")
     p.add_argument("--out", metavar="INDEX.json", help="write the extracted skillcdg/1 index here")
@@ -35,12 +37,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="split blocks longer than this (default 12000; the embedded model "
                    "works best around 300)")
     p.add_argument("--no-fuse", action="store_true", help="skip cross-block fusion")
+    p.add_argument("--related-by", choices=["words", "embedding"], default="words",
+                   help="how fusion picks the known rules shown with a new block, besides text "
+                   "cues: shared words (default) or sentence-embedding similarity (needs the "
+                   "embedding model package; reaches rules that share no word)")
     p.add_argument("--rename-duplicates", action="store_true",
                    help="rename a second SKILL with a taken name to NAME-2 instead of failing")
     p.add_argument("--attach", metavar="URL",
                    help="use a running `workbench model serve` (http://127.0.0.1:PORT/v1) for "
                    "embedded roles instead of starting a model in this process")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    # `workbench extract evaluate EXTRACTED.json REFERENCE.json` shares this parser (a
+    # sub-command would take `evaluate` away from PATH), so its options live here too.
+    p.add_argument("--path-credit", action="store_true",
+                   help="evaluate: also count an edge that a reference path connects")
+    p.add_argument("--json", metavar="OUT.json",
+                   help="evaluate: write the figures as JSON here ('-': stdout only)")
     p.set_defaults(func=_extract)
 
 
@@ -70,8 +82,51 @@ class ProgressBar:
         self.stream.flush()
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    """Rule precision/recall, span exactness, modality agreement and edge P/R/F1 of an
+    extracted index against a reference index (SKILLs paired by name)."""
+    from workbench.cli import CliError
+    from workbench.extract.evaluate import evaluate_index
+    from workbench.graph import IndexValidationError, PolicyIndex
+
+    if len(args.paths) != 3:
+        raise CliError("usage: workbench extract evaluate EXTRACTED.json REFERENCE.json "
+                       "[--path-credit] [--json OUT.json]")
+    given = [f"--{n.replace('_', '-')}" for n in ("out", "into_store", "report", "steps") if getattr(args, n)]
+    if given:
+        raise CliError(f"`workbench extract evaluate` does not take {', '.join(given)}; it only "
+                       "reads two indexes (use --json OUT.json to keep the figures)")
+    args.extracted, args.reference = args.paths[1], args.paths[2]
+    indexes = []
+    for role, path in (("extracted", args.extracted), ("reference", args.reference)):
+        try:
+            indexes.append(PolicyIndex.load(path))
+        except (FileNotFoundError, IndexValidationError) as exc:
+            raise CliError(f"cannot read the {role} index: {exc}") from None
+    result = evaluate_index(*indexes, path_credit=args.path_credit)
+    if not result.skills:
+        raise CliError(
+            f"no SKILL of {args.extracted} has a reference of the same name in {args.reference} "
+            f"(extracted: {', '.join(result.missing) or 'none'}); evaluate against the matching "
+            "reference index"
+        )
+    text = json.dumps(result.to_dict(), ensure_ascii=False, indent=1)
+    if args.json == "-":
+        print(text)
+        return 0
+    print(result.table())
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            out.write(text + "\n")
+        print(f"wrote the figures to {args.json}")
+    return 0
+
+
 def _extract(args: argparse.Namespace) -> int:
     from workbench.cli import CliError
+
+    if args.paths[0] == "evaluate":  # `workbench extract evaluate A B`: a measurement, not a run
+        return _evaluate(args)
     from workbench.extract import (
         DEFAULT_MAX_BLOCK_TOKENS,
         JsonStepStore,
@@ -86,6 +141,9 @@ def _extract(args: argparse.Namespace) -> int:
 
     if not args.out and not args.into_store and not args.report:
         raise CliError("nothing would be kept: give --out INDEX.json, --into-store or --report FILE")
+    if args.path_credit or args.json:
+        raise CliError("--path-credit and --json belong to `workbench extract evaluate EXTRACTED.json "
+                       "REFERENCE.json`")
     max_tokens = args.max_block_tokens or DEFAULT_MAX_BLOCK_TOKENS
     if max_tokens < 32:
         raise CliError(f"--max-block-tokens {max_tokens} is too small; use at least 32")
@@ -110,12 +168,28 @@ def _extract(args: argparse.Namespace) -> int:
     except LlmConfigError as exc:
         raise CliError(str(exc)) from None
 
+    similarity = None
+    if args.related_by == "embedding":
+        from workbench.embeddings import EmbeddingUnavailable, load_model, make_similarity
+
+        try:
+            load_model()
+        except EmbeddingUnavailable as exc:
+            raise CliError(f"--related-by embedding: {exc}") from None
+        similarity = make_similarity()
+
     progress = None if args.quiet else ProgressBar()
     skills, reports = [], []
     for doc in docs:
         try:
+            decisions = None
+            if engine is not None:  # an author's verdicts on this SKILL's edges still hold
+                from store.edge_review import load_decisions
+
+                decisions = load_decisions(engine, doc.name)
             skill, report = extract_skill(
-                doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse
+                doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse,
+                decisions=decisions, similarity=similarity,
             )
         except ModelCallError as exc:
             raise CliError(
@@ -135,6 +209,9 @@ def _extract(args: argparse.Namespace) -> int:
 
             saved = save_skill(engine, skill, author="extract",
                                note=f"extracted by {report.extractor_model}", report=report.to_dict())
+            from store.edge_review import save_edge_trust
+
+            save_edge_trust(engine, skill.name, saved.version, skill)
             state = "saved as version" if saved.created else "unchanged, still version"
             print(f"  {state} {saved.version} in the store")
 

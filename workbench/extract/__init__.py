@@ -5,11 +5,14 @@
     graph, report = extract_skill(docs[0], Gateway.from_env(), JsonStepStore(".workbench/steps"))
 
 Modules: ``blocks`` (planning), ``prompts`` (versioned prompt files), ``schema`` (answer
-schemas and validation), ``spans`` (quote location), ``rebase`` (ids), ``fusion`` (merges and
-cross-block edges), ``steps`` (stored step results), ``report``, ``pipeline``, ``sources``.
+schemas and validation), ``spans`` (quote location), ``rebase`` (ids), ``nonrules`` (text
+carrying no obligation), ``cues`` (edge candidates from the text), ``fusion`` (merges and
+cross-block edges), ``provenance`` (cue edges and an author's decisions), ``steps`` (stored
+step results), ``report``, ``pipeline``, ``sources``, ``evaluate`` (against a reference).
 """
 
 from workbench.extract.blocks import PlannedBlock, plan_blocks
+from workbench.extract.cues import EdgeCandidate, find_candidates
 from workbench.extract.pipeline import (
     DEFAULT_MAX_BLOCK_TOKENS,
     ExtractionProgress,
@@ -17,6 +20,7 @@ from workbench.extract.pipeline import (
     extract_skill,
 )
 from workbench.extract.prompts import Prompt, PromptError, load_prompt
+from workbench.extract.provenance import EdgeDecisions
 from workbench.extract.report import BlockReport, ExtractionReport, SpanError
 from workbench.extract.sources import DuplicateSkillName, SkillSourceError, load_sources, load_uploads
 from workbench.extract.spans import Located, locate
@@ -26,6 +30,8 @@ __all__ = [
     "DEFAULT_MAX_BLOCK_TOKENS",
     "BlockReport",
     "DuplicateSkillName",
+    "EdgeCandidate",
+    "EdgeDecisions",
     "ExtractOptions",
     "ExtractionProgress",
     "ExtractionReport",
@@ -39,6 +45,7 @@ __all__ = [
     "SpanError",
     "StepStore",
     "extract_skill",
+    "find_candidates",
     "load_prompt",
     "load_sources",
     "load_uploads",

@@ -1,19 +1,27 @@
 """Cross-block fusion: the graph so far, its condensed view, and applying a fuser answer.
 
-The fuser never sees the whole graph: :func:`candidates` picks the known rules that share the
-most content words with the new block's rules (at most ``max_known``), so the prompt stays
-small whatever the SKILL's size, and a rule unrelated to the new block cannot change the
-request (which keeps stored fusion steps reusable after an edit elsewhere).
+The fuser never sees the whole graph: :func:`candidates` picks the known rules a cue in the
+text links to the new block's rules (always), then those most similar to them (embedding
+similarity when a ``similarity`` is given, shared content words otherwise), at most
+``max_known`` in all. So the prompt stays small whatever the SKILL's size, a prerequisite
+that shares no word with the new rules can still be shown, and a rule unrelated to the new
+block cannot change the request (which keeps stored fusion steps reusable after an edit
+elsewhere).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from workbench.extract.prompts import Prompt
 from workbench.extract.schema import FusionAnswer, fusion_schema
 from workbench.graph import Edge, Rule, RuleGraph, Span
+
+Similarity = Callable[[Sequence[str], Sequence[str]], Any]  # -> a matrix of values in [0, 1]
+MIN_SIMILARITY = 0.5  # least embedding similarity for a known rule to be shown as related
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
 MIN_MERGE_OVERLAP = 0.4
@@ -54,16 +62,32 @@ class GraphBuilder:
                 raise ValueError(f"rule id {r.id!r} is already in the graph")
             self.rules[r.id] = r
         for e in edges:
-            self.add_edge(e.source, e.target)
+            self.add_edge(e.source, e.target, edge=e)
 
-    def add_edge(self, source: str, target: str) -> bool:
-        """Add ``source -> target`` (through merges); False if it is a self-loop or known."""
+    def add_edge(self, source: str, target: str, edge: Edge | None = None) -> bool:
+        """Add ``source -> target`` (through merges) with ``edge``'s provenance, confidence and
+        evidence; False if it is a self-loop or known."""
         s, t = self.resolve(source), self.resolve(target)
         if s == t or (s, t) in self._pairs or s not in self.rules or t not in self.rules:
             return False
         self._pairs.add((s, t))
-        self.edges.append(Edge(s, t))
+        self.edges.append(replace(edge, source=s, target=t) if edge else Edge(s, t, provenance="model"))
         return True
+
+    def has_edge(self, source: str, target: str) -> bool:
+        return (self.resolve(source), self.resolve(target)) in self._pairs
+
+    def restamp(self, source: str, target: str, **fields) -> None:
+        """Change the provenance/confidence/evidence/note of a kept edge."""
+        pair = (self.resolve(source), self.resolve(target))
+        self.edges = [replace(e, **fields) if (e.source, e.target) == pair else e for e in self.edges]
+
+    def drop_edges_pairs(self, pairs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Remove these edges (through merges); the pairs that were there."""
+        gone = {(self.resolve(s), self.resolve(t)) for s, t in pairs} & self._pairs
+        self.edges = [e for e in self.edges if (e.source, e.target) not in gone]
+        self._pairs -= gone
+        return gone
 
     def merge(self, rule_id: str, into: str) -> None:
         """Fold ``rule_id`` into ``into``: spans united, edges re-pointed, loops dropped."""
@@ -72,11 +96,11 @@ class GraphBuilder:
             return
         gone, kept = self.rules.pop(rule_id), self.rules[into]
         spans = tuple(sorted(set(kept.spans) | set(gone.spans), key=lambda s: (s.start, s.end)))
-        self.rules[into] = Rule(kept.id, kept.condition, kept.action, kept.modality, _coalesce(spans))
+        self.rules[into] = replace(kept, spans=_coalesce(spans))
         self.merged_into[rule_id] = into
         old, self.edges, self._pairs = self.edges, [], set()
         for e in old:
-            self.add_edge(e.source, e.target)
+            self.add_edge(e.source, e.target, edge=e)
 
     def graph(self) -> RuleGraph:
         return RuleGraph(self.rules.values(), self.edges)
@@ -92,22 +116,37 @@ def _coalesce(spans: tuple[Span, ...]) -> tuple[Span, ...]:
     return tuple(out)
 
 
-def candidates(known: list[Rule], new: list[Rule], max_known: int = 12, min_shared: int = 1) -> list[Rule]:
+def candidates(
+    known: list[Rule], new: list[Rule], max_known: int = 12, min_shared: int = 1,
+    similarity: Similarity | None = None, cued: Iterable[str] = (),
+) -> list[Rule]:
     """The known rules most related to the new ones, in graph order.
 
-    A known rule's score is the most content words it shares with any one new rule; rules
-    sharing fewer than ``min_shared`` are left out (the fusion step is skipped when none is
-    left). Ties keep graph order, so the choice is deterministic.
+    Known rules whose id is in ``cued`` (a cue in the text links them to a new rule) come
+    first, whatever their words. The rest are scored by the most content words they share
+    with any one new rule and, with ``similarity`` (texts -> matrix), by their best
+    similarity to a new rule; a rule below both ``min_shared`` words and
+    :data:`MIN_SIMILARITY` is left out (the fusion step is skipped when none is left). Ties
+    keep graph order, so the choice is deterministic.
     """
+    must = set(cued)
     new_words = [rule_words(r) for r in new]
-    scored: list[tuple[int, int, Rule]] = []
+    sims = None
+    if similarity is not None and known and new:
+        sims = similarity([_text(r) for r in known], [_text(r) for r in new])
+    scored: list[tuple[int, float, int, int, Rule]] = []
     for pos, rule in enumerate(known):
         words = rule_words(rule)
         best = max((len(words & w) for w in new_words), default=0)
-        if best >= min_shared:
-            scored.append((-best, pos, rule))
-    chosen = sorted(scored)[:max_known]
-    return [rule for _, _, rule in sorted(chosen, key=lambda t: t[1])]
+        sim = float(max(sims[pos])) if sims is not None else 0.0
+        if rule.id in must or best >= min_shared or sim >= MIN_SIMILARITY:
+            scored.append((0 if rule.id in must else 1, -sim, -best, pos, rule))
+    chosen = sorted(scored, key=lambda t: t[:4])[:max_known]
+    return [t[4] for t in sorted(chosen, key=lambda t: t[3])]
+
+
+def _text(rule: Rule) -> str:
+    return f"{rule.condition}: {rule.action}"
 
 
 def _line(alias: str, rule: Rule) -> str:
@@ -122,16 +161,27 @@ class FusionRequest:
     known_alias: dict[str, str]  # K1 -> rule id
 
 
-def fusion_request(prompt: Prompt, section: str, new: list[Rule], known: list[Rule]) -> FusionRequest:
+def fusion_request(
+    prompt: Prompt, section: str, new: list[Rule], known: list[Rule],
+    suggested: Iterable[tuple[str, str, str]] = (),
+) -> FusionRequest:
     """The fuser's messages and schema, with short aliases in place of rule ids (fewer tokens,
-    and ids a small model copies reliably)."""
+    and ids a small model copies reliably). ``suggested`` holds ``(source id, target id,
+    why)`` cue candidates; they are shown when the prompt has a ``{{suggested}}`` slot and
+    both rules are in the request."""
     new_alias = {f"N{i}": r.id for i, r in enumerate(new, 1)}
     known_alias = {f"K{i}": r.id for i, r in enumerate(known, 1)}
-    messages = prompt.render(
-        section=section,
-        known="\n".join(_line(a, r) for a, r in zip(known_alias, known, strict=True)),
-        new="\n".join(_line(a, r) for a, r in zip(new_alias, new, strict=True)),
-    )
+    values = {
+        "section": section,
+        "known": "\n".join(_line(a, r) for a, r in zip(known_alias, known, strict=True)),
+        "new": "\n".join(_line(a, r) for a, r in zip(new_alias, new, strict=True)),
+    }
+    if "suggested" in prompt.placeholders():
+        alias_of = {rid: a for a, rid in {**new_alias, **known_alias}.items()}
+        lines = [f"{alias_of[s]} -> {alias_of[t]} ({why})" for s, t, why in suggested
+                 if s in alias_of and t in alias_of]
+        values["suggested"] = "\n".join(lines) or "(none)"
+    messages = prompt.render(**values)
     schema = fusion_schema(list(new_alias), list(known_alias), max_edges=max(4, len(new)))
     return FusionRequest(messages, schema, new_alias, known_alias)
 
@@ -179,6 +229,6 @@ def apply_fusion(
         out.merges.append({"rule": rule_id, "into": into})
     aliases = {**request.new_alias, **request.known_alias}
     for s, t in answer.edges:
-        if builder.add_edge(aliases[s], aliases[t]):
+        if builder.add_edge(aliases[s], aliases[t], Edge(s, t, provenance="model", confidence=0.5)):
             out.cross_edges += 1
     return out

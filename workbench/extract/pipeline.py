@@ -7,11 +7,19 @@
 2. Extract each block with the ``extractor`` role under a JSON schema (blocks run
    concurrently up to the role's concurrency). A block whose answer is unusable or too long
    for the context is halved and each half asked again, down to a sentence or two.
+   An answer listing as many rules as its schema allows is asked again in halves (or, with
+   ``on_rule_cap="report"``, flagged in the report), so no rule is lost silently at the cap.
 3. Validate, locate every quote in the source, drop untraceable rules as
-   ``source_span_error``, rebase ids to ``<block key>-R<n>``.
-4. For every block after the first, ask the ``fuser`` role for merges and cross-block edges
-   against a condensed view of the graph so far; apply them.
-5. Every answer is stored in the step store as it arrives, keyed by what it depends on.
+   ``source_span_error``, rebase ids to ``<block key>-R<n>``; take out rules that carry no
+   obligation (``nonrules``), listed in the report.
+4. Read edge candidates from the text (``cues``). For every block after the first, ask the
+   ``fuser`` role for merges and cross-block edges against a condensed view of the graph so
+   far (the known rules cues link to the block always among them, the cues shown as
+   suggestions); apply them.
+5. Add direct cue edges, confirm model edges a cue supports, keep the rest as proposals, and
+   re-apply an author's accept/reject decisions (``provenance``). Every rule and edge says
+   where it came from.
+6. Every answer is stored in the step store as it arrives, keyed by what it depends on.
 """
 
 from __future__ import annotations
@@ -21,10 +29,11 @@ import hashlib
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from workbench.extract.blocks import PlannedBlock, halve, plan_blocks
+from workbench.extract.cues import find_candidates
 from workbench.extract.fusion import (
     MIN_MERGE_OVERLAP,
     GraphBuilder,
@@ -32,8 +41,10 @@ from workbench.extract.fusion import (
     candidates,
     fusion_request,
 )
+from workbench.extract.nonrules import NonRule, split_non_rules
 from workbench.extract.prompts import Prompt, load_prompt
-from workbench.extract.rebase import rebase_block
+from workbench.extract.provenance import EdgeDecisions, apply_cues
+from workbench.extract.rebase import RebasedBlock, rebase_block
 from workbench.extract.report import BlockReport, ExtractionReport
 from workbench.extract.schema import (
     SCHEMA_VERSION,
@@ -52,7 +63,7 @@ from workbench.tokens import count_tokens
 
 DEFAULT_MAX_BLOCK_TOKENS = 12_000
 EXTRACT_PROMPT = "extract_v1"
-FUSE_PROMPT = "fuse_v1"
+FUSE_PROMPT = "fuse_v2"
 # Failures that a smaller request can fix: the answer was cut off or malformed, or the
 # prompt did not fit. Anything else (server down, auth) stops the run; stored steps remain.
 SPLITTABLE = frozenset({"invalid_output", "context_overflow"})
@@ -94,6 +105,16 @@ class ExtractOptions:
     merge_overlap: float = MIN_MERGE_OVERLAP  # least word overlap for a merge to be applied
     context_tokens: int | None = None  # the extractor's context; None: known for embedded
     concurrency: int | None = None  # extraction calls at once; None: the role's setting
+    # An answer listing as many rules as its schema allows may have lost some: "split" asks
+    # again for each half of the text; "report" keeps it and flags it in the report (for
+    # recordings made before splitting existed, and for models billed per call).
+    on_rule_cap: str = "split"
+    cues: bool = True  # read edge candidates from the text (workbench.extract.cues)
+    # Fusion candidates by meaning as well as words: (texts, texts) -> similarity matrix,
+    # e.g. workbench.embeddings.make_similarity(); None: shared words only.
+    similarity: Callable | None = None
+    decisions: EdgeDecisions | None = None  # an author's accepted/rejected edges, kept
+    drop_non_rules: bool = True  # headings, lead-ins, examples, attribute lists (nonrules.py)
 
 
 @dataclass
@@ -102,6 +123,8 @@ class _Extracted:
     cached: bool
     errors: list[str] = field(default_factory=list)
     reused_tokens: int = 0
+    cap_splits: int = 0  # answers that hit the rule cap and were asked again in halves
+    capped: int = 0  # answers at the cap whose text was too short to split
 
 
 def model_label(gateway: Gateway, role: str) -> str:
@@ -135,10 +158,25 @@ def rule_bound(block_tokens: int, max_tokens: int) -> int:
     return min(cap, max(6, block_tokens // 25 + 4))
 
 
+def at_rule_cap(answer: object, bound: int) -> bool:
+    """True when an extractor answer lists as many rules as its schema allowed: the model
+    may have had more to say, so the caller splits the text rather than lose them silently."""
+    rules = answer.get("rules") if isinstance(answer, dict) else None
+    return isinstance(rules, list) and len(rules) >= bound
+
+
 def extraction_request(prompt: Prompt, section: str, text: str, max_tokens: int) -> tuple[list, dict]:
     """The extractor's messages and answer schema for one block (or piece) of text."""
     bound = rule_bound(count_tokens(text), max_tokens)
     return prompt.render(section=section, text=text), extraction_schema(max_rules=bound, max_edges=bound + 4)
+
+
+def drop_non_rules(source: str, rb: RebasedBlock) -> list[NonRule]:
+    """Take a block's non-rules (and the edges touching them) out of ``rb``; return them."""
+    rb.rules, gone = split_non_rules(source, rb.rules)
+    ids = {n.rule_id for n in gone}
+    rb.edges = [e for e in rb.edges if e.source not in ids and e.target not in ids]
+    return gone
 
 
 def extract_skill(
@@ -160,6 +198,8 @@ def extract_skill(
     if unknown:
         raise TypeError(f"extract_skill() got unknown option(s) {sorted(unknown)}")
     opts = dataclasses.replace(opts, **overrides)
+    if opts.on_rule_cap not in ("split", "report"):
+        raise ValueError(f"on_rule_cap must be 'split' or 'report', got {opts.on_rule_cap!r}")
     store = step_store if step_store is not None else MemoryStepStore()
     run = _Run(doc, gateway, store, progress, opts)
     return run.execute()
@@ -205,12 +245,25 @@ class _Run:
         self.total = 2 * len(blocks)
         extracted = self._extract_all(blocks)
 
+        rebased = {b.key: rebase_block(b, extracted[b.key].extraction) for b in blocks}
+        if self.opts.drop_non_rules:
+            for key, rb in rebased.items():
+                report.non_rules.extend({"block": key, **asdict(n)} for n in drop_non_rules(doc.source, rb))
+        # Cues are read over every located rule before fusion, so each fusion step can show
+        # the fuser the known rules the text links to the new block (and ask it to confirm).
+        self.cues = (find_candidates(doc, [r for rb in rebased.values() for r in rb.rules])
+                     if self.opts.cues else [])
         builder = GraphBuilder()
         for block in blocks:
-            report.blocks.append(self._fuse_block(block, extracted[block.key], builder, report))
+            report.blocks.append(
+                self._fuse_block(block, extracted[block.key], rebased[block.key], builder, report))
+        outcome = apply_cues(builder, self.cues, self.opts.decisions)
+        report.cue_edges, report.cue_confirmed = outcome.direct, outcome.confirmed
+        report.proposed_edges = len(outcome.proposed)
+        report.decisions_applied = outcome.rejected_dropped + outcome.accepted_added
 
         graph = builder.graph()
-        skill = SkillGraph(doc.name, doc.description, doc.source, graph)
+        skill = SkillGraph(doc.name, doc.description, doc.source, graph, outcome.proposed)
         # The final invariant: what we built passes the same validation as a loaded file.
         validate_index(PolicyIndex([skill]).to_dict(), origin=f"extraction of {doc.name}")
         report.rules, report.edges = len(graph.rules), len(graph.edges)
@@ -250,7 +303,7 @@ class _Run:
     def _extract_key(self, block: PlannedBlock) -> str:
         return step_key(
             "extract", block=block.digest(), prompt=self.xprompt.id, schema=SCHEMA_VERSION,
-            settings=self.xsettings,
+            settings=self.xsettings, on_rule_cap=self.opts.on_rule_cap,
         )
 
     def _extract_all(self, blocks: list[PlannedBlock]) -> dict[str, _Extracted]:
@@ -264,10 +317,11 @@ class _Run:
                 if stored is None:
                     todo.append(block)
                     continue
-                usage = stored.get("usage", {})
+                usage, cap = stored.get("usage", {}), stored.get("cap", {})
                 results[block.key] = _Extracted(
                     BlockExtraction.from_dict(stored["extraction"]), True,
                     reused_tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+                    cap_splits=int(cap.get("splits", 0)), capped=int(cap.get("capped", 0)),
                 )
             self.done += 1
             self._emit("extract", block, cached=True)
@@ -297,6 +351,8 @@ class _Run:
         queue = [whole]
         result = BlockExtraction()
         errors: list[str] = []
+        capped: list[tuple[int, int]] = []
+        capped_splits = 0
         prompt_tokens = completion_tokens = 0
         while queue:
             a, b = queue.pop(0)
@@ -323,19 +379,36 @@ class _Run:
                 continue
             prompt_tokens += res.usage.prompt_tokens
             completion_tokens += res.usage.completion_tokens
+            bound = rule_bound(count_tokens(text), role.max_tokens)
+            if at_rule_cap(res.data, bound):
+                # The schema let the model list no more rules, so rules past the cap may be
+                # missing: ask again for each half rather than keep a truncated list.
+                halves = halve(block.text, a, b) if self.opts.on_rule_cap == "split" else None
+                if halves:
+                    capped_splits += 1
+                    queue[:0] = halves
+                    continue
+                split = self.opts.on_rule_cap == "split"
+                why = "the text is too short to split" if split else "splitting is off"
+                result.problems.append(
+                    f"chars {a}-{b}: the answer hit the cap of {bound} rules and {why}; rules past "
+                    "the cap may be missing (raise the extractor's max_tokens)"
+                )
+                capped.append((a, b))
             result.extend(validate_extraction(res.data), (a, b))
         if not errors:
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
             # Only complete answers are stored: a block with a failed piece is asked again.
             self.store.put(self._extract_key(block), "extract",
-                           {"extraction": result.to_dict(), "usage": usage, "block": block.key})
-        return _Extracted(result, False, errors)
+                           {"extraction": result.to_dict(), "usage": usage, "block": block.key,
+                            "cap": {"splits": capped_splits, "capped": len(capped)}})
+        return _Extracted(result, False, errors, cap_splits=capped_splits, capped=len(capped))
 
     # -- rebase and fusion ----------------------------------------------------------------
     def _fuse_block(
-        self, block: PlannedBlock, ex: _Extracted, builder: GraphBuilder, report: ExtractionReport
+        self, block: PlannedBlock, ex: _Extracted, rebased: RebasedBlock, builder: GraphBuilder,
+        report: ExtractionReport,
     ) -> BlockReport:
-        rebased = rebase_block(block, ex.extraction)
         br = BlockReport(
             key=block.key, section=block.section, start=block.start, end=block.end,
             tokens=block.tokens, rules_proposed=len(ex.extraction.rules),
@@ -343,17 +416,24 @@ class _Run:
             normalised_spans=rebased.normalised, span_errors=len(rebased.span_errors),
             edges=len(rebased.edges), pieces=max(1, len(ex.extraction.pieces)),
             extract_cached=ex.cached, problems=list(ex.extraction.problems),
-            error="; ".join(ex.errors),
+            error="; ".join(ex.errors), cap_splits=ex.cap_splits, capped=ex.capped,
         )
         report.span_errors.extend(rebased.span_errors)
         if rebased.dropped_edges:
             br.problems.append(f"{rebased.dropped_edges} edge(s) dropped with their untraceable rules")
         known = list(builder.rules.values())
-        chosen = candidates(known, rebased.rules, self.opts.max_known) if self.opts.fuse else []
+        new_ids = {r.id for r in rebased.rules}
+        # Cue candidates linking this block's rules to earlier ones (ids through merges).
+        suggested = [(builder.resolve(c.source), builder.resolve(c.target), c.note) for c in self.cues
+                     if (c.source in new_ids) != (c.target in new_ids)
+                     and builder.resolve(c.source if c.target in new_ids else c.target) in builder.rules]
+        cued = {x for s, t, _ in suggested for x in (s, t)} - new_ids
+        chosen = candidates(known, rebased.rules, self.opts.max_known,
+                            similarity=self.opts.similarity, cued=cued) if self.opts.fuse else []
         builder.add_rules(rebased.rules, rebased.edges)
         br.fuse_candidates = len(chosen)
         if chosen and rebased.rules:
-            request = fusion_request(self.fprompt, block.section, rebased.rules, chosen)
+            request = fusion_request(self.fprompt, block.section, rebased.rules, chosen, suggested)
             key = step_key(
                 "fuse", request=step_key("request", messages=request.messages, schema=request.schema),
                 prompt=self.fprompt.id, schema=SCHEMA_VERSION, settings=self.fsettings,

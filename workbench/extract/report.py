@@ -48,6 +48,8 @@ class BlockReport:
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
     error: str = ""  # a piece the model could not answer for; its rules are missing
+    cap_splits: int = 0  # answers that listed as many rules as allowed, re-asked in halves
+    capped: int = 0  # answers at the rule cap too short to split: rules may be missing
 
 
 @dataclass
@@ -64,9 +66,16 @@ class ExtractionReport:
     span_errors: list[SpanError] = field(default_factory=list)
     merges: list[dict] = field(default_factory=list)  # {"rule", "into", "block"}
     rejected_merges: list[dict] = field(default_factory=list)  # {"rule", "into", "reason"}
+    # Proposed rules that carry no obligation (headings, lead-ins, examples, attribute lists),
+    # taken out before fusion: {"block", "rule_id", "reason", "quote"}.
+    non_rules: list[dict] = field(default_factory=list)
     rules: int = 0
     edges: int = 0
     cross_block_edges: int = 0
+    cue_edges: int = 0  # edges added directly from unambiguous cues in the text
+    cue_confirmed: int = 0  # model edges a cue in the text supports
+    proposed_edges: int = 0  # cue candidates left for the author to accept or reject
+    decisions_applied: int = 0  # an author's earlier accept/reject verdicts re-applied
     prompt_tokens: int = 0  # live tokens spent in this run
     completion_tokens: int = 0
     reused_tokens: int = 0  # tokens of stored steps reused instead of asking again
@@ -115,6 +124,7 @@ class ExtractionReport:
             "edges": self.edges,
             "rules_proposed": self.rules_proposed,
             "span_errors": len(self.span_errors),
+            "non_rules": len(self.non_rules),
             "verbatim_span_rate": None if rate is None else round(rate, 4),
             "exact_span_rate": None if exact is None else round(exact, 4),
             "rules_per_1k_tokens": round(self.per_1k(self.rules), 2),
@@ -122,8 +132,13 @@ class ExtractionReport:
             "tokens_per_source_token": round(self.tokens_per_source_token, 2),
             "merges": len(self.merges),
             "cross_block_edges": self.cross_block_edges,
+            "cue_edges": self.cue_edges,
+            "cue_confirmed": self.cue_confirmed,
+            "proposed_edges": self.proposed_edges,
             "blocks": len(self.blocks),
             "blocks_reused": self.blocks_cached,
+            "rule_cap_splits": sum(b.cap_splits for b in self.blocks),
+            "rule_cap_hits": sum(b.capped for b in self.blocks),
             "wall_s": round(self.wall_s, 1),
         }
 
@@ -147,13 +162,20 @@ class ExtractionReport:
         lines = [
             f"{self.skill}: {f['rules']} rules, {f['edges']} edges ({f['cross_block_edges']} across "
             f"blocks), {f['merges']} merges from {f['blocks']} blocks ({f['blocks_reused']} reused)",
-            f"  verbatim spans {rate} ({f['span_errors']} rules dropped as source_span_error); "
+            f"  edges from text cues: {self.cue_edges} added, {self.cue_confirmed} confirming the "
+            f"model's; {self.proposed_edges} proposed for review",
+            f"  verbatim spans {rate} ({f['span_errors']} rules dropped as source_span_error, "
+            f"{f['non_rules']} as carrying no obligation); "
             f"{f['rules_per_1k_tokens']} rules and {f['edges_per_1k_tokens']} edges per 1k tokens",
             f"  {self.source_tokens} source tokens; model tokens {self.prompt_tokens}+"
             f"{self.completion_tokens} live, {self.reused_tokens} reused "
             f"({f['tokens_per_source_token']} per source token); {f['wall_s']} s; "
             f"extractor {self.extractor_model}",
         ]
+        capped = [b for b in self.blocks if b.capped]
+        if capped:
+            lines.append(f"  {len(capped)} block(s) hit the rule cap and could not be split; rules "
+                         "may be missing: " + ", ".join(b.key for b in capped[:5]))
         failed = [b for b in self.blocks if b.error]
         if failed:
             lines.append(f"  {len(failed)} block(s) incomplete: " + "; ".join(

@@ -1,0 +1,76 @@
+"""The extraction report of one SKILL version on the Skills page: what may be missing first
+(answers at the rule cap, failed pieces), then the full report."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components.safe import md
+
+
+def report_panel(report: dict, version: int) -> None:
+    """Warnings a policy author must see without opening the JSON, then the JSON itself."""
+    blocks = report.get("blocks", [])
+    capped = [b for b in blocks if b.get("capped")]
+    if capped:
+        st.warning(md(
+            f"{len(capped)} block(s) of v{version} hit the extractor's rule cap and could not be "
+            "split, so rules may be missing: " + ", ".join(str(b.get("key")) for b in capped[:8])
+            + ". Re-extract with a larger max_tokens for the extractor."
+        ))
+    failed = [b for b in blocks if b.get("error")]
+    if failed:
+        st.warning(md(f"{len(failed)} block(s) of v{version} are incomplete: "
+                      + "; ".join(f"{b.get('key')}: {b.get('error')}" for b in failed[:5])))
+    splits = sum(int(b.get("cap_splits", 0)) for b in blocks)
+    if splits:
+        st.caption(md(f"{splits} answer(s) reached the rule cap and were asked again in halves."))
+    non_rules = report.get("non_rules", [])
+    if non_rules:
+        st.caption(md(f"{len(non_rules)} proposed rule(s) carried no obligation (headings, lead-in "
+                      "lines, examples, attribute lists) and were left out; see non_rules below."))
+    proposed = report.get("proposed_edges", 0)
+    if proposed:
+        st.caption(md(f"{proposed} edge(s) suggested by the text wait for review on the Graph page."))
+    with st.expander(f"Extraction report of v{version}"):
+        st.json(report, expanded=False)
+
+
+def reference_panel(skill, reference_path: str) -> None:
+    """Rule and edge figures of the shown SKILL against the reference graph of the same name
+    in ``reference_path`` (a skillcdg/1 file), when there is one; nothing otherwise."""
+    from pathlib import Path
+
+    from workbench.extract.evaluate import evaluate_skill
+    from workbench.graph import IndexValidationError, PolicyIndex
+
+    path = Path(reference_path)
+    if not path.is_file():
+        return
+    try:
+        reference = PolicyIndex.load(path)
+    except (OSError, IndexValidationError) as exc:
+        st.warning(md(f"The reference graphs in {path} could not be read: {exc}"))
+        return
+    if skill.name not in reference.skills:
+        return
+    ev = evaluate_skill(skill, reference[skill.name], path_credit=True)
+    plain = evaluate_skill(skill, reference[skill.name])
+    f, g = plain.figures(), ev.figures()
+
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.0f}%"
+
+    st.markdown(md(f"Against the reference graph in {path.name}"))
+    cols = st.columns(6)
+    cols[0].metric("Rule recall", pct(f["rule_recall"]))
+    cols[1].metric("Rule precision", pct(f["rule_precision"]))
+    cols[2].metric("Span exactness", pct(f["span_exactness"]))
+    cols[3].metric("Modality agreement", pct(f["modality_agreement"]))
+    cols[4].metric("Edge F1", pct(f["edge_f1"]), help="over matched rule pairs; an edge counts "
+                   "when its two rules match the two rules of a reference edge")
+    cols[5].metric("Edge F1, paths", pct(g["edge_f1"]),
+                   help="an edge also counts when a reference path connects its rules")
+    if plain.unmatched_reference:
+        st.caption(md("Reference rules no extracted rule covers: "
+                      + ", ".join(plain.unmatched_reference[:20])))

@@ -1,0 +1,127 @@
+"""Edge candidates from the document itself: definitions, numbered procedures, cross-references,
+heading nesting, continuations. Rules are placed on the text here (as the extractor's located
+spans would be), so every expected candidate is derived from the SKILL below by hand."""
+
+from __future__ import annotations
+
+from workbench.extract.cues import defined_terms, find_candidates
+from workbench.graph import Rule, Span
+from workbench.skill import parse_skill
+
+SKILL = """---
+name: returns-desk
+description: Returns and exchanges.
+---
+
+# Returns desk
+
+## Definitions
+
+- **Final sale item**: an item bought at a discount of 50% or more.
+- **Premium member**: a customer with ten or more orders in the last year.
+
+## Returns
+
+A final sale item must never be accepted for return.
+Premium members may return an item within 60 days of delivery.
+
+## Exchange procedure
+
+1. The agent must verify the order number with the customer.
+2. The agent must check that every item is in its original packaging.
+3. The agent must create the exchange with the `create_exchange` tool.
+4. The agent must send the customer the prepaid label.
+
+## Greeting
+
+The agent must greet every customer by name and mention the order status.
+
+## Escalation
+
+A dispute about a final sale item must be escalated as described in Section 6.
+
+## 6. Disputes
+
+The agent must open a dispute ticket before promising any outcome.
+"""
+
+DOC = parse_skill(SKILL, "returns-desk/SKILL.md")
+
+
+def rule(rid: str, sentence: str, condition: str = "always") -> Rule:
+    start = SKILL.index(sentence)
+    return Rule(rid, condition, sentence.lower(), "required", (Span(start, start + len(sentence)),))
+
+
+RULES = [
+    rule("D1", "**Final sale item**: an item bought at a discount of 50% or more."),
+    rule("D2", "**Premium member**: a customer with ten or more orders in the last year."),
+    rule("RT1", "A final sale item must never be accepted for return.", "a final sale item"),
+    rule("RT2", "Premium members may return an item within 60 days of delivery.", "premium member"),
+    rule("P1", "The agent must verify the order number with the customer."),
+    rule("P2", "The agent must check that every item is in its original packaging."),
+    rule("P3", "The agent must create the exchange with the `create_exchange` tool."),
+    rule("P4", "The agent must send the customer the prepaid label."),
+    rule("G1", "The agent must greet every customer by name and mention the order status."),
+    rule("E1", "A dispute about a final sale item must be escalated as described in Section 6."),
+    rule("X1", "The agent must open a dispute ticket before promising any outcome."),
+]
+
+
+def pairs(kind: str) -> set[tuple[str, str]]:
+    return {(c.source, c.target) for c in find_candidates(DOC, RULES) if c.kind == kind}
+
+
+def test_defined_terms_are_found_in_the_definitions_section():
+    terms = {t for t, _, _ in defined_terms(DOC)}
+    assert {"final sale item", "premium member"} <= terms
+
+
+def test_every_defined_term_use_is_proposed():
+    # RT1 and E1 use "final sale item" (E1 in another section), RT2 "premium members" (plural).
+    assert pairs("definition") == {("RT1", "D1"), ("E1", "D1"), ("RT2", "D2")}
+
+
+def test_every_step_requires_the_one_before_directly():
+    steps = [c for c in find_candidates(DOC, RULES) if c.kind == "procedure"]
+    assert {(c.source, c.target) for c in steps} == {("P2", "P1"), ("P3", "P2"), ("P4", "P3")}
+    assert all(c.direct for c in steps)
+    # The closure of the last step reaches every earlier step through the chain.
+    from workbench.graph import Edge, RuleGraph
+
+    graph = RuleGraph(RULES, [Edge(c.source, c.target) for c in steps])
+    assert set(graph.closure(["P4"])) == {"P1", "P2", "P3", "P4"}
+
+
+def test_a_cross_reference_resolving_to_one_section_is_direct():
+    refs = [c for c in find_candidates(DOC, RULES) if c.kind == "cross-reference"]
+    assert [(c.source, c.target, c.direct) for c in refs] == [("E1", "X1", True)]
+    assert SKILL[refs[0].evidence.start : refs[0].evidence.end] == "as described in Section 6"
+
+
+def test_no_candidate_crosses_unrelated_sections():
+    # The greeting shares words ("customer", "order") with the procedure and the returns, but
+    # nothing in the text links it: it must neither require nor be required by anything
+    # except through its own section (where it is alone).
+    for c in find_candidates(DOC, RULES):
+        assert "G1" not in (c.source, c.target), c
+    # Strong cues never link the procedure to the returns section.
+    procedure, returns = {"P1", "P2", "P3", "P4"}, {"RT1", "RT2"}
+    for c in find_candidates(DOC, RULES):
+        assert not ({c.source, c.target} & procedure and {c.source, c.target} & returns), c
+
+
+def test_numbered_headings_in_a_procedure_chain_phases():
+    text = ("# Desk\n\n## Call procedure\n\n### Phase 1 - Greet\n\nThe agent must greet the caller.\n\n"
+            "### Phase 2 - Verify\n\nThe agent must verify the account.\n\n"
+            "### Phase 3 - Resolve\n\nThe agent must resolve the issue.\n"
+            "The agent must log the call.\n")
+    doc = parse_skill(text, "desk.md")
+    rules = []
+    for rid, sentence in (("A", "The agent must greet the caller."),
+                          ("B", "The agent must verify the account."),
+                          ("C", "The agent must resolve the issue."), ("D", "The agent must log the call.")):
+        start = text.index(sentence)
+        rules.append(Rule(rid, "always", sentence, "required", (Span(start, start + len(sentence)),)))
+    direct = {(c.source, c.target) for c in find_candidates(doc, rules) if c.direct}
+    assert direct == {("B", "A"), ("C", "B"), ("D", "B")}

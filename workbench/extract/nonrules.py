@@ -1,0 +1,95 @@
+"""Extracted "rules" that carry no obligation: taken out before fusion, kept in the report.
+
+A small extractor turns whatever it reads into rules, including the parts of a policy that
+only describe: headings, lead-in lines ("Each user has a profile containing:"), the items of a
+data description under such a lead-in ("- date of birth"), and examples ("For example, ...").
+Judging those wastes the judge's context and, worse, links real rules to them.
+
+The test is on the quoted source text, not on the model's paraphrase:
+
+- ``heading``: the quote is a Markdown heading line;
+- ``example``: it opens with "For example", "E.g." or "Example:";
+- ``lead-in``: it ends with ":" and says nothing normative itself;
+- ``description item``: it is a list item without a normative word, not written as a
+  sentence, under a lead-in line that has none either (a list of attributes, not of
+  conditions: the items under "a flight can be cancelled if any of the following is true:"
+  are conditions and stay).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from workbench.graph import Rule
+
+_NORMATIVE = re.compile(
+    r"\b(must|should|shall|may|can|cannot|can't|need|needs|have to|has to|required?|only|never|"
+    r"not|always|allowed|prohibited|forbidden|if|unless|when|whenever|before|after|until|ensure|"
+    r"make sure|do|don't|avoid|refuse|deny|confirm|ask|check|verify)\b", re.I)
+_EXAMPLE = re.compile(r"^\W*(for example|for instance|e\.g\.|example:)", re.I)
+_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+")
+
+
+@dataclass(frozen=True)
+class NonRule:
+    rule_id: str
+    reason: str
+    quote: str
+
+
+def _line_at(source: str, pos: int) -> tuple[int, int]:
+    start = source.rfind("\n", 0, pos) + 1
+    end = source.find("\n", pos)
+    return start, len(source) if end < 0 else end
+
+
+def _lead_in(source: str, item_start: int) -> str:
+    """The nearest line above a list item that is not itself an item (or blank)."""
+    pos = item_start
+    while pos > 0:
+        start, end = _line_at(source, pos - 1)
+        line = source[start:end]
+        if line.strip() and not _ITEM.match(line):
+            return line
+        pos = start
+    return ""
+
+
+def non_rule_reason(source: str, rule: Rule) -> str | None:
+    """Why ``rule`` (spans into ``source``) is not a rule, or None when it may be one."""
+    if not rule.spans:
+        return None
+    quote = " ".join(source[s.start : s.end] for s in rule.spans).strip()
+    line_start, line_end = _line_at(source, rule.spans[0].start)
+    line = source[line_start:line_end]
+    if line.lstrip().startswith("#"):
+        return "heading"
+    if _EXAMPLE.match(quote):
+        return "example"
+    if quote.endswith(":") and not _NORMATIVE.search(quote):
+        return "lead-in"
+    item = _ITEM.sub("", line).strip()
+    # Attributes are noun phrases; an item written as a sentence ("Each extra bag is 50
+    # dollars.") may well be a rule.
+    if _ITEM.match(line) and not _NORMATIVE.search(line) and not _is_sentence(item):
+        lead = _lead_in(source, line_start)
+        if lead.rstrip().endswith(":") and not _NORMATIVE.search(lead):
+            return "description item"
+    return None
+
+
+def _is_sentence(text: str) -> bool:
+    return len(text.split()) > 3 and text.rstrip().endswith((".", "!"))
+
+
+def split_non_rules(source: str, rules: list[Rule]) -> tuple[list[Rule], list[NonRule]]:
+    """``rules`` without the non-rules, and the non-rules with their reasons."""
+    kept, out = [], []
+    for r in rules:
+        reason = non_rule_reason(source, r)
+        if reason is None:
+            kept.append(r)
+        else:
+            out.append(NonRule(r.id, reason, " … ".join(source[s.start : s.end] for s in r.spans)[:200]))
+    return kept, out
