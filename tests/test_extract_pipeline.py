@@ -267,7 +267,10 @@ def test_200k_token_document_is_never_sent_whole():
 def test_embedded_context_caps_the_block_size():
     t = Scripted(default_respond)
     doc = parse_skill("# A\n\n" + "\n\n".join(f"The agent must do step {n}." for n in range(400)))
-    _, report = extract_skill(doc, gateway(t), MemoryStepStore())
+    # 2 slots of 4,096 tokens: a 12,000-token block would not fit one request
+    small = Gateway(load_config(env={"WORKBENCH_EMBEDDED_CTX_SIZE": "8192"}), transport=t,
+                    sleep=lambda s: None)
+    _, report = extract_skill(doc, small, MemoryStepStore())
     assert report.max_block_tokens < 4096 and len(report.blocks) > 1
     assert any("limited to" in w for w in report.warnings)
 
