@@ -1,0 +1,294 @@
+"""Scored seeding: rank a SKILL's rules for a whole case, then choose seeds whose closure fits.
+
+Query (a weighted bag of word stems, built once per case by :func:`case_query`):
+
+- the reply A (weight ``reply``), the state O (``state``), the audit keywords (``keywords``),
+- the history H turn by turn, the most recent first, turn i back weighted
+  ``history * decay**i``: the last user message says what is being handled *now*, earlier
+  turns name the request the conversation is about (which workflow among similar ones);
+- a stem's summed weight is saturated (BM25's query-term factor, ``k3``) so a word repeated
+  through a long history cannot drown the rest.
+
+Each rule is scored with BM25 (k1 = 1.2, b = 0.75, Lucene idf) over two fields
+(a BM25F-style linear mix): its own text (condition, action, verbatim span) and its section
+context (the heading path above its span). The section field is queried with the case plus
+the routed SKILL's name and description, the SKILL's own statement of what it is for:
+that is what tells two near-identical steps of sibling workflows apart when the reply's
+words fit both.
+
+Seeds are then taken greedily, best score first, while the *marginal* tokens of each seed's
+``require`` closure (rules not already in context) fit the token target; a seed that would
+overflow is skipped, not truncated, and a cheaper one further down may still fit.
+
+Defaults (:data:`DEFAULT_WEIGHTS`) were chosen by leave-one-intent-out cross-validation on
+CompliBench airlines (see ``workbench evaluate retrieval --cv``): the configuration that
+maximised mean gold coverage over budgets on 26 intents, scored on the 27th, was the same
+for every fold. Nothing in it names a domain.
+
+Cost: per case, one pass over the query's stems (numpy adds over precomputed per-term
+contributions) plus one closure per seed tried; independent of the SKILL's size beyond the
+rules that share a word with the case.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workbench.audit.cases import AuditCase, render_state
+from workbench.audit.text import stems
+from workbench.graph import SkillGraph
+from workbench.render import render_rule
+from workbench.tokens import count_tokens
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+@dataclass(frozen=True)
+class QueryWeights:
+    reply: float = 1.0
+    history: float = 1.0
+    decay: float = 0.5  # rule field: turn i back counts decay**i (the step at hand)
+    section_decay: float = 0.9  # section field: the whole conversation names the section
+    state: float = 0.2
+    keywords: float = 0.5
+    section: float = 1.0  # weight of the section field against the rule field (1.0)
+    description: float = 1.0  # the routed SKILL's name + description, in the section query
+    k3: float = 1.5
+
+
+DEFAULT_WEIGHTS = QueryWeights()
+
+
+def heading_paths(source: str) -> tuple[list[int], list[str]]:
+    """Start offsets of the Markdown headings of ``source`` and the heading path at each."""
+    starts: list[int] = []
+    paths: list[str] = []
+    stack: list[tuple[int, str]] = []
+    for m in _HEADING.finditer(source):
+        level = len(m.group(1))
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, m.group(2).strip()))
+        starts.append(m.start())
+        paths.append(" / ".join(t for _, t in stack))
+    return starts, paths
+
+
+def section_of(starts: list[int], paths: list[str], offset: int) -> str:
+    import bisect
+
+    i = bisect.bisect_right(starts, offset) - 1
+    return paths[i] if i >= 0 else ""
+
+
+class _Field:
+    """BM25 contributions of one field: stem -> (rule positions, idf * saturated tf)."""
+
+    def __init__(self, docs: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75):
+        n = len(docs)
+        tfs = [Counter(d) for d in docs]
+        lengths = [len(d) for d in docs]
+        avg = (sum(lengths) / n) if n and sum(lengths) else 1.0
+        df: Counter[str] = Counter()
+        for c in tfs:
+            df.update(c.keys())
+        rows: dict[str, list[int]] = {}
+        vals: dict[str, list[float]] = {}
+        for i, c in enumerate(tfs):
+            norm = k1 * (1 - b + b * lengths[i] / avg)
+            for t, f in c.items():
+                idf = math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                rows.setdefault(t, []).append(i)
+                vals.setdefault(t, []).append(idf * f * (k1 + 1) / (f + norm))
+        self.postings = {
+            t: (np.asarray(rows[t], dtype=np.int64), np.asarray(vals[t], dtype=np.float64))
+            for t in rows
+        }
+
+    def add_scores(self, out: np.ndarray, query: dict[str, float], scale: float) -> None:
+        for t, w in query.items():
+            hit = self.postings.get(t)
+            if hit is not None:
+                out[hit[0]] += (scale * w) * hit[1]
+
+
+@dataclass
+class RankedSkill:
+    """One SKILL's rules prepared for scored seeding (built once per index, see AuditIndex)."""
+
+    skill: SkillGraph
+    ids: list[str]
+    rule_field: _Field
+    section_field: _Field
+    sections: list[str]
+    context_stems: list[str]  # the SKILL's name and description
+    rule_tokens: dict[str, dict[str, int]] = field(default_factory=dict)  # style -> id -> tokens
+
+    @classmethod
+    def build(cls, skill: SkillGraph) -> RankedSkill:
+        starts, paths = heading_paths(skill.source)
+        ids, rule_docs, sections = [], [], []
+        for rid, rule in skill.graph.rules.items():
+            ids.append(rid)
+            rule_docs.append(stems(f"{rule.condition} {rule.action} {skill.rule_text(rid)}"))
+            where = section_of(starts, paths, rule.spans[0].start) if rule.spans else ""
+            sections.append(where.split(" / ") if where else [])
+        # Headings above every rule (the document title) say nothing about which rule applies,
+        # and would only dilute the words that do; drop the common prefix.
+        common = 0
+        while sections and all(len(p) > common + 1 for p in sections) and len(
+                {p[common] for p in sections}) == 1:
+            common += 1
+        sections = [" / ".join(p[common:]) for p in sections]
+        section_docs = [stems(x) for x in sections]
+        name = skill.name.replace("-", " ").replace("_", " ")
+        return cls(skill, ids, _Field(rule_docs), _Field(section_docs), sections,
+                   stems(f"{name} {skill.description}"))
+
+    def tokens_of(self, style: str) -> dict[str, int]:
+        """Rendered tokens of every rule in ``style`` (what a rule adds to a context)."""
+        if style not in self.rule_tokens:
+            self.rule_tokens[style] = {
+                rid: count_tokens(render_rule(self.skill, rid, style)) + 1 for rid in self.ids
+            }
+        return self.rule_tokens[style]
+
+    def scores(self, query: CaseQuery, weights: QueryWeights) -> np.ndarray:
+        # Each field's scores are divided by their maximum over the SKILL, so the mix weights
+        # mean the same for a two-line reply and a forty-turn history.
+        out = np.zeros(len(self.ids), dtype=np.float64)
+        self.rule_field.add_scores(out, query.rule, 1.0)
+        top = out.max(initial=0.0)
+        if top > 0:
+            out /= top
+        if weights.section:
+            section_query = dict(query.section)
+            if weights.description:
+                for s, w in _saturate(Counter(self.context_stems), weights.k3).items():
+                    section_query[s] = section_query.get(s, 0.0) + weights.description * w
+            sec = np.zeros(len(self.ids), dtype=np.float64)
+            self.section_field.add_scores(sec, section_query, 1.0)
+            top = sec.max(initial=0.0)
+            if top > 0:
+                out += (weights.section / top) * sec
+        return out
+
+
+def _saturate(raw: Counter | dict[str, float], k3: float) -> dict[str, float]:
+    return {t: w * (k3 + 1) / (w + k3) for t, w in raw.items() if w > 0}
+
+
+@dataclass(frozen=True)
+class CaseQuery:
+    """Weighted stems for the rule field (the step at hand) and the section field (the
+    request the conversation is about)."""
+
+    rule: dict[str, float]
+    section: dict[str, float]
+
+    def __iter__(self):
+        return iter(dict.fromkeys([*self.rule, *self.section]))
+
+
+def case_query(
+    case: AuditCase, keywords: Sequence[str] = (), weights: QueryWeights = DEFAULT_WEIGHTS
+) -> CaseQuery:
+    """The case as weighted bags of stems (see the module doc)."""
+
+    def bag(decay: float) -> dict[str, float]:
+        raw: dict[str, float] = {}
+
+        def add(text: str, w: float) -> None:
+            if w <= 0 or not text:
+                return
+            for s in stems(text):
+                if len(s) > 1 and not s.isdigit():
+                    raw[s] = raw.get(s, 0.0) + w
+
+        add(case.model_response, weights.reply)
+        if isinstance(case.context, str):
+            add(case.context, weights.history * decay)
+        else:
+            for i, turn in enumerate(reversed(case.turns)):
+                add(turn.content, weights.history * decay**i)
+        state = render_state(case)
+        if state != "(none)":
+            add(state, weights.state)
+        for kw in keywords:
+            add(kw, weights.keywords)
+        return _saturate(raw, weights.k3)
+
+    return CaseQuery(bag(weights.decay), bag(weights.section_decay))
+
+
+@dataclass
+class ScoredSeeds:
+    seeds: dict[str, list[str]]  # SKILL -> seed ids, best first
+    rules: dict[str, list[str]]  # SKILL -> closure (or the seeds alone without closure)
+    scores: dict[str, float]  # "skill/rule" -> score of each seed
+    target: int  # the token target the seeds were chosen for
+    estimated_tokens: int
+
+
+def choose_seeds(
+    ranked: dict[str, RankedSkill],
+    query: CaseQuery,
+    target: int,
+    close: bool = True,
+    style: str = "compact",
+    weights: QueryWeights = DEFAULT_WEIGHTS,
+    max_candidates: int = 400,
+) -> ScoredSeeds:
+    """Greedy seeds over the SKILLs of ``ranked`` (in routing order) under ``target`` tokens.
+
+    A rule with score 0 shares no word with the case and is never a seed; a SKILL whose rules
+    all score 0 gets no seeds (the caller applies the EmptySeed policy).
+    """
+    candidates: list[tuple[float, int, int, str]] = []
+    for si, (name, rs) in enumerate(ranked.items()):
+        sc = rs.scores(query, weights)
+        positive = np.flatnonzero(sc > 0)
+        if positive.size > max_candidates:
+            positive = positive[np.argpartition(-sc[positive], max_candidates)[:max_candidates]]
+        for i in positive.tolist():
+            candidates.append((float(sc[i]), si, i, name))
+    # Best score first; ties by routing order, then document order (deterministic).
+    candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+    seeds: dict[str, list[str]] = {name: [] for name in ranked}
+    chosen: dict[str, dict[str, None]] = {name: {} for name in ranked}
+    scores: dict[str, float] = {}
+    header = {name: count_tokens(f"## SKILL: {name}\n\n") + 1 for name in ranked}
+    used = 0
+    cheapest = min((min(rs.tokens_of(style).values(), default=0) for rs in ranked.values()),
+                   default=0)
+    for score, _, i, name in candidates:
+        if used > 0 and target - used < cheapest:
+            break
+        rs = ranked[name]
+        rid = rs.ids[i]
+        if rid in chosen[name]:
+            continue  # already in context through an earlier seed's closure
+        new = [r for r in (rs.skill.graph.closure([rid]) if close else [rid])
+               if r not in chosen[name]]
+        cost = sum(rs.tokens_of(style)[r] for r in new) + (0 if chosen[name] else header[name])
+        if used + cost > target and used > 0:
+            continue  # a later, cheaper seed may still fit
+        # (The best seed is always taken: the target is soft, and a context with the best
+        # rule over target beats none; a hard budget is enforced by the caller.)
+        used += cost
+        seeds[name].append(rid)
+        scores[f"{name}/{rid}"] = round(score, 4)
+        for r in new:
+            chosen[name][r] = None
+    rules = {name: list(ids) for name, ids in chosen.items()}
+    if close:
+        # Seeds first, then what they require, as RuleGraph.closure orders it.
+        rules = {name: rs.skill.graph.closure(seeds[name]) if seeds[name] else []
+                 for name, rs in ranked.items()}
+    return ScoredSeeds(seeds, rules, scores, target, used)
