@@ -129,6 +129,7 @@ class RankedSkill:
     sections: list[str]
     context_stems: list[str]  # the SKILL's name and description
     rule_tokens: dict[str, dict[str, int]] = field(default_factory=dict)  # style -> id -> tokens
+    rule_blocks: dict[str, dict[str, str]] = field(default_factory=dict)  # style -> id -> text
 
     @classmethod
     def build(cls, skill: SkillGraph) -> RankedSkill:
@@ -151,11 +152,29 @@ class RankedSkill:
         return cls(skill, ids, _Field(rule_docs), _Field(section_docs), sections,
                    stems(f"{name} {skill.description}"))
 
+    @property
+    def position(self) -> dict[str, int]:
+        if not hasattr(self, "_position"):
+            self._position = {rid: i for i, rid in enumerate(self.ids)}
+        return self._position
+
+    @property
+    def header_tokens(self) -> int:
+        if not hasattr(self, "_header_tokens"):
+            self._header_tokens = count_tokens(f"## SKILL: {self.skill.name}\n\n") + 1
+        return self._header_tokens
+
+    def blocks(self, style: str) -> dict[str, str]:
+        """Every rule rendered in ``style`` (rendered once: the index is built per run)."""
+        if style not in self.rule_blocks:
+            self.rule_blocks[style] = {rid: render_rule(self.skill, rid, style) for rid in self.ids}
+        return self.rule_blocks[style]
+
     def tokens_of(self, style: str) -> dict[str, int]:
         """Rendered tokens of every rule in ``style`` (what a rule adds to a context)."""
         if style not in self.rule_tokens:
             self.rule_tokens[style] = {
-                rid: count_tokens(render_rule(self.skill, rid, style)) + 1 for rid in self.ids
+                rid: count_tokens(text) + 1 for rid, text in self.blocks(style).items()
             }
         return self.rule_tokens[style]
 
@@ -243,16 +262,28 @@ def choose_seeds(
     close: bool = True,
     style: str = "compact",
     weights: QueryWeights = DEFAULT_WEIGHTS,
-    max_candidates: int = 400,
+    max_candidates: int = 64,
 ) -> ScoredSeeds:
-    """Greedy seeds over the SKILLs of ``ranked`` (in routing order) under ``target`` tokens.
+    """Seeds over the SKILLs of ``ranked`` (in routing order) whose closure fits ``target``.
+
+    Budgeted maximum coverage, greedily: the best-scored rule is always the first seed (the
+    single likeliest governing rule; the target is soft, so it is taken even over target,
+    and a hard budget is the caller's). Then, among the ``max_candidates`` best-scored rules
+    of each SKILL, repeatedly the one whose closure adds the most relevance (summed scores
+    of the rules it brings in that are not in context yet) per marginal token, while it fits.
+    Extending a chain is therefore cheap once its prerequisites are in: the step after the
+    matched ones is added for its own tokens only. Without closure a candidate brings itself.
 
     A rule with score 0 shares no word with the case and is never a seed; a SKILL whose rules
     all score 0 gets no seeds (the caller applies the EmptySeed policy).
     """
+    import heapq
+
+    score_of: dict[str, np.ndarray] = {}
     candidates: list[tuple[float, int, int, str]] = []
     for si, (name, rs) in enumerate(ranked.items()):
         sc = rs.scores(query, weights)
+        score_of[name] = sc
         positive = np.flatnonzero(sc > 0)
         if positive.size > max_candidates:
             positive = positive[np.argpartition(-sc[positive], max_candidates)[:max_candidates]]
@@ -263,29 +294,53 @@ def choose_seeds(
     seeds: dict[str, list[str]] = {name: [] for name in ranked}
     chosen: dict[str, dict[str, None]] = {name: {} for name in ranked}
     scores: dict[str, float] = {}
-    header = {name: count_tokens(f"## SKILL: {name}\n\n") + 1 for name in ranked}
-    used = 0
-    cheapest = min((min(rs.tokens_of(style).values(), default=0) for rs in ranked.values()),
-                   default=0)
-    for score, _, i, name in candidates:
-        if used > 0 and target - used < cheapest:
-            break
+    header = {name: rs.header_tokens for name, rs in ranked.items()}
+    pos = {name: rs.position for name, rs in ranked.items()}
+    reach: dict[tuple[str, str], list[str]] = {}
+
+    def marginal(name: str, rid: str) -> tuple[float, int, list[str]]:
         rs = ranked[name]
-        rid = rs.ids[i]
-        if rid in chosen[name]:
-            continue  # already in context through an earlier seed's closure
-        new = [r for r in (rs.skill.graph.closure([rid]) if close else [rid])
-               if r not in chosen[name]]
-        cost = sum(rs.tokens_of(style)[r] for r in new) + (0 if chosen[name] else header[name])
-        if used + cost > target and used > 0:
-            continue  # a later, cheaper seed may still fit
-        # (The best seed is always taken: the target is soft, and a context with the best
-        # rule over target beats none; a hard budget is enforced by the caller.)
+        key = (name, rid)
+        if key not in reach:
+            reach[key] = rs.skill.graph.closure([rid]) if close else [rid]
+        new = [r for r in reach[key] if r not in chosen[name]]
+        tokens = rs.tokens_of(style)
+        cost = sum(tokens[r] for r in new) + (0 if chosen[name] else header[name])
+        sc = score_of[name]
+        gain = float(sum(sc[pos[name][r]] for r in new))
+        return gain, cost, new
+
+    def take(name: str, rid: str, score: float, new: list[str], cost: int) -> None:
+        nonlocal used
         used += cost
         seeds[name].append(rid)
         scores[f"{name}/{rid}"] = round(score, 4)
         for r in new:
             chosen[name][r] = None
+
+    used = 0
+    if candidates:
+        score, _, i, name = candidates[0]
+        _, cost, new = marginal(name, ranked[name].ids[i])
+        take(name, ranked[name].ids[i], score, new, cost)
+    # Lazy greedy: a candidate's ratio only falls as the context grows, so a popped
+    # candidate whose recomputed ratio still tops the heap is the true best.
+    heap: list[tuple[float, int, float, str, str]] = []
+    for order, (score, _, i, name) in enumerate(candidates[1:]):
+        heap.append((-float("inf"), order, score, name, ranked[name].ids[i]))
+    heapq.heapify(heap)
+    while heap:
+        _, order, score, name, rid = heapq.heappop(heap)
+        if rid in chosen[name]:
+            continue  # already in context through an earlier seed's closure
+        gain, cost, new = marginal(name, rid)
+        if used + cost > target or gain <= 0:
+            continue
+        ratio = gain / max(cost, 1)
+        if heap and -heap[0][0] > ratio:
+            heapq.heappush(heap, (-ratio, order, score, name, rid))
+            continue
+        take(name, rid, score, new, cost)
     rules = {name: list(ids) for name, ids in chosen.items()}
     if close:
         # Seeds first, then what they require, as RuleGraph.closure orders it.

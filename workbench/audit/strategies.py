@@ -21,7 +21,7 @@ keyword match capped at ``max_seeds`` (kept for comparisons and for recorded run
 Token target: ``target_tokens`` is a SOFT target (seeds are chosen so the rendered context
 fits it; the retrieval baselines fill it with passages instead of taking ``top_k``). Without
 it, seeded strategies aim at ``budget`` when one is set, else ``target_share`` of the routed
-SKILLs' RawSkill tokens (at least ``min_target_tokens``).
+SKILLs' RawSkill tokens (within ``min_target_tokens`` .. ``max_target_tokens``).
 
 The retrieval baselines query with the last user message plus the reply (what a RAG system
 has natively); they need no audit keywords. A context over the token ``budget`` is
@@ -51,7 +51,11 @@ from workbench.tokens import count_tokens
 EMPTY_SEED_POLICIES = ("error", "all-rules", "per-skill")
 SEEDING_METHODS = ("scored", "keywords")
 DEFAULT_TARGET_SHARE = 0.15
+# Without a target from the caller, the default context stays between these: a small SKILL
+# still gets a few rules' worth, and a huge one does not hand a judge a document-sized prompt
+# (the judge's own window, when known, should set ``target_tokens`` instead).
 MIN_TARGET_TOKENS = 400
+MAX_TARGET_TOKENS = 4000
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class ContextOptions:
     target_tokens: int | None = None
     target_share: float = DEFAULT_TARGET_SHARE  # of RawSkill tokens, when no target / budget
     min_target_tokens: int = MIN_TARGET_TOKENS
+    max_target_tokens: int = MAX_TARGET_TOKENS
     seeding: str = "scored"  # "scored" | "keywords"
     render: str = "compact"  # rule rendering: "compact" | "full" (see workbench.render)
     weights: QueryWeights = DEFAULT_WEIGHTS
@@ -77,7 +82,8 @@ class ContextOptions:
         if self.budget is not None:
             return self.budget
         raw = sum(index.raw_tokens(s) for s in skills)
-        return max(int(self.target_share * raw), self.min_target_tokens)
+        return min(max(int(self.target_share * raw), self.min_target_tokens),
+                   self.max_target_tokens)
 
 
 @dataclass
@@ -150,20 +156,39 @@ def _render_rule_sets(index: AuditIndex, rules: dict[str, list[str]], style: str
     )
 
 
-def _scored_seeds(case, keywords, skills, index: AuditIndex, options, close: bool) -> SeedResult:
+def _scored_seeds(case, keywords, skills, index: AuditIndex, options, close: bool):
     query = case_query(case, keywords, options.weights)
     ranked = {s: index.ranked(s) for s in skills}
     chosen = choose_seeds(ranked, query, options.seed_target(index, skills), close=close,
                           style=options.render, weights=options.weights)
     matches = {}
+    best_first = sorted(query.rule, key=lambda t: -query.rule[t])
     for name, ids in chosen.seeds.items():
         rw = index.rule_words[name]
         for rid in ids:
             # What the trace shows as "matched by": the case words the rule shares, best first.
-            shared = [t for t in sorted(query.rule, key=lambda t: -query.rule[t])
-                      if t in rw.stems_of[rid]]
-            matches[f"{name}/{rid}"] = shared[:6]
-    return SeedResult(chosen.seeds, matches)
+            own = rw.stems_of[rid]
+            matches[f"{name}/{rid}"] = [t for t in best_first if t in own][:6]
+    return SeedResult(chosen.seeds, matches), chosen.rules
+
+
+def _render_ranked(index: AuditIndex, rules: dict[str, list[str]], style: str):
+    """Text and units of rule sets from the blocks the index rendered once (same text as
+    ``render_rules``: a header per SKILL, blocks joined as that style joins them)."""
+    parts, units = [], []
+    sep = "\n" if style == "compact" else "\n\n"
+    for name, ids in rules.items():
+        if not ids:
+            continue
+        ranked = index.ranked(name)
+        blocks = ranked.blocks(style)
+        parts.append(f"## SKILL: {name}\n\n" + sep.join(blocks[r] for r in ids))
+        graph_rules = ranked.skill.graph.rules
+        units += [ContextUnit(r, blocks[r], name,
+                              tuple((sp.start, sp.end) for sp in graph_rules[r].spans))
+                  for r in ids]
+    text = "\n\n".join(parts)
+    return text, units
 
 
 class _SeededStrategy:
@@ -178,8 +203,9 @@ class _SeededStrategy:
             raise ValueError(f"unknown empty-seed policy {options.empty_seed!r}; choose one of "
                              f"{', '.join(EMPTY_SEED_POLICIES)}")
         style = options.render
+        closed = None
         if options.seeding == "scored":
-            found = _scored_seeds(case, keywords, skills, index, options, self.close)
+            found, closed = _scored_seeds(case, keywords, skills, index, options, self.close)
         else:
             found = find_seeds(index, skills, keywords, options.max_seeds)
         seeds = {s: ids for s, ids in found.seeds.items() if ids}
@@ -204,6 +230,11 @@ class _SeededStrategy:
                 )
             seeds = {s: list(index.skill(s).graph.rules) for s in skills}
             fallback = "all-rules"
+        if closed is not None and fallback is None:
+            rules = {s: ids for s, ids in closed.items() if ids}
+            text, units = _render_ranked(index, rules, style)
+            ctx = PolicyContext(text, count_tokens(text), units, seeds, found.matches, rules)
+            return _check_budget(ctx, options)
         if self.close and fallback != "all-rules":
             outcome = select_closure(index.index, seeds, options.budget, style)
             if isinstance(outcome, BudgetExceeded):
