@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from components.retrieval_curves import show_evaluations
 from components.state import engine
 from store import audit_repo
 from store import review as review_store
@@ -19,6 +20,9 @@ COMPARE = {"each run": "run", "newest trace per case and strategy": "latest"}
 st.title("Evaluate")
 st.caption("ACC counts a case without a verdict as wrong; violation-F1 (violation = positive) "
            "uses judged cases only. Gold labels and governing rules come from the stored cases.")
+with st.container(border=True):
+    show_evaluations()
+
 eng = engine()
 datasets = review_store.trace_datasets(eng)
 if not datasets:

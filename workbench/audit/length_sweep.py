@@ -149,3 +149,71 @@ def sweep_levels(
         mean = sum(count_tokens(s["source"]) for s in skills) / max(len(skills), 1)
         levels.append(LengthLevel(length, index, mean))
     return levels, cases
+
+
+@dataclass
+class SweepRow:
+    length: int
+    skill_tokens: float
+    strategy: str
+    cases: int
+    coverage: float
+    mean_tokens: float
+    errors: dict[str, int]
+
+
+def run_sweep(
+    levels: list[LengthLevel],
+    cases: list[AuditCase],
+    strategies: tuple[str, ...] = ("cdg", "no-closure", "bm25", "dense", "raw"),
+    options: Any = None,
+    progress: Any = None,
+) -> list[SweepRow]:
+    """Coverage and context tokens per (length, strategy), every strategy at its defaults
+    (``options``: an AuditOptions; the judge is never called here)."""
+    from dataclasses import replace
+
+    from workbench.audit.coverage_curve import covers, gold_rules
+    from workbench.audit.pipeline import AuditOptions, audit_case
+    from workbench.audit.policy import AuditIndex
+    from workbench.audit.strategies import get_strategy
+
+    opts = replace(options or AuditOptions(), judge_mode="none")
+    gold_cases = [c for c in cases if gold_rules(c)]
+    rows = []
+    for level in levels:
+        index = AuditIndex(level.index)
+        for name in strategies:
+            if progress:
+                progress(level.length, name)
+            strat = get_strategy(name)
+            covered, tokens, errors = 0, [], {}
+            for case in gold_cases:
+                trace = audit_case(case, index, strat, None, opts)
+                if trace.error is not None:
+                    errors[trace.error.kind] = errors.get(trace.error.kind, 0) + 1
+                else:
+                    tokens.append(trace.context_tokens)
+                covered += covers(trace, case, index)
+            n = len(gold_cases)
+            rows.append(SweepRow(level.length, level.actual_tokens, name, n,
+                                 covered / n if n else float("nan"),
+                                 sum(tokens) / len(tokens) if tokens else 0.0, errors))
+    return rows
+
+
+def format_sweep(rows: list[SweepRow]) -> str:
+    """Coverage @ mean context tokens per strategy (rows) and length (columns)."""
+    lengths = sorted({r.length for r in rows})
+    names = list(dict.fromkeys(r.strategy for r in rows))
+    by = {(r.strategy, r.length): r for r in rows}
+    sizes = {r.length: r.skill_tokens for r in rows}
+    table = [["strategy", *(f"{n} ({sizes[n]:.0f})" for n in lengths)]]
+    for name in names:
+        table.append([name, *(f"{by[name, n].coverage:.3f} @ {by[name, n].mean_tokens:.0f}"
+                              for n in lengths)])
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                     for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in table]
+    out.append("(gold coverage @ mean context tokens; columns: target length (mean SKILL tokens))")
+    return "\n".join(out)
