@@ -40,16 +40,41 @@ class Clause:
     text: str
 
 
-def foreign_clauses(paths: list[Path]) -> list[Clause]:
-    """Paragraphs and bullets of Markdown policies, with the heading they sit under."""
-    out: list[Clause] = []
+def _documents(paths: list[Path]) -> list[tuple[str, str]]:
+    """(title, Markdown text) of each file: ``.md`` as is, ``.json`` knowledge-base documents
+    with ``title`` and ``content`` (tau2-bench's banking documents); folders are searched."""
+    import json
+
+    files: list[Path] = []
     for path in paths:
-        heading = path.stem.replace("_", " ")
-        for block in re.split(r"\n\s*\n|\n(?=\s*[-*] )", path.read_text(encoding="utf-8")):
+        files += sorted(p for p in path.rglob("*") if p.suffix in (".md", ".json")) \
+            if path.is_dir() else [path]
+    out = []
+    for f in files:
+        if f.suffix == ".json":
+            try:
+                data = json.loads(f.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise ValueError(f"{f}: not JSON ({exc}); foreign clauses come from .md files or "
+                                 "JSON documents with 'title' and 'content'") from None
+            if not isinstance(data, dict) or not isinstance(data.get("content"), str):
+                raise ValueError(f"{f}: a JSON document needs a 'content' string")
+            out.append((str(data.get("title") or f.stem), data["content"]))
+        else:
+            out.append((f.stem.replace("_", " "), f.read_text(encoding="utf-8")))
+    return out
+
+
+def foreign_clauses(paths: list[Path]) -> list[Clause]:
+    """Paragraphs and bullets of other policies, with the heading they sit under."""
+    out: list[Clause] = []
+    for title, text in _documents(paths):
+        heading = title
+        for block in re.split(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+\.) )", text):
             text = " ".join(block.split())
             m = re.match(r"^#+\s+(.*)$", text)
             if m:
-                heading = f"{path.stem.replace('_', ' ')}: {m.group(1)}"
+                heading = f"{title}: {m.group(1)}"
                 continue
             text = re.sub(r"^[-*]\s+", "", text)
             if len(text) >= 40:

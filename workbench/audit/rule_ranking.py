@@ -53,8 +53,8 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 class QueryWeights:
     reply: float = 1.0
     history: float = 1.0
-    decay: float = 0.5  # rule field: turn i back counts decay**i (the step at hand)
-    section_decay: float = 0.9  # section field: the whole conversation names the section
+    decay: float = 0.3  # rule field: turn i back counts decay**i (the step at hand)
+    section_decay: float = 0.8  # section field: the whole conversation names the section
     state: float = 0.2
     keywords: float = 0.5
     section: float = 1.0  # weight of the section field against the rule field (1.0)
@@ -266,9 +266,9 @@ def choose_seeds(
 ) -> ScoredSeeds:
     """Seeds over the SKILLs of ``ranked`` (in routing order) whose closure fits ``target``.
 
-    Budgeted maximum coverage, greedily: the best-scored rule is always the first seed (the
-    single likeliest governing rule; the target is soft, so it is taken even over target,
-    and a hard budget is the caller's). Then, among the ``max_candidates`` best-scored rules
+    Budgeted maximum coverage, greedily: the first seed is the best-scored rule whose closure
+    fits (the single likeliest governing rule; when none fits, the best one anyway, since the
+    target is soft and a hard budget is the caller's). Then, among the ``max_candidates`` best-scored rules
     of each SKILL, repeatedly the one whose closure adds the most relevance (summed scores
     of the rules it brings in that are not in context yet) per marginal token, while it fits.
     Extending a chain is therefore cheap once its prerequisites are in: the step after the
@@ -319,9 +319,19 @@ def choose_seeds(
             chosen[name][r] = None
 
     used = 0
-    if candidates:
-        score, _, i, name = candidates[0]
-        _, cost, new = marginal(name, ranked[name].ids[i])
+    # First seed: the best-scored rule whose closure fits; if none fits, the best one anyway
+    # (the target is soft: a context over it beats none; a hard budget is the caller's).
+    first = None
+    for cand in candidates:
+        _, cost, new = marginal(cand[3], ranked[cand[3]].ids[cand[2]])
+        if cost <= target:
+            first = (cand, cost, new)
+            break
+    if first is None and candidates:
+        cand = candidates[0]
+        first = (cand, *marginal(cand[3], ranked[cand[3]].ids[cand[2]])[1:])
+    if first is not None:
+        (score, _, i, name), cost, new = first
         take(name, ranked[name].ids[i], score, new, cost)
     # Lazy greedy: a candidate's ratio only falls as the context grows, so a popped
     # candidate whose recomputed ratio still tops the heap is the true best.

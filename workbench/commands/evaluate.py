@@ -73,7 +73,8 @@ def register(subparsers: Any) -> None:
     s.add_argument("--lengths", default="4000,8000,12000,20000,28000,36000",
                    help="SKILL lengths in tokens (default: six from 4K to 36K)")
     s.add_argument("--foreign", nargs="*", default=[],
-                   help="Markdown policies of other domains used as inapplicable clauses")
+                   help="other domains' policies used as inapplicable clauses: Markdown files, "
+                   "JSON documents with title and content, or folders of them")
     s.add_argument("--strategies", default="cdg,no-closure,bm25,dense,raw")
     s.add_argument("--limit", type=int, default=None, help="only the first N cases")
     s.add_argument("--out", default=None, help="JSON result (default: WORKBENCH_EVAL_DIR)")
@@ -132,7 +133,6 @@ def _retrieval(args) -> int:
 def _length_sweep(args) -> int:
     from dataclasses import asdict
 
-    from workbench.audit.complibench import CompliBenchFormatError
     from workbench.audit.curve_figure import sweep_figure
     from workbench.audit.dense import DenseUnavailable
     from workbench.audit.length_sweep import format_sweep, run_sweep, sweep_levels
@@ -141,13 +141,13 @@ def _length_sweep(args) -> int:
     if any(n < 500 for n in lengths):
         raise CliError(f"--lengths are SKILL sizes in tokens (e.g. 4000); got {lengths}")
     foreign = [Path(f) for f in args.foreign]
-    missing = [str(f) for f in foreign if not f.is_file()]
+    missing = [str(f) for f in foreign if not f.exists()]
     if missing:
         raise CliError(f"--foreign: no such file(s): {', '.join(missing)}")
     names = _names(args.strategies)
     try:
         levels, cases = sweep_levels(args.dir, tuple(lengths), foreign)
-    except (FileNotFoundError, CompliBenchFormatError) as exc:
+    except (FileNotFoundError, ValueError) as exc:  # CompliBenchFormatError is a ValueError
         raise CliError(str(exc)) from None
     if args.limit is not None:
         cases = cases[: args.limit]
