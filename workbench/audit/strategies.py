@@ -49,6 +49,12 @@ from workbench.tokens import count_tokens
 # SKILL without a seed contributes all of its rules, and is reported in ``fallback``.
 EMPTY_SEED_POLICIES = ("error", "all-rules", "per-skill")
 SEEDING_METHODS = ("scored", "keywords")
+# Named context forms for the UI: the default, and the first version's keyword seeds with the
+# full rendering (what the recorded judge exchanges in fixtures/recordings were made with).
+CONTEXT_FORMS: dict[str, dict[str, str]] = {
+    "scored seeds, compact rules": {},
+    "keyword seeds, full rules (v1)": {"seeding": "keywords", "render": "full"},
+}
 # Without a target from the caller (the judge's window, when known, should set one), seeds
 # aim at this many context tokens. It is absolute, not a share of the document, because what
 # a judge needs is the governing rules and their closure, which do not grow with the policy
