@@ -89,8 +89,8 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
               context: str = "") -> None:
     """Audit the dataset's cases not yet in the run, storing each trace as it finishes."""
     from workbench.audit import AuditIndex, AuditOptions, RunAborted, run_audit
-    from workbench.audit.strategies import CONTEXT_FORMS
     from workbench.audit.dense import DenseUnavailable
+    from workbench.audit.strategies import CONTEXT_FORMS
     from workbench.llm import EmbeddedModelUnavailable, LlmConfigError, MissingRecording
 
     cases = audit_repo.load_cases(eng, dataset)
