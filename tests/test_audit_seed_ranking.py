@@ -216,3 +216,21 @@ def test_keyword_seeding_and_full_rendering_stay_available(index):
     assert t.error is None and "  Then: " in t.context
     with pytest.raises(ValueError, match="unknown seeding"):
         get_strategy("cdg").build(c, ["x"], ["clinic"], index, ContextOptions(seeding="magic"))
+
+
+def test_cli_audit_takes_the_seeding_options(tmp_path):
+    import json
+    from pathlib import Path
+
+    from workbench.cli import main
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
+    common = ["audit", "--index", str(fix / "merchant_index.json"), "--cases",
+              str(fix / "merchant_cases.jsonl"), "--strategy", "cdg", "--no-judge"]
+    assert main([*common, "--target-tokens", "150", "--out", str(tmp_path / "a.jsonl")]) == 0
+    small = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert small and all(t["context_tokens"] <= 150 for t in small if not t.get("error"))
+    assert main([*common, "--seeding", "keywords", "--render", "full",
+                 "--out", str(tmp_path / "b.jsonl")]) == 0
+    v1 = [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()]
+    assert any("  Then: " in t["context"] for t in v1)
