@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--render", choices=["compact", "full"], default="compact",
                    help="rule rendering: compact three-line blocks (default) or the v1 form")
     p.add_argument("--target-tokens", type=int, default=None,
-                   help="soft token target the seeds' closure should fit (default 1500); "
+                   help="soft token target the seeds' closure should fit (default 1600); "
                    "bm25/dense then fill it instead of taking --top-k")
     p.add_argument("--top-k", type=int, default=6, help="passages for bm25 and dense")
     p.add_argument("--concurrency", type=int, default=2, help="cases audited at once")
