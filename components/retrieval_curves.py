@@ -12,8 +12,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from workbench.audit.curve_figure import curve_figure, sweep_figure
-from workbench.commands.evaluate import evaluations_dir
+from workbench.audit.curve_figure import curve_figure, evaluations_dir, sweep_figure
 
 
 def _load(folder: Path) -> list[tuple[str, dict]]:

@@ -12,18 +12,12 @@ the Evaluate page draws the JSON files found in ``WORKBENCH_EVAL_DIR`` (default
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from workbench.audit.curve_figure import evaluations_dir
 from workbench.cli import CliError
-
-EVAL_DIR_ENV = "WORKBENCH_EVAL_DIR"
-
-
-def evaluations_dir() -> Path:
-    return Path(os.environ.get(EVAL_DIR_ENV) or Path(".workbench") / "evaluations")
 
 
 def _floats(text: str, what: str) -> list[float]:
