@@ -1,24 +1,26 @@
 """Scored seeding: rank a SKILL's rules for a whole case, then choose seeds whose closure fits.
 
-Query (a weighted bag of word stems, built once per case by :func:`case_query`):
+Query (weighted bags of word stems, built once per case by :func:`case_query`): the reply A
+(weight ``reply``), the state O (``state``), the audit keywords (``keywords``) and the
+history H turn by turn, most recent first, turn i back weighted ``history * decay**i``. Two
+bags differ only in the decay: the *rule* bag decays fast (``decay``: the last turns say
+which step is at hand), the *section* bag slowly (``section_decay``: the whole conversation
+names the request, i.e. which workflow among similar ones). A stem's summed weight is
+saturated (BM25's query-term factor, ``k3``) so a word repeated through a long history
+cannot drown the rest.
 
-- the reply A (weight ``reply``), the state O (``state``), the audit keywords (``keywords``),
-- the history H turn by turn, the most recent first, turn i back weighted
-  ``history * decay**i``: the last user message says what is being handled *now*, earlier
-  turns name the request the conversation is about (which workflow among similar ones);
-- a stem's summed weight is saturated (BM25's query-term factor, ``k3``) so a word repeated
-  through a long history cannot drown the rest.
+Each rule is scored with BM25 (k1 = 1.2, b = 0.75, Lucene idf) over two fields, each
+normalised by its best score in the SKILL and mixed linearly (``section`` weighs the second):
+the rule's own text (condition, action, verbatim span), queried with the rule bag; and its
+section context (the heading path above its span, less the document title every rule
+shares), queried with the section bag plus the routed SKILL's name and description (the
+SKILL's own statement of what it is for). That is what tells two near-identical steps of
+sibling workflows apart when the reply's words fit both.
 
-Each rule is scored with BM25 (k1 = 1.2, b = 0.75, Lucene idf) over two fields
-(a BM25F-style linear mix): its own text (condition, action, verbatim span) and its section
-context (the heading path above its span). The section field is queried with the case plus
-the routed SKILL's name and description, the SKILL's own statement of what it is for:
-that is what tells two near-identical steps of sibling workflows apart when the reply's
-words fit both.
-
-Seeds are then taken greedily, best score first, while the *marginal* tokens of each seed's
-``require`` closure (rules not already in context) fit the token target; a seed that would
-overflow is skipped, not truncated, and a cheaper one further down may still fit.
+Seeds (:func:`choose_seeds`) solve a budgeted maximum coverage greedily: the best-scored
+rule whose closure fits the target first, then repeatedly the candidate whose ``require``
+closure adds the most relevance (summed scores of rules not yet in context) per *marginal*
+token, while it fits. A seed that would overflow is skipped, never truncated.
 
 Defaults (:data:`DEFAULT_WEIGHTS`) were chosen by leave-one-intent-out cross-validation on
 CompliBench airlines (long variant, lexical keywords, no judge): for each of the 10 intents,
