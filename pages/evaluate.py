@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from components.retrieval_curves import show_evaluations
 from components.state import engine
 from components.training_runs import training_section
 from store import audit_repo
@@ -20,6 +21,9 @@ COMPARE = {"each run": "run", "newest trace per case and strategy": "latest"}
 st.title("Evaluate")
 st.caption("ACC counts a case without a verdict as wrong; violation-F1 (violation = positive) "
            "uses judged cases only. Gold labels and governing rules come from the stored cases.")
+with st.container(border=True):
+    show_evaluations()
+
 training_section("ev_train")  # before the stored-runs check: training needs no audit runs
 eng = engine()
 datasets = review_store.trace_datasets(eng)

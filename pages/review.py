@@ -85,10 +85,12 @@ def store_uploaded_cases() -> None:
         st.success(md(f"Stored {n} cases as dataset {name.strip()}."))
 
 
-def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_id: str) -> None:
+def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_id: str,
+              context: str = "") -> None:
     """Audit the dataset's cases not yet in the run, storing each trace as it finishes."""
     from workbench.audit import AuditIndex, AuditOptions, RunAborted, run_audit
     from workbench.audit.dense import DenseUnavailable
+    from workbench.audit.strategies import CONTEXT_FORMS
     from workbench.llm import EmbeddedModelUnavailable, LlmConfigError, MissingRecording
 
     cases = audit_repo.load_cases(eng, dataset)
@@ -120,7 +122,8 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
             gateway = persistent_gateway(eng)
         with tempfile.TemporaryDirectory() as tmp:
             summary = run_audit(todo, AuditIndex(index), strategy, Path(tmp) / "traces.jsonl",
-                                gateway, AuditOptions(keywords=keywords, judge_mode=judge_mode),
+                                gateway, AuditOptions(keywords=keywords, judge_mode=judge_mode)
+                                .with_context(**CONTEXT_FORMS.get(context, {})),
                                 concurrency=1, on_trace=on_trace)
     except (RunAborted, LlmConfigError, MissingRecording, EmbeddedModelUnavailable,
             DenseUnavailable) as exc:
@@ -151,6 +154,10 @@ def audit_panel() -> None:
     keywords = cols[2].selectbox("Keywords", ("lexical", "llm"), key="rv_audit_keywords")
     judge_mode = cols[3].selectbox("Judge", JUDGE_MODES, key="rv_audit_judge",
                                    help="'none' builds the contexts only (nothing to review)")
+    from workbench.audit.strategies import CONTEXT_FORMS
+
+    context = st.selectbox("Context", list(CONTEXT_FORMS), key="rv_audit_context",
+                           help="how cdg and its ablations seed and render rules")
     if "rv_run_id" not in st.session_state:
         st.session_state["rv_run_id"] = "review-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     run_id = st.text_input("Run id", key="rv_run_id",
@@ -160,7 +167,7 @@ def audit_panel() -> None:
         if not run_id.strip():
             st.error("Give the run a name (run id).")
         else:
-            run_batch(dataset, strategy, keywords, judge_mode, run_id.strip())
+            run_batch(dataset, strategy, keywords, judge_mode, run_id.strip(), context)
 
 
 def load_panel() -> None:

@@ -96,7 +96,9 @@ def test_whole_mode_repairs_once_then_traces_everything(index, cases, tmp_path):
         {"violation": True, "violated_rules": ["C032"], "reason": "Delay is 2 days, see [C032], [C050]."},
     ])
     gw, script = gateway(lambda r: next(answers), tmp_path)
-    trace = audit_case(cases["merchant-delay-violation"], index, "cdg", gw)
+    # Keyword seeding puts the delay tiers (C032-C034) in context, which the script cites.
+    trace = audit_case(cases["merchant-delay-violation"], index, "cdg", gw,
+                       AuditOptions().with_context(seeding="keywords"))
     assert trace.error is None
     assert trace.verdict.violation and trace.verdict.violated_rules == ["C032"]
     assert trace.verdict.unknown_rule_ids == []
@@ -157,7 +159,9 @@ def test_outcomes_without_verdict(index, cases, tmp_path):
     case = cases["merchant-delay-violation"]
     t = audit_case(case, index, "cdg", gw, AuditOptions().with_context(budget=20))
     assert t.error.kind == "BudgetExceeded" and t.verdict is None and t.closure_ids
-    t = audit_case(case, index, "cdg", gw, AuditOptions(max_keywords=0))
+    # No keywords: keyword seeding finds nothing (scored seeding would use the case's words).
+    t = audit_case(case, index, "cdg", gw,
+                   AuditOptions(max_keywords=0).with_context(seeding="keywords"))
     assert t.error.kind == "EmptySeed" and t.verdict is None
     assert script.requests == []  # no model call for outcomes decided before judging
 

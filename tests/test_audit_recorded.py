@@ -20,12 +20,16 @@ import pytest
 from workbench.audit.cases import load_cases
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
+from workbench.audit.strategies import ContextOptions
 from workbench.graph import PolicyIndex
 from workbench.llm import Gateway, Replayer, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "audit"
 RECORDINGS = ROOT / "fixtures" / "recordings" / "audit_merchant.jsonl"
+# The recordings key on the full prompt: they were made with keyword seeding (cap 8) and the
+# full rule rendering, so replay asks for exactly those.
+RECORDED = ContextOptions(seeding="keywords", render="full")
 
 
 @pytest.fixture
@@ -46,7 +50,8 @@ def case():
 
 
 def test_llm_keywords_seed_the_delay_tiers(gateway, index, case):
-    t = audit_case(case, index, "cdg", gateway, AuditOptions(keywords="llm", judge_mode="none"))
+    t = audit_case(case, index, "cdg", gateway,
+                   AuditOptions(keywords="llm", judge_mode="none", context=RECORDED))
     assert t.keywords == ["delay compensation", "store credit", "order status", "customer service"]
     assert t.keywords_method == "llm" and len(t.keywords) <= 4
     [call] = t.usage
@@ -59,8 +64,8 @@ def test_llm_keywords_seed_the_delay_tiers(gateway, index, case):
 def test_whole_context_verdicts_of_the_small_model(gateway, index, case):
     # Asked once about a whole rule list, the 1.5B judge calls this violation compliant,
     # with the closure context and with the raw SKILL alike: the reason per-rule mode exists.
-    cdg = audit_case(case, index, "cdg", gateway)
-    raw = audit_case(case, index, "raw", gateway)
+    cdg = audit_case(case, index, "cdg", gateway, AuditOptions(context=RECORDED))
+    raw = audit_case(case, index, "raw", gateway, AuditOptions(context=RECORDED))
     for t in (cdg, raw):
         assert t.error is None and t.verdict.violation is False
         assert t.verdict.violated_rules == [] and t.verdict.unknown_rule_ids == []
@@ -69,15 +74,16 @@ def test_whole_context_verdicts_of_the_small_model(gateway, index, case):
 
 
 def test_per_rule_questions_cover_the_closure_and_the_ablations_reuse_them(gateway, index, case):
-    cdg = audit_case(case, index, "cdg", gateway, AuditOptions(judge_mode="per-rule"))
+    cdg = audit_case(case, index, "cdg", gateway, AuditOptions(judge_mode="per-rule", context=RECORDED))
     assert [a["id"] for a in cdg.verdict.per_rule] == cdg.closure_ids
     assert [c.step for c in cdg.usage] == [f"judge:{rid}" for rid in cdg.closure_ids]
     assert {"C014", "C050"} <= set(cdg.closure_ids)
     # Seeds only: the same questions minus C014 and C050 (answered from the same recordings).
-    seeds = audit_case(case, index, "no-closure", gateway, AuditOptions(judge_mode="per-rule"))
+    seeds = audit_case(case, index, "no-closure", gateway,
+                       AuditOptions(judge_mode="per-rule", context=RECORDED))
     assert set(cdg.closure_ids) - set(seeds.closure_ids) == {"C014", "C050"}
     # Raw: one question about the whole document.
-    raw = audit_case(case, index, "raw", gateway, AuditOptions(judge_mode="per-rule"))
+    raw = audit_case(case, index, "raw", gateway, AuditOptions(judge_mode="per-rule", context=RECORDED))
     assert [a["id"] for a in raw.verdict.per_rule] == ["merchant-order-refund"]
     # The recorded model says every question "applies, not violated", C050 included: it does
     # not do the date arithmetic (June 11 -> June 13 is 2 days, not 7). The closure puts the

@@ -18,6 +18,7 @@ from workbench.audit.judge import ContextUnit
 from workbench.audit.parts import closure_groups, combine, plan_parts, render_part
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
+from workbench.audit.strategies import ContextOptions
 from workbench.audit.trace import AuditTrace, JudgedPart, Verdict
 from workbench.audit.window import JudgeWindow, judge_window
 from workbench.graph import PolicyIndex
@@ -25,6 +26,11 @@ from workbench.llm import Gateway, load_config
 from workbench.llm.config import EmbeddedConfig, LlmConfig
 from workbench.llm.errors import LlmConfigError
 from workbench.llm.fake_server import FakeChatServer, reply, request_tokens, role_env, window_limited
+
+# The keyword-seeded full closure of the merchant case, rendered in full: larger than the small
+# window below. (Scored seeding fits its closure to the window by itself; these tests are about
+# what happens when a closure cannot fit whole.)
+WHOLE_CLOSURE = ContextOptions(seeding="keywords", render="full")
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
 WINDOW = 1400  # the merchant closure (~770 tokens) plus its prompt (~600) does not fit
@@ -72,7 +78,7 @@ def assert_all_fitted(srv: FakeChatServer) -> None:
 def test_a_refused_whole_context_is_judged_in_halves(server, index, case):
     # The defect of issue 21: told a wrong window, the pipeline sends the whole closure in one
     # request and the server refuses it (context_overflow); it then judges halves, once.
-    opts = AuditOptions(window=JudgeWindow(100_000, "wrong on purpose", ANSWER))
+    opts = AuditOptions(window=JudgeWindow(100_000, "wrong on purpose", ANSWER), context=WHOLE_CLOSURE)
     trace = audit_case(case, index, "cdg", gateway_for(server), opts)
     refused = [c for c in trace.usage if c.error]
     assert [c.error for c in refused] == ["context_overflow"]
@@ -84,13 +90,14 @@ def test_a_refused_whole_context_is_judged_in_halves(server, index, case):
 
 
 def test_an_unknown_window_is_learned_from_the_refusal(server, index, case):
-    trace = audit_case(case, index, "cdg", gateway_for(server))  # litellm knows no fake-model
+    trace = audit_case(case, index, "cdg", gateway_for(server),  # litellm knows no fake-model
+                       AuditOptions(context=WHOLE_CLOSURE))
     assert trace.error is None and trace.verdict.violation
     assert trace.window.window == 0 and "refused" in trace.window.source and trace.parts
 
 
 def test_whole_mode_judges_an_oversized_closure_in_closure_ordered_groups(server, index, case):
-    opts = AuditOptions(keep_prompts=True)
+    opts = AuditOptions(keep_prompts=True, context=WHOLE_CLOSURE)
     trace = audit_case(case, index, "cdg", gateway_for(server, context_window=WINDOW), opts)
     assert trace.error is None, trace.error
     assert_all_fitted(server)
@@ -116,7 +123,7 @@ def test_whole_mode_judges_an_oversized_closure_in_closure_ordered_groups(server
 
 
 def test_whole_mode_can_fall_back_to_per_rule_parts(server, index, case):
-    opts = AuditOptions(split="per-rule")
+    opts = AuditOptions(split="per-rule", context=WHOLE_CLOSURE)
     trace = audit_case(case, index, "cdg", gateway_for(server, context_window=WINDOW), opts)
     assert trace.error is None, trace.error
     assert_all_fitted(server)
@@ -127,7 +134,7 @@ def test_whole_mode_can_fall_back_to_per_rule_parts(server, index, case):
 
 
 def test_per_rule_mode_fits_each_question(server, index, case):
-    opts = AuditOptions(judge_mode="per-rule")
+    opts = AuditOptions(judge_mode="per-rule", context=WHOLE_CLOSURE)
     trace = audit_case(case, index, "cdg", gateway_for(server, context_window=WINDOW), opts)
     assert trace.error is None, trace.error
     assert_all_fitted(server)
@@ -167,7 +174,8 @@ def test_an_item_too_big_for_any_part_is_a_clear_error(index, case):
 
 
 def test_window_records_survive_the_trace_round_trip(server, index, case):
-    trace = audit_case(case, index, "cdg", gateway_for(server, context_window=WINDOW))
+    trace = audit_case(case, index, "cdg", gateway_for(server, context_window=WINDOW),
+                       AuditOptions(context=WHOLE_CLOSURE))
     again = AuditTrace.from_dict(json.loads(json.dumps(trace.to_dict())))
     assert again == trace and isinstance(again.parts[0], JudgedPart)
 
@@ -256,7 +264,8 @@ def test_cli_no_judge_run_shows_the_window_and_which_cases_need_parts(tmp_path, 
     out = tmp_path / "traces.jsonl"
     args = ["audit", "--index", str(FIX / "merchant_index.json"), "--cases",
             str(FIX / "merchant_cases.jsonl"), "--no-judge", "--out", str(out)]
-    assert main([*args, "--strategy", "cdg", "--limit", "1"]) == 0
+    assert main([*args, "--strategy", "cdg", "--limit", "1", "--seeding", "keywords",
+                 "--render", "full"]) == 0
     err = capsys.readouterr().err
     assert f"judge window: {WINDOW} tokens ([roles.judge] context_window)" in err
     assert "in grouped parts" in err
@@ -277,3 +286,18 @@ def test_a_plain_text_transcript_is_cut_at_line_boundaries(case):
     # The policy keeps a quarter of the planned window (0.25 * 0.9 * 1400 = 315 tokens), not
     # the whole 700-token context: long contexts are split into parts rather than cutting turns.
     assert fit.target_tokens == int(WINDOW * 0.9) - ANSWER - fit.fixed_tokens >= 315
+
+
+def test_the_window_caps_the_seed_target_but_never_raises_it(index, case):
+    # A 16K-token window must not grow the small default closure to fill it (seeding aims at
+    # min(default target, what the window leaves)); a small window still shrinks it.
+    assert ContextOptions().seed_target(index, []) == 1600
+    assert ContextOptions(room_tokens=12_000).seed_target(index, []) == 1600
+    assert ContextOptions(room_tokens=500).seed_target(index, []) == 500
+    assert ContextOptions(target_tokens=3000, room_tokens=2000).seed_target(index, []) == 2000
+    big = AuditOptions(judge_mode="none", window=JudgeWindow(16_384, "slot", ANSWER))
+    small = AuditOptions(judge_mode="none", window=JudgeWindow(1_400, "small", ANSWER))
+    wide = audit_case(case, index, "cdg", None, big)
+    narrow = audit_case(case, index, "cdg", None, small)
+    assert wide.context_tokens <= 1600 * 1.1
+    assert narrow.context_tokens < wide.context_tokens

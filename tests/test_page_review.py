@@ -202,6 +202,8 @@ def merchant_db(tmp_path, monkeypatch):
 def test_batch_audit_with_the_recorded_judge_feeds_the_queue(merchant_db):
     at = open_page()
     at.selectbox(key="rv_audit_judge").set_value("whole")
+    # The recordings were made with the first version's context form.
+    at.selectbox(key="rv_audit_context").set_value("keyword seeds, full rules (v1)")
     at.text_input(key="rv_run_id").set_value("replayed")
     at.button(key="rv_audit_run").click().run()
     assert not at.exception

@@ -11,6 +11,7 @@ import pytest
 from workbench.audit import AuditIndex, AuditOptions, audit_case, load_cases
 from workbench.audit.judge import judge_messages
 from workbench.audit.keywords import keyword_messages
+from workbench.audit.strategies import ContextOptions
 from workbench.cli import main
 from workbench.graph import PolicyIndex
 from workbench.scaling.distill import load_cases as load_selection_cases
@@ -58,7 +59,9 @@ def test_a_case_without_context_keeps_its_keyword_prompt(merchant):
     index, cases = merchant
     case = cases[0]
     odd = type(case)(id="odd", model_response="zzz qqq", skills=case.skills, context=[])
-    rec = materialise([odd], index)[0]
+    # keyword seeding finds no rule for words no rule has (scored seeding always ranks some)
+    opts = AuditOptions(context=ContextOptions(seeding="keywords"))
+    rec = materialise([odd], index, options=opts)[0]
     assert rec.prompt is None and rec.completion is None
     assert rec.error.startswith("EmptySeed") and rec.keyword_prompt
 

@@ -61,9 +61,11 @@ def select_closure(
     index: PolicyIndex,
     seeds: Mapping[str, Sequence[str]],
     budget: int | None = None,
+    style: str = "full",
 ) -> ClosureOutcome:
     """Close ``seeds`` (SKILL name -> rule ids) over ``require`` edges and render the result.
 
+    ``style`` is the rule rendering (``workbench.render.RENDER_STYLES``).
     Raises ``KeyError`` for an unknown SKILL and ``UnknownRule`` for an unknown rule id.
     """
     nonempty = {name: list(ids) for name, ids in seeds.items() if ids}
@@ -78,7 +80,7 @@ def select_closure(
         except UnknownRule as exc:
             raise UnknownRule(exc.ids, name) from None
         rules[name] = closed
-        parts.append(render_rules(skill, closed))
+        parts.append(render_rules(skill, closed, style))
     text = "\n\n".join(parts)
     tokens = count_tokens(text)
     if budget is not None and tokens > budget:

@@ -1,8 +1,11 @@
 """Edit impact: which stored cases see a different closure after a SKILL edit, and whose
 verdict flips when re-audited.
 
-Closures are recomputed under both versions without a judge (cheap, deterministic), so the
-comparison does not depend on when a case was last audited.
+Closures are recomputed without a judge (cheap, deterministic), so the comparison does not
+depend on when a case was last audited. Each case's seeds are found once, under the current
+version, and closed over both versions' ``require`` edges: seeding chooses seeds whose
+closure fits a token target, so re-seeding under the edited graph would mix "the edit
+changed what this rule requires" with "the edit changed which seeds fit".
 """
 
 from __future__ import annotations
@@ -45,9 +48,13 @@ def closure_changes(
     opts = options or AuditOptions(judge_mode="none")
     a_before, a_after = AuditIndex(before), AuditIndex(after)
     changes = []
+    graph_after = a_after.skill(skill_name).graph if skill_name in a_after else None
     for case in cases:
-        old = audit_case(case, a_before, strategy, None, opts).closure.get(skill_name, [])
-        new = audit_case(case, a_after, strategy, None, opts).closure.get(skill_name, [])
+        trace = audit_case(case, a_before, strategy, None, opts)
+        old = trace.closure.get(skill_name, [])
+        seeds = [r for r in trace.seeds.get(skill_name, []) if graph_after and r in graph_after.rules]
+        closes = strategy not in ("no-closure",)  # the ablation judges its seeds alone
+        new = (graph_after.closure(seeds) if closes else seeds) if seeds else []
         if set(old) != set(new):
             changes.append(ClosureChange(
                 case.id,

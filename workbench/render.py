@@ -1,23 +1,54 @@
-"""Rendering rules as the short blocks a judge reads: id, modality, condition, action and the
-verbatim source text. The same rendering is used for rule density (``stats``) and for audit
-contexts, so token counts agree across the product."""
+"""Rendering rules as the short blocks a judge reads.
+
+Two styles, both headed by the rule id the judge cites:
+
+- ``full`` (the original): id and modality, ``When:``, ``Then:``, the verbatim ``Source:``
+  quote and a ``Requires:`` line. Rule density (``stats``) and the recorded judge exchanges
+  in ``fixtures/recordings`` use it, so it stays available unchanged.
+- ``compact`` (the second SkillCDG paper's three-line block): condition, action, verbatim
+  span. The quote is left out when it only restates the condition and action word for word
+  (structurally compiled guidelines, whose action *is* the span), and ``Requires:`` is left
+  out because the closure already puts every required rule in the same context.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from workbench.graph import SkillGraph
 
+_WORD = re.compile(r"\w+")
 
-def render_rule(skill: SkillGraph, rule_id: str) -> str:
+RENDER_STYLES = ("compact", "full")
+DEFAULT_RENDER_STYLE = "full"
+
+
+def _source(skill: SkillGraph, rule_id: str) -> str:
     rule = skill.graph.rules[rule_id]
+    return " … ".join(" ".join(skill.span_text(s).split()) for s in rule.spans)
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def render_rule(skill: SkillGraph, rule_id: str, style: str = DEFAULT_RENDER_STYLE) -> str:
+    rule = skill.graph.rules[rule_id]
+    source = _source(skill, rule_id) if rule.spans else ""
+    if style == "compact":
+        lines = [f"[{rule.id}] When: {rule.condition}", f"  {rule.modality.capitalize()}: {rule.action}"]
+        if source and not _words(source) <= _words(f"{rule.condition} {rule.action}"):
+            lines.append(f'  Source: "{source}"')
+        return "\n".join(lines)
+    if style != "full":
+        raise ValueError(f"unknown render style {style!r}; choose one of {', '.join(RENDER_STYLES)}")
     lines = [
         f"[{rule.id}] ({rule.modality})",
         f"  When: {rule.condition}",
         f"  Then: {rule.action}",
     ]
-    if rule.spans:
-        source = " … ".join(" ".join(skill.span_text(s).split()) for s in rule.spans)
+    if source:
         lines.append(f'  Source: "{source}"')
     requires = skill.graph.requires(rule_id)
     if requires:
@@ -25,7 +56,10 @@ def render_rule(skill: SkillGraph, rule_id: str) -> str:
     return "\n".join(lines)
 
 
-def render_rules(skill: SkillGraph, rule_ids: Iterable[str]) -> str:
+def render_rules(
+    skill: SkillGraph, rule_ids: Iterable[str], style: str = DEFAULT_RENDER_STYLE
+) -> str:
     """Rules of one SKILL under a header naming the SKILL."""
-    body = "\n\n".join(render_rule(skill, rid) for rid in rule_ids)
+    sep = "\n" if style == "compact" else "\n\n"
+    body = sep.join(render_rule(skill, rid, style) for rid in rule_ids)
     return f"## SKILL: {skill.name}\n\n{body}" if body else ""

@@ -198,8 +198,9 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
     if window is None and opts.judge_mode != "none" and getattr(gateway, "config", None) is not None:
         window = judge_window(gateway.config)
     context_opts = opts.context
-    if window is not None and context_opts.target_tokens is None:
-        context_opts = replace(context_opts, target_tokens=policy_target(case, window))
+    if window is not None:
+        # The window caps what seeding aims at; it does not replace the (small) default target.
+        context_opts = replace(context_opts, room_tokens=policy_target(case, window))
     try:
         ctx = strat.build(case, trace.keywords, routing.skills, index, context_opts)
     except ContextUnavailable as exc:

@@ -86,6 +86,19 @@ class AuditIndex:
 
         return self.memo(("passages", name, max_tokens), lambda: split_passages(self.index[name], max_tokens))
 
+    def ranked(self, name: str):
+        """The SKILL's rules prepared for scored seeding (cached); see ``rule_ranking.py``."""
+        from workbench.audit.rule_ranking import RankedSkill
+
+        return self.memo(("ranked", name), lambda: RankedSkill.build(self.index[name]))
+
+    def raw_tokens(self, name: str) -> int:
+        """Tokens of the SKILL rendered as the RawSkill baseline renders it (cached)."""
+        from workbench.tokens import count_tokens
+
+        return self.memo(("raw_tokens", name), lambda: count_tokens(
+            f"[{name}] (the whole SKILL document)\n{self.index[name].source.strip()}"))
+
     def memo(self, key: tuple, factory: Callable[[], Any]) -> Any:
         """A per-index cache for derived structures (BM25 indexes, passage embeddings)."""
         with self._lock:

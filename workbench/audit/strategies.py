@@ -13,6 +13,15 @@ comparison is like for like.
 ``dense``     Dense-RAG: the ``top_k`` passages by all-MiniLM-L6-v2 cosine similarity
 ============  ====================================================================
 
+Seeding (``ContextOptions.seeding``): ``scored`` (default) ranks every rule of the routed
+SKILLs for the whole case (history, state, reply, keywords; see ``rule_ranking.py``) and takes
+seeds while their closure fits the token target; ``keywords`` is the original conjunctive
+keyword match capped at ``max_seeds`` (kept for comparisons and for recorded runs).
+
+Token target: ``target_tokens`` is a SOFT target (seeds are chosen so the rendered context
+fits it; the retrieval baselines fill it with passages instead of taking ``top_k``). Without
+it, seeded strategies aim at ``budget`` when one is set, else ``default_target_tokens``.
+
 The retrieval baselines query with the last user message plus the reply (what a RAG system
 has natively); they need no audit keywords. A context over the token ``budget`` is
 ``BudgetExceeded`` for every strategy: nothing is truncated.
@@ -22,32 +31,69 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.judge import ContextUnit
 from workbench.audit.passages import Passage, render_passages
 from workbench.audit.policy import AuditIndex
-from workbench.audit.seeds import DEFAULT_MAX_SEEDS, find_seeds
+from workbench.audit.rule_ranking import DEFAULT_WEIGHTS, QueryWeights, case_query, choose_seeds
+from workbench.audit.seeds import DEFAULT_MAX_SEEDS, SeedResult, find_seeds
 from workbench.closure import BudgetExceeded, EmptySeed, select_closure
 from workbench.render import render_rule, render_rules
 from workbench.tokens import count_tokens
 
-EMPTY_SEED_POLICIES = ("error", "all-rules")
+# "error": no seed in any routed SKILL is an EmptySeed outcome; "all-rules": then judge every
+# rule of every routed SKILL; "per-skill" (the first paper's EmptySeed per SKILL): each routed
+# SKILL without a seed contributes all of its rules, and is reported in ``fallback``.
+EMPTY_SEED_POLICIES = ("error", "all-rules", "per-skill")
+SEEDING_METHODS = ("scored", "keywords")
+# Named context forms for the UI: the default, and the first version's keyword seeds with the
+# full rendering (what the recorded judge exchanges in fixtures/recordings were made with).
+CONTEXT_FORMS: dict[str, dict[str, str]] = {
+    "scored seeds, compact rules": {},
+    "keyword seeds, full rules (v1)": {"seeding": "keywords", "render": "full"},
+}
+# Without a target from the caller (the judge's window, when known, should set one), seeds
+# aim at this many context tokens. It is absolute, not a share of the document, because what
+# a judge needs is the governing rules and their closure, which do not grow with the policy
+# (the length sweep shows it). Chosen from leave-one-intent-out cross-validation on
+# CompliBench airlines (long SKILLs of ~10.1K tokens): held-out gold coverage passes 0.95
+# between 10 % and 15 % of a SKILL (0.800 at ~1,010 tokens, 0.957 at ~1,520); 1,600 leaves a
+# margin for domains whose workflows are longer.
+DEFAULT_TARGET_TOKENS = 1600
 
 
 @dataclass(frozen=True)
 class ContextOptions:
-    max_seeds: int = DEFAULT_MAX_SEEDS
-    empty_seed: str = "error"  # "error": EmptySeed outcome; "all-rules": judge every rule
-    budget: int | None = None  # token budget for the rendered context
-    # SOFT token target for the rendered context (from the judge's window, see
-    # ``workbench.audit.window``): strategies and seeding try to fit it, nothing fails over
-    # it; the pipeline judges a context over it in parts. ``budget`` stays the HARD limit.
-    target_tokens: int | None = None
-    top_k: int = 6  # passages for bm25 / dense
+    max_seeds: int = DEFAULT_MAX_SEEDS  # seeding="keywords" only
+    empty_seed: str = "error"
+    budget: int | None = None  # HARD token limit of the rendered context: BudgetExceeded
+    top_k: int = 6  # passages for bm25 / dense when no target_tokens is given
     passage_tokens: int = 200
+    # SOFT token target the rendered context should fit: seeds are chosen so their closure
+    # fits it (and retrieval baselines fill it). Set by the caller, e.g. from the judge's window.
+    target_tokens: int | None = None
+    default_target_tokens: int = DEFAULT_TARGET_TOKENS  # when neither target nor budget is set
+    seeding: str = "scored"  # "scored" | "keywords"
+    render: str = "compact"  # rule rendering: "compact" | "full" (see workbench.render)
+    weights: QueryWeights = DEFAULT_WEIGHTS
+    # What the judge's context window leaves for the policy (set by the pipeline from
+    # ``workbench.audit.window``): it only CAPS the seed target. A 16K-token window must not
+    # turn the small default closure into a 13K-token one — small, complete contexts are the
+    # point of SkillCDG — and a context still over it is judged in parts by the pipeline.
+    room_tokens: int | None = None
+
+    def seed_target(self, index: AuditIndex, skills: Sequence[str]) -> int:
+        """The token target seeding aims at for ``skills`` (see the module doc)."""
+        if self.target_tokens is not None:
+            want = self.target_tokens
+        elif self.budget is not None:
+            want = self.budget
+        else:
+            want = self.default_target_tokens
+        return want if self.room_tokens is None else max(1, min(want, self.room_tokens))
 
 
 @dataclass
@@ -89,13 +135,15 @@ class Strategy(Protocol):
     ) -> PolicyContext: ...
 
 
-def _rule_units(index: AuditIndex, rules: dict[str, list[str]]) -> list[ContextUnit]:
+def _rule_units(
+    index: AuditIndex, rules: dict[str, list[str]], style: str = "full"
+) -> list[ContextUnit]:
     out = []
     for name, ids in rules.items():
         skill = index.skill(name)
         for rid in ids:
             spans = tuple((sp.start, sp.end) for sp in skill.graph.rules[rid].spans)
-            out.append(ContextUnit(rid, render_rule(skill, rid), name, spans))
+            out.append(ContextUnit(rid, render_rule(skill, rid, style), name, spans))
     return out
 
 
@@ -111,10 +159,46 @@ def _check_budget(ctx: PolicyContext, options: ContextOptions) -> PolicyContext:
     return ctx
 
 
-def _render_rule_sets(index: AuditIndex, rules: dict[str, list[str]]) -> str:
+def _render_rule_sets(index: AuditIndex, rules: dict[str, list[str]], style: str = "full") -> str:
     return "\n\n".join(
-        part for name, ids in rules.items() if (part := render_rules(index.skill(name), ids))
+        part for name, ids in rules.items()
+        if (part := render_rules(index.skill(name), ids, style))
     )
+
+
+def _scored_seeds(case, keywords, skills, index: AuditIndex, options, close: bool):
+    query = case_query(case, keywords, options.weights)
+    ranked = {s: index.ranked(s) for s in skills}
+    chosen = choose_seeds(ranked, query, options.seed_target(index, skills), close=close,
+                          style=options.render, weights=options.weights)
+    matches = {}
+    best_first = sorted(query.rule, key=lambda t: -query.rule[t])
+    for name, ids in chosen.seeds.items():
+        rw = index.rule_words[name]
+        for rid in ids:
+            # What the trace shows as "matched by": the case words the rule shares, best first.
+            own = rw.stems_of[rid]
+            matches[f"{name}/{rid}"] = [t for t in best_first if t in own][:6]
+    return SeedResult(chosen.seeds, matches), chosen.rules
+
+
+def _render_ranked(index: AuditIndex, rules: dict[str, list[str]], style: str):
+    """Text and units of rule sets from the blocks the index rendered once (same text as
+    ``render_rules``: a header per SKILL, blocks joined as that style joins them)."""
+    parts, units = [], []
+    sep = "\n" if style == "compact" else "\n\n"
+    for name, ids in rules.items():
+        if not ids:
+            continue
+        ranked = index.ranked(name)
+        blocks = ranked.blocks(style)
+        parts.append(f"## SKILL: {name}\n\n" + sep.join(blocks[r] for r in ids))
+        graph_rules = ranked.skill.graph.rules
+        units += [ContextUnit(r, blocks[r], name,
+                              tuple((sp.start, sp.end) for sp in graph_rules[r].spans))
+                  for r in ids]
+    text = "\n\n".join(parts)
+    return text, units
 
 
 class _SeededStrategy:
@@ -122,22 +206,47 @@ class _SeededStrategy:
     close = True
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
-        found = find_seeds(index, skills, keywords, options.max_seeds)
+        if options.seeding not in SEEDING_METHODS:
+            raise ValueError(f"unknown seeding {options.seeding!r}; choose one of "
+                             f"{', '.join(SEEDING_METHODS)}")
+        if options.empty_seed not in EMPTY_SEED_POLICIES:
+            raise ValueError(f"unknown empty-seed policy {options.empty_seed!r}; choose one of "
+                             f"{', '.join(EMPTY_SEED_POLICIES)}")
+        style = options.render
+        closed = None
+        if options.seeding == "scored":
+            found, closed = _scored_seeds(case, keywords, skills, index, options, self.close)
+        else:
+            found = find_seeds(index, skills, keywords, options.max_seeds)
         seeds = {s: ids for s, ids in found.seeds.items() if ids}
         fallback = None
+        unseeded = [s for s in skills if s not in seeds]
+        if seeds and unseeded and options.empty_seed == "per-skill":
+            # EmptySeed per SKILL: a routed SKILL nothing matched is judged whole, not dropped.
+            for s in unseeded:
+                seeds[s] = list(index.skill(s).graph.rules)
+            seeds = {s: seeds[s] for s in skills}
+            fallback = "per-skill:" + ",".join(unseeded)
         if not seeds:
-            if options.empty_seed != "all-rules":
+            if options.empty_seed == "error":
                 raise ContextUnavailable(
                     EmptySeed(list(skills)).kind,
-                    f"no rule of {', '.join(skills)} matches the keywords {list(keywords)!r}; "
-                    "nothing to judge against (use --empty-seed all-rules to judge every rule, "
+                    f"no rule of {', '.join(skills)} matches "
+                    + ("the case's words" if options.seeding == "scored"
+                       else f"the keywords {list(keywords)!r}")
+                    + "; nothing to judge against (use --empty-seed all-rules to judge every rule, "
                     "or --keywords llm)",
                     PolicyContext("", 0, [], {s: [] for s in skills}),
                 )
             seeds = {s: list(index.skill(s).graph.rules) for s in skills}
             fallback = "all-rules"
-        if self.close and fallback is None:
-            outcome = select_closure(index.index, seeds, options.budget)
+        if closed is not None and fallback is None:
+            rules = {s: ids for s, ids in closed.items() if ids}
+            text, units = _render_ranked(index, rules, style)
+            ctx = PolicyContext(text, count_tokens(text), units, seeds, found.matches, rules)
+            return _check_budget(ctx, options)
+        if self.close and fallback != "all-rules":
+            outcome = select_closure(index.index, seeds, options.budget, style)
             if isinstance(outcome, BudgetExceeded):
                 raise ContextUnavailable(
                     "BudgetExceeded",
@@ -150,10 +259,11 @@ class _SeededStrategy:
             rules, text, tokens = outcome.rules, outcome.text, outcome.tokens
         else:
             rules = seeds
-            text = _render_rule_sets(index, rules)
+            text = _render_rule_sets(index, rules, style)
             tokens = count_tokens(text)
         ctx = PolicyContext(
-            text, tokens, _rule_units(index, rules), seeds, found.matches, rules, fallback=fallback
+            text, tokens, _rule_units(index, rules, style), seeds, found.matches, rules,
+            fallback=fallback,
         )
         return _check_budget(ctx, options)
 
@@ -173,8 +283,9 @@ class NoKeywordsStrategy:
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
         rules = {s: list(index.skill(s).graph.rules) for s in skills}
-        text = _render_rule_sets(index, rules)
-        ctx = PolicyContext(text, count_tokens(text), _rule_units(index, rules), closure=rules)
+        text = _render_rule_sets(index, rules, options.render)
+        ctx = PolicyContext(text, count_tokens(text), _rule_units(index, rules, options.render),
+                            closure=rules)
         return _check_budget(ctx, options)
 
 
@@ -206,7 +317,19 @@ class _RetrievalStrategy(ABC):
         """The top ``options.top_k`` passages of ``skills`` for ``query``, best first."""
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
-        chosen = self.rank(retrieval_query(case), skills, index, options)
+        if options.target_tokens is None:
+            chosen = self.rank(retrieval_query(case), skills, index, options)
+        else:
+            # Matched budget: rank every passage, keep the best that fit the target.
+            total = sum(len(index.passages(s, options.passage_tokens)) for s in skills)
+            ranked = self.rank(retrieval_query(case), skills, index,
+                               replace(options, top_k=max(total, 1)))
+            chosen, used = [], 0
+            for p in ranked:
+                cost = count_tokens(render_passages([p])) + 1
+                if used + cost <= options.target_tokens:
+                    chosen.append(p)
+                    used += cost
         text = render_passages(chosen)
         units = [ContextUnit(p.id, render_passages([p]), p.skill, ((p.start, p.end),)) for p in chosen]
         ctx = PolicyContext(text, count_tokens(text), units, passages=[p.id for p in chosen])

@@ -29,10 +29,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", choices=["grouped", "per-rule"], default="grouped",
                    help="a context over the judge's window is judged in parts: closure-ordered "
                    "groups (each rule with its prerequisites) or one question per rule")
-    p.add_argument("--empty-seed", choices=["error", "all-rules"], default="error",
-                   help="no seed rule found: report EmptySeed (default) or judge every rule")
+    p.add_argument("--empty-seed", choices=["error", "all-rules", "per-skill"], default="error",
+                   help="no seed rule found: report EmptySeed (default), judge every rule, or "
+                   "(per-skill) judge every rule of each routed SKILL that got no seed")
     p.add_argument("--budget", type=int, default=None, help="token budget of the rendered context")
-    p.add_argument("--max-seeds", type=int, default=8)
+    p.add_argument("--max-seeds", type=int, default=8, help="seed cap of --seeding keywords")
+    p.add_argument("--seeding", choices=["scored", "keywords"], default="scored",
+                   help="scored: rank rules for the whole case and take seeds while their "
+                   "closure fits the target (default); keywords: the v1 keyword match")
+    p.add_argument("--render", choices=["compact", "full"], default="compact",
+                   help="rule rendering: compact three-line blocks (default) or the v1 form")
+    p.add_argument("--target-tokens", type=int, default=None,
+                   help="soft token target the seeds' closure should fit (default 1600); "
+                   "bm25/dense then fill it instead of taking --top-k")
     p.add_argument("--top-k", type=int, default=6, help="passages for bm25 and dense")
     p.add_argument("--concurrency", type=int, default=2, help="cases audited at once")
     p.add_argument("--limit", type=int, default=None, help="audit only the first N cases")
@@ -110,7 +119,8 @@ def _audit(args) -> int:
         max_keywords=args.max_keywords,
         judge_mode="none" if args.no_judge else args.judge_mode,
         context=ContextOptions(
-            max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k
+            max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k,
+            seeding=args.seeding, render=args.render, target_tokens=args.target_tokens,
         ),
         split=args.split,
         window=_judge_window(),

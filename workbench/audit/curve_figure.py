@@ -1,0 +1,67 @@
+"""Plotly figures of the retrieval evaluations: the recall–tokens curve and the length sweep.
+
+Pure functions from result dicts (the JSON that ``workbench evaluate`` writes) to figures, so
+the CLI, the Evaluate page and notebooks draw the same thing. Labels are escaped: plotly
+reads tags in text, and strategy or dataset names come from files.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Any
+
+EVAL_DIR_ENV = "WORKBENCH_EVAL_DIR"
+
+
+def evaluations_dir() -> Path:
+    """Where ``workbench evaluate`` writes results and the Evaluate page reads them."""
+    return Path(os.environ.get(EVAL_DIR_ENV) or Path(".workbench") / "evaluations")
+
+
+def _check(result: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
+    rows = result.get(key)
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"not a {what} result: it has no '{key}' list; write one with "
+                         f"`workbench evaluate {what}`")
+    return rows
+
+
+def curve_figure(result: dict[str, Any]):
+    """Gold coverage against mean context tokens, one line per strategy (markers = budgets)."""
+    import plotly.graph_objects as go
+
+    points = _check(result, "points", "retrieval")
+    fig = go.Figure()
+    for name in dict.fromkeys(str(p["strategy"]) for p in points):
+        mine = sorted((p for p in points if p["strategy"] == name), key=lambda p: p["share"])
+        fig.add_trace(go.Scatter(
+            x=[p["share"] * 100 for p in mine], y=[p["coverage"] for p in mine],
+            mode="lines+markers", name=html.escape(name),
+            text=[f"{p['mean_tokens']:.0f} context tokens" for p in mine],
+            hovertemplate="%{x:.0f}% of RawSkill: coverage %{y:.3f}, %{text}<extra></extra>"))
+    raw = result.get("raw_tokens") or 0
+    fig.update_layout(
+        title=html.escape(f"Gold coverage at matched budgets ({result.get('dataset') or 'cases'};"
+                          f" RawSkill ≈ {raw:.0f} tokens)"),
+        xaxis_title="context budget (% of RawSkill tokens)", yaxis_title="gold coverage",
+        yaxis_range=[0, 1.02], legend_title="strategy")
+    return fig
+
+
+def sweep_figure(result: dict[str, Any], metric: str = "coverage"):
+    """``metric`` (coverage or mean_tokens) against SKILL length, one line per strategy."""
+    import plotly.graph_objects as go
+
+    rows = _check(result, "rows", "length-sweep")
+    fig = go.Figure()
+    for name in dict.fromkeys(str(r["strategy"]) for r in rows):
+        mine = sorted((r for r in rows if r["strategy"] == name), key=lambda r: r["length"])
+        fig.add_trace(go.Scatter(x=[r["length"] for r in mine], y=[r[metric] for r in mine],
+                                 mode="lines+markers", name=html.escape(name)))
+    label = "gold coverage" if metric == "coverage" else "mean context tokens"
+    fig.update_layout(title=f"{label} as the SKILL grows", xaxis_title="SKILL length (tokens)",
+                      yaxis_title=label, legend_title="strategy",
+                      yaxis_range=[0, 1.02] if metric == "coverage" else None)
+    return fig

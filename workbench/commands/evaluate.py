@@ -1,0 +1,159 @@
+"""``workbench evaluate``: how well each policy-access strategy finds the governing rules.
+
+- ``retrieval``: the recall–tokens curve: gold coverage of cdg, no-closure, bm25, dense and
+  raw at matched context budgets (shares of RawSkill tokens);
+- ``length-sweep``: the same CompliBench cases against SKILLs grown to controlled lengths.
+
+Both print a table and write JSON (and, with ``--figure``, a standalone plotly HTML file);
+the Evaluate page draws the JSON files found in ``WORKBENCH_EVAL_DIR`` (default
+``.workbench/evaluations``), which is where ``--out`` writes by default.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.audit.curve_figure import evaluations_dir
+from workbench.cli import CliError
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"{what} must be comma-separated numbers, e.g. 0.05,0.1; got {text!r}") from None
+
+
+def _names(text: str) -> list[str]:
+    from workbench.audit.strategies import STRATEGIES
+
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [n for n in names if n not in STRATEGIES]
+    if bad or not names:
+        raise CliError(f"unknown strategy {', '.join(bad) or '(none)'}; choose from "
+                       f"{', '.join(STRATEGIES)}")
+    return names
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "evaluate", help="gold coverage of the policy-access strategies (no judge)",
+        description="Measure how often each strategy puts the gold governing rules in context.")
+    sub = parser.add_subparsers(dest="evaluate_command", metavar="ACTION")
+    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+
+    r = sub.add_parser("retrieval", help="recall–tokens curve at matched context budgets",
+                       description="Gold coverage per strategy at context budgets given as "
+                       "shares of the routed SKILLs' RawSkill tokens.")
+    r.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
+    r.add_argument("--cases", required=True, help="cases JSONL with gold governing rules")
+    r.add_argument("--budgets", default="0.05,0.1,0.15,0.2,0.3",
+                   help="shares of RawSkill tokens (default 0.05,0.1,0.15,0.2,0.3)")
+    r.add_argument("--strategies", default="cdg,no-closure,bm25,dense,raw")
+    r.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    r.add_argument("--name", default=None, help="dataset name in the output (default: cases file)")
+    r.add_argument("--out", default=None, help="JSON result (default: WORKBENCH_EVAL_DIR)")
+    r.add_argument("--figure", default=None, help="also write the plotly figure as HTML here")
+    r.set_defaults(func=_retrieval)
+
+    s = sub.add_parser("length-sweep", help="coverage and tokens as the SKILLs grow",
+                       description="Rebuild each CompliBench case's SKILL at controlled lengths "
+                       "by adding inapplicable clauses (other intents' workflows, then other "
+                       "domains' policies from --foreign) and measure every strategy.")
+    s.add_argument("dir", help="folder with CompliBench conversation_*.json files")
+    s.add_argument("--lengths", default="4000,8000,12000,20000,28000,36000",
+                   help="SKILL lengths in tokens (default: six from 4K to 36K)")
+    s.add_argument("--foreign", nargs="*", default=[],
+                   help="other domains' policies used as inapplicable clauses: Markdown files, "
+                   "JSON documents with title and content, or folders of them")
+    s.add_argument("--strategies", default="cdg,no-closure,bm25,dense,raw")
+    s.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    s.add_argument("--out", default=None, help="JSON result (default: WORKBENCH_EVAL_DIR)")
+    s.add_argument("--figure", default=None, help="also write the coverage figure as HTML here")
+    s.set_defaults(func=_length_sweep)
+
+
+def _write(result: dict[str, Any], out: str | None, default_name: str) -> Path:
+    path = Path(out) if out else evaluations_dir() / default_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return path
+
+
+def _progress(*parts: Any) -> None:
+    print("[evaluate] " + " ".join(str(p) for p in parts), file=sys.stderr, flush=True)
+
+
+def _retrieval(args) -> int:
+    from workbench.audit.cases import CaseFormatError, load_cases
+    from workbench.audit.coverage_curve import coverage_curve, format_curve
+    from workbench.audit.curve_figure import curve_figure
+    from workbench.audit.dense import DenseUnavailable
+    from workbench.audit.policy import AuditIndex
+    from workbench.commands.graph import load_index_or_fail
+
+    shares = _floats(args.budgets, "--budgets")
+    names = _names(args.strategies)
+    index = AuditIndex(load_index_or_fail(args.index))
+    try:
+        cases = load_cases(args.cases)
+    except (FileNotFoundError, CaseFormatError) as exc:
+        raise CliError(str(exc)) from None
+    if args.limit is not None:
+        cases = cases[: args.limit]
+    dataset = args.name or Path(args.cases).parent.name or Path(args.cases).stem
+    try:
+        curve = coverage_curve(index, cases, shares, names, dataset=dataset,
+                               progress=lambda n, s: _progress(n, f"{s:.0%}"))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    except DenseUnavailable as exc:
+        raise CliError(f"{exc}; or leave dense out with --strategies") from None
+    if not curve.points or not curve.points[0].cases:
+        raise CliError(f"{args.cases}: no case has gold governing rules (gold.governing_rule); "
+                       "coverage needs them (see `workbench import-complibench`)")
+    print(format_curve(curve))
+    result = {"kind": "retrieval", **curve.as_dict()}
+    path = _write(result, args.out, f"retrieval-{dataset}.json")
+    print(f"wrote {path}", file=sys.stderr)
+    if args.figure:
+        curve_figure(result).write_html(args.figure, include_plotlyjs=True)
+    return 0
+
+
+def _length_sweep(args) -> int:
+    from dataclasses import asdict
+
+    from workbench.audit.curve_figure import sweep_figure
+    from workbench.audit.dense import DenseUnavailable
+    from workbench.audit.length_sweep import format_sweep, run_sweep, sweep_levels
+
+    lengths = [int(x) for x in _floats(args.lengths, "--lengths")]
+    if any(n < 500 for n in lengths):
+        raise CliError(f"--lengths are SKILL sizes in tokens (e.g. 4000); got {lengths}")
+    foreign = [Path(f) for f in args.foreign]
+    missing = [str(f) for f in foreign if not f.exists()]
+    if missing:
+        raise CliError(f"--foreign: no such file(s): {', '.join(missing)}")
+    names = _names(args.strategies)
+    try:
+        levels, cases = sweep_levels(args.dir, tuple(lengths), foreign)
+    except (FileNotFoundError, ValueError) as exc:  # CompliBenchFormatError is a ValueError
+        raise CliError(str(exc)) from None
+    if args.limit is not None:
+        cases = cases[: args.limit]
+    try:
+        rows = run_sweep(levels, cases, tuple(names), progress=lambda n, s: _progress(n, s))
+    except DenseUnavailable as exc:
+        raise CliError(f"{exc}; or leave dense out with --strategies") from None
+    print(format_sweep(rows))
+    result = {"kind": "length-sweep", "dataset": Path(args.dir).name,
+              "foreign": [f.name for f in foreign], "rows": [asdict(r) for r in rows]}
+    path = _write(result, args.out, f"length-sweep-{Path(args.dir).name}.json")
+    print(f"wrote {path}", file=sys.stderr)
+    if args.figure:
+        sweep_figure(result).write_html(args.figure, include_plotlyjs=True)
+    return 0
