@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from workbench.graph import Edge, SkillGraph
@@ -218,7 +218,3 @@ def closure_edges(case: InspectionCase, skill: str, graph: SkillGraph | None) ->
     if graph is None:
         return []
     return list(graph.graph.subgraph(case.closure.get(skill, ())).edges)
-
-
-def cases_by_key(cases: Iterable[InspectionCase]) -> dict[str, InspectionCase]:
-    return {case.key: case for case in cases}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -379,7 +379,3 @@ class Contract:
             "budgets": {"turns": self.budgets.turns, "tool_calls": self.budgets.tool_calls},
             "recovery_discount": self.recovery_discount,
         }
-
-
-def requirement_ids(reqs: Iterable[Requirement]) -> list[str]:
-    return [str(r) for r in reqs]
