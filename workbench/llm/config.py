@@ -29,6 +29,9 @@ CONFIG_ENV = "WORKBENCH_CONFIG"
 DEFAULT_CONFIG_FILE = Path("workbench.toml")
 SECRETS_FILES = (Path(".streamlit/secrets.toml"), Path("~/.streamlit/secrets.toml"))
 
+# litellm Router strategies a fleet may use (its names); others need settings we do not pass.
+ROUTING_STRATEGIES = ("simple-shuffle", "least-busy", "latency-based-routing", "usage-based-routing-v2")
+
 # Room a prompt needs besides the answer in one embedded server slot; below this a slot is
 # too small for the product's prompts and we refuse the configuration up front.
 MIN_PROMPT_ROOM = 1024
@@ -59,14 +62,24 @@ class RoleConfig:
     retry_backoff: float = 0.5
     seed: int | None = None
     api_key_env: str | None = None
+    # A fleet: several servers of the same model, called through the litellm Router.
+    endpoints: tuple[str, ...] = ()
+    routing: str = "simple-shuffle"
+    cooldown: float = 30.0
 
     @property
     def is_embedded(self) -> bool:
         return self.model == EMBEDDED
 
     @property
+    def is_fleet(self) -> bool:
+        return bool(self.endpoints)
+
+    @property
     def endpoint(self) -> str:
         """Where calls go, for messages: the api_base, or who chooses it."""
+        if self.endpoints:
+            return f"a fleet of {len(self.endpoints)} ({', '.join(self.endpoints)})"
         if self.api_base:
             return self.api_base
         if self.is_embedded:
@@ -283,6 +296,12 @@ def _coerce(value: Any, type_name: str) -> Any:
     optional = "None" in type_name
     if optional and (value is None or value == ""):
         return None
+    if type_name.startswith("tuple"):
+        # A TOML array, or comma-separated text from an environment variable.
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+            raise TypeError(f"expected a list of text, got {value!r}")
+        return tuple(i.strip() for i in items if i.strip())
     if type_name.startswith("str"):
         if not isinstance(value, str):
             raise TypeError(f"expected text, got {value!r}")
@@ -315,6 +334,7 @@ def _validate(obj: Any, where: str) -> None:
             problems.append("timeout must be positive (seconds)")
         if obj.retries < 0 or obj.retry_backoff < 0:
             problems.append("retries and retry_backoff must not be negative")
+        problems.extend(_fleet_problems(obj))
     if isinstance(obj, EmbeddedConfig):
         if obj.parallel < 1 or obj.ctx_size < 512:
             problems.append("parallel must be at least 1 and ctx_size at least 512")
@@ -327,6 +347,32 @@ def _validate(obj: Any, where: str) -> None:
             )
     if problems:
         raise LlmConfigError(f"{where}: " + "; ".join(problems))
+
+
+def _fleet_problems(role: RoleConfig) -> list[str]:
+    problems: list[str] = []
+    if role.routing not in ROUTING_STRATEGIES:
+        problems.append(f"routing {role.routing!r} is not one of {', '.join(ROUTING_STRATEGIES)}")
+    if role.cooldown < 0:
+        problems.append("cooldown must not be negative (seconds)")
+    if not role.endpoints:
+        return problems
+    if role.is_embedded:
+        problems.append(
+            "endpoints need a litellm model string served by every endpoint (e.g. "
+            "model = \"openai/Qwen2.5-7B-Instruct\"), not 'embedded'"
+        )
+    if role.api_base:
+        problems.append(
+            "set either api_base (one server) or endpoints (a fleet), not both; "
+            "add the api_base to the endpoints list"
+        )
+    bad = [e for e in role.endpoints if not re.match(r"https?://[^/\s]+", e)]
+    if bad:
+        problems.append(f"endpoints {bad} are not http(s) addresses like http://gpu-1:8000/v1")
+    if len(set(role.endpoints)) != len(role.endpoints):
+        problems.append("endpoints lists the same address twice")
+    return problems
 
 
 def _check_slots(config: LlmConfig) -> None:
