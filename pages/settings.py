@@ -105,7 +105,15 @@ if fleets:
         "attempt failed within the role's cooldown, so the Router leaves it out for now."
     )
     st.dataframe(
-        pd.DataFrame([row for r in fleets for row in fleet_table(r, logged.get(r.name, {}), time.time())]),
+        pd.DataFrame(
+            [
+                row
+                for r in fleets
+                for row in fleet_table(
+                    r, logged.get(r.name, {}), time.time(), config.roles.get(r.fallback)
+                )
+            ]
+        ),
         hide_index=True,
         width="stretch",
     )

@@ -173,3 +173,38 @@ def test_the_database_log_gives_each_endpoints_share_and_health(tmp_path, three,
     assert {b: len(s.requests) for b, s in zip(bases, three, strict=True)} == {
         b: summary[b].calls for b in bases[:2]
     } | {bases[2]: 0}
+
+
+def test_a_fallback_role_answers_when_every_server_of_the_role_fails(tmp_path, three):
+    primary, backup = three[0], three[1]
+    primary_base, backup_base = primary.api_base, backup.api_base
+    primary.kill()
+    toml = tmp_path / "wb.toml"  # an extra role is defined by its table in the file
+    toml.write_text(f'[roles.judge_local]\nmodel = "openai/fake-model"\napi_base = "{backup_base}"\n')
+    env = fleet_env([primary_base], fallback="judge_local", retries=0)
+    gateway = Gateway(load_config(toml, env=env))
+    assert [ask(gateway, n).data["n"] for n in range(3)] == [0, 1, 2]  # no retries needed
+    assert len(backup.requests) == 3
+    assert gateway.endpoint_stats("judge")[backup_base].calls == 3
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"WORKBENCH_JUDGE_FALLBACK": "nobody"}, "is not another role"),
+        ({"WORKBENCH_JUDGE_FALLBACK": "judge"}, "is not another role"),
+        ({"WORKBENCH_JUDGE_FALLBACK": "matcher"}, "workbench model serve"),
+        (
+            {
+                "WORKBENCH_JUDGE_FALLBACK": "matcher",
+                "WORKBENCH_MATCHER_MODEL": "openai/m",
+                "WORKBENCH_MATCHER_FALLBACK": "judge",
+            },
+            "chains of fallbacks",
+        ),
+    ],
+)
+def test_a_bad_fallback_is_refused(env, message):
+    with pytest.raises(LlmConfigError, match="fallback") as err:
+        load_config(env={"WORKBENCH_JUDGE_MODEL": "openai/m", **env})
+    assert message in str(err.value)

@@ -66,6 +66,7 @@ class RoleConfig:
     endpoints: tuple[str, ...] = ()
     routing: str = "simple-shuffle"
     cooldown: float = 30.0
+    fallback: str = ""  # another role whose server(s) answer when this role's all fail
 
     @property
     def is_embedded(self) -> bool:
@@ -73,7 +74,14 @@ class RoleConfig:
 
     @property
     def is_fleet(self) -> bool:
-        return bool(self.endpoints)
+        """Calls go through the litellm Router: several endpoints, or a fallback."""
+        return bool(self.endpoints or self.fallback)
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The endpoints the Router may choose among (a lone api_base, or the model name
+        when the provider chooses)."""
+        return self.endpoints or (self.api_base or self.model,)
 
     @property
     def endpoint(self) -> str:
@@ -185,6 +193,7 @@ def load_config(
     embedded = _build(EmbeddedConfig, emb_settings, f"[embedded] ({where})")
     config = LlmConfig(roles=roles, embedded=embedded, source=where)
     _check_slots(config)
+    _check_fallbacks(config)
     return config
 
 
@@ -373,6 +382,30 @@ def _fleet_problems(role: RoleConfig) -> list[str]:
     if len(set(role.endpoints)) != len(role.endpoints):
         problems.append("endpoints lists the same address twice")
     return problems
+
+
+def _check_fallbacks(config: LlmConfig) -> None:
+    for role in config.roles.values():
+        if not role.fallback:
+            continue
+        where = f"[roles.{role.name}].fallback ({config.source})"
+        other = config.roles.get(role.fallback)
+        if other is None or other.name == role.name:
+            raise LlmConfigError(
+                f"{where}: {role.fallback!r} is not another role; name a role such as "
+                f"[roles.{role.name}_backup] that defines the fallback model and its server"
+            )
+        if role.is_embedded or (other.is_embedded and not config.embedded.attached_url):
+            raise LlmConfigError(
+                f"{where}: the embedded model runs in this process and cannot be part of a "
+                "Router; serve it with `workbench model serve` and set [embedded].url, or "
+                f"give role '{other.name}' an OpenAI-compatible api_base"
+            )
+        if other.fallback:
+            raise LlmConfigError(
+                f"{where}: role '{other.name}' has a fallback of its own; chains of fallbacks "
+                f"are not supported, list the servers as endpoints of '{other.name}' instead"
+            )
 
 
 def _check_slots(config: LlmConfig) -> None:

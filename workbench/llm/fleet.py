@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.llm.config import RoleConfig, resolve_api_key
+from workbench.llm.config import LlmConfig, RoleConfig, resolve_api_key
 from workbench.llm.transport import _PLACEHOLDER_KEY, AttemptError, RawResponse, classify
 from workbench.llm.transport import _to_raw as to_raw
+from workbench.llm.weights import MODEL_ALIAS
 
 log = logging.getLogger("workbench.llm")
 
@@ -72,7 +73,10 @@ def shares(counts: dict[str, int]) -> dict[str, float]:
 class Fleet:
     """One litellm Router per fleet role, built on first use. Thread-safe."""
 
-    def __init__(self, on_attempt: Callable[[EndpointAttempt], None] | None = None) -> None:
+    def __init__(
+        self, config: LlmConfig, on_attempt: Callable[[EndpointAttempt], None] | None = None
+    ) -> None:
+        self._config = config
         self._on_attempt = on_attempt
         self._lock = threading.Lock()
         self._routers: dict[str, Any] = {}
@@ -107,14 +111,13 @@ class Fleet:
             return {e: EndpointStats(**vars(s)) for e, s in self._stats.get(role, {}).items()}
 
     def _router(self, role: RoleConfig) -> tuple[Any, str | None]:
-        api_key = resolve_api_key(role)
-        if api_key is None and role.model.startswith("openai/"):
-            api_key = _PLACEHOLDER_KEY  # the OpenAI client refuses to start without one
+        api_key = _api_key(role)
         with self._lock:
             router = self._routers.get(role.name)
             if router is None:
-                router = self._routers[role.name] = _build_router(role, api_key)
-                self._stats[role.name] = {e: EndpointStats() for e in role.endpoints}
+                fallback = self._config.role(role.fallback) if role.fallback else None
+                router = self._routers[role.name] = _build_router(role, fallback, self._config)
+                self._stats[role.name] = {e: EndpointStats() for e in role.servers}
         return router, api_key
 
     def _note(self, role: RoleConfig, endpoint: str, ok: bool, error: str, started: float) -> None:
@@ -136,35 +139,64 @@ class Fleet:
                 log.exception("could not record the endpoint attempt of role %r", role.name)
 
 
-def _build_router(role: RoleConfig, api_key: str | None) -> Any:
+def _api_key(role: RoleConfig) -> str | None:
+    key = resolve_api_key(role)
+    if key is None and (role.is_embedded or role.model.startswith("openai/")):
+        key = _PLACEHOLDER_KEY  # the OpenAI client refuses to start without one
+    return key
+
+
+def _deployments(role: RoleConfig, group: str, config: LlmConfig) -> list[dict[str, Any]]:
+    """The Router's deployments for ``role``: one per server, its id the server's address
+    (which names it in responses, errors and our counts)."""
+    model, servers = role.model, role.servers
+    if role.is_embedded:  # only as a fallback, and only a running `workbench model serve`
+        model, servers = f"openai/{MODEL_ALIAS}", (config.embedded.attached_url,)
+    api_key = _api_key(role)
+    out = []
+    for server in servers:
+        params: dict[str, Any] = {"model": model, "timeout": role.timeout}
+        if server.startswith(("http://", "https://")):
+            params["api_base"] = server
+        if api_key:
+            params["api_key"] = api_key
+        out.append({"model_name": group, "litellm_params": params, "model_info": {"id": server}})
+    return out
+
+
+def _build_router(role: RoleConfig, fallback: RoleConfig | None, config: LlmConfig) -> Any:
     import litellm
     from litellm import Router
 
     litellm.suppress_debug_info = True
-    deployments = []
-    for endpoint in role.endpoints:
-        params: dict[str, Any] = {"model": role.model, "api_base": endpoint, "timeout": role.timeout}
-        if api_key:
-            params["api_key"] = api_key
-        # The id is the address: it names the endpoint in responses, errors and our counts.
-        deployments.append(
-            {"model_name": role.name, "litellm_params": params, "model_info": {"id": endpoint}}
-        )
+    deployments = _deployments(role, role.name, config)
+    fallbacks = []
+    if fallback is not None:
+        group = f"{role.name}:fallback:{fallback.name}"
+        deployments += _deployments(fallback, group, config)
+        fallbacks = [{role.name: [group]}]
     return Router(
         model_list=deployments,
         routing_strategy=role.routing,
         num_retries=0,  # the gateway retries, so every attempt is counted once
+        fallbacks=fallbacks,
         allowed_fails=0,  # one failure is enough to route around a server for a while
         cooldown_time=role.cooldown,
         disable_cooldowns=role.cooldown == 0,
     )
 
 
-def fleet_table(role: RoleConfig, stats: dict[str, EndpointStats], now: float) -> list[dict[str, Any]]:
-    """One row per endpoint of ``role`` (configured ones first, then any others that were
-    logged, e.g. before the configuration changed): calls, share of the successful calls,
+def fleet_table(
+    role: RoleConfig,
+    stats: dict[str, EndpointStats],
+    now: float,
+    fallback: RoleConfig | None = None,
+) -> list[dict[str, Any]]:
+    """One row per server of ``role``, then of its ``fallback``, then any others that were
+    logged (e.g. before the configuration changed): calls, share of the answered calls,
     failures, last failure kind and health. ``now`` is on the clock of ``stats``' times."""
-    endpoints = list(role.endpoints) + sorted(e for e in stats if e not in role.endpoints)
+    configured = list(role.servers) + (list(fallback.servers) if fallback else [])
+    endpoints = configured + sorted(e for e in stats if e not in configured)
     answered = {e: stats[e].calls - stats[e].failures if e in stats else 0 for e in endpoints}
     share = shares(answered)
     rows = []
@@ -174,7 +206,8 @@ def fleet_table(role: RoleConfig, stats: dict[str, EndpointStats], now: float) -
             {
                 "role": role.name,
                 "endpoint": e,
-                "health": s.health(role.cooldown, now) if e in role.endpoints else "not configured",
+                "health": s.health(role.cooldown, now) if e in configured else "not configured",
+                "fallback": e not in role.servers and e in configured,
                 "calls": s.calls,
                 "share": round(share[e], 3),
                 "failures": s.failures,

@@ -89,7 +89,7 @@ class LiteLLMTransport:
 
         self._config = config
         self._embedded_url: str | None = None
-        self.fleet = Fleet(on_attempt)
+        self.fleet = Fleet(config, on_attempt)
 
     def endpoint(self, role: RoleConfig) -> str:
         if role.is_embedded:
