@@ -49,13 +49,13 @@ def _export(args) -> int:
 
 
 def register_cases(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import-cases", help="store audit cases (JSONL) under a dataset name")
+    p = sub.add_parser("import-cases", help="store audit cases (JSONL or .parquet) under a dataset name")
     p.add_argument("cases")
     p.add_argument("--dataset", required=True)
     p.add_argument("--db")
     p.set_defaults(func=_import_cases)
 
-    p = sub.add_parser("import-traces", help="store audit traces (JSONL) of a run; idempotent")
+    p = sub.add_parser("import-traces", help="store audit traces (JSONL or .parquet) of a run; idempotent")
     p.add_argument("traces")
     p.add_argument("--dataset", required=True)
     p.add_argument("--run-id", required=True)
@@ -81,12 +81,13 @@ def _import_cases(args) -> int:
 def _import_traces(args) -> int:
     from store import audit_repo
     from store.db import make_engine
-    from workbench.audit import read_traces
+    from workbench.audit import parquet, read_traces
     from workbench.audit.trace import latest_per_key
     from workbench.cli import CliError
 
+    reader = parquet.read_traces if parquet.is_parquet(args.traces) else read_traces
     try:
-        traces = latest_per_key(read_traces(args.traces))  # a retried case: its newest trace
+        traces = latest_per_key(reader(args.traces))  # a retried case: its newest trace
     except (OSError, ValueError) as exc:
         raise CliError(f"{exc}. Traces are the JSONL written by `workbench audit --out`.") from None
     # save_traces skips a trace equal to the newest stored one of its case: importing the same
