@@ -61,7 +61,7 @@ def make_engine(url: str | None = None) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
     for attempt in range(3):
         try:
-            SQLModel.metadata.create_all(engine)
+            _create_schema(engine)
             break
         except OperationalError as exc:
             # Processes starting on a fresh database at once: another created the table
@@ -69,6 +69,22 @@ def make_engine(url: str | None = None) -> Engine:
             if "already exists" not in str(exc) or attempt == 2:
                 raise
     return engine
+
+
+# Any fixed number: the key of the advisory lock that serialises schema changes on PostgreSQL.
+SCHEMA_LOCK_KEY = 0x5C11CD6
+
+def _create_schema(engine: Engine) -> None:
+    """Create missing tables. On PostgreSQL, processes starting together on a fresh database
+    would race inside the catalog (a duplicate ``pg_type`` row, not "already exists"), so the
+    DDL runs in one transaction holding an advisory lock: the others wait, then find the
+    tables made."""
+    if engine.dialect.name != "postgresql":
+        SQLModel.metadata.create_all(engine)
+        return
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
+        SQLModel.metadata.create_all(conn)
 
 
 @contextmanager
