@@ -7,19 +7,21 @@ Every model server here is a ``FakeChatServer`` that answers each judge request 
 llama.cpp server with that many parallel slots; the rest queue). Parts:
 
 1. local engine, one server, at 1, 2, 4, 8 concurrent cases: how cases/s grows with
-   concurrency and where it stops (at slots / latency, the server's own limit);
+   concurrency and where it stops (at slots / latency, the server's own limit); then the
+   Ray engine (local Ray, 1, 2, 4, 8 workers) on the same server, with the time until its
+   first trace (a fresh actor pool per run: each actor imports the workbench and litellm);
 2. the litellm Router over 3 such servers (a fleet role) at the same concurrencies: the
    ceiling moves to 3 x slots / latency;
 3. the Router at concurrency 8 with one of the 3 servers killed a third of the way in:
    each server's share of the answered calls, and whether any case was lost or doubled.
 
-The Ray engine (issue #20 item 3) is not part of this branch, so it is not measured.
 Figures are from one run on one machine; compare within the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -65,14 +67,22 @@ def make_cases(n: int, folder: Path) -> Path:
     return path
 
 
-def audit(env: dict[str, str], cases_path: Path, out: Path, concurrency: int, on_trace=None):
+def audit(env: dict[str, str], cases_path: Path, out: Path, concurrency: int, on_trace=None,
+          ray_workers: int = 0):
     env = dict(env, WORKBENCH_JUDGE_CONCURRENCY=str(concurrency))
-    gateway = Gateway(load_config(env=env))
-    index = AuditIndex(load_index_or_fail(str(FIX / "merchant_index.json")))
+    config = load_config(env=env)
+    gateway = Gateway(config)
+    policy = load_index_or_fail(str(FIX / "merchant_index.json"))
+    index = AuditIndex(policy)
+    engine = None
+    if ray_workers:
+        from workbench.audit.ray_engine import RayEngine
+
+        engine = RayEngine(policy.to_dict(), functools.partial(Gateway, config), workers=ray_workers)
     started = time.perf_counter()
     try:
         summary = run_audit(load_cases(cases_path), index, "cdg", out, gateway, AuditOptions(),
-                            concurrency=concurrency, on_trace=on_trace)
+                            concurrency=concurrency, on_trace=on_trace, engine=engine)
     finally:
         gateway.close()
     return summary, time.perf_counter() - started, gateway
@@ -93,6 +103,7 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=48)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--slots", type=int, default=2)
+    ap.add_argument("--no-ray", action="store_true", help="skip the Ray engine")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_scale_"))
     cases_path = make_cases(args.cases, tmp)
@@ -111,6 +122,24 @@ def main() -> None:
             base_rate = base_rate or rate
             print(f"   concurrency {c}: {rate:6.2f} cases/s  x{rate / base_rate:4.2f} of c=1  "
                   f"({summary.done} audited, errors {summary.errors or 'none'})")
+        if not args.no_ray:
+            import ray
+
+            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+            print("   Ray engine (local Ray), same server; first trace = actor start-up + one block")
+            for c in LEVELS:
+                first: list[float] = []
+                t0 = time.perf_counter()
+
+                def note_first(_trace, first=first, t0=t0) -> None:
+                    if not first:
+                        first.append(time.perf_counter() - t0)
+
+                summary, secs, _ = audit(env, cases_path, tmp / f"ray_{c}.jsonl", c, note_first,
+                                         ray_workers=c)
+                print(f"   ray workers {c}: {summary.done / secs:6.2f} cases/s, first trace after "
+                      f"{first[0]:.1f} s (errors {summary.errors or 'none'})")
+            ray.shutdown()
 
     servers = [FakeChatServer(default=slotted(args.latency, args.slots)).start() for _ in range(3)]
     bases = [s.api_base for s in servers]

@@ -102,7 +102,7 @@ class RayEngine:
             _AuditActor,
             fn_constructor_args=(self.index_data, self.gateway_factory, self.env, strategy, options),
             batch_size=self.batch_size,
-            concurrency=self.workers,
+            compute=ray.data.ActorPoolStrategy(size=self.workers),
             num_cpus=0,  # the work waits on model servers; do not let CPU slots cap the pool
             batch_format="default",
         )
