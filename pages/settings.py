@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pandas as pd
 import streamlit as st
 
 from components.state import engine
 from store.llm_cache import SqlResponseCache, SqlUsageLog, persistent_gateway
+from store.llm_endpoints import SqlEndpointLog
 from workbench.audit.window import judge_window
 from workbench.llm import LlmConfigError, api_key_source, load_config
 from workbench.llm.check import check_role
 from workbench.llm.embedded import current_embedded_server
+from workbench.llm.fleet import fleet_table
 
 RESULTS = "settings_check_results"
 
@@ -106,6 +109,29 @@ for role in config.roles.values():
     else:
         right.error("failed")
         right.code(result.get("error", ""), language=None, wrap_lines=True)
+
+fleets = [r for r in config.roles.values() if r.is_fleet]
+if fleets:
+    st.subheader("Model fleets")
+    logged = SqlEndpointLog(engine()).summary()
+    st.caption(
+        "Endpoints of roles with several servers, as the litellm Router used them (every "
+        "attempt in this database). Share: of the answered calls. Cooling down: its last "
+        "attempt failed within the role's cooldown, so the Router leaves it out for now."
+    )
+    st.dataframe(
+        pd.DataFrame(
+            [
+                row
+                for r in fleets
+                for row in fleet_table(
+                    r, logged.get(r.name, {}), time.time(), config.roles.get(r.fallback)
+                )
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 
 st.subheader("Usage so far")
 totals = SqlUsageLog(engine()).totals_by_role()

@@ -196,12 +196,15 @@ def _case(condition, value):
 def persistent_gateway(
     engine: Engine, config: LlmConfig | None = None, *, use_env_mode: bool = True
 ) -> Gateway:
-    """A gateway whose cache and usage log live in the workbench database.
+    """A gateway whose cache, usage log and fleet endpoint log live in the workbench database.
 
     With ``use_env_mode`` the ``WORKBENCH_LLM_MODE`` recording/replay mode applies too.
     """
+    from store.llm_endpoints import SqlEndpointLog
+
     cache = SqlResponseCache(engine)
     sink = SqlUsageLog(engine)
+    endpoints = SqlEndpointLog(engine)
     if use_env_mode:
-        return Gateway.from_env(config, cache, usage_sink=sink)
-    return Gateway(config, cache, usage_sink=sink)
+        return Gateway.from_env(config, cache, usage_sink=sink, endpoint_sink=endpoints)
+    return Gateway(config, cache, usage_sink=sink, endpoint_sink=endpoints)

@@ -102,4 +102,5 @@ import store.annotation  # noqa: E402, F401
 import store.edge_review  # noqa: E402, F401
 import store.extraction  # noqa: E402, F401
 import store.llm_cache  # noqa: E402, F401
+import store.llm_endpoints  # noqa: E402, F401
 import store.review  # noqa: E402, F401

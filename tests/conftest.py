@@ -120,3 +120,36 @@ def fork_context(spawn_safe_main):
     context.set_forkserver_preload(["workbench.cli", "workbench.audit", "store.models",
                                     "workbench.llm.transport", "litellm"])
     return context
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A PostgreSQL cluster for the session (see tests/pg_cluster.py), or a skip saying why."""
+    from tests.pg_cluster import REQUIRE_ENV, Cluster
+
+    cluster = Cluster()
+    try:
+        cluster.start()
+    except FileNotFoundError as exc:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but {exc}")
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A URL of an empty database, once on SQLite and once on PostgreSQL (store tests)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'wb.db'}"
+    return request.getfixturevalue("pg_cluster").fresh_database()
+
+
+@pytest.fixture
+def store_engine(store_url):
+    from store.db import make_engine
+
+    eng = make_engine(store_url)
+    yield eng
+    eng.dispose()

@@ -109,7 +109,7 @@ def writer(number: int, url: str, folder: str, base_index: dict, barrier, result
 
 @pytest.mark.slow
 def test_four_writer_processes_on_every_write_path_lose_nothing(
-        tmp_path, refund_index_data, fork_context):
+        tmp_path, store_url, refund_index_data, fork_context):
     from store import repo
     from store.annotation import labels_for
     from store.audit_repo import load_cases, load_traces
@@ -117,7 +117,7 @@ def test_four_writer_processes_on_every_write_path_lose_nothing(
     from store.review import decisions_for
     from workbench.annotation.labels import RULE_CORRECTNESS
 
-    url = f"sqlite:///{tmp_path / 'race.db'}"
+    url = store_url  # SQLite and PostgreSQL
     edited = json.loads(json.dumps(refund_index_data))
     edited["skills"][0]["name"] = "edited"
     context = fork_context

@@ -97,3 +97,30 @@ def test_judge_context_window_is_shown_or_asked_for(env, monkeypatch):
     monkeypatch.setenv("WORKBENCH_JUDGE_CONTEXT_WINDOW", "12000")
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert any("Judge context window: 12000 tokens" in c.value for c in at.caption)
+
+
+def test_a_fleet_role_shows_each_endpoints_health_and_share(env, monkeypatch):
+    dead = "http://127.0.0.1:9/v1"  # discard port: nothing listens
+    with FakeChatServer(default=reply({"ok": True})) as other:
+        live = [env.api_base, other.api_base]
+        monkeypatch.setenv("WORKBENCH_KEYWORDER_MODEL", "openai/fake-model")
+        monkeypatch.setenv("WORKBENCH_KEYWORDER_ENDPOINTS", ",".join([*live, dead]))
+        at = AppTest.from_file(PAGE, default_timeout=90).run()
+        assert not at.exception
+        for _ in range(4):
+            at.button(key="settings_test_keyworder").click().run()
+        assert not at.exception
+        fleet = at.dataframe[1].value.set_index("endpoint")
+        served = {env.api_base: len(env.requests), other.api_base: len(other.requests)}
+    assert list(fleet.index) == [*live, dead]
+    # A connection test has no retries: each of the 4 went to one endpoint, ok or not.
+    assert fleet["calls"].sum() == 4 and fleet.loc[dead, "failures"] == fleet.loc[dead, "calls"]
+    answered = sum(served.values())
+    for base, n in served.items():
+        assert fleet.loc[base, "calls"] == n
+        assert fleet.loc[base, "share"] == pytest.approx(n / answered, abs=1e-3)
+        assert fleet.loc[base, "health"] == ("ok" if n else "unused")
+    assert fleet.loc[dead, "share"] == 0.0
+    if fleet.loc[dead, "calls"]:  # random routing may or may not have picked it
+        assert fleet.loc[dead, "health"] == "cooling down"
+        assert fleet.loc[dead, "last failure"] == "connection"

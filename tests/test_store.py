@@ -8,6 +8,12 @@ from store import repo
 from workbench.graph import PolicyIndex, Rule, RuleGraph, SkillGraph
 
 
+@pytest.fixture
+def engine(store_engine):
+    """Every test here runs on SQLite and on PostgreSQL (conftest ``store_url``)."""
+    return store_engine
+
+
 def test_import_export_round_trip_is_lossless(engine, refund_index_data):
     index = PolicyIndex.from_dict(refund_index_data)
     saved = repo.import_index(engine, index)

@@ -16,6 +16,12 @@ from store.review import add_decision, add_decisions, decisions_for, run_traces,
 from workbench.review import ReviewDecision, ReviewError, current_decisions
 
 
+@pytest.fixture
+def engine(store_engine):
+    """Every test here runs on SQLite and on PostgreSQL (conftest ``store_url``)."""
+    return store_engine
+
+
 def d(case="c1", who="ada", what="confirm", note="", dataset="demo", run="r1", judge=True):
     return ReviewDecision(dataset, run, case, "cdg", who, what, note, judge)
 
@@ -63,8 +69,8 @@ def _write_many(url: str, who: str, n: int) -> None:
     eng.dispose()
 
 
-def test_concurrent_writers_in_threads_and_processes_lose_nothing(tmp_path, spawn_safe_main):
-    url = f"sqlite:///{tmp_path / 'busy.db'}"
+def test_concurrent_writers_in_threads_and_processes_lose_nothing(store_url, spawn_safe_main):
+    url = store_url
     make_engine(url).dispose()  # create the schema once, before the writers race
     per_writer = 15
     threads = [threading.Thread(target=_write_many, args=(url, f"thread{k}", per_writer))

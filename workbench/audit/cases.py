@@ -183,8 +183,13 @@ def iter_cases(lines: Iterable[str], origin: str = "cases") -> Iterator[AuditCas
 
 
 def load_cases(path: str | Path) -> list[AuditCase]:
-    """Read a cases JSONL file. Raises FileNotFoundError or CaseFormatError (with line)."""
+    """Read a cases file: JSONL, or Parquet (``.parquet``, see ``audit.parquet``). Raises
+    FileNotFoundError or CaseFormatError (with the line or row)."""
     p = Path(path)
+    if p.suffix.lower() in (".parquet", ".pq"):
+        from workbench.audit import parquet  # imports this module: late, to avoid a cycle
+
+        return parquet.read_cases(p)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such cases file (JSONL, one case per line)")
     return parse_cases_bytes(read_bytes_or_fail(p), str(p))

@@ -125,6 +125,22 @@ def _is_fatal(exc: BaseException) -> bool:
     return isinstance(exc, MissingRecording | LlmConfigError | EmbeddedModelUnavailable | DenseUnavailable)
 
 
+def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
+              opts: AuditOptions) -> AuditTrace:
+    """One case through the pipeline, as every engine runs it: a failure of the case becomes
+    an InternalError trace; a fatal one (the endpoint or configuration is unusable) raises."""
+    try:
+        return audit_case(case, index, strat, gateway, opts)
+    except Exception as exc:
+        if _is_fatal(exc):
+            raise
+        trace = AuditTrace(id=case.id, strategy=strat.name, session=case.session,
+                           label=case.label, keywords_method=opts.keywords,
+                           judge_mode=opts.judge_mode)
+        trace.error = AuditError("InternalError", f"{type(exc).__name__}: {exc}")
+        return trace
+
+
 async def arun_audit(
     cases: Iterable[AuditCase],
     index: AuditIndex,
@@ -135,7 +151,15 @@ async def arun_audit(
     concurrency: int = 2,
     on_trace: Callable[[AuditTrace], None] | None = None,
     retry_failed: bool = True,
+    engine: Any = None,
 ) -> RunSummary:
+    """Audit the cases not yet done in ``out``, appending one trace per case.
+
+    ``engine``: None runs cases on local threads (``concurrency`` at once); otherwise an
+    object whose ``audit(cases, strategy, options)`` yields AuditTraces (e.g.
+    ``audit.ray_engine.RayEngine``). Either way the same plan (what is done, what to retry)
+    and the same writer apply, so output and resume behave identically.
+    """
     opts = options or AuditOptions()
     strat = get_strategy(strategy)  # one instance: the dense encoder loads once
     out_path = Path(out)
@@ -161,16 +185,7 @@ async def arun_audit(
     abort: list[BaseException] = []
 
     def work(case: AuditCase) -> AuditTrace:
-        try:
-            return audit_case(case, index, strat, gateway, opts)
-        except Exception as exc:
-            if _is_fatal(exc):
-                raise
-            trace = AuditTrace(id=case.id, strategy=strat.name, session=case.session,
-                               label=case.label, keywords_method=opts.keywords,
-                               judge_mode=opts.judge_mode)
-            trace.error = AuditError("InternalError", f"{type(exc).__name__}: {exc}")
-            return trace
+        return audit_one(case, index, strat, gateway, opts)
 
     def write(trace: AuditTrace) -> None:
         nonlocal streak
@@ -200,6 +215,20 @@ async def arun_audit(
             write(trace)
             if on_trace is not None:
                 on_trace(trace)
+
+    if engine is not None:
+        def drive() -> None:
+            for trace in engine.audit(todo, strat.name, opts):
+                write(trace)
+                if on_trace is not None:
+                    on_trace(trace)
+                if abort:
+                    break
+
+        await asyncio.to_thread(drive)
+        if abort:
+            raise abort[0]
+        return summary
 
     tasks = [asyncio.create_task(one(c)) for c in todo]
     try:

@@ -53,6 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also save the cases and traces in the workbench database under DATASET")
     p.add_argument("--run-id", default=None, help="run id for --store (default: a timestamp)")
     p.add_argument("--no-cache", action="store_true", help="do not use the database response cache")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local threads (default), or Ray Data workers (--concurrency of them)")
+    p.add_argument("--address", default=None,
+                   help="with --engine ray: a running Ray cluster (ray://HOST:10001 or auto); "
+                   "default: start Ray on this machine")
     p.set_defaults(func=_audit)
 
     p = sub.add_parser("metrics", help="ACC, violation-F1, tokens and latency per strategy")
@@ -150,10 +155,11 @@ def _audit(args) -> int:
 
     from workbench.llm import LlmConfigError, MissingRecording
 
+    engine = _ray_engine(args, index, needs_model) if args.engine == "ray" else None
     try:
         summary = run_audit(cases, AuditIndex(index), args.strategy, out, gateway, opts,
                             concurrency=args.concurrency, on_trace=progress,
-                            retry_failed=args.retry_failed)
+                            retry_failed=args.retry_failed, engine=engine)
     except RunAborted as exc:
         raise CliError(str(exc)) from None
     except (LlmConfigError, MissingRecording) as exc:
@@ -175,6 +181,40 @@ def _audit(args) -> int:
         sys.stdout.write(Path(out).read_text(encoding="utf-8"))
         Path(out).unlink(missing_ok=True)
     return 0
+
+
+def _ray_engine(args, index, needs_model: bool):
+    """The Ray engine for this command: each worker makes the gateway this process would
+    (same configuration, recording mode and database cache) from the same environment."""
+    import functools
+    import os
+
+    from workbench.audit.ray_engine import RayEngine
+    from workbench.cli import CliError
+
+    if args.concurrency < 1:
+        raise CliError("--concurrency must be at least 1 (the number of Ray workers)")
+    env = {k: v for k, v in os.environ.items() if k.startswith("WORKBENCH_")}
+    factory = functools.partial(_worker_gateway, args.no_cache) if needs_model else None
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise CliError("--engine ray needs Ray Data: pip install 'ray[data]' "
+                       "(or drop --engine ray to audit on local threads)") from None
+    return RayEngine(index.to_dict(), factory, workers=args.concurrency, address=args.address,
+                     env=env)
+
+
+def _worker_gateway(no_cache: bool):
+    """A Ray worker's gateway, made as ``_gateway`` makes the driver's (picklable by name)."""
+    from workbench.llm import Gateway
+
+    if no_cache:
+        return Gateway.from_env()
+    from store.db import make_engine
+    from store.llm_cache import persistent_gateway
+
+    return persistent_gateway(make_engine())
 
 
 def _gateway(args):

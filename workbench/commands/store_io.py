@@ -51,13 +51,13 @@ def _export(args) -> int:
 
 
 def register_cases(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import-cases", help="store audit cases (JSONL) under a dataset name")
+    p = sub.add_parser("import-cases", help="store audit cases (JSONL or .parquet) under a dataset name")
     p.add_argument("cases")
     p.add_argument("--dataset", required=True)
     p.add_argument("--db")
     p.set_defaults(func=_import_cases)
 
-    p = sub.add_parser("import-traces", help="store audit traces (JSONL) of a run; idempotent")
+    p = sub.add_parser("import-traces", help="store audit traces (JSONL or .parquet) of a run; idempotent")
     p.add_argument("traces")
     p.add_argument("--dataset", required=True)
     p.add_argument("--run-id", required=True)
@@ -85,14 +85,18 @@ def _import_traces(args) -> int:
 
     from store import audit_repo
     from store.db import make_engine
+    from workbench.audit import parquet
     from workbench.audit.trace import latest_per_key
     from workbench.cli import CliError
     from workbench.inputs import InputError, read_input_text
     from workbench.review import parse_traces
 
     try:
-        traces, problems = parse_traces(read_input_text(args.traces, "traces file"))
-    except InputError as exc:
+        if parquet.is_parquet(args.traces):
+            traces, problems = parquet.read_traces(args.traces), []
+        else:
+            traces, problems = parse_traces(read_input_text(args.traces, "traces file"))
+    except (InputError, OSError, ValueError) as exc:
         raise CliError(f"{exc}. Traces are the JSONL written by `workbench audit --out`.") from None
     for problem in problems[:20]:
         print(f"warning: {args.traces}: skipped {problem}", file=sys.stderr)

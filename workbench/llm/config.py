@@ -29,6 +29,9 @@ CONFIG_ENV = "WORKBENCH_CONFIG"
 DEFAULT_CONFIG_FILE = Path("workbench.toml")
 SECRETS_FILES = (Path(".streamlit/secrets.toml"), Path("~/.streamlit/secrets.toml"))
 
+# litellm Router strategies a fleet may use (its names); others need settings we do not pass.
+ROUTING_STRATEGIES = ("simple-shuffle", "least-busy", "latency-based-routing", "usage-based-routing-v2")
+
 # Room a prompt needs besides the answer in one embedded server slot; below this a slot is
 # too small for the product's prompts and we refuse the configuration up front.
 MIN_PROMPT_ROOM = 1024
@@ -64,14 +67,32 @@ class RoleConfig:
     # Tokens one request may hold (prompt + answer); None: learn it from the embedded
     # server's slot size or litellm's model information (``workbench.audit.window``).
     context_window: int | None = None
+    # A fleet: several servers of the same model, called through the litellm Router.
+    endpoints: tuple[str, ...] = ()
+    routing: str = "simple-shuffle"
+    cooldown: float = 30.0
+    fallback: str = ""  # another role whose server(s) answer when this role's all fail
 
     @property
     def is_embedded(self) -> bool:
         return self.model == EMBEDDED
 
     @property
+    def is_fleet(self) -> bool:
+        """Calls go through the litellm Router: several endpoints, or a fallback."""
+        return bool(self.endpoints or self.fallback)
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The endpoints the Router may choose among (a lone api_base, or the model name
+        when the provider chooses)."""
+        return self.endpoints or (self.api_base or self.model,)
+
+    @property
     def endpoint(self) -> str:
         """Where calls go, for messages: the api_base, or who chooses it."""
+        if self.endpoints:
+            return f"a fleet of {len(self.endpoints)} ({', '.join(self.endpoints)})"
         if self.api_base:
             return self.api_base
         if self.is_embedded:
@@ -179,6 +200,7 @@ def load_config(
     embedded = _build(EmbeddedConfig, emb_settings, f"[embedded] ({where})")
     config = LlmConfig(roles=roles, embedded=embedded, source=where)
     _check_slots(config)
+    _check_fallbacks(config)
     return config
 
 
@@ -290,6 +312,12 @@ def _coerce(value: Any, type_name: str) -> Any:
     optional = "None" in type_name
     if optional and (value is None or value == ""):
         return None
+    if type_name.startswith("tuple"):
+        # A TOML array, or comma-separated text from an environment variable.
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+            raise TypeError(f"expected a list of text, got {value!r}")
+        return tuple(i.strip() for i in items if i.strip())
     if type_name.startswith("str"):
         if not isinstance(value, str):
             raise TypeError(f"expected text, got {value!r}")
@@ -327,6 +355,7 @@ def _validate(obj: Any, where: str) -> None:
                 f"context_window {obj.context_window} leaves less than {MIN_PROMPT_ROOM} tokens "
                 f"for the prompt besides max_tokens {obj.max_tokens}; give the model's real window"
             )
+        problems.extend(_fleet_problems(obj))
     if isinstance(obj, EmbeddedConfig):
         if obj.parallel < 1 or obj.ctx_size < 512:
             problems.append("parallel must be at least 1 and ctx_size at least 512")
@@ -339,6 +368,56 @@ def _validate(obj: Any, where: str) -> None:
             )
     if problems:
         raise LlmConfigError(f"{where}: " + "; ".join(problems))
+
+
+def _fleet_problems(role: RoleConfig) -> list[str]:
+    problems: list[str] = []
+    if role.routing not in ROUTING_STRATEGIES:
+        problems.append(f"routing {role.routing!r} is not one of {', '.join(ROUTING_STRATEGIES)}")
+    if role.cooldown < 0:
+        problems.append("cooldown must not be negative (seconds)")
+    if not role.endpoints:
+        return problems
+    if role.is_embedded:
+        problems.append(
+            "endpoints need a litellm model string served by every endpoint (e.g. "
+            "model = \"openai/Qwen2.5-7B-Instruct\"), not 'embedded'"
+        )
+    if role.api_base:
+        problems.append(
+            "set either api_base (one server) or endpoints (a fleet), not both; "
+            "add the api_base to the endpoints list"
+        )
+    bad = [e for e in role.endpoints if not re.match(r"https?://[^/\s]+", e)]
+    if bad:
+        problems.append(f"endpoints {bad} are not http(s) addresses like http://gpu-1:8000/v1")
+    if len(set(role.endpoints)) != len(role.endpoints):
+        problems.append("endpoints lists the same address twice")
+    return problems
+
+
+def _check_fallbacks(config: LlmConfig) -> None:
+    for role in config.roles.values():
+        if not role.fallback:
+            continue
+        where = f"[roles.{role.name}].fallback ({config.source})"
+        other = config.roles.get(role.fallback)
+        if other is None or other.name == role.name:
+            raise LlmConfigError(
+                f"{where}: {role.fallback!r} is not another role; name a role such as "
+                f"[roles.{role.name}_backup] that defines the fallback model and its server"
+            )
+        if role.is_embedded or (other.is_embedded and not config.embedded.attached_url):
+            raise LlmConfigError(
+                f"{where}: the embedded model runs in this process and cannot be part of a "
+                "Router; serve it with `workbench model serve` and set [embedded].url, or "
+                f"give role '{other.name}' an OpenAI-compatible api_base"
+            )
+        if other.fallback:
+            raise LlmConfigError(
+                f"{where}: role '{other.name}' has a fallback of its own; chains of fallbacks "
+                f"are not supported, list the servers as endpoints of '{other.name}' instead"
+            )
 
 
 def _check_slots(config: LlmConfig) -> None:

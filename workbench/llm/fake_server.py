@@ -156,6 +156,7 @@ class FakeChatServer:
         self.headers: list[dict[str, str]] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._connections: set[Any] = set()  # open client sockets, for kill()
 
     @property
     def url(self) -> str:
@@ -187,6 +188,16 @@ class FakeChatServer:
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with owner._lock:
+                    owner._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with owner._lock:
+                    owner._connections.discard(self.connection)
+                super().finish()
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/") in ("/health", "/v1/health"):
@@ -255,6 +266,22 @@ class FakeChatServer:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+
+    def kill(self) -> None:
+        """Die as a crashed server does: stop listening and cut every open connection.
+
+        ``stop`` alone leaves keep-alive connections served by their threads, so a client
+        with a pooled connection would never notice the server went away.
+        """
+        self.stop()
+        with self._lock:
+            connections = list(self._connections)
+            self._connections.clear()
+        for sock in connections:
+            try:
+                sock.shutdown(2)
+            except OSError:
+                pass
 
     def __enter__(self) -> FakeChatServer:
         return self.start()

@@ -103,7 +103,9 @@ class Gateway:
     ``recorder``: a :class:`Recorder` (live calls, appended to a fixture file) or a
     :class:`Replayer` (answers only from recordings), or None for plain live calls.
     ``usage_sink``: called with every :class:`Usage` (e.g. to persist it); failures of the
-    sink are logged, never raised. ``transport`` replaces the live litellm transport (tests).
+    sink are logged, never raised. ``endpoint_sink``: called with every HTTP attempt of a
+    fleet role (an ``llm.fleet.EndpointAttempt``: which endpoint, ok or not).
+    ``transport`` replaces the live litellm transport (tests).
     """
 
     def __init__(
@@ -115,10 +117,12 @@ class Gateway:
         usage_sink: Callable[[Usage], None] | None = None,
         transport: Any = None,
         sleep: Callable[[float], None] = time.sleep,
+        endpoint_sink: Callable[[Any], None] | None = None,
     ) -> None:
         self.config = config or load_config()
         self.cache = cache
-        live = transport or LiteLLMTransport(self.config)
+        live = transport or LiteLLMTransport(self.config, on_attempt=endpoint_sink)
+        self._live = live
         if isinstance(recorder, Recorder):
             recorder.bind(live)
         self._transport = recorder if recorder is not None else live
@@ -140,9 +144,16 @@ class Gateway:
         cache: ResponseCache | None = None,
         *,
         usage_sink: Callable[[Usage], None] | None = None,
+        endpoint_sink: Callable[[Any], None] | None = None,
     ) -> Gateway:
         """A gateway in the mode ``WORKBENCH_LLM_MODE`` selects (live, record or replay)."""
-        return cls(config or load_config(), cache, transport_from_env(), usage_sink=usage_sink)
+        return cls(
+            config or load_config(),
+            cache,
+            transport_from_env(),
+            usage_sink=usage_sink,
+            endpoint_sink=endpoint_sink,
+        )
 
     # -- public calls ---------------------------------------------------------------------
 
@@ -230,6 +241,11 @@ class Gateway:
 
     def endpoint(self, role: str) -> str:
         return self._transport.endpoint(self.config.role(role))
+
+    def endpoint_stats(self, role: str) -> dict[str, Any]:
+        """Per-endpoint ``EndpointStats`` of a fleet role in this process ({} otherwise)."""
+        fleet = getattr(self._live, "fleet", None)
+        return fleet.stats(role) if fleet is not None else {}
 
     def close(self) -> None:
         if self._executor is not None:

@@ -83,9 +83,13 @@ def key_model(role: RoleConfig) -> str:
 class LiteLLMTransport:
     """Live calls through ``litellm.completion``; starts the embedded server when needed."""
 
-    def __init__(self, config: LlmConfig) -> None:
+    def __init__(self, config: LlmConfig, on_attempt: Any = None) -> None:
+        """``on_attempt``: called with each fleet role's EndpointAttempt (see llm.fleet)."""
+        from workbench.llm.fleet import Fleet
+
         self._config = config
         self._embedded_url: str | None = None
+        self.fleet = Fleet(config, on_attempt)
 
     def endpoint(self, role: RoleConfig) -> str:
         if role.is_embedded:
@@ -114,6 +118,8 @@ class LiteLLMTransport:
         return role.model, role.api_base, key
 
     def send(self, request: dict[str, Any], role: RoleConfig, *, key: str) -> RawResponse:
+        if role.is_fleet:
+            return self.fleet.send(request, role)
         model, api_base, api_key = self._target(role)
         kwargs: dict[str, Any] = {k: v for k, v in request.items() if k != "model"}
         kwargs.update(model=model, timeout=role.timeout, num_retries=0, max_retries=0, drop_params=True)

@@ -1,0 +1,132 @@
+"""The Ray Data engine: same traces as the local engine; an interrupted run resumes exactly.
+
+One local Ray session (2 CPUs) serves the whole module: starting Ray costs seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray Data is not installed: pip install 'ray[data]' (dev extra)")
+
+from workbench.audit.cases import load_cases  # noqa: E402
+from workbench.audit.pipeline import AuditOptions  # noqa: E402
+from workbench.audit.policy import AuditIndex  # noqa: E402
+from workbench.audit.ray_engine import RayEngine  # noqa: E402
+from workbench.audit.runner import read_traces, run_audit  # noqa: E402
+from workbench.graph import PolicyIndex  # noqa: E402
+from workbench.llm import Gateway, load_config  # noqa: E402
+from workbench.llm.fake_server import FakeChatServer, reply, role_env  # noqa: E402
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
+N = 12
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def judge():
+    def verdict(body: dict) -> object:
+        # Deterministic per prompt, so both engines must give the same verdicts and reasons.
+        text = body["messages"][-1]["content"]
+        return reply({"violation": False, "violated_rules": [], "reason": f"seen {len(text)} chars"})
+
+    with FakeChatServer(default=verdict) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> Path:
+    base = [json.loads(line) for line in (FIX / "merchant_cases.jsonl").read_text().splitlines()]
+    path = tmp_path_factory.mktemp("ray") / "cases.jsonl"
+    path.write_text("".join(json.dumps(dict(base[i % len(base)], id=f"case-{i:02d}")) + "\n"
+                            for i in range(N)), encoding="utf-8")
+    return path
+
+
+def _comparable(trace: dict) -> dict:
+    """A trace without what depends on the clock."""
+    out = {k: v for k, v in trace.items() if k not in ("timings_ms", "latency_ms")}
+    out["usage"] = [{k: v for k, v in c.items() if k != "latency_ms"} for c in trace["usage"]]
+    return out
+
+
+def _by_id(path: Path) -> dict[str, dict]:
+    return {t["id"]: _comparable(t) for t in read_traces(path)}
+
+
+def _run(cases: Path, out: Path, config, engine=None, on_trace=None):
+    index_data = json.loads((FIX / "merchant_index.json").read_text())
+    index = AuditIndex(PolicyIndex.from_dict(index_data))
+    gateway = Gateway(config)
+    try:
+        return run_audit(load_cases(cases), index, "cdg", out, gateway, AuditOptions(),
+                         concurrency=2, on_trace=on_trace, engine=engine)
+    finally:
+        gateway.close()
+
+
+def _engine(config) -> RayEngine:
+    index_data = json.loads((FIX / "merchant_index.json").read_text())
+    return RayEngine(index_data, functools.partial(Gateway, config), workers=2)
+
+
+def test_ray_gives_the_traces_of_the_local_engine_and_resumes_exactly(
+        ray_session, judge, cases, tmp_path):
+    config = load_config(env=role_env(judge.api_base, role="judge", retries=0))
+    local, on_ray = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    assert _run(cases, local, config).done == N
+    summary = _run(cases, on_ray, config, engine=_engine(config))
+    problems = [t["error"] for t in read_traces(on_ray) if t.get("error")]
+    assert (summary.done, summary.judged, summary.errors) == (N, N, {}), problems
+    assert _by_id(on_ray) == _by_id(local)
+    assert len(read_traces(on_ray)) == N
+
+    # Interrupted after 5 traces (the driver dies; workers' later answers are lost), then the
+    # same command again: the 5 are skipped, the rest audited, none twice.
+    resumed = tmp_path / "resumed.jsonl"
+    seen = []
+
+    def die_after_five(trace) -> None:
+        seen.append(trace.id)
+        if len(seen) == 5:
+            raise KeyboardInterrupt("driver killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(cases, resumed, config, engine=_engine(config), on_trace=die_after_five)
+    assert len(read_traces(resumed)) == 5
+    again = _run(cases, resumed, config, engine=_engine(config))
+    assert (again.skipped, again.done) == (5, N - 5)
+    ids = Counter(t["id"] for t in read_traces(resumed))
+    assert set(ids) == {f"case-{i:02d}" for i in range(N)} and set(ids.values()) == {1}
+    assert _by_id(resumed) == _by_id(local)
+
+
+def test_the_cli_audits_on_ray_with_the_drivers_settings(ray_session, judge, cases, tmp_path,
+                                                         monkeypatch, capsys):
+    from workbench.cli import main
+
+    for name, value in role_env(judge.api_base, role="judge", retries=0).items():
+        monkeypatch.setenv(name, value)  # the workers get the driver's WORKBENCH_* settings
+    monkeypatch.delenv("WORKBENCH_LLM_MODE", raising=False)
+    out = tmp_path / "cli.jsonl"
+    args = ["audit", "--index", str(FIX / "merchant_index.json"), "--cases", str(cases),
+            "--strategy", "cdg", "--out", str(out), "--no-cache", "--engine", "ray",
+            "--concurrency", "2"]
+    assert main(args) == 0
+    traces = read_traces(out)
+    assert sorted(t["id"] for t in traces) == [f"case-{i:02d}" for i in range(N)]
+    assert all(t["verdict"] is not None for t in traces)
+    assert main(args) == 0  # a re-run finds every case done
+    assert f"{N} already in" in capsys.readouterr().err
+    assert len(read_traces(out)) == N

@@ -1,0 +1,196 @@
+"""Cases and traces as Parquet, for bulk import and export of large runs.
+
+One row per case or trace. The whole record is kept losslessly as JSON text in one column
+(``case_json`` / ``trace_json``): nested parts (turns, background, closures, verdicts) vary
+in shape from record to record, and the JSON form is the one every other reader of the
+workbench already validates. Beside it, the scalar fields analysts filter and group by are
+plain typed columns (id, label, strategy, violation, tokens, latency, error kind...), so
+DuckDB, pandas or Spark can query a day's run without decoding a single JSON value.
+
+Files are written and read in row groups of ``BATCH_ROWS``, so memory stays bounded by one
+group however long the run. pyarrow is imported lazily (it is heavy, and only these
+commands need it); a missing pyarrow fails with a message naming the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from workbench.audit.cases import AuditCase, CaseFormatError, case_from_dict
+
+BATCH_ROWS = 5000
+CASE_COLUMN = "case_json"
+TRACE_COLUMN = "trace_json"
+
+
+def is_parquet(path: str | Path) -> bool:
+    return Path(path).suffix.lower() in (".parquet", ".pq")
+
+
+def _pa() -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow is a locked dependency
+        raise RuntimeError(
+            "Parquet needs pyarrow: install it with `pip install pyarrow` (it is in requirements.lock)"
+        ) from None
+    return pa, pq
+
+
+def _case_schema(pa: Any) -> Any:
+    return pa.schema([
+        ("id", pa.string()),
+        ("session", pa.string()),
+        ("label", pa.string()),
+        ("skills", pa.list_(pa.string())),
+        (CASE_COLUMN, pa.string()),
+    ])
+
+
+def _trace_schema(pa: Any) -> Any:
+    return pa.schema([
+        ("id", pa.string()),
+        ("strategy", pa.string()),
+        ("judge_mode", pa.string()),
+        ("keywords_method", pa.string()),
+        ("label", pa.string()),
+        ("violation", pa.bool_()),
+        ("error_kind", pa.string()),
+        ("context_tokens", pa.int64()),
+        ("online_tokens", pa.int64()),
+        ("latency_ms", pa.float64()),
+        (TRACE_COLUMN, pa.string()),
+    ])
+
+
+def _case_row(case: AuditCase) -> dict[str, Any]:
+    data = case.to_dict()
+    skills = data.get("skills")
+    return {
+        "id": str(data.get("id", "")),
+        "session": _text(data.get("session")),
+        "label": _text(data.get("label")),
+        "skills": [str(s) for s in skills] if isinstance(skills, list) else None,
+        CASE_COLUMN: json.dumps(data, ensure_ascii=False),
+    }
+
+
+def _trace_row(trace: dict[str, Any]) -> dict[str, Any]:
+    verdict = trace.get("verdict") if isinstance(trace.get("verdict"), dict) else None
+    error = trace.get("error") if isinstance(trace.get("error"), dict) else None
+    return {
+        "id": str(trace.get("id", "")),
+        "strategy": _text(trace.get("strategy")),
+        "judge_mode": _text(trace.get("judge_mode")),
+        "keywords_method": _text(trace.get("keywords_method")),
+        "label": _text(trace.get("label")),
+        "violation": bool(verdict["violation"]) if verdict and "violation" in verdict else None,
+        "error_kind": _text(error.get("kind")) if error else None,
+        "context_tokens": _int(trace.get("context_tokens")),
+        "online_tokens": _int(trace.get("online_tokens")),
+        "latency_ms": _float(trace.get("latency_ms")),
+        TRACE_COLUMN: json.dumps(trace, ensure_ascii=False),
+    }
+
+
+def write_cases(cases: Iterable[AuditCase], path: str | Path) -> int:
+    """Write cases to a Parquet file; returns how many."""
+    return _write((_case_row(c) for c in cases), path, "cases")
+
+
+def write_traces(traces: Iterable[dict[str, Any]], path: str | Path) -> int:
+    """Write trace dicts (as ``AuditTrace.to_dict`` gives them) to Parquet; returns how many."""
+    return _write((_trace_row(t) for t in traces), path, "traces")
+
+
+def _write(rows: Iterable[dict[str, Any]], path: str | Path, kind: str) -> int:
+    pa, pq = _pa()
+    schema = _case_schema(pa) if kind == "cases" else _trace_schema(pa)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")  # never a half-written file at `path`
+    n = 0
+    with pq.ParquetWriter(partial, schema, compression="zstd") as writer:
+        batch: list[dict[str, Any]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= BATCH_ROWS:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                n += len(batch)
+                batch = []
+        if batch or n == 0:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            n += len(batch)
+    partial.replace(target)
+    return n
+
+
+def _json_rows(path: str | Path, column: str, what: str) -> Iterator[tuple[int, Any]]:
+    """(row number from 1, decoded JSON) per row; CaseFormatError names file, row and fix."""
+    _, pq = _pa()
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such {what} file")
+    try:
+        reader = pq.ParquetFile(p)
+    except Exception as exc:  # pyarrow raises its own ArrowInvalid for non-Parquet bytes
+        raise CaseFormatError(f"{p}: not a readable Parquet file ({exc})") from None
+    if column not in reader.schema_arrow.names:
+        raise CaseFormatError(
+            f"{p}: no '{column}' column (columns: {', '.join(reader.schema_arrow.names)}); "
+            f"{what} Parquet files are the ones `workbench convert` writes"
+        )
+    row = 0
+    for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=[column]):
+        for text in batch.column(0).to_pylist():
+            row += 1
+            if text is None:
+                raise CaseFormatError(f"{p} row {row}: '{column}' is empty")
+            try:
+                yield row, json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise CaseFormatError(f"{p} row {row}: '{column}' is not valid JSON ({exc.msg})") from None
+
+
+def read_cases(path: str | Path) -> list[AuditCase]:
+    """Cases from a Parquet file, validated as the JSONL reader does (row numbers instead of
+    line numbers). Raises FileNotFoundError or CaseFormatError."""
+    seen: dict[str, int] = {}
+    out = []
+    for row, data in _json_rows(path, CASE_COLUMN, "cases"):
+        case = case_from_dict(data, f"{path} row {row}")
+        if case.id in seen:
+            raise CaseFormatError(
+                f"{path} row {row}: duplicate case id {case.id!r} (first in row {seen[case.id]}); "
+                "ids must be unique"
+            )
+        seen[case.id] = row
+        out.append(case)
+    return out
+
+
+def read_traces(path: str | Path) -> list[dict[str, Any]]:
+    """Trace dicts from a Parquet file. Raises FileNotFoundError or CaseFormatError (a
+    ValueError) naming the row of a record that is not a trace."""
+    out = []
+    for row, data in _json_rows(path, TRACE_COLUMN, "traces"):
+        if not isinstance(data, dict) or "id" not in data:
+            raise CaseFormatError(f"{path} row {row}: not a trace (a JSON object with an 'id')")
+        out.append(data)
+    return out
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -1,0 +1,110 @@
+"""The Ray Data batch engine: the same per-case pipeline, spread over Ray workers.
+
+``run_audit(..., engine=RayEngine(...))`` plans the run exactly as the local engine does
+(cases already in ``--out`` are skipped, failed ones retried) and writes every trace through
+the same writer in the driver; only the auditing of cases moves to Ray. Cases flow as Ray
+Data batches through a pool of ``workers`` actors; each actor builds the policy index and
+its model gateway once, in its constructor, and reuses them for every case it gets.
+
+Ray is optional: imported only here, and a missing Ray fails with the command to install it.
+``address`` is a running cluster (``ray://HOST:10001`` or ``auto``); None starts Ray locally.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from workbench.audit.cases import AuditCase, case_from_dict
+from workbench.audit.pipeline import AuditOptions
+from workbench.audit.trace import AuditTrace
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError(
+            "--engine ray needs Ray Data: pip install 'ray[data]' (the dev extra pins it), "
+            "or use the default local engine"
+        ) from None
+    return ray
+
+
+class _AuditActor:
+    """One Ray worker: the index and the gateway are made once, then serve every batch."""
+
+    def __init__(self, index_data: dict, gateway_factory: Callable[[], Any] | None,
+                 env: dict[str, str], strategy: str, options: AuditOptions) -> None:
+        import os
+
+        os.environ.update(env)  # e.g. WORKBENCH_LLM_MODE, WORKBENCH_DB: the driver's settings
+        from workbench.audit.policy import AuditIndex
+        from workbench.audit.strategies import get_strategy
+        from workbench.graph import PolicyIndex
+
+        self.index = AuditIndex(PolicyIndex.from_dict(index_data))
+        self.gateway = gateway_factory() if gateway_factory is not None else None
+
+        self.strategy = get_strategy(strategy)  # one instance per worker: a dense encoder loads once
+        self.options = options
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
+        from workbench.audit.runner import audit_one
+
+        out = []
+        for case_json in batch["case"]:
+            case = case_from_dict(json.loads(str(case_json)), "case")
+            trace = audit_one(case, self.index, self.strategy, self.gateway, self.options)
+            out.append(json.dumps(trace.to_dict(), ensure_ascii=False))
+        return {"trace": out}
+
+
+class RayEngine:
+    """Audits cases on Ray. ``gateway_factory`` (picklable, called once in each worker) makes
+    the worker's model gateway; None: no model calls (e.g. --no-judge, lexical keywords).
+    ``env``: variables set in each worker before anything is built."""
+
+    def __init__(
+        self,
+        index_data: dict,
+        gateway_factory: Callable[[], Any] | None = None,
+        *,
+        workers: int = 2,
+        address: str | None = None,
+        batch_size: int = 1,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        if workers < 1 or batch_size < 1:
+            raise ValueError("workers and batch_size must be at least 1")
+        self.index_data = index_data
+        self.gateway_factory = gateway_factory
+        self.workers = workers
+        self.address = address
+        self.batch_size = batch_size
+        self.env = dict(env or {})
+
+    def audit(
+        self, cases: Iterable[AuditCase], strategy: str, options: AuditOptions
+    ) -> Iterator[AuditTrace]:
+        ray = _ray()
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        items = [{"case": json.dumps(c.to_dict(), ensure_ascii=False)} for c in cases]
+        if not items:
+            return
+        import ray.data
+
+        ds = ray.data.from_items(items, override_num_blocks=min(len(items), 4 * self.workers))
+        traces = ds.map_batches(
+            _AuditActor,
+            fn_constructor_args=(self.index_data, self.gateway_factory, self.env, strategy, options),
+            batch_size=self.batch_size,
+            compute=ray.data.ActorPoolStrategy(size=self.workers),
+            num_cpus=0,  # the work waits on model servers; do not let CPU slots cap the pool
+            batch_format="default",
+        )
+        for row in traces.iter_rows():
+            yield AuditTrace.from_dict(json.loads(row["trace"]))
