@@ -8,7 +8,7 @@ PORT   ?= 8501
 # is not set, so pip never reaches for a multi-GB CUDA build.
 PIP_FIND := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
-.PHONY: install chromium demo test test-fast lint bench clean-db
+.PHONY: install chromium postgres demo test test-fast lint bench clean-db
 
 install: $(STAMP)
 
@@ -35,7 +35,15 @@ demo: install
 	    --run-id "demo-$$(basename $$f .jsonl | sed 's/traces_//')"; done; true
 	$(VENV)/bin/workbench ui --port $(PORT)
 
-test: install chromium
+# Debian's PostgreSQL server binaries: the store tests also run against a throw-away cluster
+# that the test session starts in a temp folder (tests/pg_cluster.py).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { \
+	  echo "installing Debian postgresql for the store tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; \
+	  pg_ctlcluster --force "$$(ls /usr/lib/postgresql | sort -V | tail -1)" main stop 2>/dev/null || true; }
+
+test: install chromium postgres
 	$(PY) -m pytest
 
 test-fast: install
