@@ -35,7 +35,9 @@ def graph_html(
     ids = [r for r in rule_ids if r in skill.graph.rules]
     keep = set(ids)
     seed_set = set(seeds)
-    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
+    # Transparent canvas: the graph sits on whichever theme (light or dark) the page uses.
+    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
+                  bgcolor="transparent")
     for rid in ids:
         rule = skill.graph.rules[rid]
         colour = MODALITY_COLOURS.get(rule.modality, "#888888")
@@ -49,7 +51,10 @@ def graph_html(
             "borderWidth": 4 if rid in seed_set else 1,
             "shape": "box" if rid in seed_set else "dot",
             "size": 18 if rid == selected else 12,
-            "font": {"color": "#111111" if rid not in seed_set else "#ffffff"},
+            # Dot labels are drawn beside the node on the page background: a light outline
+            # keeps dark text readable on a dark theme too.
+            "font": {"color": "#111111", "strokeWidth": 3, "strokeColor": "#ffffff"}
+            if rid not in seed_set else {"color": "#ffffff"},
         }
         net.add_node(rid, **node)
     for e in skill.graph.edges:
@@ -59,7 +64,17 @@ def graph_html(
         '{"physics": {"stabilization": {"iterations": 150}, "barnesHut": {"springLength": 120}},'
         ' "interaction": {"hover": true, "navigationButtons": false}}'
     )
-    return strip_remote_resources(net.generate_html(notebook=False))
+    return theme_neutral(strip_remote_resources(net.generate_html(notebook=False)))
+
+
+_THEME_NEUTRAL = ('<meta name="color-scheme" content="light dark">'
+                  "<style>html,body{background:transparent}</style>")
+
+
+def theme_neutral(page: str) -> str:
+    """Let the iframe show the page's theme through: a document that declares no colour
+    scheme gets an opaque white canvas inside a dark page."""
+    return page.replace("<head>", "<head>" + _THEME_NEUTRAL, 1)
 
 
 def strip_remote_resources(page: str) -> str:
