@@ -27,6 +27,7 @@ PAGES = {
     ],
     "Workbench": [
         st.Page("pages/settings.py", title="Settings", url_path="settings"),
+        st.Page("pages/glossary.py", title="Glossary", url_path="glossary"),
     ],
 }
 

@@ -14,6 +14,7 @@ from components.verdict import show_verdict
 from store import audit_repo
 from workbench.audit import STRATEGIES as _STRATEGY_TABLE
 from workbench.audit import AuditOptions, CaseFormatError, audit_case, case_from_dict
+from workbench.glossary import gold_word
 from workbench.inputs import InputError, loads_json
 
 STRATEGIES = list(_STRATEGY_TABLE)
@@ -60,7 +61,7 @@ with left:
         show_state(case.background)
     show_response(case.model_response)
     if case.label:
-        st.caption(md(f"Gold label: {case.label}"))
+        st.caption(md(f"Gold label: {gold_word(case.label)}"))
 
 
 def stored(strategy: str) -> dict | None:

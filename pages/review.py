@@ -23,6 +23,7 @@ from store import review as review_store
 from workbench.audit.cases import CaseFormatError, parse_cases_bytes
 from workbench.audit.pipeline import JUDGE_MODES
 from workbench.audit.strategies import STRATEGIES
+from workbench.glossary import gold_word, help_for
 from workbench.inputs import InputError, decode_text
 from workbench.review import (
     REASON_TEXT,
@@ -221,9 +222,10 @@ def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> N
     cols[1].metric("Confirmed", "–" if a.share_confirmed is None else f"{a.share_confirmed:.0%}",
                    help="share of decisions that confirm the judge")
     cols[2].metric("Cohen's κ", _fmt(a.kappa),
-                   help="judge's verdicts vs the labels the analysts' decisions imply")
+                   help=help_for("Cohen's κ"))
     cols[3].metric("Analysts vs gold", "–" if a.analysts_gold is None else f"{a.analysts_gold:.0%}",
-                   help=f"on {a.gold_n} reviewed verdicts with a gold label; judge alone: "
+                   help=f"{help_for('analysts vs gold')} On {a.gold_n} reviewed verdicts with a "
+                        "gold label; judge alone: "
                         + ("–" if a.judge_gold is None else f"{a.judge_gold:.0%}"))
     if a.per_reviewer:
         with st.expander("Agreement per analyst"):
@@ -257,8 +259,7 @@ def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
         st.text("Other strategies: " + " · ".join(
             f"{s}: {'violation' if v else 'compliant' if v is not None else 'no verdict'}"
             for s, v in item.others.items()))
-    gold = {None: "no gold label", "negative": "violation", "positive": "compliant"}.get(item.label)
-    st.text(f"Gold: {gold}")
+    st.text(f"Gold: {gold_word(item.label)}")
     extra_gold = (getattr(case, "extra", None) or {}).get("gold") if case is not None else None
     if isinstance(extra_gold, dict):
         if extra_gold.get("violated_rules"):

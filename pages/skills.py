@@ -9,10 +9,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components.glossary import column_help
 from components.rules import rules_frame
 from components.safe import md
 from components.state import engine, user_name
 from store import repo
+from workbench.glossary import help_for
 from workbench.stats import skill_stats
 
 st.title("Skills")
@@ -21,9 +23,10 @@ eng = engine()
 with st.expander("Upload SKILLs and extract their rule graphs", expanded=not repo.skill_names(eng)):
     uploads = st.file_uploader("SKILL.md files or .zip archives (a folder per SKILL)",
                                type=["md", "zip"], accept_multiple_files=True, key="skills_upload")
-    max_block = st.number_input("Largest block sent to the extractor (tokens)", 200, 12000, 1200,
+    max_block = st.number_input("Block size (tokens per extractor call)", 200, 12000, 1200,
                                 step=100, key="skills_max_block",
-                                help="Blocks longer than this are split at paragraph boundaries.")
+                                help=help_for("largest block")
+                                + " Longer blocks are split at paragraph boundaries.")
     if uploads and st.button("Extract", type="primary", key="skills_extract"):
         from store.extraction import SqlStepStore
         from store.llm_cache import persistent_gateway
@@ -87,13 +90,14 @@ for name in names:
         "density I_d": round(s.density, 3), "complexity C": round(s.complexity, 4),
         "source tokens": s.source_tokens, "description": skill.description,
     })
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+             column_config=column_help(rows[0] if rows else ()))
 total = skill_stats(list(skills.values()))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("SKILLs", len(names))
 c2.metric("Rules", total.rules)
 c3.metric("Edges", total.edges)
-c4.metric("Complexity C (all)", f"{total.complexity:.4f}")
+c4.metric("Complexity C (all)", f"{total.complexity:.4f}", help=help_for("complexity C"))
 
 chosen = st.selectbox("Rules of", names, key="skills_pick")
 vers = repo.versions(eng, chosen)

@@ -70,7 +70,7 @@ def test_upload_extract_edit_save_and_impact(server, page):
     # -- upload and extract (the default page answers at "/") -----------------------------
     goto(page, server, "")
     page.get_by_text("No SKILLs in the store yet").wait_for()
-    block = page.get_by_label("Largest block sent to the extractor (tokens)", exact=True)
+    block = page.get_by_label("Block size (tokens per extractor call)", exact=True)
     assert block.input_value() == "1200"
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(SKILL_MD))
     page.get_by_text("SKILL.md", exact=True).wait_for()

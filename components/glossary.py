@@ -1,0 +1,20 @@
+"""Tooltips from the glossary: column configs for tables whose headers are metric names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import streamlit as st
+
+from workbench.glossary import help_for
+
+
+def column_help(columns: Iterable[str]) -> dict:
+    """``st.dataframe(column_config=...)`` giving every column the glossary knows a help
+    tooltip (header text unchanged); unknown columns are left alone."""
+    config = {}
+    for col in columns:
+        meaning = help_for(str(col))
+        if meaning:
+            config[col] = st.column_config.Column(str(col), help=meaning)
+    return config
