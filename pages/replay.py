@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import links
 from components.conversation import show_conversation, show_response, show_state
 from components.replay_state import audit_index, policy_index
 from components.safe import md
@@ -29,8 +30,15 @@ if index is None:
 PASTE = "(paste a case)"
 sources = [*audit_repo.datasets(eng), PASTE]
 top = st.columns([1, 2])
+# ?dataset=&case=&run= : reload, back and shared links open this same case (issue #16).
+missing_dataset = links.adopt("dataset", "replay_dataset", sources[:-1])
 dataset = top[0].selectbox("Dataset", sources, key="replay_dataset")
+links.publish("dataset", None if dataset == PASTE else dataset)
+if missing_dataset:
+    st.warning(md(f"The link names dataset “{missing_dataset}”, which is not stored; showing "
+                  f"“{dataset}” instead."))
 if dataset == PASTE:
+    links.publish("case", None)
     raw = top[1].text_area("Case JSON (normalised schema: id, context, background, model_response, ...)",
                            key="replay_paste", height=150)
     if not raw.strip():
@@ -42,9 +50,14 @@ if dataset == PASTE:
         st.stop()
 else:
     cases = {c.id: c for c in audit_repo.load_cases(eng, dataset)}
+    missing_case = links.adopt("case", "replay_case", list(cases))
     case_id = top[1].selectbox(
         "Case", list(cases), key="replay_case",
-        format_func=lambda i: f"{i} — {cases[i].label or 'unlabelled'}")
+        format_func=lambda i: f"{i} — gold: {gold_word(cases[i].label)}")
+    links.publish("case", case_id)
+    if missing_case:
+        st.warning(md(f"The link names case “{missing_case}”, which is not in {dataset}; "
+                      f"showing {case_id} instead."))
     case = cases[case_id]
 
 opts = st.columns(4)
@@ -64,10 +77,20 @@ with left:
         st.caption(md(f"Gold label: {gold_word(case.label)}"))
 
 
+# ?run= pins the traces shown to one stored run (a link from Evaluate or Review); without it
+# the newest trace of any run is shown.
+pinned_run = st.query_params.get("run") if dataset != PASTE else None
+if pinned_run:
+    st.caption(md(f"Showing the traces of run {pinned_run}."))
+
+
 def stored(strategy: str) -> dict | None:
     if dataset == PASTE:
         return st.session_state.get(f"replay_trace_{case.id}_{strategy}")
-    traces = audit_repo.load_traces(eng, dataset=dataset, strategy=strategy, case_id=case.id)
+    traces = audit_repo.load_traces(eng, dataset=dataset, strategy=strategy, case_id=case.id,
+                                    run_id=pinned_run or None)
+    if pinned_run:
+        return traces[-1].to_dict() if traces else None
     return traces[-1].to_dict() if traces else st.session_state.get(f"replay_trace_{case.id}_{strategy}")
 
 

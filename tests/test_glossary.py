@@ -54,6 +54,8 @@ def test_replay_shows_the_gold_label_in_plain_words(demo_db, label, word):
     shown = _screen_text(at).replace("\\", "")
     assert f"Gold label: {word}" in shown
     assert not _RAW_LABEL.search(shown), _RAW_LABEL.search(shown)
+    options = "\n".join(at.selectbox(key="replay_case").options)  # the case picker's labels
+    assert not _RAW_LABEL.search(options) and "gold: violation" in options
 
 
 def test_glossary_page_lists_and_filters_terms():
