@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from components.case_table import case_rows, show_case_table
 from components.glossary import column_help
 from components.state import engine
 from store import audit_repo
@@ -80,3 +81,12 @@ def bars(metrics: list[str], title: str, key: str, share: bool = False) -> None:
 bars(["ACC", "violation-F1"], "Quality", "ev_quality", share=True)
 bars(["context tokens", "online tokens"], "Tokens per case (mean)", "ev_tokens")
 bars(["latency ms"], "Latency per case (mean, ms)", "ev_latency")
+
+# -- per case ------------------------------------------------------------------------------
+st.subheader("Per-case results")
+st.caption("Every stored trace of the chosen datasets; open one on Replay to see its evidence.")
+case_list: list[dict] = []
+for dataset in chosen:
+    case_labels, _ = gold_of(audit_repo.load_cases(eng, dataset))
+    case_list += case_rows(dataset, review_store.run_traces(eng, dataset), case_labels)
+show_case_table(case_list, key="ev_cases")
