@@ -78,3 +78,60 @@ def test_run_in_the_url_pins_the_trace_shown(two_runs):
     at = _replay({"dataset": "demo", "case": two_runs.id, "run": "old"})
     assert not at.exception
     assert [e.value for e in at.error][:1] == ["Violation"]
+
+
+# -- Graph: ?skill=&version=&rule= ------------------------------------------------------------
+
+GRAPH = str(ROOT / "pages" / "graph.py")
+
+
+@pytest.fixture
+def graph_db(tmp_path, monkeypatch, refund_index_data):
+    from store import repo
+    from store.db import make_engine
+    from workbench.editing import apply_edits
+    from workbench.graph import PolicyIndex
+
+    url = f"sqlite:///{tmp_path / 'graph.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data))
+    skill = repo.load_skill(eng, "refunds", 1)
+    rules = [{"id": r.id, "condition": r.condition, "action": r.action, "modality": r.modality}
+             for r in skill.graph.rules.values()]
+    edges = [{"source": e.source, "target": e.target} for e in skill.graph.edges]
+    rules[0]["action"] = "verify identity by phone"
+    repo.save_skill(eng, apply_edits(skill, rules, edges).skill, base_version=1)
+    yield eng
+    eng.dispose()
+
+
+def _graph(query: dict) -> AppTest:
+    at = AppTest.from_file(GRAPH, default_timeout=60)
+    at.query_params.update(query)
+    return at.run()
+
+
+def _param(at: AppTest, name: str):
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
+def test_graph_opens_the_rule_and_version_the_url_names(graph_db):
+    at = _graph({"skill": "refunds", "rule": "R1", "version": "1"})
+    assert not at.exception
+    assert at.selectbox(key="graph_rule").value == "R1"
+    assert at.selectbox(key="graph_version").value == 1
+    assert any("not the latest" in w.value for w in at.warning)  # the old-version banner
+    # Choosing another rule and the latest version is written back; latest is not pinned.
+    at.selectbox(key="graph_rule").set_value("R2").run()
+    at.selectbox(key="graph_version").set_value(2).run()
+    assert _param(at, "rule") == "R2" and "version" not in at.query_params
+    assert at.selectbox(key="graph_rule").value == "R2"
+
+
+def test_graph_link_to_a_missing_rule_says_so(graph_db):
+    at = _graph({"skill": "refunds", "rule": "R99"})
+    assert not at.exception
+    assert any("R99" in w.value for w in at.warning)
+    assert at.selectbox(key="graph_rule").value == "R3"  # the default: most prerequisites
