@@ -6,9 +6,19 @@ import streamlit as st
 
 st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
 
+SKILLS = st.Page("pages/skills.py", title="Skills", url_path="skills")
+
+
+def _start() -> None:
+    # Streamlit serves the default page at "/" only, so a default Skills page made "/skills"
+    # a "Page not found" (issue #16). The root now forwards to /skills, its one address.
+    st.switch_page(SKILLS)
+
+
 PAGES = {
     "Policies": [
-        st.Page("pages/skills.py", title="Skills", url_path="skills", default=True),
+        st.Page(_start, title="Start", url_path="start", default=True, visibility="hidden"),
+        SKILLS,
         st.Page("pages/graph.py", title="Graph", url_path="graph"),
     ],
     "Audit": [
