@@ -9,7 +9,7 @@ a page of them. Only the visible page goes to the browser, so a 1,000-case list 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -67,16 +67,40 @@ def filter_sort_page(frame: pd.DataFrame, text: str = "", sort_by: str | None = 
     return frame.iloc[(page - 1) * page_size: page * page_size], matching, pages
 
 
-def show_case_table(rows: list[dict[str, Any]], key: str, page_size: int = 50) -> None:
-    """Draw ``rows`` (from :func:`case_rows`) with a filter box, sort choice and pages."""
-    frame = pd.DataFrame(rows, columns=list(CASE_COLUMNS))
+QUEUE_COLUMNS = ("#", "case", "strategy", "run", "verdict", "gold", "why queued", "decisions",
+                 "open")
+
+
+def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
+               reason_text: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One row per Review queue item (``workbench.review.QueueItem``), numbered as the queue
+    shows them, with its decisions so far (``ReviewDecision``) and a Replay link."""
+    decided: dict[tuple, list[str]] = {}
+    for d in decisions:
+        decided.setdefault((d.run_id, d.case_id, d.strategy), []).append(
+            f"{d.reviewer}: {d.decision}")
+    rows = []
+    for n, item in enumerate(items, 1):
+        rows.append({"#": n, "case": item.case_id, "strategy": item.strategy, "run": item.run_id,
+                     "verdict": _verdict_word(item.trace), "gold": gold_word(item.label),
+                     "why queued": ", ".join(reason_text.get(r, r) for r in item.reasons),
+                     "decisions": "; ".join(decided.get(item.key, [])) or "none yet",
+                     "open": replay_link(dataset, item.case_id, item.run_id)})
+    return rows
+
+
+def show_case_table(rows: list[dict[str, Any]], key: str, page_size: int = 50,
+                    columns: Sequence[str] = CASE_COLUMNS) -> None:
+    """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``) with a
+    filter box, sort choice and pages."""
+    frame = pd.DataFrame(rows, columns=list(columns))
     if frame.empty:
         st.caption("No stored cases to list yet.")
         return
     c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
     text = c1.text_input("Filter cases", key=f"{key}_filter",
                          placeholder="case id, verdict, gold, strategy or run")
-    sort_by = c2.selectbox("Sort by", list(CASE_COLUMNS[:-1]), key=f"{key}_sort")
+    sort_by = c2.selectbox("Sort by", [c for c in columns if c != "open"], key=f"{key}_sort")
     descending = c3.toggle("Descending", key=f"{key}_desc")
     page = c4.number_input("Page", min_value=1, value=1, step=1, key=f"{key}_page")
     shown, matching, pages = filter_sort_page(frame, text, sort_by, descending, int(page),

@@ -32,6 +32,16 @@ def adopt(param: str, widget_key: str, options: Sequence[object]) -> str | None:
     return None
 
 
+def fresh(param: str) -> str | None:
+    """The URL's ``param`` when it changed since this session last wrote it (a pasted link,
+    back/forward), else ``None``; for state that is not a widget (e.g. a queue position)."""
+    wanted = st.query_params.get(param)
+    if wanted is None or st.session_state.get(_WRITTEN.format(param)) == wanted:
+        return None
+    st.session_state[_WRITTEN.format(param)] = wanted
+    return wanted
+
+
 def publish(param: str, value: object | None) -> None:
     """Show ``value`` in the address as ``?param=value`` (removed when ``None``)."""
     if value is None:

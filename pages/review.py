@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components import links
 from components.annotation import key_legend
+from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.safe import md
 from components.state import engine, user_name
@@ -305,9 +307,16 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
     if not shown:
         st.success("Nothing in the queue matches these filters.")
         return
+    with st.expander(f"Queue list ({len(shown)} verdicts): sort, filter, open on Replay"):
+        show_case_table(queue_rows(dataset, shown, decisions, REASON_TEXT), key="rv_list",
+                        columns=QUEUE_COLUMNS)
     pos_key = f"rv_pos/{dataset}"
+    wanted = links.fresh("position")  # ?position=N (1-based): reload keeps the place
+    if wanted is not None and wanted.isdigit():
+        st.session_state[pos_key] = int(wanted) - 1
     pos = max(0, min(st.session_state.get(pos_key, 0), len(shown) - 1))
     st.session_state[pos_key] = pos
+    links.publish("position", pos + 1)
     item = shown[pos]
     case = cases.get(item.case_id)
     with st.container(border=True, key="rv_card"):
@@ -356,7 +365,9 @@ if not datasets:
     st.info("No audit traces yet: audit a dataset or load a traces file above.")
     st.stop()
 top = st.columns([1, 2])
+links.adopt("dataset", "rv_dataset", datasets)
 dataset = top[0].selectbox("Dataset", datasets, key="rv_dataset")
+links.publish("dataset", dataset)
 runs = top[1].multiselect("Runs", audit_repo.runs(eng, dataset), key=f"rv_runs_{_safe(dataset)}",
                           placeholder="all runs (newest trace per case and strategy)")
 queue_panel(dataset, runs, reviewer)
