@@ -15,6 +15,13 @@ from components.safe import md
 from components.state import engine, user_name
 from store import repo
 from workbench.glossary import help_for
+from workbench.skill_upload import (
+    CONFIRM_ABOVE_SECONDS,
+    describe_duration,
+    extraction_seconds,
+    public_text,
+    screen_upload,
+)
 from workbench.stats import skill_stats
 
 st.title("Skills")
@@ -27,11 +34,25 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                                 step=100, key="skills_max_block",
                                 help=help_for("largest block")
                                 + " Longer blocks are split at paragraph boundaries.")
+    # Junk is refused before any model call (an empty or binary .md became a 0-rule SKILL).
+    refused = {f.name: problem for f in uploads or [] if f.name.lower().endswith(".md")
+               and (problem := screen_upload(f.name, f.getvalue()))}
+    for problem in refused.values():
+        st.error(md(f"{problem} Nothing was saved from it."))
+    uploads = [f for f in uploads or [] if f.name not in refused]
+    signature = tuple((f.name, f.size, int(max_block)) for f in uploads)
+    big_job = st.session_state.get("skills_big_job")
+    confirmed = False
+    if big_job and big_job[0] == signature:
+        st.warning(md(big_job[1]))
+        confirmed = st.checkbox("Extract anyway", key="skills_confirm_big")
     if uploads and st.button("Extract", type="primary", key="skills_extract"):
         from store.extraction import SqlStepStore
         from store.llm_cache import persistent_gateway
         from workbench.extract import SkillSourceError, extract_skill, load_sources
+        from workbench.extract.blocks import plan_blocks
 
+        uploaded: dict[str, str] = {}  # temp path -> the uploaded file's name, for messages
         with tempfile.TemporaryDirectory() as tmp:
             paths = []
             for i, f in enumerate(uploads):
@@ -40,17 +61,31 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 target.parent.mkdir(parents=True)
                 target.write_bytes(f.getvalue())
                 paths.append(target)
+                uploaded[str(target)] = f.name
+            uploaded[tmp] = "upload"
             try:
                 docs = load_sources(paths)
             except SkillSourceError as exc:
-                st.error(md(f"Nothing was extracted: {exc}"))
+                st.error(md(f"Nothing was extracted: {public_text(str(exc), uploaded)}"))
                 docs = []
+        n_blocks = sum(len(plan_blocks(doc, int(max_block))) for doc in docs)
+        seconds = extraction_seconds(n_blocks)
+        if docs and seconds > CONFIRM_ABOVE_SECONDS and not confirmed:
+            st.session_state["skills_big_job"] = (signature, (
+                f"This extraction is big: {n_blocks} blocks, {describe_duration(seconds)} on the "
+                "embedded model. Tick “Extract anyway” and press Extract again to start it, or "
+                "upload a smaller SKILL (or raise the block size)."))
+            st.rerun()
+        if docs:
+            st.caption(f"{n_blocks} block(s) to read, {describe_duration(seconds)} on the embedded "
+                       "model. Stop halts it: finished blocks are kept and Extract again resumes.")
         gateway = persistent_gateway(eng)
         steps = SqlStepStore(eng)
         for doc in docs:
             for w in doc.warnings:
-                st.warning(md(w))
-            bar = st.progress(0.0, text=f"{doc.name}: planning blocks…")
+                st.warning(md(public_text(w, uploaded)))
+            # The first minute or so is the model loading: say so rather than show an empty bar.
+            bar = st.progress(0.0, text=md(f"{doc.name}: starting the model…"))
 
             def on_step(p, bar=bar, name=doc.name):
                 label = f"{name}: {p.phase} {p.done}/{p.total}"
@@ -62,8 +97,8 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 graph, report = extract_skill(doc, gateway, steps, progress=on_step,
                                               max_block_tokens=int(max_block))
             except Exception as exc:  # the model is unreachable or a prompt is broken
-                st.error(md(f"{doc.name}: extraction stopped: {exc}. Finished blocks are kept; "
-                            "press Extract again to resume."))
+                st.error(md(f"{doc.name}: extraction stopped: {public_text(str(exc), uploaded)}. "
+                            "Finished blocks are kept; press Extract again to resume."))
                 continue
             saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
                                     report=report.to_dict())
