@@ -7,6 +7,7 @@ tooltips inside JSON, so policy text cannot inject markup into the page
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
@@ -60,10 +61,7 @@ def graph_html(
     for e in skill.graph.edges:
         if e.source in keep and e.target in keep:
             net.add_edge(e.source, e.target, arrows="to", color="#999999")
-    net.set_options(
-        '{"physics": {"stabilization": {"iterations": 150}, "barnesHut": {"springLength": 120}},'
-        ' "interaction": {"hover": true, "navigationButtons": false}}'
-    )
+    net.set_options(graph_options(len(ids)))
     return theme_neutral(strip_remote_resources(net.generate_html(notebook=False)))
 
 
@@ -77,6 +75,28 @@ def theme_neutral(page: str) -> str:
     return page.replace("<head>", "<head>" + _THEME_NEUTRAL, 1)
 
 
+# Up to this many rules a layered drawing (prerequisites below the rules needing them) stays
+# readable; the 25-39-rule closures on Replay were unreadable at force-layout fit zoom.
+LAYERED_UP_TO = 60
+
+
+def graph_options(n_rules: int) -> str:
+    """vis-network options. The mouse wheel scrolls the page, not the graph (it trapped the
+    page's scrolling); zoom with the navigation buttons or by dragging."""
+    interaction = {"hover": True, "navigationButtons": True, "zoomView": False,
+                   "keyboard": {"enabled": False}}
+    if n_rules <= LAYERED_UP_TO:
+        options = {"layout": {"hierarchical": {
+                       "enabled": True, "direction": "UD", "sortMethod": "directed",
+                       "levelSeparation": 90, "nodeSpacing": 130}},
+                   "physics": {"enabled": False}, "interaction": interaction}
+    else:
+        options = {"physics": {"stabilization": {"iterations": 150},
+                               "barnesHut": {"springLength": 120}},
+                   "interaction": interaction}
+    return json.dumps(options)
+
+
 def strip_remote_resources(page: str) -> str:
     """Remove ``<link>``/``<script>`` tags that load from the network."""
     return _REMOTE_TAGS.sub("", page)
@@ -87,6 +107,9 @@ def show_graph(skill: SkillGraph, rule_ids: Iterable[str], seeds: Iterable[str] 
     st.iframe(graph_html(skill, rule_ids, seeds, selected, height_px), height=height_px + 30)
 
 
-def legend() -> None:
-    st.caption("Colour = modality: blue required · red prohibited · green permitted. "
-               "Boxes with a dark border are seeds/selected; arrows point to prerequisites.")
+def legend(seeds_are: str = "seed rules (where the audit starts)") -> None:
+    """What the drawing's shapes mean; ``seeds_are`` names what the boxes are on this page."""
+    st.caption(f"Colour = modality: blue required · red prohibited · green permitted. "
+               f"Boxes (dark border, white text) = {seeds_are}; dots = rules reached through "
+               "require edges. Arrows point from a rule to its prerequisite. Scroll the page "
+               "with the wheel; zoom with the buttons in the corner.")

@@ -90,7 +90,7 @@ else:
 graph_col, detail_col = st.columns([3, 2])
 with graph_col:
     st.write(f"**{len(shown)} rules** shown.")
-    legend()
+    legend("the chosen rule")
     show_graph(skill, shown, seeds=[rule_id], selected=rule_id)
 with detail_col:
     st.subheader(f"Rule {rule_id}")
@@ -103,7 +103,9 @@ with detail_col:
     else:
         st.warning("This rule has no source span yet (added by an edit).")
 with st.expander("Rules shown"):
-    st.dataframe(rules_frame(skill, shown), hide_index=True, width="stretch")
+    # A search narrows this table too (it listed every rule whatever the search said).
+    listed = [r for r in shown if r in set(hits)] if query.strip() else shown
+    st.dataframe(rules_frame(skill, listed), hide_index=True, width="stretch")
 
 # -- editing -------------------------------------------------------------------------------
 st.divider()
