@@ -128,8 +128,10 @@ def test_upload_extract_edit_save_and_impact(server, page):
     table = page.locator("[data-testid='stDataFrame']").filter(has_text="closure before")
     row = table.locator("tbody tr")
     expect(row).to_have_count(1)
+    # The last cell links the case to its Replay view (issue #16: case ids were not links).
     expect(row.locator("td")).to_have_text(
-        ["desk-001-refund-over-200", "identity-R1", "cancellation-R2", "7", "7"])
+        ["desk-001-refund-over-200", "identity-R1", "cancellation-R2", "7", "7",
+         "/replay?dataset=desk&case=desk-001-refund-over-200"])
     assert page.external_requests == []
 
     # The new version is in the store, by the author who saved it.
