@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import identity
+
 st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
 
 SKILLS = st.Page("pages/skills.py", title="Skills", url_path="skills")
@@ -41,4 +43,6 @@ PAGES = {
     ],
 }
 
-st.navigation(PAGES).run()
+navigation = st.navigation(PAGES)
+identity.sidebar()  # after st.navigation, so the sign-in box sits below the page list
+navigation.run()

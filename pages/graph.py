@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import links
+from components import identity, links
 from components.graph_view import legend, show_graph
 from components.replay_state import policy_index
 from components.rules import rules_frame
@@ -134,7 +134,10 @@ restore = False
 if version != latest:
     restore = st.checkbox(f"Restore from version {version}: the new version replaces the "
                           f"changes made in versions after {version}", key=f"graph_restore_{name}")
-if st.button("Save as new version", type="primary", key="graph_save"):
+may_edit = identity.allowed("edit graphs")
+if not may_edit:
+    identity.explain_refusal("edit graphs")
+if st.button("Save as new version", type="primary", key="graph_save", disabled=not may_edit):
     result = apply_edits(skill, edited_rules, edited_edges)
     if not result.ok:
         st.error("Nothing was saved. Fix these and save again:\n\n"

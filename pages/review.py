@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from components import links
+from components import identity, links
 from components.annotation import key_legend
 from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
@@ -196,6 +196,9 @@ def load_panel() -> None:
 def _decide(item: QueueItem, decision: str, reviewer: str, pos_key: str, size: int,
             advance: bool) -> None:
     note = st.session_state.get(f"rv_note_{_item_key(item)}", "") or ""
+    if not identity.allowed("decide reviews"):  # a shortcut key must not get past the role
+        st.session_state["rv_flash"] = ("error", "Your role cannot decide reviews; nothing saved.")
+        return
     try:
         review_store.add_decision(eng, ReviewDecision(
             item.dataset, item.run_id, item.case_id, item.strategy, reviewer, decision, note,
@@ -332,13 +335,16 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
                       placeholder="why; press Tab to leave the field, then a key")
         advance = status != "not reviewed by me"  # there a decided verdict leaves the list
         args = (reviewer, pos_key, len(shown), advance)
+        may_decide = identity.allowed("decide reviews")
+        if not may_decide:
+            identity.explain_refusal("decide reviews")
         buttons = st.columns(2)
         buttons[0].button("Confirm verdict", key="rv_confirm", shortcut=CONFIRM_KEY,
                           type="primary", on_click=_decide, args=(item, "confirm", *args),
-                          disabled=not reviewer, width="stretch")
+                          disabled=not reviewer or not may_decide, width="stretch")
         buttons[1].button("Overturn verdict", key="rv_overturn", shortcut=OVERTURN_KEY,
                           on_click=_decide, args=(item, "overturn", *args),
-                          disabled=not reviewer, width="stretch")
+                          disabled=not reviewer or not may_decide, width="stretch")
         nav = st.columns(2)
         nav[0].button("Previous", key="rv_prev", shortcut=PREVIOUS_KEY, on_click=_move,
                       args=(pos_key, -1, len(shown)), disabled=pos == 0, width="stretch")
