@@ -64,10 +64,20 @@ def test_glossary_page_lists_and_filters_terms():
     assert len(at.dataframe[0].value) == len(TERMS)
     # Searchable by the spelled-out name too, not only by the symbol on screen (κ).
     at.text_input(key="glossary_query").set_value("kappa").run()
-    assert list(at.dataframe[0].value["term"]) == ["Cohen's κ"]
+    assert list(at.dataframe[0].value["term"]) == ["Cohen's κ", "Fleiss' κ"]
     at.text_input(key="glossary_query").set_value("no such word").run()
     assert not at.dataframe and "No term matches" in at.info[0].value
 
 
 def test_glossary_page_is_registered():
     assert 'st.Page("pages/glossary.py"' in (ROOT / "app.py").read_text()
+
+
+def test_statistics_tables_use_plain_names_and_no_none():
+    from components.glossary import plain_stats
+
+    frame = plain_stats([{"task": "rule", "n_items": 1, "cohen_kappa": None,
+                          "percent_agreement": 1.0}])
+    assert list(frame.columns) == ["task", "items", "Cohen's κ", "agreement"]
+    assert frame.loc[0, "Cohen's κ"] == "–"
+    assert help_for("Cohen's κ") and help_for("agreement") and help_for("Fleiss' κ")

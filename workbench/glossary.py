@@ -79,6 +79,10 @@ TERMS: tuple[Term, ...] = (
          "decisions.", "Review"),
     Term("Krippendorff's α", "Krippendorff's alpha: agreement among several people beyond "
          "chance: 1 is perfect, 0 is chance level.", "Review, Annotate"),
+    Term("Fleiss' κ", "Fleiss' kappa: agreement among several annotators beyond chance; – "
+         "when fewer than two annotators labelled the same items.", "Annotate"),
+    Term("agreement", "Share of items on which the annotators gave the same label.",
+         "Annotate"),
     Term("analysts vs gold", "Share of reviewed verdicts where the analysts' decision "
          "matches the gold label.", "Review"),
     # -- procedures (Contracts)
@@ -101,6 +105,16 @@ TERMS: tuple[Term, ...] = (
     Term("gamma", "Baseline log-odds of a correct verdict on one dataset (gamma_retail: on "
          "the retail dataset).", "Scaling"),
 )
+
+# Statistic keys of workbench.annotation (agreement_report, judge_human_agreement) -> the
+# words on screen; the raw keys ("n_items", "cohen_kappa") stay in JSON and the CLI.
+STAT_NAMES = {
+    "n_items": "items", "n_annotators": "annotators", "n_labels": "labels", "agree": "agree",
+    "percent_agreement": "agreement", "cohen_kappa": "Cohen's κ", "fleiss_kappa": "Fleiss' κ",
+    "krippendorff_alpha": "Krippendorff's α",
+}
+# Why a statistic is blank, instead of "None".
+NOT_APPLICABLE = "–"
 
 _BY_NAME = {t.name.lower(): t for t in TERMS}
 
