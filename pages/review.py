@@ -220,14 +220,20 @@ def _fmt(x: float | None, digits: int = 2) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+MIN_KAPPA_DECISIONS = 10
+
+
 def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> None:
     a = agreement(decisions, items)
     cols = st.columns(4)
     cols[0].metric("Decisions", a.decisions, help="current decisions: one per verdict and analyst")
     cols[1].metric("Confirmed", "–" if a.share_confirmed is None else f"{a.share_confirmed:.0%}",
                    help="share of decisions that confirm the judge")
-    cols[2].metric("Cohen's κ", _fmt(a.kappa),
-                   help=help_for("Cohen's κ"))
+    # κ on a handful of decisions is noise ("κ 1.00" after one decision): say so beside it.
+    few = a.decisions < MIN_KAPPA_DECISIONS
+    cols[2].metric("Cohen's κ", _fmt(a.kappa), help=help_for("Cohen's κ"),
+                   delta=f"only {a.decisions} decisions: not yet reliable" if few else None,
+                   delta_color="off")
     cols[3].metric("Analysts vs gold", "–" if a.analysts_gold is None else f"{a.analysts_gold:.0%}",
                    help=f"{help_for('analysts vs gold')} On {a.gold_n} reviewed verdicts with a "
                         "gold label; judge alone: "

@@ -39,3 +39,9 @@ def test_queue_list_view_filters_and_links_to_replay(db):  # noqa: F811
     assert all(link.startswith("/replay?dataset=demo&case=") for link in listing["open"])
     at.text_input(key="rv_list_filter").set_value("raw").run()
     assert set(at.dataframe[-1].value["strategy"]) == {"raw"}
+
+
+def test_kappa_on_few_decisions_is_flagged_as_unreliable(db):  # noqa: F811
+    at = _open({})
+    kappa = next(m for m in at.metric if m.label == "Cohen's κ")
+    assert "not yet reliable" in kappa.delta and "only 0 decisions" in kappa.delta
