@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import identity
+
 st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
+
+SKILLS = st.Page("pages/skills.py", title="Skills", url_path="skills")
+
+
+def _start() -> None:
+    # Streamlit serves the default page at "/" only, so a default Skills page made "/skills"
+    # a "Page not found" (issue #16). The root now forwards to /skills, its one address.
+    st.switch_page(SKILLS)
+
 
 PAGES = {
     "Policies": [
-        st.Page("pages/skills.py", title="Skills", url_path="skills", default=True),
+        st.Page(_start, title="Start", url_path="start", default=True, visibility="hidden"),
+        SKILLS,
         st.Page("pages/graph.py", title="Graph", url_path="graph"),
     ],
     "Audit": [
@@ -27,7 +39,10 @@ PAGES = {
     ],
     "Workbench": [
         st.Page("pages/settings.py", title="Settings", url_path="settings"),
+        st.Page("pages/glossary.py", title="Glossary", url_path="glossary"),
     ],
 }
 
-st.navigation(PAGES).run()
+navigation = st.navigation(PAGES)
+identity.sidebar()  # after st.navigation, so the sign-in box sits below the page list
+navigation.run()

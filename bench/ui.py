@@ -3,6 +3,10 @@
 Prints: the time until the Replay page shows the verdict of a demo case (stored trace), and
 until the Graph page draws the focused (closure) view of a 250-rule SKILL. Each is the median
 of several page loads after one warm-up load. Run: ``python bench/ui.py``.
+
+``python bench/ui.py --review-list`` instead measures the Review queue's list view on a
+dataset of 1,000 flagged verdicts: the time from an action (type a filter, next page) until
+the page has finished its rerun and the table shows the result (goal: under a second).
 """
 
 from __future__ import annotations
@@ -64,6 +68,78 @@ def seed_db(url: str) -> None:
     eng.dispose()
 
 
+QUEUE_SIZE = 1000
+
+
+def seed_review_db(url: str, n: int = QUEUE_SIZE) -> None:
+    """``n`` cases (copies of the demo cases under new ids), each with a judged trace that
+    flags a violation, so all ``n`` are in the Review queue."""
+    import dataclasses
+
+    from store import audit_repo, repo
+    from store.db import make_engine
+    from workbench.audit import load_cases
+    from workbench.graph import PolicyIndex
+
+    eng = make_engine(url)
+    repo.import_index(eng, PolicyIndex.from_dict(json.loads((ROOT / "fixtures/demo/index.json").read_text())))
+    demo = load_cases(ROOT / "fixtures/demo/cases.jsonl")
+    cases = [dataclasses.replace(demo[i % len(demo)], id=f"case-{i:04d}") for i in range(n)]
+    audit_repo.save_cases(eng, "big", cases)
+    audit_repo.save_traces(eng, [{"id": c.id, "strategy": "cdg", "label": c.label,
+                                  "judge_mode": "whole",
+                                  "verdict": {"violation": True, "reason": "r", "violated_rules": []}}
+                                 for c in cases], "bench", "big")
+    eng.dispose()
+
+
+def review_list() -> None:
+    from playwright.sync_api import sync_playwright
+
+    timings: dict[str, list[float]] = {"filter": [], "next page": [], "clear filter, page 1": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/bench.db"
+        seed_review_db(url)
+        server = Server(url, Path(tmp) / "server.log")
+        server.wait()
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(f"{server.url}/review?dataset=big")
+                wait_idle(page, 120_000)
+                page.get_by_text("Queue list (").click()
+                wait_idle(page, 120_000)  # a cold first run on a shared CPU can pass 60 s
+                caption = page.get_by_text(" rows match · page ")
+
+                def act(kind: str, do, expect_text: str) -> None:
+                    t0 = time.perf_counter()
+                    do()
+                    page.get_by_text(expect_text).wait_for(timeout=60_000)
+                    wait_idle(page)
+                    timings[kind].append(time.perf_counter() - t0)
+
+                box = page.get_by_label("Filter cases")
+                page_no = page.get_by_label("Page", exact=True)
+                for i in range(RUNS + 1):  # the first round is a warm-up
+                    digit = str(i % 10)
+                    act("filter", lambda d=digit: (box.fill(f"case-0{d}"), box.press("Enter")),
+                        "100 of 1000 rows match · page 1 of 2")
+                    act("next page", lambda: (page_no.fill("2"), page_no.press("Enter")),
+                        "100 of 1000 rows match · page 2 of 2")
+                    act("clear filter, page 1", lambda: (box.fill(""), box.press("Enter"), page_no.fill("1"),
+                                           page_no.press("Enter")), "1000 of 1000 rows match · page 1 of 20")
+                    if i == 0:
+                        timings = {k: [] for k in timings}
+                assert caption.count() == 1
+                browser.close()
+        finally:
+            server.stop()
+    for kind, values in timings.items():
+        print(f"review list of {QUEUE_SIZE} ({kind}): median {statistics.median(values):.2f} s, "
+              f"max {max(values):.2f} s over {len(values)} actions")
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -107,4 +183,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    review_list() if "--review-list" in sys.argv[1:] else main()

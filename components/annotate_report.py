@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from components import annotation as ui
 from components.annotate_queue import ensure_queue
+from components.glossary import column_help, plain_stats
 from store import annotation as store
 from store import repo
 from workbench.annotation.items import reference_item, rule_items
@@ -49,15 +50,16 @@ def progress_panel(eng: Engine, skill, version: int) -> None:
     st.text(f"This version's {len(queue)} rules: unanimous {status['unanimous']}, "
             f"adjudicated {status['adjudicated']}, open {status['unresolved']}")
     st.subheader("Agreement per task type")
-    st.dataframe(pd.DataFrame([{"task": task, **stats}
-                               for task, stats in task_agreement(labels).items()]),
-                 hide_index=True, key="agree_table")
+    agree = plain_stats([{"task": task, **stats} for task, stats in task_agreement(labels).items()])
+    st.dataframe(agree, hide_index=True, key="agree_table", column_config=column_help(agree.columns))
     st.subheader("Judge vs human (reviewed items)")
     rows = [{"task": task, "model": model, **stats}
             for task in (RULE_CORRECTNESS, CDG_INSPECTION)
             for model, stats in judge_human_agreement(labels, adjudications, task).items()]
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, key="judge_table")
+        judged = plain_stats(rows)
+        st.dataframe(judged, hide_index=True, key="judge_table",
+                     column_config=column_help(judged.columns))
     else:
         st.caption("No model labels (source = model) on reviewed items yet.")
 

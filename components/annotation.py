@@ -42,13 +42,17 @@ assert set(CRITERION_TEXT) == set(CRITERIA)
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
+# Theme-following colours (see components/spans.py): inherited text, translucent tints.
 _CARD_STYLE = (
-    "<style>.wb-rule{border:1px solid #ddd;border-radius:6px;padding:0.6rem 0.8rem;"
-    "background:#fff}.wb-rule .wb-id{font-weight:600}.wb-rule .wb-mod{display:inline-block;"
-    "padding:0 6px;border-radius:4px;background:#eef;margin-left:6px;font-size:0.85em}"
-    ".wb-rule dt{color:#666;font-size:0.8em;margin-top:0.4rem}.wb-rule dd{margin:0}"
-    ".wb-keys kbd{border:1px solid #bbb;border-radius:3px;padding:0 4px;font-size:0.85em;"
-    "background:#f6f6f6}.wb-keys span{margin-right:0.9rem;white-space:nowrap}</style>"
+    "<style>.wb-rule{border:1px solid rgba(128,128,128,0.35);border-radius:6px;"
+    "padding:0.6rem 0.8rem;color:inherit;background:rgba(128,128,128,0.06)}"
+    ".wb-rule .wb-id{font-weight:600}.wb-rule .wb-mod{display:inline-block;"
+    "padding:0 6px;border-radius:4px;background:rgba(100,120,255,0.18);margin-left:6px;"
+    "font-size:0.85em}"
+    ".wb-rule dt{opacity:0.75;font-size:0.8em;margin-top:0.4rem}.wb-rule dd{margin:0}"
+    ".wb-keys kbd{border:1px solid rgba(128,128,128,0.5);border-radius:3px;padding:0 4px;"
+    "font-size:0.85em;background:rgba(128,128,128,0.12)}"
+    ".wb-keys span{margin-right:0.9rem;white-space:nowrap}</style>"
 )
 
 

@@ -7,6 +7,7 @@ tooltips inside JSON, so policy text cannot inject markup into the page
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
@@ -45,7 +46,9 @@ def graph_html(
     ids = [r for r in rule_ids if r in skill.graph.rules]
     keep = set(ids)
     seed_set = set(seeds)
-    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
+    # Transparent canvas: the graph sits on whichever theme (light or dark) the page uses.
+    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
+                  bgcolor="transparent")
     for rid in ids:
         rule = skill.graph.rules[rid]
         colour = MODALITY_COLOURS.get(rule.modality, "#888888")
@@ -59,7 +62,10 @@ def graph_html(
             "borderWidth": 4 if rid in seed_set else 1,
             "shape": "box" if rid in seed_set else "dot",
             "size": 18 if rid == selected else 12,
-            "font": {"color": "#111111" if rid not in seed_set else "#ffffff"},
+            # Dot labels are drawn beside the node on the page background: a light outline
+            # keeps dark text readable on a dark theme too.
+            "font": {"color": "#111111", "strokeWidth": 3, "strokeColor": "#ffffff"}
+            if rid not in seed_set else {"color": "#ffffff"},
         }
         net.add_node(rid, **node)
     for e, dashed in [*((e, False) for e in skill.graph.edges), *((e, True) for e in skill.proposed)]:
@@ -68,11 +74,40 @@ def graph_html(
             net.add_edge(e.source, e.target, arrows="to", dashes=dashed,
                          color=PROVENANCE_COLOURS.get(e.provenance, "#bbbbbb"),
                          title=("proposed: " if dashed else "") + label + (f"\n{e.note}" if e.note else ""))
-    net.set_options(
-        '{"physics": {"stabilization": {"iterations": 150}, "barnesHut": {"springLength": 120}},'
-        ' "interaction": {"hover": true, "navigationButtons": false}}'
-    )
-    return strip_remote_resources(net.generate_html(notebook=False))
+    net.set_options(graph_options(len(ids)))
+    return theme_neutral(strip_remote_resources(net.generate_html(notebook=False)))
+
+
+_THEME_NEUTRAL = ('<meta name="color-scheme" content="light dark">'
+                  "<style>html,body{background:transparent}</style>")
+
+
+def theme_neutral(page: str) -> str:
+    """Let the iframe show the page's theme through: a document that declares no colour
+    scheme gets an opaque white canvas inside a dark page."""
+    return page.replace("<head>", "<head>" + _THEME_NEUTRAL, 1)
+
+
+# Up to this many rules a layered drawing (prerequisites below the rules needing them) stays
+# readable; the 25-39-rule closures on Replay were unreadable at force-layout fit zoom.
+LAYERED_UP_TO = 60
+
+
+def graph_options(n_rules: int) -> str:
+    """vis-network options. The mouse wheel scrolls the page, not the graph (it trapped the
+    page's scrolling); zoom with the navigation buttons or by dragging."""
+    interaction = {"hover": True, "navigationButtons": True, "zoomView": False,
+                   "keyboard": {"enabled": False}}
+    if n_rules <= LAYERED_UP_TO:
+        options = {"layout": {"hierarchical": {
+                       "enabled": True, "direction": "UD", "sortMethod": "directed",
+                       "levelSeparation": 90, "nodeSpacing": 130}},
+                   "physics": {"enabled": False}, "interaction": interaction}
+    else:
+        options = {"physics": {"stabilization": {"iterations": 150},
+                               "barnesHut": {"springLength": 120}},
+                   "interaction": interaction}
+    return json.dumps(options)
 
 
 def strip_remote_resources(page: str) -> str:
@@ -87,9 +122,12 @@ def show_graph(skill: SkillGraph, rule_ids: Iterable[str], seeds: Iterable[str] 
               height=height_px + 30)
 
 
-def legend() -> None:
-    st.caption("Colour = modality: blue required · red prohibited · green permitted. "
-               "Boxes with a dark border are seeds/selected; arrows point to prerequisites.")
+def legend(seeds_are: str = "seed rules (where the audit starts)") -> None:
+    """What the drawing's shapes mean; ``seeds_are`` names what the boxes are on this page."""
+    st.caption(f"Colour = modality: blue required · red prohibited · green permitted. "
+               f"Boxes (dark border, white text) = {seeds_are}; dots = rules reached through "
+               "require edges. Arrows point from a rule to its prerequisite. Scroll the page "
+               "with the wheel; zoom with the buttons in the corner.")
 
 
 def provenance_legend() -> None:

@@ -10,10 +10,16 @@ import streamlit as st
 
 from workbench.graph import Span
 
+# Colours follow the active Streamlit theme (.streamlit/config.toml has a light and a dark
+# variant): the text inherits the theme's text colour and the box is a translucent grey tint
+# over the theme's background, so it reads in both. A highlighted span sets its own dark text
+# because its yellow background is the same in both themes (tests/e2e/test_dark_contrast.py).
 _STYLE = (
     "<style>.wb-src{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.82rem;"
-    "line-height:1.45;max-height:520px;overflow:auto;border:1px solid #ddd;border-radius:6px;"
-    "padding:0.6rem;background:#fafafa}.wb-src mark{background:#ffe58f;padding:0 1px}</style>"
+    "line-height:1.45;max-height:520px;overflow:auto;color:inherit;"
+    "border:1px solid rgba(128,128,128,0.35);border-radius:6px;padding:0.6rem;"
+    "background:rgba(128,128,128,0.08)}"
+    ".wb-src mark{background:#ffe58f;color:#1b1f24;padding:0 1px}</style>"
 )
 
 

@@ -22,6 +22,7 @@ from workbench.contracts import (
     replay_all,
     summarize,
 )
+from workbench.glossary import help_for
 from workbench.inputs import InputError, decode_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,11 +117,12 @@ summary = summarize(reports)
 st.subheader("Dataset summary")
 cols = st.columns(6)
 cols[0].metric("Trajectories", summary.n)
-cols[1].metric("PCR", _pct(summary.pcr))
-cols[2].metric("RF-PCR", _pct(summary.rf_pcr))
-cols[3].metric("Outcome rate", _pct(summary.outcome_rate))
-cols[4].metric("Hint rate", _pct(summary.hint_rate))
-cols[5].metric("Mean credit", "n/a" if math.isnan(summary.mean_credit) else f"{summary.mean_credit:.2f}")
+cols[1].metric("PCR", _pct(summary.pcr), help=help_for("PCR"))
+cols[2].metric("RF-PCR", _pct(summary.rf_pcr), help=help_for("RF-PCR"))
+cols[3].metric("Outcome rate", _pct(summary.outcome_rate), help=help_for("outcome rate"))
+cols[4].metric("Hint rate", _pct(summary.hint_rate), help=help_for("Hint rate"))
+cols[5].metric("Mean credit", "n/a" if math.isnan(summary.mean_credit) else f"{summary.mean_credit:.2f}",
+               help=help_for("mean credit"))
 st.caption("PCR × outcome (trajectory counts)")
 st.dataframe(pd.DataFrame(summary.table.rows()), hide_index=True, key="pcr_table")
 table = pd.DataFrame([{

@@ -9,18 +9,22 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from components.case_table import case_rows, show_case_table
+from components.glossary import column_help
 from components.retrieval_curves import show_evaluations
 from components.state import engine
 from components.training_runs import training_section
 from store import audit_repo
 from store import review as review_store
+from workbench.glossary import help_for
 from workbench.review import METRIC_COLUMNS, gold_of, metrics_rows
 
 COMPARE = {"each run": "run", "newest trace per case and strategy": "latest"}
 
 st.title("Evaluate")
-st.caption("ACC counts a case without a verdict as wrong; violation-F1 (violation = positive) "
-           "uses judged cases only. Gold labels and governing rules come from the stored cases.")
+st.caption("ACC counts a case without a verdict as wrong; violation-F1 measures how well "
+           "violations are found, on judged cases only. Gold labels and governing rules come "
+           "from the stored cases. Hover a column header for what it means, or see the Glossary.")
 with st.container(border=True):
     show_evaluations()
 
@@ -52,9 +56,10 @@ if compare == "each run" and len(all_runs) > 1:
         table = table[table["run"].isin(runs)]
 
 st.dataframe(table, hide_index=True, width="stretch",
-             column_config={c: st.column_config.NumberColumn(format="%.3f")
-                            for c in ("ACC", "violation-F1", "precision", "recall", "gold in context")}
-             | {c: st.column_config.NumberColumn(format="%.1f")
+             column_config=column_help(table.columns)
+             | {c: st.column_config.NumberColumn(format="%.3f", help=help_for(c))
+                for c in ("ACC", "violation-F1", "precision", "recall", "gold in context")}
+             | {c: st.column_config.NumberColumn(format="%.1f", help=help_for(c))
                 for c in ("context tokens", "online tokens", "latency ms")})
 st.download_button("Download CSV", table.to_csv(index=False).encode("utf-8"),
                    file_name="evaluation.csv", mime="text/csv", key="ev_csv")
@@ -82,3 +87,12 @@ def bars(metrics: list[str], title: str, key: str, share: bool = False) -> None:
 bars(["ACC", "violation-F1"], "Quality", "ev_quality", share=True)
 bars(["context tokens", "online tokens"], "Tokens per case (mean)", "ev_tokens")
 bars(["latency ms"], "Latency per case (mean, ms)", "ev_latency")
+
+# -- per case ------------------------------------------------------------------------------
+st.subheader("Per-case results")
+st.caption("Every stored trace of the chosen datasets; open one on Replay to see its evidence.")
+case_list: list[dict] = []
+for dataset in chosen:
+    case_labels, _ = gold_of(audit_repo.load_cases(eng, dataset))
+    case_list += case_rows(dataset, review_store.run_traces(eng, dataset), case_labels)
+show_case_table(case_list, key="ev_cases")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import identity, links
 from components.edge_review import provenance_filter, review_panel
 from components.graph_view import legend, provenance_legend, show_graph
 from components.replay_state import policy_index
@@ -26,7 +27,12 @@ if not names:
     st.stop()
 
 left, right = st.columns([1, 1])
+# ?skill=&version=&rule= : reload, back and shared links open this same rule (issue #16).
+missing_skill = links.adopt("skill", "graph_skill", names)
 name = left.selectbox("SKILL", names, key="graph_skill")
+links.publish("skill", name)
+if missing_skill:
+    st.warning(md(f"The link names SKILL “{missing_skill}”, which is not stored; showing {name}."))
 vers = [v.version for v in repo.versions(eng, name)]
 latest = vers[-1]
 # A widget's value can only be set before it is drawn: a save parks the new version here.
@@ -38,7 +44,13 @@ elif (st.session_state.get("graph_version_of") != name
     # previous SKILL made authors edit an old version without noticing (issue #16).
     st.session_state["graph_version"] = latest
 st.session_state["graph_version_of"] = name
+missing_version = links.adopt("version", "graph_version", vers)
 version = right.selectbox("Version", vers[::-1], key="graph_version")
+# Only a pinned older version goes into the address: a plain link keeps opening the latest.
+links.publish("version", None if version == latest else version)
+if missing_version:
+    st.warning(md(f"The link names version {missing_version} of {name}, which does not exist; "
+                  f"showing version {version}."))
 skill = edge_review.with_trust(eng, name, version, repo.load_skill(eng, name, version))
 if version != latest:
     st.warning(md(f"You are viewing version {version}, not the latest ({latest}). Saving an edit "
@@ -54,8 +66,13 @@ if not hits:
     st.stop()
 # Open on the rule with the most prerequisites: its closure shows the graph's structure best.
 default = max(range(len(hits)), key=lambda i: len(skill.graph.requires(hits[i])))
+missing_rule = links.adopt("rule", "graph_rule", hits)
 rule_id = st.selectbox("Rule", hits, index=default, key="graph_rule",
                        format_func=lambda r: f"{r} — {skill.graph.rules[r].action[:80]}")
+links.publish("rule", rule_id)
+if missing_rule:
+    st.warning(md(f"The link names rule {missing_rule}, which is not among the rules shown "
+                  f"(not in this version, or hidden by the search); showing {rule_id}."))
 focus = st.radio("Show", ["closure of this rule", "dependants of this rule", "search results",
                           "whole graph"], horizontal=True, key="graph_focus")
 
@@ -77,7 +94,7 @@ with detail_col:  # drawn first, at the side, so the drawing does not move down
     provenance_legend()
 with graph_col:
     st.write(f"**{len(shown)} rules** shown.")
-    legend()
+    legend("the chosen rule")
     show_graph(skill, shown, seeds=[rule_id], selected=rule_id, provenances=kinds)
 with detail_col:
     st.subheader(f"Rule {rule_id}")
@@ -90,7 +107,9 @@ with detail_col:
     else:
         st.warning("This rule has no source span yet (added by an edit).")
 with st.expander("Rules shown"):
-    st.dataframe(rules_frame(skill, shown), hide_index=True, width="stretch")
+    # A search narrows this table too (it listed every rule whatever the search said).
+    listed = [r for r in shown if r in set(hits)] if query.strip() else shown
+    st.dataframe(rules_frame(skill, listed), hide_index=True, width="stretch")
 
 decided = review_panel(eng, skill, version, user_name())
 if decided is not None:
@@ -124,7 +143,10 @@ restore = False
 if version != latest:
     restore = st.checkbox(f"Restore from version {version}: the new version replaces the "
                           f"changes made in versions after {version}", key=f"graph_restore_{name}")
-if st.button("Save as new version", type="primary", key="graph_save"):
+may_edit = identity.allowed("edit graphs")
+if not may_edit:
+    identity.explain_refusal("edit graphs")
+if st.button("Save as new version", type="primary", key="graph_save", disabled=not may_edit):
     result = apply_edits(skill, edited_rules, edited_edges)
     if not result.ok:
         st.error("Nothing was saved. Fix these and save again:\n\n"
@@ -189,8 +211,11 @@ else:
             st.write(f"**{len(changes)} case(s)** change closure:")
             st.dataframe([{"case": c.case_id, "rules added": ", ".join(c.added),
                            "rules removed": ", ".join(c.removed),
-                           "closure before": len(c.before), "closure after": len(c.after)}
-                          for c in changes], hide_index=True, width="stretch", key="impact_table")
+                           "closure before": len(c.before), "closure after": len(c.after),
+                           "open": links.replay_link(impact_ds, c.case_id)}
+                          for c in changes], hide_index=True, width="stretch", key="impact_table",
+                         column_config={"open": st.column_config.LinkColumn(
+                             "open", display_text="Replay ↗", help="Open this case on Replay")})
             if st.button("Re-audit these cases with the judge", key="impact_reaudit"):
                 from store.llm_cache import persistent_gateway
 

@@ -3,17 +3,22 @@ side-by-side comparison of two policy-access strategies."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import streamlit as st
 
+from components import links
 from components.conversation import show_conversation, show_response, show_state
 from components.replay_state import audit_index, policy_index
+from components.rerun_preview import plan_text, planned_calls, show_rerun_preview
 from components.safe import md
 from components.state import engine
 from components.trace_view import show_steps
 from components.verdict import show_verdict
 from store import audit_repo
 from workbench.audit import STRATEGIES as _STRATEGY_TABLE
-from workbench.audit import AuditOptions, CaseFormatError, audit_case, case_from_dict
+from workbench.audit import AuditOptions, AuditTrace, CaseFormatError, audit_case, case_from_dict
+from workbench.glossary import gold_word
 from workbench.inputs import InputError, loads_json
 
 STRATEGIES = list(_STRATEGY_TABLE)
@@ -28,8 +33,15 @@ if index is None:
 PASTE = "(paste a case)"
 sources = [*audit_repo.datasets(eng), PASTE]
 top = st.columns([1, 2])
+# ?dataset=&case=&run= : reload, back and shared links open this same case (issue #16).
+missing_dataset = links.adopt("dataset", "replay_dataset", sources[:-1])
 dataset = top[0].selectbox("Dataset", sources, key="replay_dataset")
+links.publish("dataset", None if dataset == PASTE else dataset)
+if missing_dataset:
+    st.warning(md(f"The link names dataset “{missing_dataset}”, which is not stored; showing "
+                  f"“{dataset}” instead."))
 if dataset == PASTE:
+    links.publish("case", None)
     raw = top[1].text_area("Case JSON (normalised schema: id, context, background, model_response, ...)",
                            key="replay_paste", height=150)
     if not raw.strip():
@@ -41,9 +53,14 @@ if dataset == PASTE:
         st.stop()
 else:
     cases = {c.id: c for c in audit_repo.load_cases(eng, dataset)}
+    missing_case = links.adopt("case", "replay_case", list(cases))
     case_id = top[1].selectbox(
         "Case", list(cases), key="replay_case",
-        format_func=lambda i: f"{i} — {cases[i].label or 'unlabelled'}")
+        format_func=lambda i: f"{i} — gold: {gold_word(cases[i].label)}")
+    links.publish("case", case_id)
+    if missing_case:
+        st.warning(md(f"The link names case “{missing_case}”, which is not in {dataset}; "
+                      f"showing {case_id} instead."))
     case = cases[case_id]
 
 opts = st.columns(4)
@@ -60,39 +77,77 @@ with left:
         show_state(case.background)
     show_response(case.model_response)
     if case.label:
-        st.caption(md(f"Gold label: {case.label}"))
+        st.caption(md(f"Gold label: {gold_word(case.label)}"))
+
+
+# ?run= pins the traces shown to one stored run (a link from Evaluate or Review); without it
+# the newest trace of any run is shown.
+pinned_run = st.query_params.get("run") if dataset != PASTE else None
+if pinned_run:
+    st.caption(md(f"Showing the traces of run {pinned_run}."))
+
+
+def preview_key(strategy: str) -> str:
+    return f"replay_preview_{dataset}_{case.id}_{strategy}"
 
 
 def stored(strategy: str) -> dict | None:
-    if dataset == PASTE:
-        return st.session_state.get(f"replay_trace_{case.id}_{strategy}")
-    traces = audit_repo.load_traces(eng, dataset=dataset, strategy=strategy, case_id=case.id)
-    return traces[-1].to_dict() if traces else st.session_state.get(f"replay_trace_{case.id}_{strategy}")
+    if dataset == PASTE:  # a pasted case is never stored: its preview is all there is
+        return st.session_state.get(preview_key(strategy))
+    traces = audit_repo.load_traces(eng, dataset=dataset, strategy=strategy, case_id=case.id,
+                                    run_id=pinned_run or None)
+    return traces[-1].to_dict() if traces else None
+
+
+def preview(strategy: str) -> dict | None:
+    return None if dataset == PASTE else st.session_state.get(preview_key(strategy))
 
 
 def run(strategy: str) -> None:
+    """Audit the case again as a preview (session only; see components/rerun_preview.py)."""
     from store.llm_cache import persistent_gateway
 
     options = AuditOptions(keywords=keywords, judge_mode=judge_mode, keep_prompts=True)
     gateway = None if judge_mode == "none" and keywords == "lexical" else persistent_gateway(eng)
-    with st.spinner(f"Auditing {case.id} with {strategy} (the local model can take a minute)…"):
+    with st.spinner(f"Auditing {case.id} with {strategy} (the local model can take minutes)…"):
         trace = audit_case(case, audit_index(eng), strategy, gateway, options)
-    if dataset != PASTE:
-        audit_repo.save_trace(eng, trace, run_id="replay", dataset=dataset)
-    st.session_state[f"replay_trace_{case.id}_{strategy}"] = trace.to_dict()
+    st.session_state[preview_key(strategy)] = trace.to_dict()
+
+
+def store(strategy: str, new: dict) -> None:
+    """Keep a previewed trace, in a run of its own: never mixed into a batch run."""
+    run_id = f"replay-{case.id}-{strategy}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    audit_repo.save_trace(eng, AuditTrace.from_dict(new), run_id=run_id, dataset=dataset)
+    st.session_state.pop(preview_key(strategy), None)
+    st.session_state["replay_flash"] = f"Stored the new {strategy} result as run {run_id}."
+    links.publish("run", None)  # show the newest trace, which is now this one
+    st.rerun()
 
 
 chosen = [strategy_a] + ([strategy_b] if strategy_b != "(none)" and strategy_b != strategy_a else [])
 with right:
     st.subheader("Verdict")
-    if st.button("Run audit" if not stored(strategy_a) else "Re-run audit", key="replay_run",
-                 type="primary"):
+    if "replay_flash" in st.session_state:
+        st.success(md(st.session_state.pop("replay_flash")))
+    sizes = {s: sum(len(ids) for ids in ((stored(s) or {}).get("closure") or {}).values())
+             for s in chosen}
+    st.caption(md(plan_text(chosen, keywords, judge_mode,
+                            planned_calls(chosen, keywords, judge_mode, sizes))))
+    if st.button("Run audit (preview)" if not stored(strategy_a) else "Re-run audit (preview)",
+                 key="replay_run", type="primary"):
         for s in chosen:
             run(s)
-    trace_a = stored(strategy_a)
+    if dataset != PASTE:
+        for s in chosen:
+            new = preview(s)
+            if new is not None and show_rerun_preview(s, stored(s), new, key=s):
+                store(s, new)
+    trace_a = stored(strategy_a) or preview(strategy_a)
     if trace_a is None:
         st.info("No stored trace for this case and strategy yet: press Run audit.")
     else:
+        if stored(strategy_a) is None and dataset != PASTE:
+            st.caption("Below: the new result (a preview, not stored).")
         show_verdict(trace_a, index, key="a")
 
 if trace_a is not None:
@@ -100,7 +155,7 @@ if trace_a is not None:
         st.subheader("Side by side")
         cols = st.columns(2)
         for col, s in zip(cols, chosen, strict=True):
-            t = stored(s)
+            t = stored(s) or preview(s)
             with col:
                 st.markdown(f"**{md(s)}**")
                 if t is None:

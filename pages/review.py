@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components import identity, links
 from components.annotation import key_legend
+from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.safe import md
 from components.state import engine, user_name
@@ -23,6 +25,7 @@ from store import review as review_store
 from workbench.audit.cases import CaseFormatError, parse_cases_bytes
 from workbench.audit.pipeline import JUDGE_MODES
 from workbench.audit.strategies import STRATEGIES
+from workbench.glossary import gold_word, help_for
 from workbench.inputs import InputError, decode_text
 from workbench.review import (
     REASON_TEXT,
@@ -200,6 +203,9 @@ def load_panel() -> None:
 def _decide(item: QueueItem, decision: str, reviewer: str, pos_key: str, size: int,
             advance: bool) -> None:
     note = st.session_state.get(f"rv_note_{_item_key(item)}", "") or ""
+    if not identity.allowed("decide reviews"):  # a shortcut key must not get past the role
+        st.session_state["rv_flash"] = ("error", "Your role cannot decide reviews; nothing saved.")
+        return
     try:
         review_store.add_decision(eng, ReviewDecision(
             item.dataset, item.run_id, item.case_id, item.strategy, reviewer, decision, note,
@@ -221,16 +227,23 @@ def _fmt(x: float | None, digits: int = 2) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+MIN_KAPPA_DECISIONS = 10
+
+
 def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> None:
     a = agreement(decisions, items)
     cols = st.columns(4)
     cols[0].metric("Decisions", a.decisions, help="current decisions: one per verdict and analyst")
     cols[1].metric("Confirmed", "–" if a.share_confirmed is None else f"{a.share_confirmed:.0%}",
                    help="share of decisions that confirm the judge")
-    cols[2].metric("Cohen's κ", _fmt(a.kappa),
-                   help="judge's verdicts vs the labels the analysts' decisions imply")
+    # κ on a handful of decisions is noise ("κ 1.00" after one decision): say so beside it.
+    few = a.decisions < MIN_KAPPA_DECISIONS
+    cols[2].metric("Cohen's κ", _fmt(a.kappa), help=help_for("Cohen's κ"),
+                   delta=f"only {a.decisions} decisions: not yet reliable" if few else None,
+                   delta_color="off")
     cols[3].metric("Analysts vs gold", "–" if a.analysts_gold is None else f"{a.analysts_gold:.0%}",
-                   help=f"on {a.gold_n} reviewed verdicts with a gold label; judge alone: "
+                   help=f"{help_for('analysts vs gold')} On {a.gold_n} reviewed verdicts with a "
+                        "gold label; judge alone: "
                         + ("–" if a.judge_gold is None else f"{a.judge_gold:.0%}"))
     if a.per_reviewer:
         with st.expander("Agreement per analyst"):
@@ -264,8 +277,7 @@ def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
         st.text("Other strategies: " + " · ".join(
             f"{s}: {'violation' if v else 'compliant' if v is not None else 'no verdict'}"
             for s, v in item.others.items()))
-    gold = {None: "no gold label", "negative": "violation", "positive": "compliant"}.get(item.label)
-    st.text(f"Gold: {gold}")
+    st.text(f"Gold: {gold_word(item.label)}")
     extra_gold = (getattr(case, "extra", None) or {}).get("gold") if case is not None else None
     if isinstance(extra_gold, dict):
         if extra_gold.get("violated_rules"):
@@ -311,9 +323,16 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
     if not shown:
         st.success("Nothing in the queue matches these filters.")
         return
+    with st.expander(f"Queue list ({len(shown)} verdicts): sort, filter, open on Replay"):
+        show_case_table(queue_rows(dataset, shown, decisions, REASON_TEXT), key="rv_list",
+                        columns=QUEUE_COLUMNS)
     pos_key = f"rv_pos/{dataset}"
+    wanted = links.fresh("position")  # ?position=N (1-based): reload keeps the place
+    if wanted is not None and wanted.isdigit():
+        st.session_state[pos_key] = int(wanted) - 1
     pos = max(0, min(st.session_state.get(pos_key, 0), len(shown) - 1))
     st.session_state[pos_key] = pos
+    links.publish("position", pos + 1)
     item = shown[pos]
     case = cases.get(item.case_id)
     with st.container(border=True, key="rv_card"):
@@ -329,13 +348,16 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
                       placeholder="why; press Tab to leave the field, then a key")
         advance = status != "not reviewed by me"  # there a decided verdict leaves the list
         args = (reviewer, pos_key, len(shown), advance)
+        may_decide = identity.allowed("decide reviews")
+        if not may_decide:
+            identity.explain_refusal("decide reviews")
         buttons = st.columns(2)
         buttons[0].button("Confirm verdict", key="rv_confirm", shortcut=CONFIRM_KEY,
                           type="primary", on_click=_decide, args=(item, "confirm", *args),
-                          disabled=not reviewer, width="stretch")
+                          disabled=not reviewer or not may_decide, width="stretch")
         buttons[1].button("Overturn verdict", key="rv_overturn", shortcut=OVERTURN_KEY,
                           on_click=_decide, args=(item, "overturn", *args),
-                          disabled=not reviewer, width="stretch")
+                          disabled=not reviewer or not may_decide, width="stretch")
         nav = st.columns(2)
         nav[0].button("Previous", key="rv_prev", shortcut=PREVIOUS_KEY, on_click=_move,
                       args=(pos_key, -1, len(shown)), disabled=pos == 0, width="stretch")
@@ -362,7 +384,9 @@ if not datasets:
     st.info("No audit traces yet: audit a dataset or load a traces file above.")
     st.stop()
 top = st.columns([1, 2])
+links.adopt("dataset", "rv_dataset", datasets)
 dataset = top[0].selectbox("Dataset", datasets, key="rv_dataset")
+links.publish("dataset", dataset)
 runs = top[1].multiselect("Runs", audit_repo.runs(eng, dataset), key=f"rv_runs_{_safe(dataset)}",
                           placeholder="all runs (newest trace per case and strategy)")
 queue_panel(dataset, runs, reviewer)

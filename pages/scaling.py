@@ -11,6 +11,7 @@ import streamlit as st
 from components.scaling_recovery import recovery_panel
 from components.scaling_sources import stored_runs_outcomes
 from components.state import engine
+from workbench.glossary import help_for
 from workbench.inputs import decode_text
 from workbench.scaling import (
     AnalysisOptions,
@@ -158,7 +159,15 @@ if not report.bootstrap:
 else:
     boot = report.bootstrap[chosen]
     st.caption(f"{boot.draws.shape[0]} session-bootstrap replicates ({boot.failed} failed).")
-st.dataframe(report.intervals_table(chosen), hide_index=True, width="stretch")
+intervals = report.intervals_table(chosen)
+# Plain meaning beside each fitted quantity (a, b, gamma_<dataset>, ...): the names are the
+# model's symbols, which an analyst cannot read without the paper.
+st.dataframe(intervals.assign(meaning=intervals["quantity"].map(lambda q: help_for(str(q)) or "")),
+             hide_index=True, width="stretch",
+             column_config={"ci_low": st.column_config.NumberColumn(
+                                help="Lower end of the session-bootstrap interval"),
+                            "ci_high": st.column_config.NumberColumn(
+                                help="Upper end of the session-bootstrap interval")})
 
 gains = report.gains(chosen)
 if report.single_size:

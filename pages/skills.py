@@ -11,10 +11,19 @@ import pandas as pd
 import streamlit as st
 
 from components.extraction_report import reference_panel, report_panel
+from components.glossary import column_help
 from components.rules import rules_frame
 from components.safe import md
 from components.state import engine, user_name
 from store import edge_review, repo
+from workbench.glossary import help_for
+from workbench.skill_upload import (
+    CONFIRM_ABOVE_SECONDS,
+    describe_duration,
+    extraction_seconds,
+    public_text,
+    screen_upload,
+)
 from workbench.stats import skill_stats
 
 DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "index.json"
@@ -25,14 +34,29 @@ eng = engine()
 with st.expander("Upload SKILLs and extract their rule graphs", expanded=not repo.skill_names(eng)):
     uploads = st.file_uploader("SKILL.md files or .zip archives (a folder per SKILL)",
                                type=["md", "zip"], accept_multiple_files=True, key="skills_upload")
-    max_block = st.number_input("Largest block sent to the extractor (tokens)", 200, 12000, 1200,
+    max_block = st.number_input("Block size (tokens per extractor call)", 200, 12000, 1200,
                                 step=100, key="skills_max_block",
-                                help="Blocks longer than this are split at paragraph boundaries.")
+                                help=help_for("largest block")
+                                + " Longer blocks are split at paragraph boundaries.")
+    # Junk is refused before any model call (an empty or binary .md became a 0-rule SKILL).
+    refused = {f.name: problem for f in uploads or [] if f.name.lower().endswith(".md")
+               and (problem := screen_upload(f.name, f.getvalue()))}
+    for problem in refused.values():
+        st.error(md(f"{problem} Nothing was saved from it."))
+    uploads = [f for f in uploads or [] if f.name not in refused]
+    signature = tuple((f.name, f.size, int(max_block)) for f in uploads)
+    big_job = st.session_state.get("skills_big_job")
+    confirmed = False
+    if big_job and big_job[0] == signature:
+        st.warning(md(big_job[1]))
+        confirmed = st.checkbox("Extract anyway", key="skills_confirm_big")
     if uploads and st.button("Extract", type="primary", key="skills_extract"):
         from store.extraction import SqlStepStore
         from store.llm_cache import persistent_gateway
         from workbench.extract import SkillSourceError, extract_skill, load_sources
+        from workbench.extract.blocks import plan_blocks
 
+        uploaded: dict[str, str] = {}  # temp path -> the uploaded file's name, for messages
         with tempfile.TemporaryDirectory() as tmp:
             paths = []
             for i, f in enumerate(uploads):
@@ -41,17 +65,31 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 target.parent.mkdir(parents=True)
                 target.write_bytes(f.getvalue())
                 paths.append(target)
+                uploaded[str(target)] = f.name
+            uploaded[tmp] = "upload"
             try:
                 docs = load_sources(paths)
             except SkillSourceError as exc:
-                st.error(md(f"Nothing was extracted: {exc}"))
+                st.error(md(f"Nothing was extracted: {public_text(str(exc), uploaded)}"))
                 docs = []
+        n_blocks = sum(len(plan_blocks(doc, int(max_block))) for doc in docs)
+        seconds = extraction_seconds(n_blocks)
+        if docs and seconds > CONFIRM_ABOVE_SECONDS and not confirmed:
+            st.session_state["skills_big_job"] = (signature, (
+                f"This extraction is big: {n_blocks} blocks, {describe_duration(seconds)} on the "
+                "embedded model. Tick “Extract anyway” and press Extract again to start it, or "
+                "upload a smaller SKILL (or raise the block size)."))
+            st.rerun()
+        if docs:
+            st.caption(f"{n_blocks} block(s) to read, {describe_duration(seconds)} on the embedded "
+                       "model. Stop halts it: finished blocks are kept and Extract again resumes.")
         gateway = persistent_gateway(eng)
         steps = SqlStepStore(eng)
         for doc in docs:
             for w in doc.warnings:
-                st.warning(md(w))
-            bar = st.progress(0.0, text=f"{doc.name}: planning blocks…")
+                st.warning(md(public_text(w, uploaded)))
+            # The first minute or so is the model loading: say so rather than show an empty bar.
+            bar = st.progress(0.0, text=md(f"{doc.name}: starting the model…"))
 
             def on_step(p, bar=bar, name=doc.name):
                 label = f"{name}: {p.phase} {p.done}/{p.total}"
@@ -65,8 +103,8 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                                               max_block_tokens=int(max_block),
                                               decisions=edge_review.load_decisions(eng, doc.name))
             except Exception as exc:  # the model is unreachable or a prompt is broken
-                st.error(md(f"{doc.name}: extraction stopped: {exc}. Finished blocks are kept; "
-                            "press Extract again to resume."))
+                st.error(md(f"{doc.name}: extraction stopped: {public_text(str(exc), uploaded)}. "
+                            "Finished blocks are kept; press Extract again to resume."))
                 continue
             saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
                                     report=report.to_dict())
@@ -94,7 +132,8 @@ for name in names:
         "density I_d": round(s.density, 3), "complexity C": round(s.complexity, 4),
         "source tokens": s.source_tokens, "description": skill.description,
     })
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+             column_config=column_help(rows[0] if rows else ()))
 st.caption("Density I_d = tokens of the rules' conditions and actions / tokens of the SKILL "
            "source, counted with the cl100k tokenizer; coupling I_c = edges / rules; C = I_d × I_c.")
 total = skill_stats(list(skills.values()))
@@ -102,7 +141,7 @@ c1, c2, c3, c4 = st.columns(4)
 c1.metric("SKILLs", len(names))
 c2.metric("Rules", total.rules)
 c3.metric("Edges", total.edges)
-c4.metric("Complexity C (all)", f"{total.complexity:.4f}")
+c4.metric("Complexity C (all)", f"{total.complexity:.4f}", help=help_for("complexity C"))
 
 chosen = st.selectbox("Rules of", names, key="skills_pick")
 vers = repo.versions(eng, chosen)

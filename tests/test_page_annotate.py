@@ -269,8 +269,9 @@ def test_progress_agreement_and_report(db, skill):
     assert not at.exception
     progress = frame(at, "rules labelled").set_index("annotator")
     assert progress.loc["a", "rules labelled"] == 2 and progress.loc["a", "rules in queue"] == 4
-    agreement = frame(at, "krippendorff_alpha").set_index("task")
-    assert agreement.loc["rule_correctness", "percent_agreement"] == 0.5
+    agreement = frame(at, "Krippendorff's α").set_index("task")  # plain names, not raw keys
+    assert float(agreement.loc["rule_correctness", "agreement"]) == 0.5
+    assert "n_items" not in agreement.columns
     assert "unanimous 1, adjudicated 0, open 3" in texts(at)
 
     at.radio(key="ann_mode").set_value("Dataset report").run()

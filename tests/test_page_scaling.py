@@ -29,6 +29,9 @@ def test_demo_analysis_shows_tables_and_figure():
     intervals = at.dataframe[1].value
     assert {"quantity", "estimate", "ci_low", "ci_high"} <= set(intervals.columns)
     assert intervals["ci_low"].notna().all()
+    # every fitted symbol (a, b, gamma_<dataset>) is explained in plain words beside it
+    meanings = dict(zip(intervals["quantity"], intervals["meaning"], strict=True))
+    assert all(meanings[q] for q in meanings if q in ("a", "b") or q.startswith("gamma_"))
     loso = at.dataframe[3].value
     assert set(loso["params_b"]) == {0.5, 1.0, 2.0, 4.0, 9.0, 27.0}
     assert len(at.get("plotly_chart")) == 2  # vs judge size, vs complexity

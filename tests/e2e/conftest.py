@@ -35,10 +35,12 @@ class Server:
         self.log = log
         self.db_url = db_url
         env = dict(os.environ, **(env or {}), WORKBENCH_DB=db_url, PYTHONUNBUFFERED="1")
+        # Headless and no usage statistics come from .streamlit/config.toml (cwd=ROOT). Only
+        # what is per run stays here: a free port, loopback only, and no file watcher (a test
+        # server must not rerun pages while sibling worktrees' files change, and it saves CPU).
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "components.launcher", str(ROOT / "app.py"),
              "--server.port", str(self.port), "--server.address", "127.0.0.1",
-             "--server.headless", "true", "--browser.gatherUsageStats", "false",
              "--server.fileWatcherType", "none"],
             cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
         )

@@ -10,6 +10,8 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from workbench.glossary import gold_word
+
 from .flows import (
     DEMO,
     assert_no_exception,
@@ -92,7 +94,7 @@ def test_replay_a_violation_then_confirm_it_in_the_queue(flow, page):
 
     # -- replay ---------------------------------------------------------------------------
     goto(page, server, "replay")
-    choose(page, "Case", f"{case.id} — {case.label or 'unlabelled'}")
+    choose(page, "Case", f"{case.id} — gold: {gold_word(case.label)}")
     card = page.locator(".st-key-verdict_a")
     expect(card.locator("[data-testid='stAlertContentError'] p")).to_have_text("Violation")
     expect(card).to_contain_text(verdict["reason"])

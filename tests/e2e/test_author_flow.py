@@ -71,7 +71,7 @@ def test_upload_extract_edit_save_and_impact(server, page):
     # -- upload and extract (the default page answers at "/") -----------------------------
     goto(page, server, "")
     page.get_by_text("No SKILLs in the store yet").wait_for()
-    block = page.get_by_label("Largest block sent to the extractor (tokens)", exact=True)
+    block = page.get_by_label("Block size (tokens per extractor call)", exact=True)
     assert block.input_value() == "1200"
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(SKILL_MD))
     page.get_by_text("SKILL.md", exact=True).wait_for()
@@ -145,8 +145,10 @@ def test_upload_extract_edit_save_and_impact(server, page):
     table = page.locator("[data-testid='stDataFrame']").filter(has_text="closure before")
     row = table.locator("tbody tr")
     expect(row).to_have_count(1)
+    # The last cell links the case to its Replay view (issue #16: case ids were not links).
     expect(row.locator("td")).to_have_text(
-        ["desk-001-refund-over-200", "identity-R1", "", "5", "6"])
+        ["desk-001-refund-over-200", "identity-R1", "", "5", "6",
+         "/replay?dataset=desk&case=desk-001-refund-over-200"])
     assert page.external_requests == []
 
     # The new version is in the store, by the author who saved it.

@@ -28,11 +28,12 @@ def _ui(args) -> int:
     env = dict(os.environ)
     if args.db:
         env["WORKBENCH_DB"] = args.db
+    # Headless, usage statistics and the theme live in .streamlit/config.toml (read from
+    # cwd=APP.parent), so a plain `streamlit run app.py` behaves the same. Only the per-run
+    # choices config cannot know stay here: the port and address the user asked for.
     cmd = [
         sys.executable, "-m", "components.launcher", str(APP),
         "--server.port", str(args.port),
         "--server.address", args.host,
-        "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
     ]
     return subprocess.call(cmd, env=env, cwd=APP.parent)

@@ -1,0 +1,111 @@
+"""A list of audited cases that scales: filter, sort and page through thousands of rows, each
+with a link to its Replay view (in the style of Langfuse/Argilla tables).
+
+``case_rows`` shapes stored traces into plain rows (no Streamlit); ``show_case_table`` draws
+a page of them. Only the visible page goes to the browser, so a 1,000-case list costs what a
+50-case one does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from components.links import replay_link
+from workbench.glossary import gold_word
+
+CASE_COLUMNS = ("case", "strategy", "run", "verdict", "gold", "agrees with gold", "open")
+
+
+def _verdict_word(trace: Mapping[str, Any]) -> str:
+    verdict = trace.get("verdict") or {}
+    if trace.get("error"):
+        return "error"
+    if not verdict:
+        return "not judged"
+    return "violation" if verdict.get("violation") else "compliant"
+
+
+def case_rows(dataset: str, records: Iterable[tuple[str, Mapping[str, Any]]],
+              labels: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
+    """One row per stored trace ``(run_id, trace dict)``: the case, its verdict and gold label
+    in plain words, whether they agree (``None`` when either is missing) and a Replay link
+    pinned to the trace's run."""
+    labels = labels or {}
+    rows = []
+    for run_id, t in records:
+        case_id = str(t.get("id", ""))
+        verdict = _verdict_word(t)
+        gold = gold_word(labels.get(case_id, t.get("label")))
+        agrees = (verdict == gold) if verdict in ("violation", "compliant") and gold in (
+            "violation", "compliant") else None
+        rows.append({"case": case_id, "strategy": t.get("strategy", ""), "run": run_id,
+                     "verdict": verdict, "gold": gold, "agrees with gold": agrees,
+                     "open": replay_link(dataset, case_id, run_id)})
+    return rows
+
+
+def filter_sort_page(frame: pd.DataFrame, text: str = "", sort_by: str | None = None,
+                     descending: bool = False, page: int = 1, page_size: int = 50
+                     ) -> tuple[pd.DataFrame, int, int]:
+    """The rows matching ``text`` (case-insensitive, in any column), sorted, cut to ``page``
+    (1-based; clamped to the pages there are). Returns ``(rows, matching, pages)``."""
+    if text:
+        needle = text.strip().lower()
+        hay = frame.astype(str).apply(lambda col: col.str.lower().str.contains(needle, regex=False))
+        frame = frame[hay.any(axis=1)]
+    if sort_by and sort_by in frame.columns:
+        frame = frame.sort_values(sort_by, ascending=not descending, kind="stable",
+                                  na_position="last")
+    matching = len(frame)
+    pages = max(1, math.ceil(matching / page_size))
+    page = min(max(1, page), pages)
+    return frame.iloc[(page - 1) * page_size: page * page_size], matching, pages
+
+
+QUEUE_COLUMNS = ("#", "case", "strategy", "run", "verdict", "gold", "why queued", "decisions",
+                 "open")
+
+
+def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
+               reason_text: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One row per Review queue item (``workbench.review.QueueItem``), numbered as the queue
+    shows them, with its decisions so far (``ReviewDecision``) and a Replay link."""
+    decided: dict[tuple, list[str]] = {}
+    for d in decisions:
+        decided.setdefault((d.run_id, d.case_id, d.strategy), []).append(
+            f"{d.reviewer}: {d.decision}")
+    rows = []
+    for n, item in enumerate(items, 1):
+        rows.append({"#": n, "case": item.case_id, "strategy": item.strategy, "run": item.run_id,
+                     "verdict": _verdict_word(item.trace), "gold": gold_word(item.label),
+                     "why queued": ", ".join(reason_text.get(r, r) for r in item.reasons),
+                     "decisions": "; ".join(decided.get(item.key, [])) or "none yet",
+                     "open": replay_link(dataset, item.case_id, item.run_id)})
+    return rows
+
+
+def show_case_table(rows: list[dict[str, Any]], key: str, page_size: int = 50,
+                    columns: Sequence[str] = CASE_COLUMNS) -> None:
+    """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``) with a
+    filter box, sort choice and pages."""
+    frame = pd.DataFrame(rows, columns=list(columns))
+    if frame.empty:
+        st.caption("No stored cases to list yet.")
+        return
+    c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
+    text = c1.text_input("Filter cases", key=f"{key}_filter",
+                         placeholder="case id, verdict, gold, strategy or run")
+    sort_by = c2.selectbox("Sort by", [c for c in columns if c != "open"], key=f"{key}_sort")
+    descending = c3.toggle("Descending", key=f"{key}_desc")
+    page = c4.number_input("Page", min_value=1, value=1, step=1, key=f"{key}_page")
+    shown, matching, pages = filter_sort_page(frame, text, sort_by, descending, int(page),
+                                              page_size)
+    st.caption(f"{matching} of {len(frame)} rows match · page {min(int(page), pages)} of {pages}")
+    st.dataframe(shown, hide_index=True, width="stretch", key=f"{key}_table",
+                 column_config={"open": st.column_config.LinkColumn(
+                     "open", display_text="Replay ↗", help="Open this case on the Replay page")})

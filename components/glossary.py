@@ -1,0 +1,33 @@
+"""Tooltips from the glossary: column configs for tables whose headers are metric names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import streamlit as st
+
+from workbench.glossary import help_for
+
+
+def column_help(columns: Iterable[str]) -> dict:
+    """``st.dataframe(column_config=...)`` giving every column the glossary knows a help
+    tooltip (header text unchanged); unknown columns are left alone."""
+    config = {}
+    for col in columns:
+        meaning = help_for(str(col))
+        if meaning:
+            config[col] = st.column_config.Column(str(col), help=meaning)
+    return config
+
+
+def plain_stats(rows: list[dict]):
+    """A DataFrame of statistic rows with plain column names (``n_items`` → "items", ...)
+    and "–" where a statistic does not apply (instead of "None")."""
+    import pandas as pd
+
+    from workbench.glossary import NOT_APPLICABLE, STAT_NAMES
+
+    frame = pd.DataFrame(rows).rename(columns=STAT_NAMES)
+    for col in frame.columns[frame.isna().any()]:  # only those: the rest stay numeric
+        frame[col] = frame[col].astype(object).where(frame[col].notna(), NOT_APPLICABLE)
+    return frame

@@ -1,0 +1,89 @@
+"""Issue #16, item 4, in real Chromium: links open cold, in a fresh browser context (no
+session, no cookies), on the thing they name; choosing another case changes the address and
+a reload keeps it (it went back to the first case)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from .flows import (
+    assert_no_exception,
+    choose,
+    demo_cases,
+    demo_index_data,
+    import_index,
+    settle,
+    start_server,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def _seed(eng) -> None:
+    from store import audit_repo
+
+    import_index(eng, demo_index_data())
+    audit_repo.save_cases(eng, "demo", demo_cases())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = start_server(tmp_path_factory.mktemp("deep_links"), _seed)
+    yield srv
+    srv.stop()
+
+
+def _cold(browser, server, path: str):
+    """A brand-new browser context (as a colleague opening a pasted link) on ``path``."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{server.url}{path}")
+    settle(page)
+    page.locator("h1").first.wait_for()
+    assert_no_exception(page, server)
+    return context, page
+
+
+@pytest.mark.parametrize("path, heading", [("/skills", "Skills"), ("/glossary", "Glossary"),
+                                           ("/evaluate", "Evaluate")])
+def test_page_paths_resolve(browser, server, path, heading):
+    context, page = _cold(browser, server, path)
+    try:
+        expect(page.locator("h1").first).to_have_text(heading)
+        expect(page.get_by_text("Page not found")).to_have_count(0)
+    finally:
+        context.close()
+
+
+def test_replay_case_link_opens_cold_and_survives_reload(browser, server):
+    cases = demo_cases()
+    target, other = cases[3].id, cases[6].id
+    context, page = _cold(browser, server, f"/replay?dataset=demo&case={target}")
+    try:
+        case_box = page.get_by_role("combobox", name="Case", exact=True)
+        expect(case_box).to_have_value(re.compile(re.escape(target)))
+        gold = "violation" if cases[6].label == "negative" else "compliant"
+        choose(page, "Case", f"{other} — gold: {gold}")
+        expect(page).to_have_url(re.compile(rf"case={re.escape(other)}"))
+        page.reload()
+        settle(page)
+        expect(page.get_by_role("combobox", name="Case", exact=True)).to_have_value(
+            re.compile(re.escape(other)))
+        assert_no_exception(page, server)
+    finally:
+        context.close()
+
+
+def test_graph_rule_link_opens_cold(browser, server):
+    skill = demo_index_data()["skills"][0]
+    rule = skill["rules"][1]["id"]
+    context, page = _cold(browser, server, f"/graph?skill={skill['name']}&rule={rule}")
+    try:
+        expect(page.get_by_role("combobox", name="Rule", exact=True)).to_have_value(
+            re.compile(rf"^{re.escape(rule)} "))
+        expect(page.get_by_role("heading", name=f"Rule {rule}")).to_be_visible()
+    finally:
+        context.close()

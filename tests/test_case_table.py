@@ -1,0 +1,47 @@
+"""The case list (issue #16, item 10): plain-word rows with Replay links, and filter / sort /
+pages that cut a long list to one page; the Evaluate page lists its per-case results."""
+
+from __future__ import annotations
+
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from components.case_table import case_rows, filter_sort_page
+from tests.test_page_evaluate import PAGE, db  # noqa: F401  (fixture)
+
+
+def test_case_rows_use_plain_words_and_link_to_the_run():
+    records = [("run-1", {"id": "c1", "strategy": "cdg", "verdict": {"violation": True}}),
+               ("run-1", {"id": "c2", "strategy": "cdg", "verdict": {"violation": True}}),
+               ("run-2", {"id": "c3", "strategy": "raw", "verdict": None}),
+               ("run-2", {"id": "c4", "strategy": "raw", "error": {"kind": "x"}})]
+    rows = case_rows("demo", records, {"c1": "negative", "c2": "positive", "c3": "negative"})
+    assert [(r["verdict"], r["gold"], r["agrees with gold"]) for r in rows] == [
+        ("violation", "violation", True), ("violation", "compliant", False),
+        ("not judged", "violation", None), ("error", "no gold label", None)]
+    assert rows[2]["open"] == "/replay?dataset=demo&case=c3&run=run-2"
+
+
+def test_filter_sort_and_pages():
+    frame = pd.DataFrame({"case": [f"c{i:04d}" for i in range(1000)],
+                          "verdict": ["violation" if i % 3 == 0 else "compliant" for i in range(1000)]})
+    shown, matching, pages = filter_sort_page(frame, "VIOLATION", "case", descending=True,
+                                              page=2, page_size=50)
+    assert matching == 334 and pages == 7  # ceil(334 / 50)
+    # descending ids among multiples of 3: c0999, c0996, ...; page 2 starts at the 51st
+    assert list(shown["case"])[:2] == ["c0849", "c0846"] and len(shown) == 50
+    last, _, _ = filter_sort_page(frame, "violation", "case", page=99, page_size=50)
+    assert len(last) == 334 - 6 * 50  # a page past the end shows the last page
+    none, matching, pages = filter_sort_page(frame, "no such text")
+    assert none.empty and matching == 0 and pages == 1
+
+
+def test_evaluate_lists_cases_with_replay_links(db):  # noqa: F811
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    cases = at.dataframe[-1].value  # the per-case list is the last table
+    assert len(cases) == 13  # 3 runs x 4 demo cases + one odd dataset trace
+    assert set(cases["gold"]) <= {"violation", "compliant"}
+    assert all(link.startswith("/replay?dataset=") for link in cases["open"])
+    at.text_input(key="ev_cases_filter").set_value("run-2").run()
+    assert list(at.dataframe[-1].value["run"].unique()) == ["run-2"]

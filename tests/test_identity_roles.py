@@ -1,0 +1,56 @@
+"""Identity and roles on the pages (issue #16, item 11): a signed-in annotator cannot save a
+graph edit; an analyst may decide reviews but an author may not; nobody signed in locally is
+single-user mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from tests.test_page_review import PAGE as REVIEW
+from tests.test_page_review import db as review_db  # noqa: F401  (fixture)
+from tests.test_page_skills_graph import db  # noqa: F401  (fixture)
+
+GRAPH = str(Path(__file__).resolve().parents[1] / "pages" / "graph.py")
+
+
+def _as(page: str, role: str | None) -> AppTest:
+    at = AppTest.from_file(page, default_timeout=60)
+    if role:
+        at.session_state["identity"] = {"name": f"the {role}", "role": role}
+        at.session_state["user_name"] = f"the {role}"
+    return at.run()
+
+
+def test_annotator_cannot_save_a_graph_edit(db):  # noqa: F811
+    at = _as(GRAPH, "annotator")
+    assert not at.exception
+    assert at.button(key="graph_save").disabled
+    assert any("author or admin" in i.value.replace("\\", "") for i in at.info)
+
+
+def test_author_and_single_user_mode_may_save(db):  # noqa: F811
+    for role in ("author", None):
+        at = _as(GRAPH, role)
+        assert not at.button(key="graph_save").disabled, role
+
+
+def test_analyst_decides_reviews_author_cannot(review_db):  # noqa: F811
+    analyst = _as(REVIEW, "analyst")
+    assert not analyst.exception
+    assert not analyst.button(key="rv_confirm").disabled
+    author = _as(REVIEW, "author")
+    assert author.button(key="rv_confirm").disabled
+    assert any("decide reviews" in i.value for i in author.info)
+
+
+def test_analyst_cannot_change_settings():
+    # The Settings page reads configuration files; changing settings is admin-only, and
+    # pages that offer a change ask identity.allowed("change settings").
+    script = ("import streamlit as st\nfrom components import identity\n"
+              "st.text(str(identity.allowed('change settings')))\n")
+    for role, expected in (("analyst", "False"), ("admin", "True")):
+        at = AppTest.from_string(script)
+        at.session_state["identity"] = {"name": "x", "role": role}
+        assert at.run().text[0].value == expected

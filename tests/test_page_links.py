@@ -1,0 +1,137 @@
+"""URL state (issue #16, item 4): Replay reads and writes ?dataset=&case=&run=, so reload and
+shared links open the same case; a link to something missing says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from components.links import graph_link, page_link, replay_link
+from store import audit_repo
+from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case
+
+ROOT = Path(__file__).resolve().parents[1]
+REPLAY = str(ROOT / "pages" / "replay.py")
+
+
+def test_links_carry_url_state_and_escape_values():
+    assert replay_link("demo", "mor-007") == "/replay?dataset=demo&case=mor-007"
+    assert replay_link("d s", "a&b", run="r1") == "/replay?dataset=d+s&case=a%26b&run=r1"
+    assert graph_link("refunds", "R2", 3) == "/graph?skill=refunds&version=3&rule=R2"
+    assert page_link("review", {"position": None}) == "/review"
+
+
+def _replay(query: dict) -> AppTest:
+    at = AppTest.from_file(REPLAY, default_timeout=60)
+    at.query_params.update(query)
+    return at.run()
+
+
+def test_replay_opens_the_case_the_url_names_and_writes_the_choice_back(demo_db):
+    _, _, cases = demo_db
+    third = cases[2].id
+    at = _replay({"dataset": "demo", "case": third})
+    assert not at.exception
+    assert at.selectbox(key="replay_case").value == third
+    assert not at.warning
+    # A choice made on the page goes into the address (and is not undone by the old one).
+    fifth = cases[4].id
+    at.selectbox(key="replay_case").set_value(fifth).run()
+    assert at.selectbox(key="replay_case").value == fifth
+    assert at.query_params["case"] == [fifth] or at.query_params["case"] == fifth
+    at.run()  # a later rerun with the same address keeps the user's choice
+    assert at.selectbox(key="replay_case").value == fifth
+
+
+def test_replay_without_url_state_publishes_the_first_case(demo_db):
+    _, _, cases = demo_db
+    at = _replay({})
+    assert at.selectbox(key="replay_case").value == cases[0].id
+    assert dict(at.query_params) in ({"dataset": "demo", "case": cases[0].id},
+                                     {"dataset": ["demo"], "case": [cases[0].id]})
+
+
+def test_a_link_to_a_missing_case_says_so(demo_db):
+    _, _, cases = demo_db
+    at = _replay({"dataset": "demo", "case": "no-such-case"})
+    assert not at.exception
+    assert "no-such-case" in at.warning[0].value.replace("\\", "")
+    assert at.selectbox(key="replay_case").value == cases[0].id
+
+
+@pytest.fixture
+def two_runs(demo_db):
+    eng, index, cases = demo_db
+    case = next(c for c in cases if c.id.startswith("mor-002"))
+    for run_id, violation in (("old", True), ("new", False)):
+        trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
+        trace.verdict = Verdict(violation, f"verdict of run {run_id}", [])
+        audit_repo.save_trace(eng, trace, run_id=run_id, dataset="demo")
+    return case
+
+
+def test_run_in_the_url_pins_the_trace_shown(two_runs):
+    at = _replay({"dataset": "demo", "case": two_runs.id})
+    assert [e.value for e in at.error][:1] == []  # newest (run "new") is compliant
+    at = _replay({"dataset": "demo", "case": two_runs.id, "run": "old"})
+    assert not at.exception
+    assert [e.value for e in at.error][:1] == ["Violation"]
+
+
+# -- Graph: ?skill=&version=&rule= ------------------------------------------------------------
+
+GRAPH = str(ROOT / "pages" / "graph.py")
+
+
+@pytest.fixture
+def graph_db(tmp_path, monkeypatch, refund_index_data):
+    from store import repo
+    from store.db import make_engine
+    from workbench.editing import apply_edits
+    from workbench.graph import PolicyIndex
+
+    url = f"sqlite:///{tmp_path / 'graph.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data))
+    skill = repo.load_skill(eng, "refunds", 1)
+    rules = [{"id": r.id, "condition": r.condition, "action": r.action, "modality": r.modality}
+             for r in skill.graph.rules.values()]
+    edges = [{"source": e.source, "target": e.target} for e in skill.graph.edges]
+    rules[0]["action"] = "verify identity by phone"
+    repo.save_skill(eng, apply_edits(skill, rules, edges).skill, base_version=1)
+    yield eng
+    eng.dispose()
+
+
+def _graph(query: dict) -> AppTest:
+    at = AppTest.from_file(GRAPH, default_timeout=60)
+    at.query_params.update(query)
+    return at.run()
+
+
+def _param(at: AppTest, name: str):
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
+def test_graph_opens_the_rule_and_version_the_url_names(graph_db):
+    at = _graph({"skill": "refunds", "rule": "R1", "version": "1"})
+    assert not at.exception
+    assert at.selectbox(key="graph_rule").value == "R1"
+    assert at.selectbox(key="graph_version").value == 1
+    assert any("not the latest" in w.value for w in at.warning)  # the old-version banner
+    # Choosing another rule and the latest version is written back; latest is not pinned.
+    at.selectbox(key="graph_rule").set_value("R2").run()
+    at.selectbox(key="graph_version").set_value(2).run()
+    assert _param(at, "rule") == "R2" and "version" not in at.query_params
+    assert at.selectbox(key="graph_rule").value == "R2"
+
+
+def test_graph_link_to_a_missing_rule_says_so(graph_db):
+    at = _graph({"skill": "refunds", "rule": "R99"})
+    assert not at.exception
+    assert any("R99" in w.value for w in at.warning)
+    assert at.selectbox(key="graph_rule").value == "R3"  # the default: most prerequisites

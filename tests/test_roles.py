@@ -1,0 +1,40 @@
+"""Roles (issue #16, item 11): the permission table the pages consult."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.roles import ROLES, RoleError, may, refusal
+
+
+def test_annotator_cannot_edit_graphs_or_see_other_labels():
+    assert not may("annotator", "edit graphs")
+    assert not may("annotator", "see all labels")
+    assert may("annotator", "label")
+
+
+def test_analyst_cannot_change_settings_but_decides_reviews():
+    assert not may("analyst", "change settings")
+    assert may("analyst", "decide reviews")
+    assert not may("analyst", "edit graphs")
+
+
+def test_admin_may_do_everything_and_each_action_has_someone():
+    from workbench.roles import PERMISSIONS
+
+    assert all(may("admin", action) for action in PERMISSIONS)
+    assert may("author", "edit graphs") and may("reviewer", "adjudicate")
+    assert not may("author", "decide reviews")
+    assert set().union(*PERMISSIONS.values()) <= set(ROLES)
+
+
+def test_refusal_names_the_roles_that_may():
+    text = refusal("annotator", "edit graphs")
+    assert "author or admin" in text and "annotator" in text
+
+
+def test_unknown_role_or_action_is_an_error():
+    with pytest.raises(RoleError, match="unknown role 'boss'"):
+        may("boss", "edit graphs")
+    with pytest.raises(RoleError, match="unknown action"):
+        may("admin", "fly")

@@ -1,0 +1,127 @@
+"""Plain words for what the workbench shows: every metric and label an analyst meets, with the
+short help text the pages put in tooltips and the Glossary page lists.
+
+The datasets store gold labels as ``positive``/``negative`` (CompliBench's words: a
+*negative* conversation is one where the agent broke the policy). Those words contradict the
+red "Violation" next to them, so they never reach the screen: :func:`gold_word` turns them
+into "violation"/"compliant".
+
+Usage::
+
+    from workbench.glossary import gold_word, help_for
+    gold_word("negative")          # 'violation'
+    help_for("PCR")                # 'Protocol completion rate: ...'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The dataset's label -> the word on screen. "negative" = the agent violated the policy.
+GOLD_WORDS = {"negative": "violation", "positive": "compliant"}
+NO_GOLD = "no gold label"
+
+
+def gold_word(label: object) -> str:
+    """``"violation"``, ``"compliant"`` or ``"no gold label"`` for a stored gold label; any
+    other value is shown as itself (never silently as one of the two)."""
+    if label is None or label == "":
+        return NO_GOLD
+    return GOLD_WORDS.get(str(label).strip().lower(), str(label))
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str      # the label as it appears on screen (table column, metric)
+    meaning: str   # one or two plain sentences: what it is and which way is better
+    area: str      # the page or topic where it appears
+
+
+TERMS: tuple[Term, ...] = (
+    # -- labels and verdicts
+    Term("violation", "The agent's reply breaks at least one rule of the policy. As a gold "
+         "label: the dataset's reference answer says so.", "labels"),
+    Term("compliant", "The agent's reply breaks no rule of the policy.", "labels"),
+    Term("seed rules", "The rules the audit starts from: those matching the conversation's "
+         "keywords in the routed SKILLs.", "audit"),
+    Term("closure", "The seed rules plus every rule they require, transitively: what the "
+         "judge is shown.", "audit"),
+    Term("require edge", "Rule A requires rule B when A cannot be judged without judging B "
+         "first.", "audit"),
+    # -- SKILL structure (Skills page)
+    Term("coupling I_c", "Require edges per rule: how much rules depend on each other. "
+         "Higher means more rules must be judged together.", "Skills"),
+    Term("density I_d", "Rule text tokens per source-text token: how much of the SKILL's "
+         "text turns into rules. Higher means the text is packed with rules.", "Skills"),
+    Term("complexity C", "Density × coupling: one number for how hard a SKILL is to judge. "
+         "Higher is harder.", "Skills"),
+    Term("max depth", "The longest chain of require edges.", "Skills"),
+    Term("cycle", "Whether some rules require each other in a loop.", "Skills"),
+    Term("source tokens", "Length of the SKILL's source text in tokens.", "Skills"),
+    Term("largest block", "The extractor reads the SKILL in blocks of at most this many "
+         "tokens; smaller blocks mean more model calls, larger ones more to read at once.",
+         "Skills"),
+    # -- audit results (Evaluate, Review)
+    Term("ACC", "Accuracy: share of cases whose verdict matches the gold label; a case the "
+         "judge did not decide counts as wrong.", "Evaluate"),
+    Term("violation-F1", "How well violations are found: the balance of precision and "
+         "recall, over judged cases.", "Evaluate"),
+    Term("precision", "Of the cases flagged as violations, the share that really are.",
+         "Evaluate"),
+    Term("recall", "Of the real violations, the share that were flagged.", "Evaluate"),
+    Term("gold in context", "Share of cases whose governing rules (from the gold label) "
+         "were in the context shown to the judge.", "Evaluate"),
+    Term("context tokens", "Tokens of policy text shown to the judge per case.", "Evaluate"),
+    Term("online tokens", "Tokens the audit spent on model calls per case (keywords and "
+         "judge).", "Evaluate"),
+    Term("Cohen's κ", "Cohen's kappa: agreement of the judge with the analysts' decisions "
+         "beyond chance: 1 is perfect, 0 is chance level. Unreliable on a handful of "
+         "decisions.", "Review"),
+    Term("Krippendorff's α", "Krippendorff's alpha: agreement among several people beyond "
+         "chance: 1 is perfect, 0 is chance level.", "Review, Annotate"),
+    Term("Fleiss' κ", "Fleiss' kappa: agreement among several annotators beyond chance; – "
+         "when fewer than two annotators labelled the same items.", "Annotate"),
+    Term("agreement", "Share of items on which the annotators gave the same label.",
+         "Annotate"),
+    Term("analysts vs gold", "Share of reviewed verdicts where the analysts' decision "
+         "matches the gold label.", "Review"),
+    # -- procedures (Contracts)
+    Term("PCR", "Protocol completion rate: share of conversations that reached an accepted "
+         "end of the procedure.", "Contracts"),
+    Term("RF-PCR", "Rejection-free PCR: share that reached an accepted end without a single "
+         "rejected step.", "Contracts"),
+    Term("outcome rate", "Share of conversations whose task succeeded, among those with a "
+         "known outcome.", "Contracts"),
+    Term("hint rate", "Share of the agent's steps that would have been corrected.",
+         "Contracts"),
+    Term("mean credit", "Average verified progress per conversation, from 0 (none) to 1 "
+         "(all milestones).", "Contracts"),
+    # -- scaling (Scaling)
+    Term("params_b", "Judge model size in billions of parameters.", "Scaling"),
+    Term("a", "How fast the log-odds of a correct verdict grow with judge size (the "
+         "coefficient of ln N; positive: bigger judges are right more often).", "Scaling"),
+    Term("b", "How the log-odds of a correct verdict change with complexity (negative: "
+         "harder policies are judged worse).", "Scaling"),
+    Term("gamma", "Baseline log-odds of a correct verdict on one dataset (gamma_retail: on "
+         "the retail dataset).", "Scaling"),
+)
+
+# Statistic keys of workbench.annotation (agreement_report, judge_human_agreement) -> the
+# words on screen; the raw keys ("n_items", "cohen_kappa") stay in JSON and the CLI.
+STAT_NAMES = {
+    "n_items": "items", "n_annotators": "annotators", "n_labels": "labels", "agree": "agree",
+    "percent_agreement": "agreement", "cohen_kappa": "Cohen's κ", "fleiss_kappa": "Fleiss' κ",
+    "krippendorff_alpha": "Krippendorff's α",
+}
+# Why a statistic is blank, instead of "None".
+NOT_APPLICABLE = "–"
+
+_BY_NAME = {t.name.lower(): t for t in TERMS}
+
+
+def help_for(name: str) -> str | None:
+    """The meaning of the term shown as ``name`` (case-insensitive), or ``None``. A name like
+    ``gamma_retail`` falls back to its family (``gamma``)."""
+    key = name.strip().lower()
+    term = _BY_NAME.get(key) or _BY_NAME.get(key.split("_", 1)[0])
+    return term.meaning if term else None
