@@ -82,13 +82,17 @@ def keyword_closure(
     options: ContextOptions | None = None,
     max_keywords: int = DEFAULT_MAX_LLM_KEYWORDS,
 ) -> KeywordOutcome:
-    """Route, seed and close with the candidate's keywords, exactly as the audit does."""
+    """Route, seed and close with the candidate's keywords, as the audit's keyword seeding
+    does. The default is ``seeding="keywords"``: the reward must answer for the keywords alone
+    (the scored seeding also reads the whole conversation, so a useless candidate would still
+    earn a closure and the GRPO signal would not separate good keywords from bad)."""
     keywords = parse_keywords(completion, max_keywords)
     if keywords is None:
         return KeywordOutcome(None, error="FormatInvalid")
     try:
         routing = route(case, keywords, index)
-        ctx = get_strategy(strategy).build(case, keywords, routing.skills, index, options or ContextOptions())
+        opts = options or ContextOptions(seeding="keywords")
+        ctx = get_strategy(strategy).build(case, keywords, routing.skills, index, opts)
     except RoutingError as exc:
         return KeywordOutcome(keywords, error=exc.kind)
     except ContextUnavailable as exc:
