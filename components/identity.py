@@ -108,7 +108,7 @@ def sidebar() -> None:
             if "id_flash" in st.session_state:
                 st.error(st.session_state.pop("id_flash"))
             with st.form("id_form"):
-                st.text_input("Your name", key="id_name")
+                st.text_input("Sign-in name", key="id_name")
                 st.selectbox("Role", ROLES, index=ROLES.index("analyst"), key="id_role",
                              help="author: edit graphs · analyst/reviewer: decide reviews · "
                                   "annotator: label · reviewer: adjudicate · admin: all")

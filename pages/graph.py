@@ -13,11 +13,16 @@ from components.safe import md
 from components.spans import show_source
 from components.state import engine, user_name
 from store import audit_repo, edge_review, repo
+from workbench.audit import AuditOptions
+from workbench.audit.strategies import ContextOptions
 from workbench.editing import apply_edits
 from workbench.impact import closure_changes, reaudit, with_skill
 from workbench.rule_search import search_rules
 
 FULL_GRAPH_LIMIT = 300  # beyond this a whole-graph drawing is a hairball; focus instead
+
+
+IMPACT_SEEDING = {"scored (as audits run)": "scored", "keyword match": "keywords"}
 
 st.title("Graph")
 eng = engine()
@@ -193,18 +198,27 @@ if not older or not datasets:
     st.caption("Needs a SKILL with at least two versions and stored cases "
                "(`workbench import-cases ...`).")
 else:
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns(3)
     impact_ds = c1.selectbox("Stored cases of", datasets, key="impact_dataset")
     base = c2.selectbox("Compare with version", older[::-1], key="impact_base")
+    # Scored seeding (what audits use) fills a token target, so on a small SKILL every rule is
+    # in context and no edge edit changes it; keyword seeding shows what the edges alone change.
+    seeding = c3.radio("Seeding", list(IMPACT_SEEDING), key="impact_seeding",
+                       help="Scored: the seeds the audit uses by default (they fill a token "
+                            "target). Keyword match: seeds from the case's keywords only, so "
+                            "the closure shows what the require edges change.")
+    impact_opts = AuditOptions(judge_mode="none",
+                               context=ContextOptions(seeding=IMPACT_SEEDING[seeding]))
     if st.button("Find cases whose closure changes", key="impact_find"):
         before = with_skill(policy_index(eng), repo.load_skill(eng, name, base))
         after = with_skill(before, skill)
         cases = audit_repo.load_cases(eng, impact_ds)
-        st.session_state["impact"] = (name, version, base, impact_ds,
-                                      closure_changes(cases, before, after, name))
+        st.session_state["impact"] = (name, version, base, impact_ds, seeding,
+                                      closure_changes(cases, before, after, name,
+                                                      options=impact_opts))
     found = st.session_state.get("impact")
-    if found and found[:4] == (name, version, base, impact_ds):
-        changes = found[4]
+    if found and found[:5] == (name, version, base, impact_ds, seeding):
+        changes = found[5]
         if not changes:
             st.success(f"No stored case of {impact_ds} changes closure between v{base} and v{version}.")
         else:
@@ -225,7 +239,8 @@ else:
                 cases = [c for c in audit_repo.load_cases(eng, impact_ds) if c.id in ids]
                 with st.spinner(f"Re-auditing {len(cases)} case(s) with the local judge…"):
                     flips = reaudit(cases, with_skill(policy_index(eng), skill), previous,
-                                    persistent_gateway(eng))
+                                    persistent_gateway(eng),
+                                    options=AuditOptions(context=impact_opts.context))
                 audit_repo.save_traces(eng, [f.trace for f in flips], f"impact-{name}-v{version}",
                                        impact_ds)
                 st.dataframe([{"case": f.case_id, "before": f.before, "after": f.after,

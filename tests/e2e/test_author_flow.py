@@ -137,6 +137,10 @@ def test_upload_extract_edit_save_and_impact(server, page):
     expect(history.locator("tbody tr").nth(1).locator("td").nth(1)).to_have_text("ada")
 
     # -- edit impact ------------------------------------------------------------------------
+    # Keyword seeding: the refund desk is small enough for scored seeding to put every rule
+    # in context, so only the keyword-seeded closure shows what the edited edges change.
+    page.get_by_text("keyword match").click()
+    settle(page)
     page.get_by_role("button", name="Find cases whose closure changes").click()
     page.get_by_text("1 case(s) change closure:").wait_for(timeout=30_000)
     settle(page)

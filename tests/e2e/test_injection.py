@@ -173,7 +173,7 @@ def test_graph_page(server, watched):
 def test_replay_page(server, watched):
     page = watched
     goto(page, server, "replay")
-    choose(page, "Case", f"{CASE_ID} — negative")
+    choose(page, "Case", f"{CASE_ID} — gold: violation")
     shows_as_text(page.locator("[data-testid='stChatMessage']"))
     shows_as_text(page.locator("[data-testid='stText']", has_text="Refund issued to your gift card"))
     card = page.locator(".st-key-verdict_a")
