@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Index, Session, SQLModel, UniqueConstraint, select
 
-from store.db import retry_conflicts, write_session
+from store.session import retry_conflicts, write_session
 from workbench.annotation.labels import (
     Adjudication,
     Annotator,

@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from store.db import retry_conflicts, write_session
 from store.models import AuditResultRow, CaseRow
+from store.session import retry_conflicts, write_session
 from workbench.audit.cases import AuditCase, case_from_dict
 from workbench.audit.trace import AuditTrace
 from workbench.llm.errors import bound_message

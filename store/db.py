@@ -4,17 +4,16 @@ through ``WORKBENCH_DB``."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlmodel import Session, SQLModel, create_engine
+from sqlalchemy.exc import OperationalError
+from sqlmodel import SQLModel, create_engine
 
-T = TypeVar("T")
+# Re-exported: the session helpers live in store.session so that table modules can use them
+# without importing this module, which imports every table module (store.tables).
+from store.session import retry_conflicts, write_session  # noqa: F401
 
 DEFAULT_DB_PATH = Path(".workbench") / "workbench.db"
 
@@ -48,9 +47,9 @@ def make_engine(url: str | None = None) -> Engine:
     """Create an engine and every table the imported models define.
 
     Table modules register themselves on ``SQLModel.metadata`` when imported; this imports
-    them all so one call gives a complete schema.
+    them all (``store.tables``) so one call gives a complete schema.
     """
-    import store.models  # noqa: F401  (registers tables)
+    import store.tables  # noqa: F401  (registers tables)
 
     resolved = database_url(url)
     kwargs: dict = {}
@@ -124,32 +123,3 @@ def migrate(conn) -> None:
         command.stamp(config, "head")
     command.upgrade(config, "head")
     SQLModel.metadata.create_all(conn)
-
-
-@contextmanager
-def write_session(engine: Engine) -> Iterator[Session]:
-    """A session whose transaction holds the write lock from its first statement.
-
-    Read-then-write code (next version number, "is this case stored yet?") must not let
-    another writer slip in between its read and its write. On SQLite the transaction starts
-    with ``BEGIN IMMEDIATE``: concurrent writers queue on the lock (``busy_timeout``) and
-    each sees the others' committed rows. A plain deferred transaction would read a snapshot
-    and then fail on upgrade ("database is locked") or on a unique constraint. Other engines
-    rely on the tables' unique constraints and :func:`retry_conflicts`.
-    """
-    with Session(engine) as session:
-        if engine.dialect.name == "sqlite":
-            session.connection().exec_driver_sql("BEGIN IMMEDIATE")
-        yield session
-
-
-def retry_conflicts(write: Callable[[], T], attempts: int = 5) -> T:
-    """Run ``write`` (which opens its own :func:`write_session`), again when a concurrent
-    writer won a unique constraint or the lock wait ran out; the last failure propagates."""
-    for attempt in range(attempts):
-        try:
-            return write()
-        except (IntegrityError, OperationalError):
-            if attempt == attempts - 1:
-                raise
-    raise AssertionError("unreachable")

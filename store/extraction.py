@@ -14,8 +14,8 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
-from store.db import retry_conflicts, write_session
 from store.models import utcnow
+from store.session import retry_conflicts, write_session
 
 
 class ExtractionStep(SQLModel, table=True):

@@ -2,7 +2,7 @@
 
 SKILLs are versioned: a re-upload with different content, or an edit, adds a
 ``SkillVersion``; older versions stay readable. Rules and edges belong to one version.
-Other table modules register themselves by being imported at the end of this file.
+Table modules owned by other areas import this one; ``store.tables`` registers them all.
 """
 
 from __future__ import annotations
@@ -96,11 +96,3 @@ class AuditResultRow(SQLModel, table=True):
     trace_json: str
     created_at: datetime = Field(default_factory=utcnow)
 
-
-# Table modules owned by other areas register here (import for side effect).
-import store.annotation  # noqa: E402, F401
-import store.edge_review  # noqa: E402, F401
-import store.extraction  # noqa: E402, F401
-import store.llm_cache  # noqa: E402, F401
-import store.llm_endpoints  # noqa: E402, F401
-import store.review  # noqa: E402, F401

@@ -15,8 +15,8 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from store.db import retry_conflicts, write_session
 from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
+from store.session import retry_conflicts, write_session
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 
 

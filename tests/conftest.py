@@ -117,7 +117,7 @@ def fork_context(spawn_safe_main):
     import multiprocessing
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["workbench.cli", "workbench.audit", "store.models",
+    context.set_forkserver_preload(["workbench.cli", "workbench.audit", "store.tables",
                                     "workbench.llm.transport", "litellm"])
     return context
 

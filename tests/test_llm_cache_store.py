@@ -104,7 +104,7 @@ def test_persistent_gateway_caches_across_gateways(db, monkeypatch):
 
 
 def test_make_engine_creates_the_llm_tables(tmp_path):
-    # In a fresh interpreter: only store.models' own imports may register the tables.
+    # In a fresh interpreter: only store.tables (which make_engine imports) may register the tables.
     import subprocess
     import sys
 

@@ -13,7 +13,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 from sqlmodel import SQLModel
 
-import store.models  # noqa: F401  (registers every table)
+import store.tables  # noqa: F401  (registers every table)
 from store.db import BASELINE_REVISION, MIGRATIONS, make_engine
 
 

@@ -9,180 +9,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-FORMAT = "skillcdg/1"
-MODALITIES = ("required", "prohibited", "permitted")
-EDGE_TYPES = ("require",)
-# Where a rule or edge came from: the extractor/fuser model, a cue in the SKILL text
-# (workbench.extract.cues), or a person's edit or review. Optional in the file format: a
-# graph written before provenance existed reads as unknown ("").
-PROVENANCES = ("model", "definition", "cross-reference", "procedure", "heading", "continuation",
-               "author")
+from workbench.index_validation import validate_skills
 
-
-@dataclass(frozen=True, order=True)
-class Span:
-    """Half-open character range ``[start, end)`` into a SKILL's source text."""
-
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    condition: str
-    action: str
-    modality: str
-    spans: tuple[Span, ...] = ()
-    provenance: str = ""  # one of PROVENANCES, or "" when unknown
-    confidence: float | None = None  # 0..1, how far the maker trusts it; None: not stated
-
-
-@dataclass(frozen=True)
-class Edge:
-    source: str
-    target: str
-    type: str = "require"
-    provenance: str = ""
-    confidence: float | None = None
-    evidence: Span | None = None  # the text that suggested the edge (a cue), if any
-    note: str = ""  # why, in a few words ("uses 'final sale item', defined here")
-
-    @property
-    def pair(self) -> tuple[str, str]:
-        return (self.source, self.target)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One validation finding. ``location`` reads like a path: ``skills[2].rules[5].spans[0]``."""
-
-    location: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.location}: {self.message}"
-
-
-class IndexValidationError(ValueError):
-    """A policy index failed validation; ``problems`` lists every finding with its location."""
-
-    def __init__(self, problems: list[Problem], origin: str = "index"):
-        self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(
-            f"{origin}: {len(problems)} problem(s) found; fix them and load again:\n{lines}"
-        )
-
-
-class UnknownRule(KeyError):
-    def __init__(self, ids: Iterable[str], skill: str = ""):
-        self.ids = sorted(set(ids))
-        where = f" in SKILL {skill!r}" if skill else ""
-        super().__init__(f"unknown rule id(s){where}: {', '.join(self.ids)}")
-
-    def __str__(self) -> str:
-        return self.args[0]
-
-
-class RuleGraph:
-    """Rules in a stable order plus ``require`` edges, with adjacency built once for fast closure."""
-
-    def __init__(self, rules: Iterable[Rule] = (), edges: Iterable[Edge] = ()):
-        self.rules: dict[str, Rule] = {}
-        for rule in rules:
-            if rule.id in self.rules:
-                raise ValueError(f"duplicate rule id {rule.id!r}")
-            self.rules[rule.id] = rule
-        self.edges: list[Edge] = []
-        self._out: dict[str, list[str]] = {rid: [] for rid in self.rules}
-        self._in: dict[str, list[str]] = {rid: [] for rid in self.rules}
-        seen: set[tuple[str, str]] = set()
-        for e in edges:
-            if e.source not in self.rules or e.target not in self.rules:
-                raise UnknownRule([x for x in (e.source, e.target) if x not in self.rules])
-            if e.source == e.target or (e.source, e.target) in seen:
-                continue
-            seen.add((e.source, e.target))
-            self.edges.append(e)
-            self._out[e.source].append(e.target)
-            self._in[e.target].append(e.source)
-
-    def __len__(self) -> int:
-        return len(self.rules)
-
-    def __contains__(self, rule_id: object) -> bool:
-        return rule_id in self.rules
-
-    def requires(self, rule_id: str) -> list[str]:
-        """Direct prerequisites of a rule."""
-        return self._out[rule_id]
-
-    def required_by(self, rule_id: str) -> list[str]:
-        """Rules that directly require this one."""
-        return self._in[rule_id]
-
-    def closure(self, seeds: Iterable[str]) -> list[str]:
-        """Seeds plus everything they transitively require, in discovery order (seeds first).
-
-        Each rule is visited once, so cycles terminate and the cost is
-        O(|closure| + |edges leaving it|). Raises ``UnknownRule`` for ids not in the graph.
-        """
-        return self._reach(seeds, self._out)
-
-    def dependants(self, seeds: Iterable[str]) -> list[str]:
-        """Seeds plus every rule that transitively requires one of them (reverse closure)."""
-        return self._reach(seeds, self._in)
-
-    def _reach(self, seeds: Iterable[str], adjacency: dict[str, list[str]]) -> list[str]:
-        order: list[str] = []
-        seen: set[str] = set()
-        for s in seeds:
-            if s not in seen:
-                if s not in adjacency:
-                    raise UnknownRule([x for x in seeds if x not in adjacency])
-                seen.add(s)
-                order.append(s)
-        # ``order`` doubles as the BFS queue: index i walks it while it grows.
-        i = 0
-        while i < len(order):
-            for nxt in adjacency[order[i]]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    order.append(nxt)
-            i += 1
-        return order
-
-    def subgraph(self, rule_ids: Iterable[str]) -> RuleGraph:
-        keep = [rid for rid in rule_ids if rid in self.rules]
-        keep_set = set(keep)
-        return RuleGraph(
-            (self.rules[r] for r in keep),
-            (e for e in self.edges if e.source in keep_set and e.target in keep_set),
-        )
-
-
-@dataclass
-class SkillGraph:
-    """Upper layer (name, description: used for routing) plus the lower-layer rule graph."""
-
-    name: str
-    description: str
-    source: str
-    graph: RuleGraph = field(default_factory=RuleGraph)
-    # Edges suggested (by a cue) but not confirmed: shown to the author to accept or reject,
-    # never used by the closure.
-    proposed: list[Edge] = field(default_factory=list)
-
-    def span_text(self, span: Span) -> str:
-        return self.source[span.start : span.end]
-
-    def rule_text(self, rule_id: str) -> str:
-        """The verbatim source text of a rule, spans joined with ' … '."""
-        return " … ".join(self.span_text(s) for s in self.graph.rules[rule_id].spans)
+# The data types live in workbench.rule_graph so that index_validation can build them without
+# importing this module (which imports it); re-exported here, where callers import them from.
+from workbench.rule_graph import (  # noqa: F401
+    EDGE_TYPES,
+    FORMAT,
+    MODALITIES,
+    PROVENANCES,
+    Edge,
+    IndexValidationError,
+    Problem,
+    Rule,
+    RuleGraph,
+    SkillGraph,
+    Span,
+    UnknownRule,
+)
 
 
 def _rule_dict(r: Rule) -> dict:
@@ -266,9 +112,9 @@ class PolicyIndex:
 
     @classmethod
     def from_dict(cls, data: object, origin: str = "index") -> PolicyIndex:
-        from workbench.index_validation import validate_index
-
-        return validate_index(data, origin)
+        """Build from parsed JSON, or raise ``IndexValidationError`` listing every problem."""
+        skills, warnings = validate_skills(data, origin)
+        return cls(skills, warnings)
 
     @classmethod
     def loads(cls, text: str, origin: str = "index") -> PolicyIndex:

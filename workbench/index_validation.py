@@ -3,14 +3,14 @@ fixes a file in one pass instead of one error at a time."""
 
 from __future__ import annotations
 
-from workbench.graph import (
+# Only the data types, not workbench.graph: PolicyIndex.from_dict calls validate_skills.
+from workbench.rule_graph import (
     EDGE_TYPES,
     FORMAT,
     MODALITIES,
     PROVENANCES,
     Edge,
     IndexValidationError,
-    PolicyIndex,
     Problem,
     Rule,
     RuleGraph,
@@ -182,9 +182,10 @@ def _edges(raw: dict, key: str, loc: str, ids: dict[str, str], source: str | Non
     return edges
 
 
-def validate_index(data: object, origin: str = "index") -> PolicyIndex:
-    """Build a ``PolicyIndex`` from parsed JSON, or raise ``IndexValidationError`` listing every
-    problem. Self-loops and duplicate edges are dropped and reported in ``index.warnings``."""
+def validate_skills(data: object, origin: str = "index") -> tuple[list[SkillGraph], list[str]]:
+    """The SKILLs and warnings of a ``PolicyIndex`` from parsed JSON, or raise
+    ``IndexValidationError`` listing every problem. Self-loops and duplicate edges are dropped
+    and reported in the warnings. ``PolicyIndex.from_dict`` is the entry point."""
     problems: list[Problem] = []
     warnings: list[str] = []
     if not isinstance(data, dict):
@@ -215,7 +216,7 @@ def validate_index(data: object, origin: str = "index") -> PolicyIndex:
     if problems:
         raise IndexValidationError(problems, origin)
     warnings.extend(_shared_rule_ids(skills))
-    return PolicyIndex(skills, warnings)
+    return skills, warnings
 
 
 def _shared_rule_ids(skills: list[SkillGraph]) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-import store.models  # noqa: F401  (registers every table on SQLModel.metadata)
+import store.tables  # noqa: F401  (registers every table on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]
 context.configure(

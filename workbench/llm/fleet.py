@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.llm.attempts import PLACEHOLDER_KEY as _PLACEHOLDER_KEY
+from workbench.llm.attempts import AttemptError, RawResponse, classify, to_raw
 from workbench.llm.config import LlmConfig, RoleConfig, resolve_api_key
-from workbench.llm.transport import _PLACEHOLDER_KEY, AttemptError, RawResponse, classify
-from workbench.llm.transport import _to_raw as to_raw
 from workbench.llm.weights import MODEL_ALIAS
 
 log = logging.getLogger("workbench.llm")

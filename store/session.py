@@ -1,0 +1,47 @@
+"""Write sessions and conflict retries, shared by every store module that writes.
+
+Kept apart from ``store.db`` (engine creation), which imports every table module through
+``store.tables``: table modules import these helpers from here, so no store module imports
+one that imports it back. ``store.db`` re-exports both names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session
+
+T = TypeVar("T")
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """A session whose transaction holds the write lock from its first statement.
+
+    Read-then-write code (next version number, "is this case stored yet?") must not let
+    another writer slip in between its read and its write. On SQLite the transaction starts
+    with ``BEGIN IMMEDIATE``: concurrent writers queue on the lock (``busy_timeout``) and
+    each sees the others' committed rows. A plain deferred transaction would read a snapshot
+    and then fail on upgrade ("database is locked") or on a unique constraint. Other engines
+    rely on the tables' unique constraints and :func:`retry_conflicts`.
+    """
+    with Session(engine) as session:
+        if engine.dialect.name == "sqlite":
+            session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+        yield session
+
+
+def retry_conflicts(write: Callable[[], T], attempts: int = 5) -> T:
+    """Run ``write`` (which opens its own :func:`write_session`), again when a concurrent
+    writer won a unique constraint or the lock wait ran out; the last failure propagates."""
+    for attempt in range(attempts):
+        try:
+            return write()
+        except (IntegrityError, OperationalError):
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
