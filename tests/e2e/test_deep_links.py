@@ -119,3 +119,30 @@ def test_clicking_a_graph_node_opens_that_rule(browser, server):
         assert_no_exception(page, server)
     finally:
         context.close()
+
+
+def test_choosing_a_row_of_the_case_list_opens_that_case(browser, server):
+    """Issue #16 item 10: Replay's case list picks the case whose row is chosen, and the
+    choice reaches the address like the dropdown's."""
+    cases = demo_cases()
+    target = cases[3].id
+    context, page = _cold(browser, server, f"/replay?dataset=demo&case={cases[0].id}")
+    try:
+        page.get_by_text(re.compile(r"^Browse the \d+ cases of demo")).click()
+        # Narrow the list to one row (filtering is part of the picker), then tick its marker:
+        # the last row of a one-row grid sits just above the canvas's bottom edge.
+        page.get_by_label("Filter cases").fill(target)
+        page.get_by_label("Filter cases").press("Enter")
+        expect(page.get_by_text(re.compile(r"^1 of \d+ rows match"))).to_be_visible()
+        box = page.locator(".st-key-replay_cases_table")
+        canvas = box.locator("[data-testid='data-grid-canvas']")
+        canvas.wait_for()
+        box.evaluate("e => e.scrollIntoView({block: 'center'})")
+        bb = canvas.bounding_box()
+        page.mouse.click(bb["x"] + 15, bb["y"] + bb["height"] - 12)
+        expect(page).to_have_url(re.compile(rf"case={re.escape(target)}(&|$)"))
+        expect(page.get_by_role("combobox", name="Case", exact=True)).to_have_value(
+            re.compile(re.escape(target)))
+        assert_no_exception(page, server)
+    finally:
+        context.close()
