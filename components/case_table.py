@@ -49,6 +49,37 @@ def case_rows(dataset: str, records: Iterable[tuple[str, Mapping[str, Any]]],
     return rows
 
 
+def picker_rows(dataset: str, case_ids: Sequence[str],
+                records: Iterable[tuple[str, Mapping[str, Any]]],
+                labels: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
+    """One row per case of a dataset for Replay's case picker, in the dataset's order: its
+    newest stored trace (any strategy) when there is one, else "not judged"; a case with no
+    trace is still listed, since it can be audited from Replay."""
+    newest: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for run_id, t in records:  # oldest first: the last one seen per case is the newest
+        newest[str(t.get("id", ""))] = (run_id, t)
+    rows = []
+    for case_id in case_ids:
+        if case_id in newest:
+            row = case_rows(dataset, [newest[case_id]], labels)[0]
+            row["open"] = replay_link(dataset, case_id)  # the picker opens the newest trace
+        else:
+            row = {"case": case_id, "strategy": "", "run": "", "verdict": "not judged",
+                   "gold": gold_word((labels or {}).get(case_id)), "agrees with gold": None,
+                   "open": replay_link(dataset, case_id)}
+        rows.append(row)
+    return rows
+
+
+def picked(selected_rows: Sequence[int], shown_cases: Sequence[str]) -> str | None:
+    """The case of the row a user selected in the visible page (positions into it), or
+    ``None`` when nothing (or a row no longer shown) is selected."""
+    if not selected_rows:
+        return None
+    n = selected_rows[0]
+    return shown_cases[n] if 0 <= n < len(shown_cases) else None
+
+
 def filter_sort_page(frame: pd.DataFrame, text: str = "", sort_by: str | None = None,
                      descending: bool = False, page: int = 1, page_size: int = 50
                      ) -> tuple[pd.DataFrame, int, int]:
@@ -90,9 +121,11 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
 
 
 def show_case_table(rows: list[dict[str, Any]], key: str, page_size: int = 50,
-                    columns: Sequence[str] = CASE_COLUMNS) -> None:
+                    columns: Sequence[str] = CASE_COLUMNS, pick_into: str | None = None) -> None:
     """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``) with a
-    filter box, sort choice and pages."""
+    filter box, sort choice and pages. With ``pick_into``, selecting a row puts its case id
+    into that session key (a widget's key: set in the selection callback, which runs before
+    the page is drawn again, so the widget shows the pick)."""
     frame = pd.DataFrame(rows, columns=list(columns))
     if frame.empty:
         st.caption("No stored cases to list yet.")
@@ -106,6 +139,21 @@ def show_case_table(rows: list[dict[str, Any]], key: str, page_size: int = 50,
     shown, matching, pages = filter_sort_page(frame, text, sort_by, descending, int(page),
                                               page_size)
     st.caption(f"{matching} of {len(frame)} rows match · page {min(int(page), pages)} of {pages}")
+    config = {"open": st.column_config.LinkColumn(
+        "open", display_text="Replay ↗", help="Open this case on the Replay page")}
+    if pick_into is None:
+        st.dataframe(shown, hide_index=True, width="stretch", key=f"{key}_table",
+                     column_config=config)
+        return
+    # Selection positions refer to the page as drawn; the callback reads the ids from here.
+    st.session_state[f"{key}_shown"] = [str(c) for c in shown["case"]]
+
+    def pick() -> None:
+        event = st.session_state.get(f"{key}_table") or {}
+        rows_selected = list((event.get("selection") or {}).get("rows") or [])
+        case_id = picked(rows_selected, st.session_state.get(f"{key}_shown", []))
+        if case_id is not None:
+            st.session_state[pick_into] = case_id
+
     st.dataframe(shown, hide_index=True, width="stretch", key=f"{key}_table",
-                 column_config={"open": st.column_config.LinkColumn(
-                     "open", display_text="Replay ↗", help="Open this case on the Replay page")})
+                 column_config=config, on_select=pick, selection_mode="single-row")

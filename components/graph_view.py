@@ -3,6 +3,9 @@
 Rule text reaches the browser only as node labels (drawn on a canvas) and as plain-text
 tooltips inside JSON, so policy text cannot inject markup into the page
 (tests/e2e/test_injection.py hovers a hostile tooltip to check).
+
+Clicking a node opens that rule on the Graph page (``/graph?skill=&rule=``): the drawing lives
+in a sandboxed iframe that cannot talk back to Streamlit, so it navigates the app's window.
 """
 
 from __future__ import annotations
@@ -39,9 +42,11 @@ def graph_html(
     selected: str | None = None,
     height_px: int = 560,
     provenances: Iterable[str] | None = None,
+    version: int | None = None,
 ) -> str:
     """The page holding the drawing; ``provenances`` (None: all) filters the edges drawn, and
-    the SKILL's proposed edges among them are drawn dashed."""
+    the SKILL's proposed edges among them are drawn dashed. A node click opens the rule on the
+    Graph page, at ``version`` when given (else the latest)."""
     allowed = None if provenances is None else set(provenances)
     ids = [r for r in rule_ids if r in skill.graph.rules]
     keep = set(ids)
@@ -75,7 +80,8 @@ def graph_html(
                          color=PROVENANCE_COLOURS.get(e.provenance, "#bbbbbb"),
                          title=("proposed: " if dashed else "") + label + (f"\n{e.note}" if e.note else ""))
     net.set_options(graph_options(len(ids)))
-    return theme_neutral(strip_remote_resources(net.generate_html(notebook=False)))
+    page = theme_neutral(strip_remote_resources(net.generate_html(notebook=False)))
+    return with_node_links(page, skill.name, version)
 
 
 _THEME_NEUTRAL = ('<meta name="color-scheme" content="light dark">'
@@ -110,6 +116,59 @@ def graph_options(n_rules: int) -> str:
     return json.dumps(options)
 
 
+def _script_json(value: object) -> str:
+    """``value`` as a JavaScript literal that cannot end the ``<script>`` it sits in: JSON
+    quotes and escapes it, and ``<``/``>``/``&`` become unicode escapes (a SKILL named
+    ``</script><img onerror=…>`` stays a string)."""
+    return (json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+# Streamlit's iframe sandbox has allow-same-origin and allow-scripts but not
+# allow-top-navigation, so assigning window.top.location is refused. A link created in the
+# app's own document and clicked there is a navigation of that document, which is allowed.
+# The URL is relative to the app's address, so it also works under a server base path; the
+# rule id reaches it through URLSearchParams (percent-encoded), never through markup.
+_NODE_LINK_SCRIPT = """<script type="text/javascript">
+(function () {{
+  var skill = {skill}, version = {version};
+  function openRule(ruleId) {{
+    var params = new URLSearchParams();
+    params.set("skill", skill);
+    if (version !== null) {{ params.set("version", String(version)); }}
+    params.set("rule", String(ruleId));
+    var app = window.top;
+    var url;
+    try {{ url = new URL("graph?" + params.toString(), app.location.href).href; }}
+    catch (e) {{ url = "graph?" + params.toString(); app = window; }}
+    try {{
+      var a = app.document.createElement("a");
+      a.href = url;
+      a.target = "_self";
+      app.document.body.appendChild(a);
+      a.click();
+      a.remove();
+    }} catch (e) {{
+      window.open(url, "_blank");  /* not same-origin: a new tab is the most we may do */
+    }}
+  }}
+  if (typeof network !== "undefined" && network) {{
+    network.on("click", function (event) {{
+      if (event.nodes && event.nodes.length) {{ openRule(event.nodes[0]); }}
+    }});
+  }}
+}})();
+</script>"""
+
+
+def with_node_links(page: str, skill_name: str, version: int | None = None) -> str:
+    """Add the node-click handler after pyvis has drawn ``network`` (its script ends the body)."""
+    script = _NODE_LINK_SCRIPT.format(skill=_script_json(skill_name),
+                                      version=_script_json(version))
+    head, sep, tail = page.rpartition("</body>")
+    return head + script + sep + tail if sep else page + script
+
+
 def strip_remote_resources(page: str) -> str:
     """Remove ``<link>``/``<script>`` tags that load from the network."""
     return _REMOTE_TAGS.sub("", page)
@@ -117,8 +176,8 @@ def strip_remote_resources(page: str) -> str:
 
 def show_graph(skill: SkillGraph, rule_ids: Iterable[str], seeds: Iterable[str] = (),
                selected: str | None = None, height_px: int = 560,
-               provenances: Iterable[str] | None = None) -> None:
-    st.iframe(graph_html(skill, rule_ids, seeds, selected, height_px, provenances),
+               provenances: Iterable[str] | None = None, version: int | None = None) -> None:
+    st.iframe(graph_html(skill, rule_ids, seeds, selected, height_px, provenances, version),
               height=height_px + 30)
 
 
@@ -127,7 +186,7 @@ def legend(seeds_are: str = "seed rules (where the audit starts)") -> None:
     st.caption(f"Colour = modality: blue required · red prohibited · green permitted. "
                f"Boxes (dark border, white text) = {seeds_are}; dots = rules reached through "
                "require edges. Arrows point from a rule to its prerequisite. Scroll the page "
-               "with the wheel; zoom with the buttons in the corner.")
+               "with the wheel; zoom with the buttons in the corner; click a rule to open it.")
 
 
 def provenance_legend() -> None:

@@ -3,9 +3,11 @@ context. Every value from the case, the policy or the model is shown as plain te
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from components.graph_view import show_graph
+from components.rules import RULE_LINK_CONFIG, with_rule_links
 from components.safe import md
 from workbench.graph import PolicyIndex
 
@@ -19,9 +21,12 @@ def show_steps(trace: dict, index: PolicyIndex | None, key: str) -> None:
     seeds = trace.get("seeds") or {}
     matches = trace.get("seed_matches") or {}
     if seeds:
-        rows = [{"skill": s, "rule": r, "matched by": ", ".join(matches.get(f"{s}/{r}", []))}
-                for s, ids in seeds.items() for r in ids]
-        st.dataframe(rows, hide_index=True, width="stretch", key=f"seeds_{key}")
+        rows = pd.DataFrame(
+            [{"skill": s, "rule": r, "matched by": ", ".join(matches.get(f"{s}/{r}", []))}
+             for s, ids in seeds.items() for r in ids], columns=["skill", "rule", "matched by"])
+        st.dataframe(with_rule_links(rows, "", id_column="rule", skill_column="skill"),
+                     hide_index=True, width="stretch", key=f"seeds_{key}",
+                     column_config=RULE_LINK_CONFIG)
     else:
         st.text("(none)")
     closure = trace.get("closure") or {}
@@ -34,6 +39,14 @@ def show_steps(trace: dict, index: PolicyIndex | None, key: str) -> None:
                 show_graph(index.skills[name], ids, seeds=seeds.get(name, []), height_px=380)
             else:
                 st.text(f"{name}: {', '.join(ids)}")
+        # The drawing's labels are not links: the same rules as a table, each opening on Graph.
+        with st.expander(f"Closure rules ({n_closure}), each linked to the Graph page"):
+            listed = pd.DataFrame(
+                [{"skill": s, "rule": r, "seed": r in set(seeds.get(s, []))}
+                 for s, ids in closure.items() for r in ids], columns=["skill", "rule", "seed"])
+            st.dataframe(with_rule_links(listed, "", id_column="rule", skill_column="skill"),
+                         hide_index=True, width="stretch", key=f"closure_{key}",
+                         column_config=RULE_LINK_CONFIG)
     elif trace.get("passages"):
         st.markdown(f"**4 · Passages**: {len(trace['passages'])}")
         st.text(", ".join(trace["passages"]))

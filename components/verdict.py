@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.links import graph_link
 from components.safe import md
 from components.spans import show_source
 from workbench.graph import PolicyIndex
@@ -48,7 +49,10 @@ def show_verdict(trace: dict, index: PolicyIndex | None, key: str) -> None:
             st.warning("The reason cites none of the violated rule ids.")
         for rid in verdict.get("violated_rules", []):
             skill, rule = locate_rule(index, trace.get("closure", {}), rid) if index else (None, None)
-            st.markdown(f"**Violated rule {md(rid)}**" if rule else f"**Cited {md(rid)}**")
+            # The id is md-escaped text; the link's values are percent-encoded (no ")" or
+            # space can end the markdown link early).
+            st.markdown(f"**Violated rule [{md(rid)}]({graph_link(skill.name, rid)})**" if rule
+                        else f"**Cited {md(rid)}**")
             if rule is None:
                 st.caption("(not a rule of the loaded index — a passage id or an unknown id)")
                 continue

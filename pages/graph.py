@@ -8,7 +8,7 @@ from components import identity, links
 from components.edge_review import provenance_filter, review_panel
 from components.graph_view import legend, provenance_legend, show_graph
 from components.replay_state import policy_index
-from components.rules import rules_frame
+from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.spans import show_source
 from components.state import engine, user_name
@@ -100,7 +100,9 @@ with detail_col:  # drawn first, at the side, so the drawing does not move down
 with graph_col:
     st.write(f"**{len(shown)} rules** shown.")
     legend("the chosen rule")
-    show_graph(skill, shown, seeds=[rule_id], selected=rule_id, provenances=kinds)
+    # A node click opens that rule here, on the version being viewed.
+    show_graph(skill, shown, seeds=[rule_id], selected=rule_id, provenances=kinds,
+               version=None if version == latest else version)
 with detail_col:
     st.subheader(f"Rule {rule_id}")
     rule = skill.graph.rules[rule_id]
@@ -114,7 +116,9 @@ with detail_col:
 with st.expander("Rules shown"):
     # A search narrows this table too (it listed every rule whatever the search said).
     listed = [r for r in shown if r in set(hits)] if query.strip() else shown
-    st.dataframe(rules_frame(skill, listed), hide_index=True, width="stretch")
+    pinned = None if version == latest else version
+    st.dataframe(with_rule_links(rules_frame(skill, listed), name, version=pinned),
+                 hide_index=True, width="stretch", column_config=RULE_LINK_CONFIG)
 
 decided = review_panel(eng, skill, version, user_name())
 if decided is not None:

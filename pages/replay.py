@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from components import links
+from components.case_table import picker_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.replay_state import audit_index, policy_index
 from components.rerun_preview import plan_text, planned_calls, show_rerun_preview
@@ -16,6 +17,7 @@ from components.state import engine
 from components.trace_view import show_steps
 from components.verdict import show_verdict
 from store import audit_repo
+from store import review as review_store
 from workbench.audit import STRATEGIES as _STRATEGY_TABLE
 from workbench.audit import AuditOptions, AuditTrace, CaseFormatError, audit_case, case_from_dict
 from workbench.glossary import gold_word
@@ -58,6 +60,14 @@ else:
         "Case", list(cases), key="replay_case",
         format_func=lambda i: f"{i} — gold: {gold_word(cases[i].label)}")
     links.publish("case", case_id)
+    # The dropdown alone did not scale to a dataset of hundreds of cases (issue #16): the
+    # same choice from a list that filters, sorts and pages; selecting a row opens the case.
+    with st.expander(f"Browse the {len(cases)} cases of {dataset} (filter, sort, pages)"):
+        st.caption("Select a row to open that case.")
+        show_case_table(
+            picker_rows(dataset, list(cases), review_store.run_traces(eng, dataset),
+                        {i: c.label for i, c in cases.items()}),
+            key="replay_cases", page_size=25, pick_into="replay_case")
     if missing_case:
         st.warning(md(f"The link names case “{missing_case}”, which is not in {dataset}; "
                       f"showing {case_id} instead."))

@@ -12,7 +12,7 @@ import streamlit as st
 
 from components.extraction_report import reference_panel, report_panel
 from components.glossary import column_help
-from components.rules import rules_frame
+from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.state import engine, user_name
 from store import edge_review, repo
@@ -146,7 +146,8 @@ c4.metric("Complexity C (all)", f"{total.complexity:.4f}", help=help_for("comple
 chosen = st.selectbox("Rules of", names, key="skills_pick")
 vers = repo.versions(eng, chosen)
 st.caption(md(" · ".join(f"v{v.version} by {v.created_by} ({v.note or 'no note'})" for v in vers)))
-st.dataframe(rules_frame(skills[chosen]), hide_index=True, width="stretch")
+st.dataframe(with_rule_links(rules_frame(skills[chosen]), chosen), hide_index=True,
+             width="stretch", column_config=RULE_LINK_CONFIG)
 
 latest = vers[-1]
 if latest.report_json:

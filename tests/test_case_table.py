@@ -45,3 +45,18 @@ def test_evaluate_lists_cases_with_replay_links(db):  # noqa: F811
     assert all(link.startswith("/replay?dataset=") for link in cases["open"])
     at.text_input(key="ev_cases_filter").set_value("run-2").run()
     assert list(at.dataframe[-1].value["run"].unique()) == ["run-2"]
+
+
+def test_replay_picker_lists_every_case_with_its_newest_trace():
+    from components.case_table import picked, picker_rows
+
+    records = [("run-1", {"id": "c1", "strategy": "cdg", "verdict": {"violation": True}}),
+               ("run-2", {"id": "c1", "strategy": "raw", "verdict": {"violation": False}})]
+    rows = picker_rows("demo", ["c1", "c2"], records, {"c1": "negative", "c2": "positive"})
+    assert [(r["case"], r["run"], r["verdict"], r["gold"]) for r in rows] == [
+        ("c1", "run-2", "compliant", "violation"),  # the newest trace, not the first
+        ("c2", "", "not judged", "compliant")]  # no trace yet: still listed, can be audited
+    assert rows[1]["open"] == "/replay?dataset=demo&case=c2"
+    # A selected row position maps to the case shown there; stale positions pick nothing.
+    assert picked([1], ["c7", "c9"]) == "c9"
+    assert picked([], ["c7"]) is None and picked([5], ["c7"]) is None

@@ -135,3 +135,36 @@ def test_graph_link_to_a_missing_rule_says_so(graph_db):
     assert not at.exception
     assert any("R99" in w.value for w in at.warning)
     assert at.selectbox(key="graph_rule").value == "R3"  # the default: most prerequisites
+
+
+def test_rule_tables_link_each_rule_to_the_graph_page():
+    import pandas as pd
+
+    from components.rules import with_rule_links
+
+    frame = pd.DataFrame({"skill": ["refunds", "a&b"], "rule": ["R1", "R 2<x>"]})
+    linked = with_rule_links(frame, "", id_column="rule", skill_column="skill")
+    assert list(linked["open"]) == ["/graph?skill=refunds&rule=R1",
+                                    "/graph?skill=a%26b&rule=R+2%3Cx%3E"]  # values escaped
+    one = with_rule_links(pd.DataFrame({"id": ["R3"]}), "refunds", version=2)
+    assert list(one["open"]) == ["/graph?skill=refunds&version=2&rule=R3"]
+
+
+def test_replay_trace_and_case_list_link_onwards(two_runs):
+    at = _replay({"dataset": "demo", "case": two_runs.id})
+    assert not at.exception
+    frames = [d.value for d in at.dataframe]
+    picker = next(f for f in frames if "agrees with gold" in f.columns)
+    assert picker["open"].str.startswith("/replay?dataset=demo&case=").all()
+    rule_tables = [f for f in frames if "rule" in f.columns and "open" in f.columns]
+    assert rule_tables, "the seeds and closure tables link their rules"
+    for f in rule_tables:
+        assert all(link == graph_link(s, r)
+                   for s, r, link in zip(f["skill"], f["rule"], f["open"], strict=True))
+
+
+def test_graph_rules_shown_link_to_their_rule(graph_db):
+    at = _graph({"skill": "refunds", "rule": "R1", "version": "1"})
+    assert not at.exception
+    shown = next(d.value for d in at.dataframe if "modality" in d.value.columns)
+    assert list(shown["open"]) == [graph_link("refunds", r, 1) for r in shown["id"]]

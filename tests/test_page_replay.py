@@ -85,3 +85,13 @@ def test_replay_shows_a_case_judged_in_parts(demo_db):
     parts = next(d.value for d in at.dataframe if "part" in d.value.columns)
     assert list(parts["verdict"]) == ["compliant", "violation"]
     assert list(parts["violated"]) == ["", ids[-1]]
+
+
+def test_violated_rule_links_to_its_graph_view(db):
+    _, case, cited = db
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params.update({"dataset": "demo", "case": case.id})
+    at.run()
+    assert not at.exception
+    link = f"(/graph?skill=merchant-order-refund&rule={cited})"
+    assert any(m.value.startswith("**Violated rule [") and link in m.value for m in at.markdown)

@@ -87,3 +87,62 @@ def test_graph_rule_link_opens_cold(browser, server):
         expect(page.get_by_role("heading", name=f"Rule {rule}")).to_be_visible()
     finally:
         context.close()
+
+
+_NODE_AT = """() => {
+  const ids = network.body.data.nodes.getIds();
+  const positions = network.getPositions(ids);
+  return ids.map(id => ({id: String(id), ...network.canvasToDOM(positions[id])}));
+}"""
+
+
+def test_clicking_a_graph_node_opens_that_rule(browser, server):
+    """Issue #16 item 5: a node click in the (sandboxed) graph iframe opens that rule's panel."""
+    skill = demo_index_data()["skills"][0]["name"]
+    context, page = _cold(browser, server, f"/graph?skill={skill}")
+    try:
+        expect(page).to_have_url(re.compile(r"rule="))
+        current = re.search(r"rule=([^&]+)", page.url).group(1)
+        frame_el = page.locator("iframe").first
+        frame_el.scroll_into_view_if_needed()
+        frame = frame_el.element_handle().content_frame()
+        frame.wait_for_function("() => typeof network !== 'undefined' && network !== null")
+        nodes = [n for n in frame.evaluate(_NODE_AT) if n["id"] != current]
+        assert nodes, "the closure drawn has a rule besides the chosen one"
+        target = nodes[0]
+        frame.locator("canvas").first.click(position={"x": target["x"], "y": target["y"]})
+        expect(page).to_have_url(re.compile(rf"[?&]rule={re.escape(target['id'])}(&|$)"))
+        settle(page)
+        expect(page.get_by_role("heading", name=f"Rule {target['id']}")).to_be_visible()
+        expect(page.get_by_role("combobox", name="Rule", exact=True)).to_have_value(
+            re.compile(rf"^{re.escape(target['id'])} "))
+        assert_no_exception(page, server)
+    finally:
+        context.close()
+
+
+def test_choosing_a_row_of_the_case_list_opens_that_case(browser, server):
+    """Issue #16 item 10: Replay's case list picks the case whose row is chosen, and the
+    choice reaches the address like the dropdown's."""
+    cases = demo_cases()
+    target = cases[3].id
+    context, page = _cold(browser, server, f"/replay?dataset=demo&case={cases[0].id}")
+    try:
+        page.get_by_text(re.compile(r"^Browse the \d+ cases of demo")).click()
+        # Narrow the list to one row (filtering is part of the picker), then tick its marker:
+        # the last row of a one-row grid sits just above the canvas's bottom edge.
+        page.get_by_label("Filter cases").fill(target)
+        page.get_by_label("Filter cases").press("Enter")
+        expect(page.get_by_text(re.compile(r"^1 of \d+ rows match"))).to_be_visible()
+        box = page.locator(".st-key-replay_cases_table")
+        canvas = box.locator("[data-testid='data-grid-canvas']")
+        canvas.wait_for()
+        box.evaluate("e => e.scrollIntoView({block: 'center'})")
+        bb = canvas.bounding_box()
+        page.mouse.click(bb["x"] + 15, bb["y"] + bb["height"] - 12)
+        expect(page).to_have_url(re.compile(rf"case={re.escape(target)}(&|$)"))
+        expect(page.get_by_role("combobox", name="Case", exact=True)).to_have_value(
+            re.compile(re.escape(target)))
+        assert_no_exception(page, server)
+    finally:
+        context.close()
