@@ -153,7 +153,10 @@ def test_graph_page(server, watched):
     expect(mark).to_contain_text(SCRIPT_PAYLOADS[1])
     grid_holds(page, f"a customer asks for a refund {PAYLOAD}")
     # The graph's tooltip for R1 (vis-network, in its own frame) shows the rule as text.
+    # A tall window keeps the node on screen whatever the captions above the drawing wrap to.
+    page.set_viewport_size({"width": 1400, "height": 1600})
     frame = graph_frame(page)
+    frame.frame_element().scroll_into_view_if_needed()
     frame.wait_for_function("network.getPositions(['R1']).R1 !== undefined")
     page.wait_for_timeout(1500)  # let the layout settle before pointing at the node
     x, y = frame.evaluate("(() => { const p = network.canvasToDOM(network.getPositions(['R1']).R1);"
