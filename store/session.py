@@ -17,6 +17,9 @@ from sqlmodel import Session
 
 T = TypeVar("T")
 
+# The advisory lock every PostgreSQL write session takes (store.db's schema lock uses another).
+WRITE_LOCK_KEY = 0x5C_DB_57_0E
+
 
 @contextmanager
 def write_session(engine: Engine) -> Iterator[Session]:
@@ -26,12 +29,18 @@ def write_session(engine: Engine) -> Iterator[Session]:
     another writer slip in between its read and its write. On SQLite the transaction starts
     with ``BEGIN IMMEDIATE``: concurrent writers queue on the lock (``busy_timeout``) and
     each sees the others' committed rows. A plain deferred transaction would read a snapshot
-    and then fail on upgrade ("database is locked") or on a unique constraint. Other engines
-    rely on the tables' unique constraints and :func:`retry_conflicts`.
+    and then fail on upgrade ("database is locked") or on a unique constraint. On PostgreSQL
+    the transaction takes one advisory lock, the same serialisation: under READ COMMITTED
+    each statement sees a fresh snapshot, so "the latest version" read by one statement and
+    "max(version) + 1" read by the next could disagree (two writers importing the same SKILL
+    made it twice, and every later save from version 1 was then refused as stale). Other
+    engines rely on the tables' unique constraints and :func:`retry_conflicts`.
     """
     with Session(engine) as session:
         if engine.dialect.name == "sqlite":
             session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+        elif engine.dialect.name == "postgresql":
+            session.connection().exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
         yield session
 
 
