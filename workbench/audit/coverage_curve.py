@@ -85,6 +85,25 @@ class Curve:
         raise KeyError((strategy, share))
 
 
+def tally(
+    cases: Sequence[AuditCase], index: AuditIndex, strat: Any, options: Sequence[AuditOptions]
+) -> tuple[float, float, dict[str, int]]:
+    """Audit each case (``options[i]`` for ``cases[i]``, no judge) and return the share whose
+    context holds every gold rule, the mean context tokens of the cases that got a context,
+    and the count of each error kind."""
+    covered, tokens, errors = 0, [], {}
+    for case, opts in zip(cases, options, strict=True):
+        trace = audit_case(case, index, strat, None, opts)
+        if trace.error is not None:
+            errors[trace.error.kind] = errors.get(trace.error.kind, 0) + 1
+        else:
+            tokens.append(trace.context_tokens)
+        covered += covers(trace, case, index)
+    n = len(cases)
+    return (covered / n if n else float("nan"),
+            sum(tokens) / len(tokens) if tokens else 0.0, errors)
+
+
 def coverage_curve(
     index: AuditIndex,
     cases: Iterable[AuditCase],
@@ -107,9 +126,8 @@ def coverage_curve(
     gold_cases = [c for c in cases if gold_rules(c)]
     strats = {name: get_strategy(name) for name in strategies}
     points: list[CurvePoint] = []
-    raw_sizes = []
-    for case in gold_cases:
-        raw_sizes.append(sum(index.raw_tokens(s) for s in case.skills or [] if s in index))
+    raw_sizes = [sum(index.raw_tokens(s) for s in case.skills or [] if s in index)
+                 for case in gold_cases]
     for name, strat in strats.items():
         # RawSkill is never truncated: below 100 % it is BudgetExceeded; its own point at
         # 100 % is the reference the shares are taken of.
@@ -117,24 +135,13 @@ def coverage_curve(
         for share in mine:
             if progress:
                 progress(name, share)
-            covered, tokens, targets, errors = 0, [], [], {}
-            for case in gold_cases:
-                raw = sum(index.raw_tokens(s) for s in case.skills or [] if s in index)
-                target = max(int(share * raw), 1)
-                opts = base.with_context(target_tokens=target,
-                                         budget=target if name == "raw" else None)
-                trace = audit_case(case, index, strat, None, opts)
-                targets.append(target)
-                if trace.error is not None:
-                    errors[trace.error.kind] = errors.get(trace.error.kind, 0) + 1
-                else:
-                    tokens.append(trace.context_tokens)
-                covered += covers(trace, case, index)
+            targets = [max(int(share * raw), 1) for raw in raw_sizes]
+            options = [base.with_context(target_tokens=t, budget=t if name == "raw" else None)
+                       for t in targets]
+            coverage, mean_tokens, errors = tally(gold_cases, index, strat, options)
             n = len(gold_cases)
-            points.append(CurvePoint(
-                name, share, n, covered / n if n else float("nan"),
-                sum(tokens) / len(tokens) if tokens else 0.0,
-                sum(targets) / n if n else 0.0, errors))
+            points.append(CurvePoint(name, share, n, coverage, mean_tokens,
+                                     sum(targets) / n if n else 0.0, errors))
     raw_mean = sum(raw_sizes) / len(raw_sizes) if raw_sizes else 0.0
     return Curve(points, raw_mean, dataset)
 

@@ -198,8 +198,8 @@ def run_sweep(
     (``options``: an AuditOptions; the judge is never called here)."""
     from dataclasses import replace
 
-    from workbench.audit.coverage_curve import covers, gold_rules
-    from workbench.audit.pipeline import AuditOptions, audit_case
+    from workbench.audit.coverage_curve import gold_rules, tally
+    from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
     from workbench.audit.strategies import get_strategy
 
@@ -212,18 +212,10 @@ def run_sweep(
             if progress:
                 progress(level.length, name)
             strat = get_strategy(name)
-            covered, tokens, errors = 0, [], {}
-            for case in gold_cases:
-                trace = audit_case(case, index, strat, None, opts)
-                if trace.error is not None:
-                    errors[trace.error.kind] = errors.get(trace.error.kind, 0) + 1
-                else:
-                    tokens.append(trace.context_tokens)
-                covered += covers(trace, case, index)
-            n = len(gold_cases)
-            rows.append(SweepRow(level.length, level.actual_tokens, name, n,
-                                 covered / n if n else float("nan"),
-                                 sum(tokens) / len(tokens) if tokens else 0.0, errors))
+            coverage, mean_tokens, errors = tally(gold_cases, index, strat,
+                                                  [opts] * len(gold_cases))
+            rows.append(SweepRow(level.length, level.actual_tokens, name, len(gold_cases),
+                                 coverage, mean_tokens, errors))
     return rows
 
 
