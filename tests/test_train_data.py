@@ -126,3 +126,16 @@ def test_selection_keeps_a_record_without_judge_prompt_empty():
                          "complexity": 1.0, "headroom": 0.1, "p_teacher": 0.6, "p_student": 0.5}])
     out = training_records(row, [record], "uniform")[0]
     assert out["prompt"] is None and out["completion"] is None and out["keyword_prompt"]
+
+
+def test_records_are_read_through_the_input_layer(tmp_path):
+    from workbench.train.data import TrainingDataError, read_jsonl
+
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text('{"id": "a", "id": "b"}\n', encoding="utf-8")
+    with pytest.raises(TrainingDataError, match=r"dup\.jsonl:1: key .id. appears twice"):
+        read_jsonl(dup, require=("id",))
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes('{"id": "caf\u00e9"}\n'.encode("latin-1"))
+    with pytest.raises(TrainingDataError, match="UTF-8"):
+        read_jsonl(latin, require=("id",))

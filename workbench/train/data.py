@@ -183,18 +183,16 @@ RECORD_FIELDS = ("id", "session", "keyword_prompt", "prompt", "gold_rules", "lab
 def read_jsonl(path: str | Path, require: Sequence[str] = RECORD_FIELDS) -> list[dict[str, Any]]:
     """Read records (of :func:`write_jsonl` or a ``scaling select`` set), each holding the
     ``require`` fields; errors name the line and field at fault."""
+    from workbench.inputs import InputError, iter_jsonl, read_input_text
+
     p = Path(path)
     if not p.is_file():
         raise TrainingDataError(f"{p}: no such records file; make one with `workbench train data`")
     rows = []
-    with p.open(encoding="utf-8") as src:
-        for n, line in enumerate(src, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TrainingDataError(f"{p} line {n}: not valid JSON ({exc.msg})") from None
+    try:
+        # The project's one JSONL reader: encodings, size, depth and duplicate keys are checked
+        # there, with the line named.
+        for n, row in iter_jsonl(read_input_text(p, "records file"), str(p)):
             if not isinstance(row, dict):
                 raise TrainingDataError(f"{p} line {n}: a record must be a JSON object")
             missing = [k for k in require if k not in row]
@@ -204,6 +202,8 @@ def read_jsonl(path: str | Path, require: Sequence[str] = RECORD_FIELDS) -> list
                     "`workbench train data`"
                 )
             rows.append(row)
+    except InputError as exc:
+        raise TrainingDataError(str(exc)) from None
     if not rows:
         raise TrainingDataError(f"{p}: holds no records")
     return rows
