@@ -96,10 +96,21 @@ def _judge_window():
         return None
 
 
+
+def load_cases_or_fail(path: str):
+    """Load audit cases, turning file and format problems into CLI errors."""
+    from workbench.audit.cases import CaseFormatError, load_cases
+    from workbench.cli import CliError
+
+    try:
+        return load_cases(path)
+    except (FileNotFoundError, CaseFormatError) as exc:
+        raise CliError(str(exc)) from None
+
+
 def _audit(args) -> int:
     from pathlib import Path
 
-    from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
     from workbench.audit.runner import RunAborted, run_audit
@@ -113,10 +124,7 @@ def _audit(args) -> int:
     if args.out is not None and Path(args.out).is_dir():
         raise CliError(f"--out {args.out} is a folder; give a file for the traces (e.g. "
                        f"{Path(args.out) / 'traces.jsonl'})")
-    try:
-        cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFormatError) as exc:
-        raise CliError(str(exc)) from None
+    cases = load_cases_or_fail(args.cases)
     if args.limit is not None:
         cases = cases[: args.limit]
     opts = AuditOptions(
@@ -254,7 +262,6 @@ def _store(args, cases, out) -> None:
 def _metrics(args) -> int:
     from pathlib import Path
 
-    from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.runner import latest_per_key, read_traces
     from workbench.cli import CliError
@@ -274,10 +281,7 @@ def _metrics(args) -> int:
         print(f"warning: skipped {len(skipped) - 10} more line(s)", file=sys.stderr)
     labels = gold = None
     if args.cases:
-        try:
-            cases = load_cases(args.cases)
-        except (FileNotFoundError, CaseFormatError) as exc:
-            raise CliError(str(exc)) from None
+        cases = load_cases_or_fail(args.cases)
         labels = {c.id: c.label for c in cases}
         gold = {c.id: ids for c in cases if (ids := _gold_rules(c))}
     spans = None

@@ -88,20 +88,17 @@ def _progress(*parts: Any) -> None:
 
 
 def _retrieval(args) -> int:
-    from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.coverage_curve import coverage_curve, format_curve
     from workbench.audit.curve_figure import curve_figure
     from workbench.audit.dense import DenseUnavailable
     from workbench.audit.policy import AuditIndex
+    from workbench.commands.audit import load_cases_or_fail
     from workbench.commands.graph import load_index_or_fail
 
     shares = _floats(args.budgets, "--budgets")
     names = _names(args.strategies)
     index = AuditIndex(load_index_or_fail(args.index))
-    try:
-        cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFormatError) as exc:
-        raise CliError(str(exc)) from None
+    cases = load_cases_or_fail(args.cases)
     if args.limit is not None:
         cases = cases[: args.limit]
     dataset = args.name or Path(args.cases).parent.name or Path(args.cases).stem

@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
-    from workbench.audit.cases import CaseFormatError, load_cases
     from workbench.audit.runner import read_traces
+    from workbench.commands.audit import load_cases_or_fail
     from workbench.commands.graph import load_index_or_fail
     from workbench.scaling.from_traces import TracesError, outcomes_from_runs, select_traces
 
@@ -89,10 +89,7 @@ def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
     if any(not b > 0 for b in sizes):
         raise CliError("--params-b must be the judge size in billions, greater than 0")
     index = load_index_or_fail(args.index)
-    try:
-        cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFormatError) as exc:
-        raise CliError(str(exc)) from None
+    cases = load_cases_or_fail(args.cases)
     runs = []
     for path, size in zip(args.traces, sizes if len(sizes) > 1 else sizes * len(args.traces), strict=True):
         if not Path(path).is_file():
