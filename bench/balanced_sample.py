@@ -6,7 +6,13 @@ the sessions are visited round-robin in a seeded order, so no conversation suppl
 case before every conversation with that label has supplied one. The same seed and cases
 file always give the same sample; the ids are printed so a report can state the sample.
 
-Run: ``python bench/balanced_sample.py --cases cb/cases.jsonl --n 40 --out sample.jsonl``
+``--skills N`` draws the sample from the N SKILLs with the most violation cases instead
+(``n/N`` cases each, half of each label) and writes it ordered by SKILL and conversation:
+a RawSkill prompt starts with the whole SKILL document, so consecutive cases of one SKILL let a
+server with prompt caching (llama.cpp, vLLM, SGLang) reuse that prefix instead of reading
+~10K tokens again for every case. It trades breadth over SKILLs for a run that fits in hours.
+
+Run: ``python bench/balanced_sample.py --cases cb/cases.jsonl --n 40 [--skills 5] --out sample.jsonl``
 """
 
 from __future__ import annotations
@@ -48,14 +54,34 @@ def balanced_sample(cases: list[AuditCase], n: int, seed: int) -> list[AuditCase
     return picked
 
 
+def skill_grouped_sample(cases: list[AuditCase], n: int, skills: int, seed: int) -> list[AuditCase]:
+    if n % (2 * skills):
+        raise SystemExit(f"--n {n} must be a multiple of 2 x --skills ({2 * skills})")
+    first = {c.id: (c.skills or ["?"])[0] for c in cases}
+    violations: dict[str, int] = defaultdict(int)
+    for case in cases:
+        violations[first[case.id]] += case.label == "negative"
+    chosen = sorted(violations, key=lambda s: (-violations[s], s))[:skills]
+    picked: list[AuditCase] = []
+    for skill in chosen:
+        picked.extend(balanced_sample([c for c in cases if first[c.id] == skill], n // skills, seed))
+    return sorted(picked, key=lambda c: (first[c.id], c.session, c.id))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", required=True)
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--skills", type=int, default=0,
+                        help="draw from the N SKILLs with the most violation cases, ordered by SKILL")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    sample = balanced_sample(load_cases(args.cases), args.n, args.seed)
+    cases = load_cases(args.cases)
+    if args.skills:
+        sample = skill_grouped_sample(cases, args.n, args.skills, args.seed)
+    else:
+        sample = balanced_sample(cases, args.n, args.seed)
 
     with open(args.out, "w", encoding="utf-8") as fh:
         for case in sample:
