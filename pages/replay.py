@@ -10,6 +10,7 @@ import streamlit as st
 from components import links
 from components.case_table import picker_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
+from components.errors import show_error
 from components.replay_state import audit_index, policy_index
 from components.rerun_preview import plan_text, planned_calls, show_rerun_preview
 from components.safe import md
@@ -51,7 +52,7 @@ if dataset == PASTE:
     try:
         case = case_from_dict(loads_json(raw, "pasted case"), "pasted case")
     except (InputError, CaseFormatError) as exc:
-        st.error(md(f"The pasted case cannot be used: {exc}"))
+        show_error(exc, lead="The pasted case cannot be used: ")
         st.stop()
 else:
     cases = {c.id: c for c in audit_repo.load_cases(eng, dataset)}

@@ -13,10 +13,12 @@ import pkgutil
 import sys
 
 from workbench import commands
+from workbench.errors import WorkbenchError
 
 
-class CliError(Exception):
-    """A user-facing error: the message says what went wrong and what to do. Exit code 2."""
+class CliError(WorkbenchError):
+    """A user error met by the command line itself (a bad flag combination, a missing file):
+    the message says what went wrong and what to do. Exit code 2, as for every WorkbenchError."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except CliError as exc:
+    except WorkbenchError as exc:
+        # The one place a user error becomes output: commands let WorkbenchErrors through
+        # instead of translating each into a CliError. str() is "message; hint".
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

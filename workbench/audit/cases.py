@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.prompts import quote
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, decode_text, loads_json, read_input_bytes, split_jsonl_lines
 
 LABELS = ("positive", "negative")
 KNOWN_FIELDS = ("id", "session", "label", "skills", "context", "background", "model_response")
 
 
-class CaseFormatError(ValueError):
+class CaseFormatError(WorkbenchError, ValueError):
     """A case does not follow the schema; the message names the line/field and the fix."""
 
 

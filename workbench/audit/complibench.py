@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.cases import AuditCase, Turn, dump_cases, pseudonymise
+from workbench.errors import WorkbenchError
 from workbench.graph import IndexValidationError, PolicyIndex
 from workbench.inputs import InputError, read_json
 
@@ -38,7 +39,7 @@ CAT2 = "Category 2: Intent Triggered Guidelines"
 CAT3 = "Category 3: Condition Triggered Guidelines"
 
 
-class CompliBenchFormatError(ValueError):
+class CompliBenchFormatError(WorkbenchError, ValueError):
     """A conversation file does not have the fields the import needs."""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from workbench.audit.cases import AuditCase
 from workbench.audit.judge import ContextUnit, judge_whole
 from workbench.audit.policy import AuditIndex
+from workbench.errors import WorkbenchError
 from workbench.render import render_rule, render_rules
 
 # The reason the attacks that carry a ready-made verdict plant; a judge that repeats it
@@ -31,7 +32,7 @@ from workbench.render import render_rule, render_rules
 PLANTED_REASON = "The reply follows every item of the POLICY."
 
 
-class AttackFileError(ValueError):
+class AttackFileError(WorkbenchError, ValueError):
     """An attack file is unreadable or malformed; the message names the file and entry."""
 
 

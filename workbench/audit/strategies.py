@@ -41,6 +41,7 @@ from workbench.audit.policy import AuditIndex
 from workbench.audit.rule_ranking import DEFAULT_WEIGHTS, QueryWeights, case_query, choose_seeds
 from workbench.audit.seeds import DEFAULT_MAX_SEEDS, SeedResult, find_seeds
 from workbench.closure import BudgetExceeded, EmptySeed, select_closure
+from workbench.errors import WorkbenchError
 from workbench.render import render_rule, render_rules
 from workbench.tokens import count_tokens
 
@@ -108,7 +109,7 @@ class PolicyContext:
     fallback: str | None = None
 
 
-class ContextUnavailable(Exception):
+class ContextUnavailable(WorkbenchError):
     """No context to judge (``EmptySeed``) or one over budget (``BudgetExceeded``).
 
     ``partial`` holds what was found before the stop (seeds, closure, token count), so the

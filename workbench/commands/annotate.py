@@ -228,7 +228,6 @@ def run_report(args: argparse.Namespace) -> int:
         to_jsonl,
     )
     from workbench.commands.graph import load_index_or_fail
-    from workbench.embeddings import EmbeddingUnavailable
     from workbench.llm import ModelCallError
 
     index = load_index_or_fail(args.index)
@@ -262,8 +261,6 @@ def run_report(args: argparse.Namespace) -> int:
             reference_annotators=args.reference_annotator, min_annotators=args.min_annotators,
             confirm=confirm, pooling=args.pooling,
         )
-    except EmbeddingUnavailable as exc:
-        raise CliError(str(exc)) from None
     except ModelCallError as exc:
         raise CliError(f"the judge could not confirm a match: {exc}; run without "
                        "--confirm-with-judge or check `workbench model check`") from None

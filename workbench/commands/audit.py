@@ -99,12 +99,12 @@ def _judge_window():
 
 def load_cases_or_fail(path: str):
     """Load audit cases, turning file and format problems into CLI errors."""
-    from workbench.audit.cases import CaseFormatError, load_cases
+    from workbench.audit.cases import load_cases
     from workbench.cli import CliError
 
     try:
         return load_cases(path)
-    except (FileNotFoundError, CaseFormatError) as exc:
+    except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
 
 
@@ -113,7 +113,7 @@ def _audit(args) -> int:
 
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
-    from workbench.audit.runner import RunAborted, run_audit
+    from workbench.audit.runner import run_audit
     from workbench.audit.strategies import ContextOptions
     from workbench.cli import CliError
     from workbench.commands.graph import load_index_or_fail
@@ -161,17 +161,12 @@ def _audit(args) -> int:
         print(f"[audit] {trace.id} {trace.strategy}: {state} ({trace.context_tokens} ctx tokens{notes})",
               file=sys.stderr, flush=True)
 
-    from workbench.llm import LlmConfigError, MissingRecording
 
     engine = _ray_engine(args, index, needs_model) if args.engine == "ray" else None
     try:
         summary = run_audit(cases, AuditIndex(index), args.strategy, out, gateway, opts,
                             concurrency=args.concurrency, on_trace=progress,
                             retry_failed=args.retry_failed, engine=engine)
-    except RunAborted as exc:
-        raise CliError(str(exc)) from None
-    except (LlmConfigError, MissingRecording) as exc:
-        raise CliError(str(exc)) from None
     finally:
         if gateway is not None:
             gateway.close()
@@ -226,29 +221,24 @@ def _worker_gateway(no_cache: bool):
 
 
 def _gateway(args):
-    from workbench.cli import CliError
-    from workbench.llm import Gateway, LlmConfigError
+    from workbench.llm import Gateway
 
-    try:
-        if args.no_cache:
-            return Gateway.from_env()
-        from store.db import make_engine
-        from store.llm_cache import persistent_gateway
+    if args.no_cache:
+        return Gateway.from_env()
+    from store.db import make_engine
+    from store.llm_cache import persistent_gateway
 
-        return persistent_gateway(make_engine())
-    except LlmConfigError as exc:
-        raise CliError(str(exc)) from None
+    return persistent_gateway(make_engine())
 
 
 def _store(args, cases, out) -> None:
-    from datetime import UTC, datetime
-
     from store.audit_repo import save_cases, save_traces
     from store.db import make_engine
     from workbench.audit.runner import latest_per_key, read_traces
+    from workbench.clock import utcnow
 
     engine = make_engine()
-    run_id = args.run_id or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_id = args.run_id or utcnow().strftime("%Y%m%dT%H%M%SZ")
     save_cases(engine, args.store, cases)
     wanted = {c.id for c in cases}
     # The newest trace per case: a retried case's earlier error stays in --out, not in the run.
@@ -265,16 +255,12 @@ def _metrics(args) -> int:
     from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.runner import latest_per_key, read_traces
     from workbench.cli import CliError
-    from workbench.inputs import InputError
 
     traces, skipped = [], []
     for path in args.traces:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
-        try:
-            traces += latest_per_key(read_traces(path, skipped))  # a retried case counts once
-        except InputError as exc:
-            raise CliError(str(exc)) from None
+        traces += latest_per_key(read_traces(path, skipped))  # a retried case counts once
     for problem in skipped[:10]:
         print(f"warning: skipped {problem}", file=sys.stderr)
     if len(skipped) > 10:
@@ -320,13 +306,13 @@ def _gold_rules(case) -> list[str]:
 
 
 def _import_complibench(args) -> int:
-    from workbench.audit.complibench import CompliBenchFormatError, import_complibench
+    from workbench.audit.complibench import import_complibench
     from workbench.cli import CliError
 
     try:
         s = import_complibench(args.dir, args.out, long=args.long, distractors=args.distractors,
                                salt=args.pseudonymise)
-    except (FileNotFoundError, CompliBenchFormatError) as exc:
+    except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
     print(f"{s.conversations} conversations -> {s.skills} SKILLs ({s.rules} rules), {s.cases} cases "
           f"({s.violations} violations) in {args.out}")

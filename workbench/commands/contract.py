@@ -60,23 +60,17 @@ def _print_help(parser: argparse.ArgumentParser) -> int:
 
 
 def _load_contract(path: str):
-    from workbench.contracts import ContractError, load_contract
+    from workbench.contracts import load_contract
 
-    try:
-        return load_contract(path)
-    except ContractError as exc:
-        raise CliError(str(exc)) from None
+    return load_contract(path)
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from workbench.contracts import ContractError, check_contract_text
+    from workbench.contracts import check_contract_text
     from workbench.contracts.spec import read_contract_text
 
     path = Path(args.contract)
-    try:
-        text = read_contract_text(path)
-    except ContractError as exc:
-        raise CliError(str(exc)) from None
+    text = read_contract_text(path)
     contract, issues = check_contract_text(text, source=str(path))
     if args.json:
         out: dict[str, Any] = {"valid": contract is not None,

@@ -195,11 +195,10 @@ def _select_cases(args: argparse.Namespace) -> list[dict]:
                 "(the policy index they were audited with) to build each case's judge prompt"
             )
         return cases
-    from workbench.audit import AuditIndex, CaseFormatError
+    from workbench.audit import AuditIndex
     from workbench.audit import load_cases as load_audit_cases
     from workbench.audit.strategies import STRATEGIES
     from workbench.graph import PolicyIndex
-    from workbench.index_validation import IndexValidationError
     from workbench.train.data import materialise
 
     if args.strategy not in STRATEGIES:
@@ -207,7 +206,7 @@ def _select_cases(args: argparse.Namespace) -> list[dict]:
     try:
         index = AuditIndex(PolicyIndex.load(args.index))
         audit_cases = load_audit_cases(args.cases)
-    except (FileNotFoundError, CaseFormatError, IndexValidationError) as exc:
+    except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
     return [r.to_dict() for r in materialise(audit_cases, index, args.strategy)]
 

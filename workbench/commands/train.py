@@ -125,14 +125,13 @@ def _progress(row: dict[str, Any]) -> None:
 
 
 def _index_and_cases(args):
-    from workbench.audit import AuditIndex, CaseFormatError, load_cases
+    from workbench.audit import AuditIndex, load_cases
     from workbench.graph import PolicyIndex
-    from workbench.index_validation import IndexValidationError
 
     try:
         index = AuditIndex(PolicyIndex.load(args.index))
         cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFormatError, IndexValidationError) as exc:
+    except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
     return index, cases
 
@@ -181,18 +180,13 @@ def _verified_judge():
 
 
 def run_grpo(args: argparse.Namespace) -> int:
-    from workbench.train.data import TrainingDataError, read_jsonl
-    from workbench.train.models import ModelLoadError
+    from workbench.train.data import read_jsonl
     from workbench.train.rewards import coverage_reward, keyword_closure, verified_reward
-    from workbench.train.runs import RunError
     from workbench.train.trainers import train_grpo
 
     config = _config(args)
     index, cases = _index_and_cases(args)
-    try:
-        rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
-    except TrainingDataError as exc:
-        raise CliError(str(exc)) from None
+    rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
     by_id = {c.id: c for c in cases}
     missing = [r["id"] for r in rows if r["id"] not in by_id]
     if missing:
@@ -220,23 +214,18 @@ def run_grpo(args: argparse.Namespace) -> int:
     try:
         result = train_grpo(args.student, [r["keyword_prompt"] for r in rows], reward, args.run_dir,
                             config, resume=args.resume, progress=_progress)
-    except (ModelLoadError, RunError, ValueError) as exc:
+    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
         raise CliError(str(exc)) from None
     print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
     return 0
 
 
 def run_opd(args: argparse.Namespace) -> int:
-    from workbench.train.data import TrainingDataError, read_jsonl
-    from workbench.train.models import ModelLoadError
-    from workbench.train.runs import RunError
+    from workbench.train.data import read_jsonl
     from workbench.train.trainers import train_opd
 
     config = _config(args)
-    try:
-        rows = read_jsonl(args.records, require=("prompt",))
-    except TrainingDataError as exc:
-        raise CliError(str(exc)) from None
+    rows = read_jsonl(args.records, require=("prompt",))
     rows = [r for r in rows if isinstance(r["prompt"], list) and r["prompt"]]
     if not rows:
         raise CliError(f"{args.records}: no record carries a judge prompt (chat messages); make "
@@ -245,7 +234,7 @@ def run_opd(args: argparse.Namespace) -> int:
     try:
         result = train_opd(args.student, args.teacher, [r["prompt"] for r in rows], args.run_dir,
                            config, labels=labels, resume=args.resume, progress=_progress)
-    except (ModelLoadError, RunError, ValueError) as exc:
+    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
         raise CliError(str(exc)) from None
     print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
     return 0

@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.stats import complexity as graph_complexity
 
 
-class TracesError(ValueError):
+class TracesError(WorkbenchError, ValueError):
     """Traces, cases and index do not fit together; the message says what to fix."""
 
 

@@ -28,12 +28,13 @@ from workbench.audit.judge import judge_messages
 from workbench.audit.keywords import DEFAULT_MAX_LLM_KEYWORDS, keyword_messages
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
+from workbench.errors import WorkbenchError
 from workbench.stats import complexity as graph_complexity
 
 Messages = list[dict[str, str]]
 
 
-class TrainingDataError(ValueError):
+class TrainingDataError(WorkbenchError, ValueError):
     """The records cannot be made or read; the message says what to fix."""
 
 
