@@ -25,12 +25,14 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
 from workbench.audit.trace import is_retryable, latest_per_key, trace_key
 from workbench.audit.trace_check import trace_problem
+from workbench.clock import utcnow
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, loads_json, split_jsonl_lines
 
 DECISIONS = ("confirm", "overturn")
@@ -45,12 +47,8 @@ MAX_NOTE_CHARS = 10_000
 VIOLATION, COMPLIANT = "violation", "compliant"
 
 
-class ReviewError(ValueError):
+class ReviewError(WorkbenchError, ValueError):
     """A review decision is invalid; the message says which field and what is allowed."""
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 ItemKey = tuple[str, str, str]  # (run_id, case_id, strategy)
