@@ -19,12 +19,12 @@ from components.trace_view import show_steps
 from components.verdict import show_verdict
 from store import audit_repo
 from store import review as review_store
-from workbench.audit import STRATEGIES as _STRATEGY_TABLE
 from workbench.audit import AuditOptions, AuditTrace, CaseFormatError, audit_case, case_from_dict
 from workbench.glossary import gold_word
 from workbench.inputs import InputError, loads_json
+from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
 
-STRATEGIES = list(_STRATEGY_TABLE)
+STRATEGIES = list(values(StrategyName))
 
 st.title("Replay")
 eng = engine()
@@ -75,10 +75,11 @@ else:
     case = cases[case_id]
 
 opts = st.columns(4)
-strategy_a = opts[0].selectbox("Strategy", STRATEGIES, index=STRATEGIES.index("cdg"), key="replay_a")
+strategy_a = opts[0].selectbox("Strategy", STRATEGIES, index=STRATEGIES.index(StrategyName.CDG),
+                               key="replay_a")
 strategy_b = opts[1].selectbox("Compare with", ["(none)", *STRATEGIES], key="replay_b")
-judge_mode = opts[2].selectbox("Judge", ["whole", "per-rule", "none"], key="replay_judge")
-keywords = opts[3].selectbox("Keywords", ["lexical", "llm"], key="replay_keywords")
+judge_mode = opts[2].selectbox("Judge", values(JudgeMode), key="replay_judge")
+keywords = opts[3].selectbox("Keywords", values(KeywordMethod), key="replay_keywords")
 
 left, right = st.columns([1, 1])
 with left:

@@ -24,8 +24,6 @@ from components.verdict import show_verdict
 from store import audit_repo, repo
 from store import review as review_store
 from workbench.audit.cases import CaseFormatError, parse_cases_bytes
-from workbench.audit.pipeline import JUDGE_MODES
-from workbench.audit.strategies import STRATEGIES
 from workbench.errors import WorkbenchError, is_fatal
 from workbench.glossary import gold_word, help_for
 from workbench.inputs import InputError, decode_text
@@ -44,6 +42,7 @@ from workbench.review import (
     pending_cases,
     review_progress,
 )
+from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
 
 CONFIRM_KEY, OVERTURN_KEY, NEXT_KEY, PREVIOUS_KEY = "y", "n", "j", "k"
 SOURCES = ("A stored dataset", "Upload a cases JSONL")
@@ -155,9 +154,9 @@ def audit_panel() -> None:
         return
     cols = st.columns(4)
     dataset = cols[0].selectbox("Dataset", stored, key="rv_audit_dataset")
-    strategy = cols[1].selectbox("Strategy", STRATEGIES, key="rv_audit_strategy")
-    keywords = cols[2].selectbox("Keywords", ("lexical", "llm"), key="rv_audit_keywords")
-    judge_mode = cols[3].selectbox("Judge", JUDGE_MODES, key="rv_audit_judge",
+    strategy = cols[1].selectbox("Strategy", values(StrategyName), key="rv_audit_strategy")
+    keywords = cols[2].selectbox("Keywords", values(KeywordMethod), key="rv_audit_keywords")
+    judge_mode = cols[3].selectbox("Judge", values(JudgeMode), key="rv_audit_judge",
                                    help="'none' builds the contexts only (nothing to review)")
     from workbench.audit.strategies import CONTEXT_FORMS
 

@@ -20,20 +20,16 @@ from workbench.audit.cases import AuditCase
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
+from workbench.vocabulary import StrategyName
 
-CURVE_STRATEGIES = ("cdg", "no-closure", "bm25", "dense", "raw")
+CURVE_STRATEGIES: tuple[str, ...] = (StrategyName.CDG, StrategyName.NO_CLOSURE, StrategyName.BM25,
+                                      StrategyName.DENSE, StrategyName.RAW)
 DEFAULT_SHARES = (0.05, 0.10, 0.15, 0.20, 0.30)
 
 
 def gold_rules(case: AuditCase) -> list[str]:
-    """Gold governing rule ids of a case (``gold.governing_rule`` / ``governing_rules``)."""
-    gold = case.extra.get("gold") if isinstance(case.extra, dict) else None
-    if not isinstance(gold, dict):
-        return []
-    ids = gold.get("governing_rules", gold.get("governing_rule"))
-    if isinstance(ids, str):
-        ids = [ids]
-    return [str(i) for i in ids] if isinstance(ids, list) else []
+    """Gold governing rule ids of a case: ``AuditCase.gold_rules`` (kept for its callers)."""
+    return case.gold_rules
 
 
 def covers(trace: Any, case: AuditCase, index: AuditIndex) -> bool:

@@ -27,6 +27,7 @@ from workbench.audit.complibench import (
     read_conversation,
     skill_name,
 )
+from workbench.audit.coverage_curve import CURVE_STRATEGIES
 from workbench.graph import PolicyIndex
 from workbench.tokens import count_tokens
 
@@ -190,7 +191,7 @@ class SweepRow:
 def run_sweep(
     levels: list[LengthLevel],
     cases: list[AuditCase],
-    strategies: tuple[str, ...] = ("cdg", "no-closure", "bm25", "dense", "raw"),
+    strategies: tuple[str, ...] = CURVE_STRATEGIES,
     options: Any = None,
     progress: Any = None,
 ) -> list[SweepRow]:

@@ -6,7 +6,20 @@ import argparse
 import json
 import sys
 
-STRATEGY_NAMES = ("cdg", "raw", "bm25", "dense", "no-closure", "no-keywords")
+from workbench.vocabulary import (
+    JUDGED_MODES,
+    EmptySeedPolicy,
+    JudgeMode,
+    KeywordMethod,
+    Render,
+    Seeding,
+    Split,
+    StrategyName,
+    values,
+    verdict_word,
+)
+
+STRATEGY_NAMES = values(StrategyName)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,25 +32,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
     p.add_argument("--cases", required=True, help="cases JSONL in the normalised schema")
     p.add_argument("--strategy", required=True, choices=STRATEGY_NAMES)
-    p.add_argument("--keywords", choices=["lexical", "llm"], default="lexical",
+    p.add_argument("--keywords", choices=values(KeywordMethod), default=KeywordMethod.LEXICAL,
                    help="audit keywords: deterministic words (default) or the keyworder role")
     p.add_argument("--max-keywords", type=int, default=None,
                    help="keyword limit (default 4 for llm, 6 for lexical)")
     p.add_argument("--no-judge", action="store_true", help="build contexts only; no judge call")
-    p.add_argument("--judge-mode", choices=["whole", "per-rule"], default="whole",
+    p.add_argument("--judge-mode", choices=JUDGED_MODES, default=JudgeMode.WHOLE,
                    help="one verdict over the whole context, or one question per rule")
-    p.add_argument("--split", choices=["grouped", "per-rule"], default="grouped",
+    p.add_argument("--split", choices=values(Split), default=Split.GROUPED,
                    help="a context over the judge's window is judged in parts: closure-ordered "
                    "groups (each rule with its prerequisites) or one question per rule")
-    p.add_argument("--empty-seed", choices=["error", "all-rules", "per-skill"], default="error",
+    p.add_argument("--empty-seed", choices=values(EmptySeedPolicy),
+                   default=EmptySeedPolicy.ERROR,
                    help="no seed rule found: report EmptySeed (default), judge every rule, or "
                    "(per-skill) judge every rule of each routed SKILL that got no seed")
     p.add_argument("--budget", type=int, default=None, help="token budget of the rendered context")
     p.add_argument("--max-seeds", type=int, default=8, help="seed cap of --seeding keywords")
-    p.add_argument("--seeding", choices=["scored", "keywords"], default="scored",
+    p.add_argument("--seeding", choices=values(Seeding), default=Seeding.SCORED,
                    help="scored: rank rules for the whole case and take seeds while their "
                    "closure fits the target (default); keywords: the v1 keyword match")
-    p.add_argument("--render", choices=["compact", "full"], default="compact",
+    p.add_argument("--render", choices=values(Render), default=Render.COMPACT,
                    help="rule rendering: compact three-line blocks (default) or the v1 form")
     p.add_argument("--target-tokens", type=int, default=None,
                    help="soft token target the seeds' closure should fit (default 1600); "
@@ -130,7 +144,7 @@ def _audit(args) -> int:
     opts = AuditOptions(
         keywords=args.keywords,
         max_keywords=args.max_keywords,
-        judge_mode="none" if args.no_judge else args.judge_mode,
+        judge_mode=JudgeMode.NONE if args.no_judge else args.judge_mode,
         context=ContextOptions(
             max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k,
             seeding=args.seeding, render=args.render, target_tokens=args.target_tokens,
@@ -141,7 +155,7 @@ def _audit(args) -> int:
     if opts.window is not None:
         print(f"[audit] judge window: {opts.window.tokens} tokens ({opts.window.source})",
               file=sys.stderr)
-    needs_model = args.keywords == "llm" or not args.no_judge
+    needs_model = args.keywords == KeywordMethod.LLM or not args.no_judge
     gateway = _gateway(args) if needs_model else None
     out = args.out
     to_stdout = out is None
@@ -153,7 +167,7 @@ def _audit(args) -> int:
 
     def progress(trace) -> None:
         state = trace.error.kind if trace.error else (
-            "violation" if trace.violation else ("compliant" if trace.verdict else "context"))
+            verdict_word(trace.violation) if trace.verdict else "context")
         fit = trace.window
         notes = f", in {len(trace.parts) or fit.split} parts" if fit and fit.split else ""
         if fit and fit.turns_dropped:
@@ -269,7 +283,7 @@ def _metrics(args) -> int:
     if args.cases:
         cases = load_cases_or_fail(args.cases)
         labels = {c.id: c.label for c in cases}
-        gold = {c.id: ids for c in cases if (ids := _gold_rules(c))}
+        gold = {c.id: ids for c in cases if (ids := c.gold_rules)}
     spans = None
     if gold and args.index:
         from workbench.commands.graph import load_index_or_fail
@@ -292,17 +306,6 @@ def _metrics(args) -> int:
     else:
         print(format_table(rows))
     return 0
-
-
-def _gold_rules(case) -> list[str]:
-    """Gold governing rule ids of a case: ``gold.governing_rule`` or ``gold.governing_rules``."""
-    gold = case.extra.get("gold")
-    if not isinstance(gold, dict):
-        return []
-    one, many = gold.get("governing_rule"), gold.get("governing_rules")
-    if isinstance(one, str) and one:
-        return [one]
-    return [r for r in many if isinstance(r, str)] if isinstance(many, list) else []
 
 
 def _import_complibench(args) -> int:

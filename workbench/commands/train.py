@@ -183,6 +183,7 @@ def run_grpo(args: argparse.Namespace) -> int:
     from workbench.train.data import read_jsonl
     from workbench.train.rewards import coverage_reward, keyword_closure, verified_reward
     from workbench.train.trainers import train_grpo
+    from workbench.vocabulary import label_violation
 
     config = _config(args)
     index, cases = _index_and_cases(args)
@@ -199,7 +200,7 @@ def run_grpo(args: argparse.Namespace) -> int:
                            "--reward verified or cases with gold.governing_rule")
         judge = None
     else:
-        rows = [r for r in rows if r.get("label") in ("positive", "negative")]
+        rows = [r for r in rows if label_violation(r.get("label")) is not None]
         if not rows:
             raise CliError("no record is labelled, which the verified reward needs")
         judge = _verified_judge()

@@ -110,7 +110,7 @@ def verified_reward(outcome: KeywordOutcome, case: AuditCase, judge: Judge) -> f
     predicted = judge(case, outcome.context)
     if predicted is None:
         return 0.0
-    return 1.0 if bool(predicted) == (case.label == "negative") else 0.0
+    return 1.0 if bool(predicted) == case.expected_violation else 0.0
 
 
 def coverage_reward(
