@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):  # shared helpers (commands/_common.py), not commands
+            continue
         module = importlib.import_module(f"workbench.commands.{info.name}")
         module.register(sub)
     return parser

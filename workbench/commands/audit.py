@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from workbench.commands._common import add_index_and_cases
 from workbench.vocabulary import (
     JUDGED_MODES,
     EmptySeedPolicy,
@@ -29,8 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Audit each case under one policy-access strategy. Each output line is the "
         "case's AuditTrace as JSON. Re-running the same command skips cases already in --out.",
     )
-    p.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
-    p.add_argument("--cases", required=True, help="cases JSONL in the normalised schema")
+    add_index_and_cases(p)
     p.add_argument("--strategy", required=True, choices=STRATEGY_NAMES)
     p.add_argument("--keywords", choices=values(KeywordMethod), default=KeywordMethod.LEXICAL,
                    help="audit keywords: deterministic words (default) or the keyworder role")

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli import CliError
+from workbench.commands._common import command_group
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "contract", help="skill contracts: validate, replay trajectories",
+    sub = command_group(
+        subparsers, "contract", help="skill contracts: validate, replay trajectories",
         description="Skill contracts: procedural compliance of agent trajectories.",
+        dest="contract_command", metavar="SUBCOMMAND",
     )
-    sub = parser.add_subparsers(dest="contract_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _print_help(parser))
 
     check = sub.add_parser(
         "check", help="validate a contract file",
@@ -52,11 +52,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("--show", metavar="ID", default=None,
                         help="also print every step of this trajectory with its feedback")
     replay.set_defaults(func=run_replay)
-
-
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _load_contract(path: str):

@@ -7,19 +7,19 @@ import sys
 from typing import Any
 
 from workbench.cli import CliError
+from workbench.commands._common import add_index_and_cases, command_group
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "train",
+    sub = command_group(
+        subparsers, "train",
         help="turn audited cases into a better keyworder (GRPO) and judge (OPD)",
         description="Training recipes of the SkillCDG papers: materialise training records "
         "from audit cases, train the keyword stage by GRPO with a graph-verified reward, and "
         "distil a judge by entropy-gated on-policy distillation. LoRA adapters are written "
         "to the run folder.",
+        dest="train_command",
     )
-    sub = parser.add_subparsers(dest="train_command", metavar="ACTION")
-    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
 
     data = sub.add_parser(
         "data",
@@ -27,8 +27,7 @@ def register(subparsers: Any) -> None:
         description="One record per audit case: the exact judge prompt of a strategy, the "
         "keyword prompt, label, gold rules, pseudonymised session and complexity.",
     )
-    data.add_argument("--cases", required=True, help="audit cases (JSONL)")
-    data.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
+    add_index_and_cases(data, cases_help="audit cases (JSONL)")
     data.add_argument("--out", required=True, help="records JSONL to write")
     data.add_argument("--strategy", default="cdg", help="policy-access strategy (default cdg)")
     data.add_argument("--salt", default="", help="secret salt for session pseudonyms")
@@ -44,8 +43,8 @@ def register(subparsers: Any) -> None:
         "a token cost); group-normalised advantages.",
     )
     grpo.add_argument("--records", required=True, help="records from `workbench train data`")
-    grpo.add_argument("--cases", required=True, help="the audit cases the records were made from")
-    grpo.add_argument("--index", required=True, help="the policy index the records were made with")
+    add_index_and_cases(grpo, cases_help="the audit cases the records were made from",
+                        index_help="the policy index the records were made with")
     grpo.add_argument("--reward", choices=("coverage", "verified"), default="coverage",
                       help="coverage: gold rules in the closure minus token cost (no judge "
                       "call); verified: the judge role's verdict on the closure (default coverage)")
@@ -125,14 +124,12 @@ def _progress(row: dict[str, Any]) -> None:
 
 
 def _index_and_cases(args):
-    from workbench.audit import AuditIndex, load_cases
-    from workbench.graph import PolicyIndex
+    from workbench.audit import AuditIndex
+    from workbench.commands.audit import load_cases_or_fail
+    from workbench.commands.graph import load_index_or_fail
 
-    try:
-        index = AuditIndex(PolicyIndex.load(args.index))
-        cases = load_cases(args.cases)
-    except FileNotFoundError as exc:
-        raise CliError(str(exc)) from None
+    index = AuditIndex(load_index_or_fail(args.index))
+    cases = load_cases_or_fail(args.cases)
     return index, cases
 
 
