@@ -28,7 +28,14 @@ def error_text(exc: BaseException, lead: str = "", after: str = "") -> str:
     return text
 
 
-def show_error(exc: BaseException, lead: str = "", after: str = "") -> None:
+def show_error(exc: BaseException, lead: str = "", after: str = "", *, block: bool = False) -> None:
     """Render ``exc`` in an error box; all of it is Markdown-escaped (it quotes user files,
-    policies and model output)."""
+    policies and model output).
+
+    ``block``: ``lead`` in the box and the error's full text below it as a plain-text block,
+    for errors that list many problems one per line (a contract, a configuration, a table)."""
+    if block:
+        st.error(md(lead))
+        st.code(str(exc), language=None, wrap_lines=True)
+        return
     st.error(md(error_text(exc, lead, after)))

@@ -143,3 +143,21 @@ def test_page_helper_escapes_and_names_the_fix() -> None:
 
     assert "<b>" not in md(text)
 
+
+
+def test_show_error_renders_escaped_text_in_a_real_script() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    def script() -> None:
+        from components.errors import show_error
+        from workbench.errors import WorkbenchError
+
+        show_error(WorkbenchError("[click](http://evil.example) *bad*", "fix line 3"),
+                   lead="Nothing was stored: ")
+        show_error(WorkbenchError("line 1\nline 2"), "Could not read it:", block=True)
+
+    at = AppTest.from_function(script).run()
+    first, second = at.error[0].value, at.error[1].value
+    assert "\\[click\\]\\(http" in first and "\\*bad\\*" in first  # no live link, no emphasis
+    assert "What to do\\: fix line 3" in first
+    assert second == "Could not read it\\:" and at.code[0].value == "line 1\nline 2"
