@@ -20,7 +20,7 @@ from workbench.audit.cases import AuditCase
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
-from workbench.vocabulary import StrategyName
+from workbench.vocabulary import JudgeMode, StrategyName
 
 CURVE_STRATEGIES: tuple[str, ...] = (StrategyName.CDG, StrategyName.NO_CLOSURE, StrategyName.BM25,
                                       StrategyName.DENSE, StrategyName.RAW)
@@ -116,9 +116,9 @@ def coverage_curve(
     bad = [s for s in shares if not 0 < s <= 1]
     if bad:
         raise ValueError(f"budget shares must lie in (0, 1] (a share of RawSkill tokens): {bad}")
-    base = options or AuditOptions(judge_mode="none")
+    base = options or AuditOptions(judge_mode=JudgeMode.NONE)
     if base.judge_mode != "none":
-        base = replace(base, judge_mode="none")
+        base = replace(base, judge_mode=JudgeMode.NONE)
     gold_cases = [c for c in cases if gold_rules(c)]
     strats = {name: get_strategy(name) for name in strategies}
     points: list[CurvePoint] = []

@@ -47,7 +47,7 @@ from workbench.audit.window import (
 )
 from workbench.graph import PolicyIndex
 from workbench.tokens import count_tokens
-from workbench.vocabulary import JudgeMode, KeywordMethod, Split, values
+from workbench.vocabulary import JudgeMode, KeywordMethod, Split, StrategyName, values
 
 JUDGE_MODES = values(JudgeMode)
 
@@ -107,7 +107,7 @@ def _prerequisites(index: AuditIndex):
 def audit_case(
     case: AuditCase,
     index: AuditIndex | PolicyIndex,
-    strategy: str | Strategy = "cdg",
+    strategy: str | Strategy = StrategyName.CDG,
     gateway: Any = None,
     options: AuditOptions | None = None,
 ) -> AuditTrace:

@@ -9,6 +9,7 @@ from typing import Any
 
 from workbench.cli import CliError
 from workbench.commands._common import command_group
+from workbench.vocabulary import StrategyName
 
 
 def register(subparsers: Any) -> None:
@@ -84,7 +85,7 @@ def register(subparsers: Any) -> None:
         "judge prompt (workbench train data records) into the sets",
     )
     select.add_argument(
-        "--strategy", default="cdg", help="strategy of the materialised judge prompt (cdg)"
+        "--strategy", default=StrategyName.CDG, help="strategy of the materialised judge prompt (cdg)"
     )
     select.add_argument(
         "--model",

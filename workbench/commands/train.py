@@ -8,6 +8,7 @@ from typing import Any
 
 from workbench.cli import CliError
 from workbench.commands._common import add_index_and_cases, command_group
+from workbench.vocabulary import StrategyName
 
 
 def register(subparsers: Any) -> None:
@@ -29,7 +30,7 @@ def register(subparsers: Any) -> None:
     )
     add_index_and_cases(data, cases_help="audit cases (JSONL)")
     data.add_argument("--out", required=True, help="records JSONL to write")
-    data.add_argument("--strategy", default="cdg", help="policy-access strategy (default cdg)")
+    data.add_argument("--strategy", default=StrategyName.CDG, help="policy-access strategy (default cdg)")
     data.add_argument("--salt", default="", help="secret salt for session pseudonyms")
     data.add_argument("--budget", type=int, default=None, help="context token budget")
     data.add_argument("--hf", metavar="DIR", help="also save a Hugging Face dataset here")

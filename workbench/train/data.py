@@ -30,7 +30,7 @@ from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.errors import WorkbenchError
 from workbench.stats import complexity as graph_complexity
-from workbench.vocabulary import KeywordMethod, label_violation
+from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, label_violation
 
 Messages = list[dict[str, str]]
 
@@ -111,7 +111,7 @@ def target_verdict(case: AuditCase) -> str | None:
 def materialise(
     cases: Iterable[AuditCase],
     index: AuditIndex,
-    strategy: str = "cdg",
+    strategy: str = StrategyName.CDG,
     *,
     options: AuditOptions | None = None,
     salt: str = "",
@@ -132,7 +132,7 @@ def materialise(
         keywords=KeywordMethod.LEXICAL,
         max_keywords=opts.max_keywords,
         max_skills=opts.max_skills,
-        judge_mode="none",
+        judge_mode=JudgeMode.NONE,
         context=opts.context,
     )
     records = []
