@@ -128,13 +128,8 @@ def materialise(
         raise TrainingDataError(
             "materialising prompts uses lexical keywords (no model call); drop keywords='llm'"
         )
-    opts = AuditOptions(
-        keywords=KeywordMethod.LEXICAL,
-        max_keywords=opts.max_keywords,
-        max_skills=opts.max_skills,
-        judge_mode=JudgeMode.NONE,
-        context=opts.context,
-    )
+    opts = AuditOptions(keywords=KeywordMethod.LEXICAL, judge_mode=JudgeMode.NONE, context=opts.context,
+                        max_keywords=opts.max_keywords, max_skills=opts.max_skills)
     records = []
     complexity_of: dict[tuple[str, ...], float] = {}
     for case in cases:
