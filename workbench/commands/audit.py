@@ -175,7 +175,6 @@ def _audit(args) -> int:
         print(f"[audit] {trace.id} {trace.strategy}: {state} ({trace.context_tokens} ctx tokens{notes})",
               file=sys.stderr, flush=True)
 
-
     engine = _ray_engine(args, index, needs_model) if args.engine == "ray" else None
     try:
         summary = run_audit(cases, AuditIndex(index), args.strategy, out, gateway, opts,
