@@ -17,6 +17,7 @@ import streamlit as st
 
 from components.links import replay_link
 from workbench.glossary import gold_word
+from workbench.vocabulary import COMPLIANT, VIOLATION, verdict_word
 
 CASE_COLUMNS = ("case", "strategy", "run", "verdict", "gold", "agrees with gold", "open")
 
@@ -27,7 +28,7 @@ def _verdict_word(trace: Mapping[str, Any]) -> str:
         return "error"
     if not verdict:
         return "not judged"
-    return "violation" if verdict.get("violation") else "compliant"
+    return verdict_word(bool(verdict.get("violation")))
 
 
 def case_rows(dataset: str, records: Iterable[tuple[str, Mapping[str, Any]]],
@@ -41,8 +42,8 @@ def case_rows(dataset: str, records: Iterable[tuple[str, Mapping[str, Any]]],
         case_id = str(t.get("id", ""))
         verdict = _verdict_word(t)
         gold = gold_word(labels.get(case_id, t.get("label")))
-        agrees = (verdict == gold) if verdict in ("violation", "compliant") and gold in (
-            "violation", "compliant") else None
+        words = (VIOLATION, COMPLIANT)
+        agrees = (verdict == gold) if verdict in words and gold in words else None
         rows.append({"case": case_id, "strategy": t.get("strategy", ""), "run": run_id,
                      "verdict": verdict, "gold": gold, "agrees with gold": agrees,
                      "open": replay_link(dataset, case_id, run_id)})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from components.errors import show_error
 from components.safe import md
 from store import edge_review, repo
 from workbench.graph import PROVENANCES, SkillGraph
@@ -57,5 +58,5 @@ def review_panel(engine: Engine, skill: SkillGraph, version: int, author: str) -
         try:
             return edge_review.decide_edge(engine, skill.name, version, edge.pair, accept, author)
         except repo.StaleVersion as stale:
-            st.error(md(str(stale)))
+            show_error(stale)
     return None

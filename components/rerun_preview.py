@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from components.safe import md
+from workbench.vocabulary import JudgeMode, KeywordMethod, verdict_word
 
 # Rough seconds per model call on the embedded model (Qwen2.5-Coder-1.5B on CPU): two judge
 # calls on Replay took about six minutes in the walk-through. Other endpoints are
@@ -27,10 +28,10 @@ def planned_calls(strategies: Sequence[str], keywords: str, judge_mode: str,
     closure_sizes = closure_sizes or {}
     calls = 0
     for s in strategies:
-        calls += 1 if keywords == "llm" else 0
-        if judge_mode == "whole":
+        calls += 1 if keywords == KeywordMethod.LLM else 0
+        if judge_mode == JudgeMode.WHOLE:
             calls += 1
-        elif judge_mode == "per-rule":
+        elif judge_mode == JudgeMode.PER_RULE:
             calls += max(1, closure_sizes.get(s, 1))
     return calls
 
@@ -54,7 +55,7 @@ def _verdict_word(trace: Mapping[str, Any] | None) -> str:
     verdict = trace.get("verdict")
     if not verdict:
         return "not judged"
-    return "violation" if verdict.get("violation") else "compliant"
+    return verdict_word(bool(verdict.get("violation")))
 
 
 def _closure_ids(trace: Mapping[str, Any]) -> set[str]:

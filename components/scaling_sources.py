@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from components.errors import show_error
 from components.replay_state import policy_index
 from store import audit_repo
 from workbench.scaling import OutcomesError, outcomes_from_records
@@ -63,8 +64,7 @@ def stored_runs_outcomes(engine: Engine) -> bytes | None:
         )
         table = outcomes_from_records(rows)
     except (TracesError, OutcomesError) as exc:
-        st.error("These runs cannot be turned into an outcomes table:")
-        st.code(str(exc), language=None)
+        show_error(exc, "These runs cannot be turned into an outcomes table:", block=True)
         return None
     data = table.to_csv(index=False).encode("utf-8")
     st.download_button(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components.errors import show_error
 from workbench.contracts import (
     ReplayReport,
     TrajectoryFormatError,
@@ -96,8 +97,7 @@ elif source == UPLOAD:
     try:
         name, (data, _) = uploaded.name, decode_text(uploaded.getvalue(), uploaded.name)
     except InputError as exc:
-        st.error("The trajectory file could not be read.")
-        st.code(str(exc), language=None, wrap_lines=True)
+        show_error(exc, "The trajectory file could not be read.", block=True)
         st.stop()
 else:
     path = SOURCES[source]
@@ -105,8 +105,7 @@ else:
 try:
     reports = _replay(text, name, data, feedback)
 except TrajectoryFormatError as exc:
-    st.error("The trajectory file could not be read.")
-    st.code(str(exc), language=None, wrap_lines=True)
+    show_error(exc, "The trajectory file could not be read.", block=True)
     st.stop()
 if not reports:
     st.info("The file holds no trajectories.")

@@ -18,11 +18,12 @@ from workbench.audit.strategies import ContextOptions
 from workbench.editing import apply_edits
 from workbench.impact import closure_changes, reaudit, with_skill
 from workbench.rule_search import search_rules
+from workbench.vocabulary import Seeding
 
 FULL_GRAPH_LIMIT = 300  # beyond this a whole-graph drawing is a hairball; focus instead
 
 
-IMPACT_SEEDING = {"scored (as audits run)": "scored", "keyword match": "keywords"}
+IMPACT_SEEDING = {"scored (as audits run)": Seeding.SCORED.value, "keyword match": Seeding.KEYWORDS.value}
 
 st.title("Graph")
 eng = engine()

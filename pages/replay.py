@@ -10,6 +10,7 @@ import streamlit as st
 from components import links
 from components.case_table import picker_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
+from components.errors import show_error
 from components.replay_state import audit_index, policy_index
 from components.rerun_preview import plan_text, planned_calls, show_rerun_preview
 from components.safe import md
@@ -18,12 +19,12 @@ from components.trace_view import show_steps
 from components.verdict import show_verdict
 from store import audit_repo
 from store import review as review_store
-from workbench.audit import STRATEGIES as _STRATEGY_TABLE
 from workbench.audit import AuditOptions, AuditTrace, CaseFormatError, audit_case, case_from_dict
 from workbench.glossary import gold_word
 from workbench.inputs import InputError, loads_json
+from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
 
-STRATEGIES = list(_STRATEGY_TABLE)
+STRATEGIES = list(values(StrategyName))
 
 st.title("Replay")
 eng = engine()
@@ -51,7 +52,7 @@ if dataset == PASTE:
     try:
         case = case_from_dict(loads_json(raw, "pasted case"), "pasted case")
     except (InputError, CaseFormatError) as exc:
-        st.error(md(f"The pasted case cannot be used: {exc}"))
+        show_error(exc, lead="The pasted case cannot be used: ")
         st.stop()
 else:
     cases = {c.id: c for c in audit_repo.load_cases(eng, dataset)}
@@ -74,10 +75,11 @@ else:
     case = cases[case_id]
 
 opts = st.columns(4)
-strategy_a = opts[0].selectbox("Strategy", STRATEGIES, index=STRATEGIES.index("cdg"), key="replay_a")
+strategy_a = opts[0].selectbox("Strategy", STRATEGIES, index=STRATEGIES.index(StrategyName.CDG),
+                               key="replay_a")
 strategy_b = opts[1].selectbox("Compare with", ["(none)", *STRATEGIES], key="replay_b")
-judge_mode = opts[2].selectbox("Judge", ["whole", "per-rule", "none"], key="replay_judge")
-keywords = opts[3].selectbox("Keywords", ["lexical", "llm"], key="replay_keywords")
+judge_mode = opts[2].selectbox("Judge", values(JudgeMode), key="replay_judge")
+keywords = opts[3].selectbox("Keywords", values(KeywordMethod), key="replay_keywords")
 
 left, right = st.columns([1, 1])
 with left:

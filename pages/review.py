@@ -17,14 +17,14 @@ from components import identity, links
 from components.annotation import key_legend
 from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
+from components.errors import show_error
 from components.safe import md
 from components.state import engine, user_name
 from components.verdict import show_verdict
 from store import audit_repo, repo
 from store import review as review_store
 from workbench.audit.cases import CaseFormatError, parse_cases_bytes
-from workbench.audit.pipeline import JUDGE_MODES
-from workbench.audit.strategies import STRATEGIES
+from workbench.errors import WorkbenchError, is_fatal
 from workbench.glossary import gold_word, help_for
 from workbench.inputs import InputError, decode_text
 from workbench.review import (
@@ -42,6 +42,7 @@ from workbench.review import (
     pending_cases,
     review_progress,
 )
+from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
 
 CONFIRM_KEY, OVERTURN_KEY, NEXT_KEY, PREVIOUS_KEY = "y", "n", "j", "k"
 SOURCES = ("A stored dataset", "Upload a cases JSONL")
@@ -82,7 +83,7 @@ def store_uploaded_cases() -> None:
         try:
             cases = parse_cases_bytes(upload.getvalue(), upload.name)
         except CaseFormatError as exc:
-            st.error(md(f"Nothing was stored: {exc}"))
+            show_error(exc, lead="Nothing was stored: ")
             return
         n = audit_repo.save_cases(eng, name.strip(), cases)
         st.success(md(f"Stored {n} cases as dataset {name.strip()}."))
@@ -91,10 +92,8 @@ def store_uploaded_cases() -> None:
 def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_id: str,
               context: str = "") -> None:
     """Audit the dataset's cases not yet in the run, storing each trace as it finishes."""
-    from workbench.audit import AuditIndex, AuditOptions, RunAborted, run_audit
-    from workbench.audit.dense import DenseUnavailable
+    from workbench.audit import AuditIndex, AuditOptions, run_audit
     from workbench.audit.strategies import CONTEXT_FORMS
-    from workbench.llm import EmbeddedModelUnavailable, LlmConfigError, MissingRecording
 
     cases = audit_repo.load_cases(eng, dataset)
     index = repo.export_index(eng)
@@ -128,10 +127,12 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
                                 gateway, AuditOptions(keywords=keywords, judge_mode=judge_mode)
                                 .with_context(**CONTEXT_FORMS.get(context, {})),
                                 concurrency=1, on_trace=on_trace)
-    except (RunAborted, LlmConfigError, MissingRecording, EmbeddedModelUnavailable,
-            DenseUnavailable) as exc:
-        st.error(md(f"The run stopped after {done} of {total} cases: {exc}. Traces so far are "
-                    "stored; fix the problem and audit again with the same run id to resume."))
+    except WorkbenchError as exc:
+        if not is_fatal(exc):
+            raise
+        show_error(exc, lead=f"The run stopped after {done} of {total} cases: ",
+                   after="Traces so far are stored; fix the problem and audit again with the "
+                   "same run id to resume.")
         return
     finally:
         if gateway is not None:
@@ -153,9 +154,9 @@ def audit_panel() -> None:
         return
     cols = st.columns(4)
     dataset = cols[0].selectbox("Dataset", stored, key="rv_audit_dataset")
-    strategy = cols[1].selectbox("Strategy", STRATEGIES, key="rv_audit_strategy")
-    keywords = cols[2].selectbox("Keywords", ("lexical", "llm"), key="rv_audit_keywords")
-    judge_mode = cols[3].selectbox("Judge", JUDGE_MODES, key="rv_audit_judge",
+    strategy = cols[1].selectbox("Strategy", values(StrategyName), key="rv_audit_strategy")
+    keywords = cols[2].selectbox("Keywords", values(KeywordMethod), key="rv_audit_keywords")
+    judge_mode = cols[3].selectbox("Judge", values(JudgeMode), key="rv_audit_judge",
                                    help="'none' builds the contexts only (nothing to review)")
     from workbench.audit.strategies import CONTEXT_FORMS
 
@@ -187,7 +188,7 @@ def load_panel() -> None:
         try:
             text, _ = decode_text(upload.getvalue(), upload.name)
         except InputError as exc:
-            st.error(md(f"Nothing was stored: {exc}"))
+            show_error(exc, lead="Nothing was stored: ")
             return
         traces, problems = parse_traces(text)
         if problems:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components.errors import show_error
 from components.scaling_recovery import recovery_panel
 from components.scaling_sources import stored_runs_outcomes
 from components.state import engine
@@ -122,8 +123,8 @@ try:
     with st.spinner("Fitting, cross-validating and bootstrapping…"):
         outcomes, report = _analyse(*args)
 except (OutcomesError, FitError, ValueError) as exc:
-    st.error("The outcomes could not be analysed. Fix the table and upload it again:")
-    st.code(str(exc), language=None)
+    show_error(exc, "The outcomes could not be analysed. Fix the table and upload it again:",
+               block=True)
     st.stop()
 
 m1, m2, m3, m4 = st.columns(4)

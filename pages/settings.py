@@ -8,6 +8,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from components.errors import show_error
 from components.state import engine
 from store.llm_cache import SqlResponseCache, SqlUsageLog, persistent_gateway
 from store.llm_endpoints import SqlEndpointLog
@@ -23,8 +24,7 @@ st.title("Settings")
 try:
     config = load_config()
 except LlmConfigError as exc:
-    st.error("The model configuration is invalid; fix it and reload the page.")
-    st.code(str(exc), language=None, wrap_lines=True)
+    show_error(exc, "The model configuration is invalid; fix it and reload the page.", block=True)
     st.stop()
 
 mode = os.environ.get("WORKBENCH_LLM_MODE", "live")

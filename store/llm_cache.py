@@ -10,18 +10,15 @@ has no key in it, by construction of the gateway.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import Integer, case, cast, func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, select
 
+from workbench.clock import utcnow
 from workbench.llm import CachedResponse, Gateway, LlmConfig, Usage, UsageTotals
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class LlmCacheEntry(SQLModel, table=True):
@@ -38,7 +35,7 @@ class LlmCacheEntry(SQLModel, table=True):
     completion_tokens: int = 0
     latency_ms: float = 0.0
     cost_usd: float | None = None
-    created_at: datetime = Field(default_factory=_utcnow)
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class LlmUsageRow(SQLModel, table=True):
@@ -47,7 +44,7 @@ class LlmUsageRow(SQLModel, table=True):
     __tablename__ = "llm_usage"
 
     id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=_utcnow, index=True)
+    at: datetime = Field(default_factory=utcnow, index=True)
     role: str = Field(index=True)
     model: str
     step: str = ""

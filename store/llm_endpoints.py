@@ -14,11 +14,8 @@ from sqlalchemy import Integer, cast, func
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
+from workbench.clock import utcnow
 from workbench.llm.fleet import EndpointAttempt, EndpointStats
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class LlmEndpointCallRow(SQLModel, table=True):
@@ -27,7 +24,7 @@ class LlmEndpointCallRow(SQLModel, table=True):
     __tablename__ = "llm_endpoint_calls"
 
     id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=_utcnow, index=True)
+    at: datetime = Field(default_factory=utcnow, index=True)
     role: str = Field(index=True)
     endpoint: str
     ok: bool = True

@@ -7,13 +7,11 @@ Table modules owned by other areas import this one; ``store.tables`` registers t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlmodel import Field, SQLModel, UniqueConstraint
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+from workbench.clock import utcnow
 
 
 class SkillVersion(SQLModel, table=True):

@@ -17,10 +17,11 @@ from sqlmodel import Session, select
 
 from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
 from store.session import retry_conflicts, write_session
+from workbench.errors import WorkbenchError
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 
 
-class NotFound(LookupError):
+class NotFound(WorkbenchError, LookupError):
     """A SKILL or version that is not in the store; the message lists what is."""
 
 
@@ -43,7 +44,7 @@ def graph_fingerprint(skill: SkillGraph) -> str:
     return _sha(json.dumps(payload, sort_keys=True, ensure_ascii=False))
 
 
-class StaleVersion(RuntimeError):
+class StaleVersion(WorkbenchError, RuntimeError):
     """A save built on a version that is no longer the latest: applying it would silently
     undo the versions saved since. ``changes`` says what those versions changed."""
 
@@ -51,8 +52,8 @@ class StaleVersion(RuntimeError):
         self.name, self.base, self.latest, self.changes = name, base, latest, changes
         super().__init__(
             f"SKILL {name!r}: this edit was made on version {base}, but version {latest} is "
-            f"the latest (changed since: {changes}). Nothing was saved; reload version "
-            f"{latest} and make the edit there."
+            f"the latest (changed since: {changes}). Nothing was saved",
+            f"reload version {latest} and make the edit there.",
         )
 
 

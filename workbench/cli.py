@@ -13,10 +13,12 @@ import pkgutil
 import sys
 
 from workbench import commands
+from workbench.errors import WorkbenchError
 
 
-class CliError(Exception):
-    """A user-facing error: the message says what went wrong and what to do. Exit code 2."""
+class CliError(WorkbenchError):
+    """A user error met by the command line itself (a bad flag combination, a missing file):
+    the message says what went wrong and what to do. Exit code 2, as for every WorkbenchError."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):  # shared helpers (commands/_common.py), not commands
+            continue
         module = importlib.import_module(f"workbench.commands.{info.name}")
         module.register(sub)
     return parser
@@ -40,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except CliError as exc:
+    except WorkbenchError as exc:
+        # The one place a user error becomes output: commands let WorkbenchErrors through
+        # instead of translating each into a CliError. str() is "message; hint".
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

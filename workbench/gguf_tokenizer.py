@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from workbench.errors import WorkbenchError
+
 # GGUF value types (gguf spec v3) and the struct format of the fixed-size ones.
 _SCALAR = {
     0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"
@@ -30,7 +32,7 @@ QWEN2_SPLIT = (
 )
 
 
-class GgufTokenizerError(RuntimeError):
+class GgufTokenizerError(WorkbenchError, RuntimeError):
     """The GGUF header could not be read or describes a tokenizer we cannot rebuild."""
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench.vocabulary import Label
+
 # The dataset's label -> the word on screen. "negative" = the agent violated the policy.
-GOLD_WORDS = {"negative": "violation", "positive": "compliant"}
+GOLD_WORDS = {label.value: label.word for label in Label}
 NO_GOLD = "no gold label"
 
 

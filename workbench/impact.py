@@ -17,6 +17,7 @@ from typing import Any
 from workbench.audit import AuditIndex, AuditOptions, audit_case
 from workbench.audit.cases import AuditCase
 from workbench.graph import PolicyIndex, SkillGraph
+from workbench.vocabulary import JudgeMode, StrategyName
 
 
 @dataclass
@@ -41,11 +42,11 @@ def closure_changes(
     before: PolicyIndex,
     after: PolicyIndex,
     skill_name: str,
-    strategy: str = "cdg",
+    strategy: str = StrategyName.CDG,
     options: AuditOptions | None = None,
 ) -> list[ClosureChange]:
     """Cases whose closure within ``skill_name`` differs between the two indexes."""
-    opts = options or AuditOptions(judge_mode="none")
+    opts = options or AuditOptions(judge_mode=JudgeMode.NONE)
     a_before, a_after = AuditIndex(before), AuditIndex(after)
     changes = []
     graph_after = a_after.skill(skill_name).graph if skill_name in a_after else None
@@ -53,7 +54,7 @@ def closure_changes(
         trace = audit_case(case, a_before, strategy, None, opts)
         old = trace.closure.get(skill_name, [])
         seeds = [r for r in trace.seeds.get(skill_name, []) if graph_after and r in graph_after.rules]
-        closes = strategy not in ("no-closure",)  # the ablation judges its seeds alone
+        closes = strategy != StrategyName.NO_CLOSURE  # the ablation judges its seeds alone
         new = (graph_after.closure(seeds) if closes else seeds) if seeds else []
         if set(old) != set(new):
             changes.append(ClosureChange(
@@ -83,7 +84,7 @@ def reaudit(
     index: PolicyIndex,
     previous: dict[str, bool | None],
     gateway: Any,
-    strategy: str = "cdg",
+    strategy: str = StrategyName.CDG,
     options: AuditOptions | None = None,
 ) -> list[Flip]:
     """Re-audit ``cases`` under ``index`` and pair each new verdict with the previous one."""

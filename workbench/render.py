@@ -17,11 +17,12 @@ import re
 from collections.abc import Iterable
 
 from workbench.graph import SkillGraph
+from workbench.vocabulary import Render, values
 
 _WORD = re.compile(r"\w+")
 
-RENDER_STYLES = ("compact", "full")
-DEFAULT_RENDER_STYLE = "full"
+RENDER_STYLES = values(Render)
+DEFAULT_RENDER_STYLE = Render.FULL
 
 
 def _source(skill: SkillGraph, rule_id: str) -> str:
@@ -36,12 +37,12 @@ def _words(text: str) -> set[str]:
 def render_rule(skill: SkillGraph, rule_id: str, style: str = DEFAULT_RENDER_STYLE) -> str:
     rule = skill.graph.rules[rule_id]
     source = _source(skill, rule_id) if rule.spans else ""
-    if style == "compact":
+    if style == Render.COMPACT:
         lines = [f"[{rule.id}] When: {rule.condition}", f"  {rule.modality.capitalize()}: {rule.action}"]
         if source and not _words(source) <= _words(f"{rule.condition} {rule.action}"):
             lines.append(f'  Source: "{source}"')
         return "\n".join(lines)
-    if style != "full":
+    if style != Render.FULL:
         raise ValueError(f"unknown render style {style!r}; choose one of {', '.join(RENDER_STYLES)}")
     lines = [
         f"[{rule.id}] ({rule.modality})",
@@ -60,6 +61,6 @@ def render_rules(
     skill: SkillGraph, rule_ids: Iterable[str], style: str = DEFAULT_RENDER_STYLE
 ) -> str:
     """Rules of one SKILL under a header naming the SKILL."""
-    sep = "\n" if style == "compact" else "\n\n"
+    sep = "\n" if style == Render.COMPACT else "\n\n"
     body = sep.join(render_rule(skill, rid, style) for rid in rule_ids)
     return f"## SKILL: {skill.name}\n\n{body}" if body else ""

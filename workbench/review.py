@@ -25,13 +25,17 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
+from workbench.audit.cases import gold_rules_of
 from workbench.audit.trace import is_retryable, latest_per_key, trace_key
 from workbench.audit.trace_check import trace_problem
+from workbench.clock import utcnow
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, loads_json, split_jsonl_lines
+from workbench.vocabulary import COMPLIANT, VIOLATION, label_violation, verdict_word
 
 DECISIONS = ("confirm", "overturn")
 REASONS = ("flagged", "strategies-disagree", "gold-mismatch")
@@ -42,15 +46,10 @@ REASON_TEXT = {
 }
 STATUSES = ("all", "not reviewed by me", "reviewed by me")
 MAX_NOTE_CHARS = 10_000
-VIOLATION, COMPLIANT = "violation", "compliant"
 
 
-class ReviewError(ValueError):
+class ReviewError(WorkbenchError, ValueError):
     """A review decision is invalid; the message says which field and what is allowed."""
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 ItemKey = tuple[str, str, str]  # (run_id, case_id, strategy)
@@ -148,7 +147,7 @@ class QueueItem:
 
     @property
     def gold_violation(self) -> bool | None:
-        return None if self.label not in ("positive", "negative") else self.label == "negative"
+        return label_violation(self.label)
 
 
 def latest_records(records: Iterable[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
@@ -197,7 +196,7 @@ def build_queue(
             reasons.append("flagged")
         if len(judged) > 1:
             reasons.append("strategies-disagree")
-        if label in ("positive", "negative") and violation != (label == "negative"):
+        if label_violation(label) is not None and violation != label_violation(label):
             reasons.append("gold-mismatch")
         verdict = t.get("verdict") or {}
         search = " ".join([
@@ -271,10 +270,6 @@ def review_progress(items: Iterable[QueueItem], decisions: Iterable[ReviewDecisi
     return ReviewProgress(len(keys), len(reviewed), len(mine))
 
 
-def _label(violation: bool) -> str:
-    return VIOLATION if violation else COMPLIANT
-
-
 @dataclass
 class Agreement:
     """Analysts against the judge over current decisions (one per item and reviewer)."""
@@ -299,8 +294,8 @@ def _pair_stats(pairs: list[tuple[bool, bool]]) -> tuple[float | None, float | N
         return None, None
     rows = []
     for n, (judge, implied) in enumerate(pairs):
-        rows.append((n, "judge", _label(judge)))
-        rows.append((n, "analyst", _label(implied)))
+        rows.append((n, "judge", verdict_word(judge)))
+        rows.append((n, "analyst", verdict_word(implied)))
     return sum(a == b for a, b in pairs) / len(pairs), cohen_kappa(rows)
 
 
@@ -333,7 +328,7 @@ def agreement(
             "confirmed": sum(j == i for j, i in mine), "share confirmed": share, "kappa": kappa,
         })
     out.analysts_alpha = krippendorff_alpha(
-        (item_text(d.key), d.reviewer, _label(bool(d.implied_violation))) for d in current
+        (item_text(d.key), d.reviewer, verdict_word(bool(d.implied_violation))) for d in current
     )
     if by_key is not None:
         gold = [(d, by_key[d.key].gold_violation) for d in current]
@@ -416,13 +411,8 @@ def gold_of(cases: Iterable[Any]) -> tuple[dict[str, str | None], dict[str, list
     rules: dict[str, list[str]] = {}
     for case in cases:
         labels[case.id] = case.label
-        gold = (getattr(case, "extra", None) or {}).get("gold")
-        if isinstance(gold, dict):
-            ids = gold.get("governing_rules", gold.get("governing_rule"))
-            if isinstance(ids, str):
-                ids = [ids]
-            if isinstance(ids, list) and ids:
-                rules[case.id] = [str(i) for i in ids]
+        if ids := gold_rules_of(getattr(case, "extra", None)):
+            rules[case.id] = ids
     return labels, rules
 
 

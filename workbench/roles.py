@@ -13,6 +13,8 @@ Usage::
 
 from __future__ import annotations
 
+from workbench.errors import WorkbenchError
+
 ROLES = ("author", "analyst", "annotator", "reviewer", "admin")
 
 PERMISSIONS: dict[str, frozenset[str]] = {
@@ -25,7 +27,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
 }
 
 
-class RoleError(ValueError):
+class RoleError(WorkbenchError, ValueError):
     """An unknown role or action (a programming or configuration error, not a refusal)."""
 
 

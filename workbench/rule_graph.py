@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from workbench.errors import WorkbenchError
+
 FORMAT = "skillcdg/1"
 MODALITIES = ("required", "prohibited", "permitted")
 EDGE_TYPES = ("require",)
@@ -67,7 +69,7 @@ class Problem:
         return f"{self.location}: {self.message}"
 
 
-class IndexValidationError(ValueError):
+class IndexValidationError(WorkbenchError, ValueError):
     """A policy index failed validation; ``problems`` lists every finding with its location."""
 
     def __init__(self, problems: list[Problem], origin: str = "index"):
@@ -78,7 +80,7 @@ class IndexValidationError(ValueError):
         )
 
 
-class UnknownRule(KeyError):
+class UnknownRule(WorkbenchError, KeyError):
     def __init__(self, ids: Iterable[str], skill: str = ""):
         self.ids = sorted(set(ids))
         where = f" in SKILL {skill!r}" if skill else ""

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, decode_text, load_yaml, read_input_bytes
 from workbench.skill_names import inferred_skill_name, skill_name_problem
 from workbench.tokens import count_tokens
@@ -25,7 +26,7 @@ _FRONT_MATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|
 MAX_SKILL_BYTES = 20 * 1024 * 1024
 
 
-class SkillFormatError(ValueError):
+class SkillFormatError(WorkbenchError, ValueError):
     """The SKILL text cannot be used; the message says what to fix."""
 
 

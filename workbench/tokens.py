@@ -14,10 +14,12 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from workbench.errors import WorkbenchError
+
 ENCODING = "cl100k_base"
 
 
-class TokenizerUnavailable(RuntimeError):
+class TokenizerUnavailable(WorkbenchError, RuntimeError):
     """The bundled encoding could not be found: the install is incomplete."""
 
 

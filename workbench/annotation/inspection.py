@@ -28,11 +28,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from workbench.errors import WorkbenchError
 from workbench.graph import Edge, SkillGraph
 from workbench.inputs import InputError, loads_json, split_jsonl_lines
 
 
-class TraceError(ValueError):
+class TraceError(WorkbenchError, ValueError):
     """A trace cannot be read as an inspection case; the message says what is missing."""
 
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
+from workbench.clock import utcnow
+from workbench.errors import WorkbenchError
 from workbench.graph import MODALITIES
 
 RULE_CORRECTNESS = "rule_correctness"
@@ -46,11 +48,7 @@ MAX_NOTE_CHARS = 10_000
 _CRITERION_SEPARATOR = "#"
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class LabelError(ValueError):
+class LabelError(WorkbenchError, ValueError):
     """An annotation record is invalid; the message says which field and what is allowed."""
 
 

@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.prompts import quote
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, decode_text, loads_json, read_input_bytes, split_jsonl_lines
+from workbench.vocabulary import Label, label_violation, values
 
-LABELS = ("positive", "negative")
+LABELS = values(Label)
 KNOWN_FIELDS = ("id", "session", "label", "skills", "context", "background", "model_response")
 
 
-class CaseFormatError(ValueError):
+class CaseFormatError(WorkbenchError, ValueError):
     """A case does not follow the schema; the message names the line/field and the fix."""
 
 
@@ -36,6 +38,28 @@ class CaseFormatError(ValueError):
 class Turn:
     role: str
     content: str
+
+
+def gold_rules_of(extra: Any) -> list[str]:
+    """Gold governing rule ids from a case's extra fields: ``gold.governing_rules`` (a list)
+    when it holds any id, else ``gold.governing_rule`` (one id), else ``[]``.
+
+    The list wins when a case has both. It is the hand annotation of every rule that governs
+    the turn (fixtures/demo/cases.jsonl: 2-6 ids a case, the violated ones among them), while
+    the single id is what ``import-complibench`` derives (the violated guideline, or the one
+    the turn's message was tagged with). A case carrying both is one someone annotated in
+    full after import, and taking only the single id would let a context that misses the
+    other governing rules count as covering the case. Ids that are not non-empty strings are
+    dropped, repeats kept once, in order.
+    """
+    gold = extra.get("gold") if isinstance(extra, dict) else None
+    if not isinstance(gold, dict):
+        return []
+    many, one = gold.get("governing_rules"), gold.get("governing_rule")
+    ids = [r for r in many if isinstance(r, str) and r] if isinstance(many, list) else []
+    if not ids and isinstance(one, str) and one:
+        ids = [one]
+    return list(dict.fromkeys(ids))
 
 
 @dataclass
@@ -54,7 +78,12 @@ class AuditCase:
     @property
     def expected_violation(self) -> bool | None:
         """True for ``negative`` (violation), False for ``positive``, None when unlabelled."""
-        return None if self.label is None else self.label == "negative"
+        return label_violation(self.label)
+
+    @property
+    def gold_rules(self) -> list[str]:
+        """The rule ids that govern this case by its gold annotation (see ``gold_rules_of``)."""
+        return gold_rules_of(self.extra)
 
     @property
     def turns(self) -> list[Turn]:

@@ -30,15 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.cases import AuditCase, Turn, dump_cases, pseudonymise
+from workbench.errors import WorkbenchError
 from workbench.graph import IndexValidationError, PolicyIndex
 from workbench.inputs import InputError, read_json
+from workbench.vocabulary import Label
 
 CAT1 = "Category 1: Universal Compliance"
 CAT2 = "Category 2: Intent Triggered Guidelines"
 CAT3 = "Category 3: Condition Triggered Guidelines"
 
 
-class CompliBenchFormatError(ValueError):
+class CompliBenchFormatError(WorkbenchError, ValueError):
     """A conversation file does not have the fields the import needs."""
 
 
@@ -267,7 +269,7 @@ def conversation_cases(
                 id=f"{stem}-t{turn:02d}",
                 model_response=content,
                 session=session,
-                label="negative" if turn in conv.mistakes else "positive",
+                label=Label.NEGATIVE if turn in conv.mistakes else Label.POSITIVE,
                 skills=[skill],
                 context=list(history),
                 background=conv.persona,
@@ -345,7 +347,7 @@ def import_complibench(
         summary.rules += len(s["rules"])
     index.save(out / "index.json")
     summary.cases = dump_cases(cases, out / "cases.jsonl")
-    summary.violations = sum(c.label == "negative" for c in cases)
+    summary.violations = sum(bool(c.expected_violation) for c in cases)
     summary.files = [str(out / "index.json"), str(out / "cases.jsonl"), str(out / "skills")]
     return summary
 

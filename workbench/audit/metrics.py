@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, label_violation
+
 NAN = float("nan")
 
 
@@ -53,7 +55,7 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b else NAN
 
 
-RULE_STRATEGIES = ("cdg", "no-closure", "no-keywords")
+RULE_STRATEGIES = (StrategyName.CDG, StrategyName.NO_CLOSURE, StrategyName.NO_KEYWORDS)
 
 
 def _span_covered(trace: Mapping[str, Any], skill: str, spans: list[tuple[int, int]]) -> bool:
@@ -91,7 +93,8 @@ def compute_metrics(
     contexts.
     """
     traces = list(traces)
-    modes = {(t.get("judge_mode", "whole"), t.get("keywords_method", "lexical")) for t in traces}
+    modes = {(t.get("judge_mode", JudgeMode.WHOLE), t.get("keywords_method", KeywordMethod.LEXICAL))
+             for t in traces}
     with_mode = len(modes) > 1
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for t in traces:
@@ -109,9 +112,9 @@ def compute_metrics(
                 m.errors[error["kind"]] = m.errors.get(error["kind"], 0) + 1
             if verdict is not None:
                 m.judged += 1
-            if label in ("positive", "negative"):
+            actual = label_violation(label)
+            if actual is not None:
                 m.labelled += 1
-                actual = label == "negative"
                 if verdict is not None:
                     predicted = bool(verdict["violation"])
                     m.correct += predicted == actual

@@ -22,8 +22,9 @@ from workbench.audit.cases import AuditCase
 from workbench.audit.judge import JUDGE_PROMPT, ContextUnit, judge_per_rule, judge_whole
 from workbench.audit.trace import JudgedPart, ModelCall, Verdict
 from workbench.tokens import count_tokens
+from workbench.vocabulary import JudgeMode, Split, values
 
-SPLITS = ("grouped", "per-rule")
+SPLITS = values(Split)
 
 Prerequisites = Callable[[ContextUnit], list[str]]
 
@@ -84,7 +85,7 @@ def plan_parts(
     for u in units:
         if count_tokens(render_part([u], rules)) > target:
             raise ValueError(f"item {u.id} alone is over the target of {target} tokens")
-    if split == "per-rule":
+    if split == Split.PER_RULE:
         return [[u] for u in units]
     parts: list[list[ContextUnit]] = []
     current: list[ContextUnit] = []
@@ -122,10 +123,10 @@ def judge_in_parts(
     verdicts: list[Verdict] = []
     for i, part in enumerate(parts, 1):
         text = render_part(part, rules)
-        record = JudgedPart(i, split if split == "per-rule" else "whole", [u.id for u in part],
-                            count_tokens(text))
+        mode = JudgeMode.PER_RULE if split == Split.PER_RULE else JudgeMode.WHOLE
+        record = JudgedPart(i, mode, [u.id for u in part], count_tokens(text))
         judged.append(record)
-        if split == "per-rule":
+        if split == Split.PER_RULE:
             verdict, _ = judge_per_rule(gateway, case, part, f"{step}:part{i}", calls=calls)
         else:
             verdict, made, messages = judge_whole(gateway, case, text, part, f"{step}:part{i}")

@@ -26,6 +26,7 @@ from workbench.audit.judge import (
 from workbench.audit.keywords import (
     DEFAULT_MAX_LEXICAL_KEYWORDS,
     DEFAULT_MAX_LLM_KEYWORDS,
+    KEYWORD_METHODS,
     KEYWORDS_PROMPT,
     clean_keywords,
     keyword_messages,
@@ -46,23 +47,24 @@ from workbench.audit.window import (
 )
 from workbench.graph import PolicyIndex
 from workbench.tokens import count_tokens
+from workbench.vocabulary import JudgeMode, KeywordMethod, Split, StrategyName, values
 
-JUDGE_MODES = ("whole", "per-rule", "none")
+JUDGE_MODES = values(JudgeMode)
 
 
 @dataclass(frozen=True)
 class AuditOptions:
     """Everything that shapes an audit besides the case, the index and the strategy."""
 
-    keywords: str = "lexical"  # "lexical" | "llm"
+    keywords: str = KeywordMethod.LEXICAL
     max_keywords: int | None = None  # default: 4 for llm, 6 for lexical
     max_skills: int = DEFAULT_MAX_SKILLS
-    judge_mode: str = "whole"  # "whole" | "per-rule" | "none"
+    judge_mode: str = JudgeMode.WHOLE
     keep_prompts: bool = False
     context: ContextOptions = ContextOptions()
     # How to judge a context over the judge's window: "grouped" (closure-ordered groups)
     # or "per-rule" (see workbench.audit.parts).
-    split: str = "grouped"
+    split: str = Split.GROUPED
     # The judge's context window; None: from the gateway's configuration (judge_window).
     window: JudgeWindow | None = None
 
@@ -73,7 +75,9 @@ class AuditOptions:
     def keyword_limit(self) -> int:
         if self.max_keywords is not None:
             return self.max_keywords
-        return DEFAULT_MAX_LLM_KEYWORDS if self.keywords == "llm" else DEFAULT_MAX_LEXICAL_KEYWORDS
+        if self.keywords == KeywordMethod.LLM:
+            return DEFAULT_MAX_LLM_KEYWORDS
+        return DEFAULT_MAX_LEXICAL_KEYWORDS
 
 
 def _model_call_error(exc: Exception) -> bool:
@@ -103,7 +107,7 @@ def _prerequisites(index: AuditIndex):
 def audit_case(
     case: AuditCase,
     index: AuditIndex | PolicyIndex,
-    strategy: str | Strategy = "cdg",
+    strategy: str | Strategy = StrategyName.CDG,
     gateway: Any = None,
     options: AuditOptions | None = None,
 ) -> AuditTrace:
@@ -118,9 +122,9 @@ def audit_case(
         raise ValueError(f"judge mode {opts.judge_mode!r} is not one of {', '.join(JUDGE_MODES)}")
     if opts.split not in SPLITS:
         raise ValueError(f"split {opts.split!r} is not one of {', '.join(SPLITS)}")
-    if opts.keywords not in ("lexical", "llm"):
-        raise ValueError(f"keyword method {opts.keywords!r} is not 'lexical' or 'llm'")
-    if gateway is None and (opts.keywords == "llm" or opts.judge_mode != "none"):
+    if opts.keywords not in KEYWORD_METHODS:
+        raise ValueError(f"keyword method {opts.keywords!r} is not one of {', '.join(KEYWORD_METHODS)}")
+    if gateway is None and (opts.keywords == KeywordMethod.LLM or opts.judge_mode != JudgeMode.NONE):
         raise ValueError(
             "a model gateway is needed for LLM keywords or judging; pass gateway=Gateway.from_env() "
             "or use keywords='lexical' and judge_mode='none'"
@@ -134,8 +138,8 @@ def audit_case(
         label=case.label,
         keywords_method=opts.keywords,
         judge_mode=opts.judge_mode,
-        prompt_version=JUDGE_PROMPT if opts.judge_mode == "whole" else (
-            RULE_PROMPT if opts.judge_mode == "per-rule" else ""),
+        prompt_version=JUDGE_PROMPT if opts.judge_mode == JudgeMode.WHOLE else (
+            RULE_PROMPT if opts.judge_mode == JudgeMode.PER_RULE else ""),
     )
     t_start = time.perf_counter()
     try:
@@ -159,7 +163,7 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
 
     # 1. Keywords: needed for seeding, and for routing when the case names no SKILL.
     if strat.uses_keywords or not case.skills:
-        if opts.keywords == "llm":
+        if opts.keywords == KeywordMethod.LLM:
             step = f"keywords:{case.id}"
             messages = keyword_messages(case, opts.keyword_limit)
             try:
@@ -195,7 +199,7 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
     # 3. Context: seeds, closure and rendering (or the baseline's equivalent), aiming at what
     # the judge's window leaves for the policy (a soft target; the budget stays hard).
     window = opts.window
-    if window is None and opts.judge_mode != "none" and getattr(gateway, "config", None) is not None:
+    if window is None and opts.judge_mode != JudgeMode.NONE and getattr(gateway, "config", None) is not None:
         window = judge_window(gateway.config)
     context_opts = opts.context
     if window is not None:
@@ -225,7 +229,7 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
         largest = max(count_tokens(render_part([u], rules)) for u in ctx.units)
         try:
             judged, trace.window = fit_case(
-                case, window, largest, ctx.tokens, per_rule=opts.judge_mode == "per-rule"
+                case, window, largest, ctx.tokens, per_rule=opts.judge_mode == JudgeMode.PER_RULE
             )
         except WindowExceeded as exc:
             trace.window = exc.fit
@@ -233,15 +237,16 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
             lap("fit")
             return
         # Set before judging, so a --no-judge run shows which cases would be judged in parts.
-        split = opts.judge_mode in ("whole", "none") and ctx.tokens > trace.window.target_tokens
+        split = (opts.judge_mode in (JudgeMode.WHOLE, JudgeMode.NONE)
+                 and ctx.tokens > trace.window.target_tokens)
         trace.window.split = opts.split if split else ""
     lap("fit")
 
     # 4. Judgment.
-    if opts.judge_mode == "none":
+    if opts.judge_mode == JudgeMode.NONE:
         return
     step = f"judge:{case.id}:{strat.name}"
-    split = opts.judge_mode == "whole" and trace.window is not None and bool(trace.window.split)
+    split = opts.judge_mode == JudgeMode.WHOLE and trace.window is not None and bool(trace.window.split)
     prereqs = _prerequisites(index) if rules else None
     try:
         if split:
@@ -251,7 +256,7 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
                 gateway, judged, parts, opts.split, step, rules, trace.usage, trace.parts,
                 trace.prompts if opts.keep_prompts else None,
             )
-        elif opts.judge_mode == "whole":
+        elif opts.judge_mode == JudgeMode.WHOLE:
             try:
                 verdict, calls, messages = judge_whole(gateway, judged, ctx.text, ctx.units, step)
             except Exception as exc:
@@ -271,8 +276,8 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
     except Exception as exc:
         if not _model_call_error(exc):
             raise
-        failed = (f"{step}:part{len(trace.parts)}" if split and opts.split == "grouped"
-                  else step if opts.judge_mode == "whole" and not split else "")
+        failed = (f"{step}:part{len(trace.parts)}" if split and opts.split == Split.GROUPED
+                  else step if opts.judge_mode == JudgeMode.WHOLE and not split else "")
         trace.usage += _failed_call(gateway, failed, "judge")
         trace.error = AuditError("ModelCallError", f"judge: {exc}", getattr(exc, "kind", ""))
         lap("judge")

@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from string import Template
 
+from workbench.errors import WorkbenchError
+
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
 DATA_TAGS = ("policy", "state", "conversation", "reply", "rule")
 # Spaces are allowed around the slash: "< /reply>" reads as a closing tag to a model.
@@ -33,7 +35,7 @@ _SPECIAL = re.compile(r"<\s*\|")
 _UNSAFE_IN_QUOTES = re.compile("[<>\x85\u2028\u2029\ud800-\udfff]")
 
 
-class PromptTemplateError(ValueError):
+class PromptTemplateError(WorkbenchError, ValueError):
     """A prompt file is missing or malformed (a packaging problem, not a user error)."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from workbench.audit.cases import AuditCase
 from workbench.audit.policy import AuditIndex
 from workbench.audit.text import stems
+from workbench.errors import WorkbenchError
 
 DEFAULT_MAX_SKILLS = 2
 
@@ -25,7 +26,7 @@ class Routing:
     scores: dict[str, float]
 
 
-class RoutingError(LookupError):
+class RoutingError(WorkbenchError, LookupError):
     """``kind`` is ``UnknownSkill`` (the case names a SKILL not in the index) or ``NoRoute``."""
 
     def __init__(self, kind: str, message: str):

@@ -33,14 +33,17 @@ from workbench.audit.trace import (  # noqa: F401  (trace_key: re-exported for c
     trace_key,
 )
 from workbench.audit.trace_check import trace_problem
+from workbench.errors import WorkbenchError, is_fatal
 from workbench.inputs import InputError, loads_json, read_input_bytes
 
 INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
 ABORT_AFTER = 3
 
 
-class RunAborted(RuntimeError):
+class RunAborted(WorkbenchError, RuntimeError):
     """The model endpoint is unusable; traces written so far are kept (re-run to resume)."""
+
+    fatal = True
 
 
 @dataclass
@@ -117,14 +120,6 @@ def _end_with_newline(path: Path) -> None:
                 f.write(b"\n")
 
 
-def _is_fatal(exc: BaseException) -> bool:
-    """Errors about the setup, not the case: they stop the run."""
-    from workbench.audit.dense import DenseUnavailable
-    from workbench.llm import EmbeddedModelUnavailable, LlmConfigError, MissingRecording
-
-    return isinstance(exc, MissingRecording | LlmConfigError | EmbeddedModelUnavailable | DenseUnavailable)
-
-
 def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
               opts: AuditOptions) -> AuditTrace:
     """One case through the pipeline, as every engine runs it: a failure of the case becomes
@@ -132,7 +127,7 @@ def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
     try:
         return audit_case(case, index, strat, gateway, opts)
     except Exception as exc:
-        if _is_fatal(exc):
+        if is_fatal(exc):  # about the setup, not the case: stop the run
             raise
         trace = AuditTrace(id=case.id, strategy=strat.name, session=case.session,
                            label=case.label, keywords_method=opts.keywords,

@@ -41,19 +41,21 @@ from workbench.audit.policy import AuditIndex
 from workbench.audit.rule_ranking import DEFAULT_WEIGHTS, QueryWeights, case_query, choose_seeds
 from workbench.audit.seeds import DEFAULT_MAX_SEEDS, SeedResult, find_seeds
 from workbench.closure import BudgetExceeded, EmptySeed, select_closure
+from workbench.errors import WorkbenchError
 from workbench.render import render_rule, render_rules
 from workbench.tokens import count_tokens
+from workbench.vocabulary import EmptySeedPolicy, Render, Seeding, StrategyName, values
 
 # "error": no seed in any routed SKILL is an EmptySeed outcome; "all-rules": then judge every
 # rule of every routed SKILL; "per-skill" (the first paper's EmptySeed per SKILL): each routed
 # SKILL without a seed contributes all of its rules, and is reported in ``fallback``.
-EMPTY_SEED_POLICIES = ("error", "all-rules", "per-skill")
-SEEDING_METHODS = ("scored", "keywords")
+EMPTY_SEED_POLICIES = values(EmptySeedPolicy)
+SEEDING_METHODS = values(Seeding)
 # Named context forms for the UI: the default, and the first version's keyword seeds with the
 # full rendering (what the recorded judge exchanges in fixtures/recordings were made with).
 CONTEXT_FORMS: dict[str, dict[str, str]] = {
     "scored seeds, compact rules": {},
-    "keyword seeds, full rules (v1)": {"seeding": "keywords", "render": "full"},
+    "keyword seeds, full rules (v1)": {"seeding": Seeding.KEYWORDS, "render": Render.FULL},
 }
 # Without a target from the caller (the judge's window, when known, should set one), seeds
 # aim at this many context tokens. It is absolute, not a share of the document, because what
@@ -68,7 +70,7 @@ DEFAULT_TARGET_TOKENS = 1600
 @dataclass(frozen=True)
 class ContextOptions:
     max_seeds: int = DEFAULT_MAX_SEEDS  # seeding="keywords" only
-    empty_seed: str = "error"
+    empty_seed: str = EmptySeedPolicy.ERROR
     budget: int | None = None  # HARD token limit of the rendered context: BudgetExceeded
     top_k: int = 6  # passages for bm25 / dense when no target_tokens is given
     passage_tokens: int = 200
@@ -76,8 +78,8 @@ class ContextOptions:
     # fits it (and retrieval baselines fill it). Set by the caller, e.g. from the judge's window.
     target_tokens: int | None = None
     default_target_tokens: int = DEFAULT_TARGET_TOKENS  # when neither target nor budget is set
-    seeding: str = "scored"  # "scored" | "keywords"
-    render: str = "compact"  # rule rendering: "compact" | "full" (see workbench.render)
+    seeding: str = Seeding.SCORED
+    render: str = Render.COMPACT  # rule rendering (see workbench.render)
     weights: QueryWeights = DEFAULT_WEIGHTS
     # What the judge's context window leaves for the policy (set by the pipeline from
     # ``workbench.audit.window``): it only CAPS the seed target. A 16K-token window must not
@@ -108,7 +110,7 @@ class PolicyContext:
     fallback: str | None = None
 
 
-class ContextUnavailable(Exception):
+class ContextUnavailable(WorkbenchError):
     """No context to judge (``EmptySeed``) or one over budget (``BudgetExceeded``).
 
     ``partial`` holds what was found before the stop (seeds, closure, token count), so the
@@ -186,7 +188,7 @@ def _render_ranked(index: AuditIndex, rules: dict[str, list[str]], style: str):
     """Text and units of rule sets from the blocks the index rendered once (same text as
     ``render_rules``: a header per SKILL, blocks joined as that style joins them)."""
     parts, units = [], []
-    sep = "\n" if style == "compact" else "\n\n"
+    sep = "\n" if style == Render.COMPACT else "\n\n"
     for name, ids in rules.items():
         if not ids:
             continue
@@ -214,38 +216,38 @@ class _SeededStrategy:
                              f"{', '.join(EMPTY_SEED_POLICIES)}")
         style = options.render
         closed = None
-        if options.seeding == "scored":
+        if options.seeding == Seeding.SCORED:
             found, closed = _scored_seeds(case, keywords, skills, index, options, self.close)
         else:
             found = find_seeds(index, skills, keywords, options.max_seeds)
         seeds = {s: ids for s, ids in found.seeds.items() if ids}
         fallback = None
         unseeded = [s for s in skills if s not in seeds]
-        if seeds and unseeded and options.empty_seed == "per-skill":
+        if seeds and unseeded and options.empty_seed == EmptySeedPolicy.PER_SKILL:
             # EmptySeed per SKILL: a routed SKILL nothing matched is judged whole, not dropped.
             for s in unseeded:
                 seeds[s] = list(index.skill(s).graph.rules)
             seeds = {s: seeds[s] for s in skills}
-            fallback = "per-skill:" + ",".join(unseeded)
+            fallback = f"{EmptySeedPolicy.PER_SKILL}:" + ",".join(unseeded)
         if not seeds:
-            if options.empty_seed == "error":
+            if options.empty_seed == EmptySeedPolicy.ERROR:
                 raise ContextUnavailable(
                     EmptySeed(list(skills)).kind,
                     f"no rule of {', '.join(skills)} matches "
-                    + ("the case's words" if options.seeding == "scored"
+                    + ("the case's words" if options.seeding == Seeding.SCORED
                        else f"the keywords {list(keywords)!r}")
                     + "; nothing to judge against (use --empty-seed all-rules to judge every rule, "
                     "or --keywords llm)",
                     PolicyContext("", 0, [], {s: [] for s in skills}),
                 )
             seeds = {s: list(index.skill(s).graph.rules) for s in skills}
-            fallback = "all-rules"
+            fallback = EmptySeedPolicy.ALL_RULES
         if closed is not None and fallback is None:
             rules = {s: ids for s, ids in closed.items() if ids}
             text, units = _render_ranked(index, rules, style)
             ctx = PolicyContext(text, count_tokens(text), units, seeds, found.matches, rules)
             return _check_budget(ctx, options)
-        if self.close and fallback != "all-rules":
+        if self.close and fallback != EmptySeedPolicy.ALL_RULES:
             outcome = select_closure(index.index, seeds, options.budget, style)
             if isinstance(outcome, BudgetExceeded):
                 raise ContextUnavailable(
@@ -269,16 +271,16 @@ class _SeededStrategy:
 
 
 class CdgStrategy(_SeededStrategy):
-    name = "cdg"
+    name = StrategyName.CDG
 
 
 class NoClosureStrategy(_SeededStrategy):
-    name = "no-closure"
+    name = StrategyName.NO_CLOSURE
     close = False
 
 
 class NoKeywordsStrategy:
-    name = "no-keywords"
+    name = StrategyName.NO_KEYWORDS
     uses_keywords = False
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
@@ -290,7 +292,7 @@ class NoKeywordsStrategy:
 
 
 class RawStrategy:
-    name = "raw"
+    name = StrategyName.RAW
     uses_keywords = False
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
@@ -337,7 +339,7 @@ class _RetrievalStrategy(ABC):
 
 
 class Bm25Strategy(_RetrievalStrategy):
-    name = "bm25"
+    name = StrategyName.BM25
 
     def rank(self, query, skills, index, options) -> list[Passage]:
         from workbench.audit.bm25 import BM25
@@ -355,7 +357,7 @@ class Bm25Strategy(_RetrievalStrategy):
 
 
 class DenseStrategy(_RetrievalStrategy):
-    name = "dense"
+    name = StrategyName.DENSE
 
     def __init__(self, encoder=None):
         self._encoder = encoder
@@ -388,12 +390,12 @@ class DenseStrategy(_RetrievalStrategy):
 
 
 STRATEGIES: dict[str, type] = {
-    "cdg": CdgStrategy,
-    "raw": RawStrategy,
-    "bm25": Bm25Strategy,
-    "dense": DenseStrategy,
-    "no-closure": NoClosureStrategy,
-    "no-keywords": NoKeywordsStrategy,
+    StrategyName.CDG: CdgStrategy,
+    StrategyName.RAW: RawStrategy,
+    StrategyName.BM25: Bm25Strategy,
+    StrategyName.DENSE: DenseStrategy,
+    StrategyName.NO_CLOSURE: NoClosureStrategy,
+    StrategyName.NO_KEYWORDS: NoKeywordsStrategy,
 }
 
 

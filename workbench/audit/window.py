@@ -22,6 +22,7 @@ from typing import Any
 from workbench.audit.cases import AuditCase, Turn
 from workbench.audit.judge import ContextUnit, judge_messages, rule_messages
 from workbench.audit.trace import WindowFit
+from workbench.errors import WorkbenchError
 from workbench.tokens import count_tokens
 
 # Qwen2.5's tokenizer counted 1.4% more tokens than cl100k on policy text (3,041 for 3,000,
@@ -40,7 +41,7 @@ class JudgeWindow:
     answer_tokens: int = 512  # room kept for the answer: the judge role's max_tokens
 
 
-class WindowExceeded(Exception):
+class WindowExceeded(WorkbenchError):
     """One item of the context, or the reply and state alone, cannot fit the judge's window.
 
     ``kind`` is the trace error kind; the message names the sizes and the fix; ``fit`` is

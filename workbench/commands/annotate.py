@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 from workbench.cli import CliError
+from workbench.commands._common import command_group
 
 REQUIRED_COLUMNS = ("item", "annotator", "label")
 
@@ -35,11 +36,9 @@ _NOT_APPLICABLE = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "annotate", help="annotation statistics", description="Annotation statistics."
-    )
-    sub = parser.add_subparsers(dest="annotate_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _print_help(parser))
+    sub = command_group(subparsers, "annotate", help="annotation statistics",
+                        description="Annotation statistics.", dest="annotate_command",
+                        metavar="SUBCOMMAND")
 
     agreement = sub.add_parser(
         "agreement",
@@ -58,11 +57,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     agreement.set_defaults(func=run_agreement)
     _register_report(sub)
     _register_export(sub)
-
-
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def read_labels_csv(path: Path) -> list[tuple[str, str, str | None]]:
@@ -228,7 +222,6 @@ def run_report(args: argparse.Namespace) -> int:
         to_jsonl,
     )
     from workbench.commands.graph import load_index_or_fail
-    from workbench.embeddings import EmbeddingUnavailable
     from workbench.llm import ModelCallError
 
     index = load_index_or_fail(args.index)
@@ -262,8 +255,6 @@ def run_report(args: argparse.Namespace) -> int:
             reference_annotators=args.reference_annotator, min_annotators=args.min_annotators,
             confirm=confirm, pooling=args.pooling,
         )
-    except EmbeddingUnavailable as exc:
-        raise CliError(str(exc)) from None
     except ModelCallError as exc:
         raise CliError(f"the judge could not confirm a match: {exc}; run without "
                        "--confirm-with-judge or check `workbench model check`") from None

@@ -6,7 +6,21 @@ import argparse
 import json
 import sys
 
-STRATEGY_NAMES = ("cdg", "raw", "bm25", "dense", "no-closure", "no-keywords")
+from workbench.commands._common import add_index_and_cases
+from workbench.vocabulary import (
+    JUDGED_MODES,
+    EmptySeedPolicy,
+    JudgeMode,
+    KeywordMethod,
+    Render,
+    Seeding,
+    Split,
+    StrategyName,
+    values,
+    verdict_word,
+)
+
+STRATEGY_NAMES = values(StrategyName)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,28 +30,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Audit each case under one policy-access strategy. Each output line is the "
         "case's AuditTrace as JSON. Re-running the same command skips cases already in --out.",
     )
-    p.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
-    p.add_argument("--cases", required=True, help="cases JSONL in the normalised schema")
+    add_index_and_cases(p)
     p.add_argument("--strategy", required=True, choices=STRATEGY_NAMES)
-    p.add_argument("--keywords", choices=["lexical", "llm"], default="lexical",
+    p.add_argument("--keywords", choices=values(KeywordMethod), default=KeywordMethod.LEXICAL,
                    help="audit keywords: deterministic words (default) or the keyworder role")
     p.add_argument("--max-keywords", type=int, default=None,
                    help="keyword limit (default 4 for llm, 6 for lexical)")
     p.add_argument("--no-judge", action="store_true", help="build contexts only; no judge call")
-    p.add_argument("--judge-mode", choices=["whole", "per-rule"], default="whole",
+    p.add_argument("--judge-mode", choices=JUDGED_MODES, default=JudgeMode.WHOLE,
                    help="one verdict over the whole context, or one question per rule")
-    p.add_argument("--split", choices=["grouped", "per-rule"], default="grouped",
+    p.add_argument("--split", choices=values(Split), default=Split.GROUPED,
                    help="a context over the judge's window is judged in parts: closure-ordered "
                    "groups (each rule with its prerequisites) or one question per rule")
-    p.add_argument("--empty-seed", choices=["error", "all-rules", "per-skill"], default="error",
+    p.add_argument("--empty-seed", choices=values(EmptySeedPolicy),
+                   default=EmptySeedPolicy.ERROR,
                    help="no seed rule found: report EmptySeed (default), judge every rule, or "
                    "(per-skill) judge every rule of each routed SKILL that got no seed")
     p.add_argument("--budget", type=int, default=None, help="token budget of the rendered context")
     p.add_argument("--max-seeds", type=int, default=8, help="seed cap of --seeding keywords")
-    p.add_argument("--seeding", choices=["scored", "keywords"], default="scored",
+    p.add_argument("--seeding", choices=values(Seeding), default=Seeding.SCORED,
                    help="scored: rank rules for the whole case and take seeds while their "
                    "closure fits the target (default); keywords: the v1 keyword match")
-    p.add_argument("--render", choices=["compact", "full"], default="compact",
+    p.add_argument("--render", choices=values(Render), default=Render.COMPACT,
                    help="rule rendering: compact three-line blocks (default) or the v1 form")
     p.add_argument("--target-tokens", type=int, default=None,
                    help="soft token target the seeds' closure should fit (default 1600); "
@@ -99,12 +113,12 @@ def _judge_window():
 
 def load_cases_or_fail(path: str):
     """Load audit cases, turning file and format problems into CLI errors."""
-    from workbench.audit.cases import CaseFormatError, load_cases
+    from workbench.audit.cases import load_cases
     from workbench.cli import CliError
 
     try:
         return load_cases(path)
-    except (FileNotFoundError, CaseFormatError) as exc:
+    except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
 
 
@@ -113,7 +127,7 @@ def _audit(args) -> int:
 
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
-    from workbench.audit.runner import RunAborted, run_audit
+    from workbench.audit.runner import run_audit
     from workbench.audit.strategies import ContextOptions
     from workbench.cli import CliError
     from workbench.commands.graph import load_index_or_fail
@@ -130,7 +144,7 @@ def _audit(args) -> int:
     opts = AuditOptions(
         keywords=args.keywords,
         max_keywords=args.max_keywords,
-        judge_mode="none" if args.no_judge else args.judge_mode,
+        judge_mode=JudgeMode.NONE if args.no_judge else args.judge_mode,
         context=ContextOptions(
             max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k,
             seeding=args.seeding, render=args.render, target_tokens=args.target_tokens,
@@ -141,7 +155,7 @@ def _audit(args) -> int:
     if opts.window is not None:
         print(f"[audit] judge window: {opts.window.tokens} tokens ({opts.window.source})",
               file=sys.stderr)
-    needs_model = args.keywords == "llm" or not args.no_judge
+    needs_model = args.keywords == KeywordMethod.LLM or not args.no_judge
     gateway = _gateway(args) if needs_model else None
     out = args.out
     to_stdout = out is None
@@ -153,7 +167,7 @@ def _audit(args) -> int:
 
     def progress(trace) -> None:
         state = trace.error.kind if trace.error else (
-            "violation" if trace.violation else ("compliant" if trace.verdict else "context"))
+            verdict_word(trace.violation) if trace.verdict else "context")
         fit = trace.window
         notes = f", in {len(trace.parts) or fit.split} parts" if fit and fit.split else ""
         if fit and fit.turns_dropped:
@@ -161,17 +175,11 @@ def _audit(args) -> int:
         print(f"[audit] {trace.id} {trace.strategy}: {state} ({trace.context_tokens} ctx tokens{notes})",
               file=sys.stderr, flush=True)
 
-    from workbench.llm import LlmConfigError, MissingRecording
-
     engine = _ray_engine(args, index, needs_model) if args.engine == "ray" else None
     try:
         summary = run_audit(cases, AuditIndex(index), args.strategy, out, gateway, opts,
                             concurrency=args.concurrency, on_trace=progress,
                             retry_failed=args.retry_failed, engine=engine)
-    except RunAborted as exc:
-        raise CliError(str(exc)) from None
-    except (LlmConfigError, MissingRecording) as exc:
-        raise CliError(str(exc)) from None
     finally:
         if gateway is not None:
             gateway.close()
@@ -226,29 +234,24 @@ def _worker_gateway(no_cache: bool):
 
 
 def _gateway(args):
-    from workbench.cli import CliError
-    from workbench.llm import Gateway, LlmConfigError
+    from workbench.llm import Gateway
 
-    try:
-        if args.no_cache:
-            return Gateway.from_env()
-        from store.db import make_engine
-        from store.llm_cache import persistent_gateway
+    if args.no_cache:
+        return Gateway.from_env()
+    from store.db import make_engine
+    from store.llm_cache import persistent_gateway
 
-        return persistent_gateway(make_engine())
-    except LlmConfigError as exc:
-        raise CliError(str(exc)) from None
+    return persistent_gateway(make_engine())
 
 
 def _store(args, cases, out) -> None:
-    from datetime import UTC, datetime
-
     from store.audit_repo import save_cases, save_traces
     from store.db import make_engine
     from workbench.audit.runner import latest_per_key, read_traces
+    from workbench.clock import utcnow
 
     engine = make_engine()
-    run_id = args.run_id or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_id = args.run_id or utcnow().strftime("%Y%m%dT%H%M%SZ")
     save_cases(engine, args.store, cases)
     wanted = {c.id for c in cases}
     # The newest trace per case: a retried case's earlier error stays in --out, not in the run.
@@ -265,16 +268,12 @@ def _metrics(args) -> int:
     from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.runner import latest_per_key, read_traces
     from workbench.cli import CliError
-    from workbench.inputs import InputError
 
     traces, skipped = [], []
     for path in args.traces:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
-        try:
-            traces += latest_per_key(read_traces(path, skipped))  # a retried case counts once
-        except InputError as exc:
-            raise CliError(str(exc)) from None
+        traces += latest_per_key(read_traces(path, skipped))  # a retried case counts once
     for problem in skipped[:10]:
         print(f"warning: skipped {problem}", file=sys.stderr)
     if len(skipped) > 10:
@@ -283,7 +282,7 @@ def _metrics(args) -> int:
     if args.cases:
         cases = load_cases_or_fail(args.cases)
         labels = {c.id: c.label for c in cases}
-        gold = {c.id: ids for c in cases if (ids := _gold_rules(c))}
+        gold = {c.id: ids for c in cases if (ids := c.gold_rules)}
     spans = None
     if gold and args.index:
         from workbench.commands.graph import load_index_or_fail
@@ -308,25 +307,14 @@ def _metrics(args) -> int:
     return 0
 
 
-def _gold_rules(case) -> list[str]:
-    """Gold governing rule ids of a case: ``gold.governing_rule`` or ``gold.governing_rules``."""
-    gold = case.extra.get("gold")
-    if not isinstance(gold, dict):
-        return []
-    one, many = gold.get("governing_rule"), gold.get("governing_rules")
-    if isinstance(one, str) and one:
-        return [one]
-    return [r for r in many if isinstance(r, str)] if isinstance(many, list) else []
-
-
 def _import_complibench(args) -> int:
-    from workbench.audit.complibench import CompliBenchFormatError, import_complibench
+    from workbench.audit.complibench import import_complibench
     from workbench.cli import CliError
 
     try:
         s = import_complibench(args.dir, args.out, long=args.long, distractors=args.distractors,
                                salt=args.pseudonymise)
-    except (FileNotFoundError, CompliBenchFormatError) as exc:
+    except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
     print(f"{s.conversations} conversations -> {s.skills} SKILLs ({s.rules} rules), {s.cases} cases "
           f"({s.violations} violations) in {args.out}")

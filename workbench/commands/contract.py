@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli import CliError
+from workbench.commands._common import command_group
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "contract", help="skill contracts: validate, replay trajectories",
+    sub = command_group(
+        subparsers, "contract", help="skill contracts: validate, replay trajectories",
         description="Skill contracts: procedural compliance of agent trajectories.",
+        dest="contract_command", metavar="SUBCOMMAND",
     )
-    sub = parser.add_subparsers(dest="contract_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _print_help(parser))
 
     check = sub.add_parser(
         "check", help="validate a contract file",
@@ -54,29 +54,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replay.set_defaults(func=run_replay)
 
 
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
-
-
 def _load_contract(path: str):
-    from workbench.contracts import ContractError, load_contract
+    from workbench.contracts import load_contract
 
-    try:
-        return load_contract(path)
-    except ContractError as exc:
-        raise CliError(str(exc)) from None
+    return load_contract(path)
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from workbench.contracts import ContractError, check_contract_text
+    from workbench.contracts import check_contract_text
     from workbench.contracts.spec import read_contract_text
 
     path = Path(args.contract)
-    try:
-        text = read_contract_text(path)
-    except ContractError as exc:
-        raise CliError(str(exc)) from None
+    text = read_contract_text(path)
     contract, issues = check_contract_text(text, source=str(path))
     if args.json:
         out: dict[str, Any] = {"valid": contract is not None,

@@ -23,7 +23,7 @@ def _convert(args) -> int:
     from pathlib import Path
 
     from workbench.audit import parquet
-    from workbench.audit.cases import CaseFormatError, dump_cases, load_cases
+    from workbench.audit.cases import dump_cases, load_cases
     from workbench.audit.runner import read_traces
     from workbench.audit.trace import latest_per_key
     from workbench.cli import CliError
@@ -52,7 +52,7 @@ def _convert(args) -> int:
                     for t in traces:
                         out.write(json.dumps(t, ensure_ascii=False) + "\n")
                 n = len(traces)
-    except (OSError, CaseFormatError) as exc:
+    except OSError as exc:
         raise CliError(str(exc)) from None
     print(f"wrote {n} {args.kind} to {args.target}")
     return 0

@@ -18,6 +18,7 @@ from typing import Any
 
 from workbench.audit.curve_figure import evaluations_dir
 from workbench.cli import CliError
+from workbench.commands._common import add_index_and_cases, command_group
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -39,17 +40,15 @@ def _names(text: str) -> list[str]:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "evaluate", help="gold coverage of the policy-access strategies (no judge)",
-        description="Measure how often each strategy puts the gold governing rules in context.")
-    sub = parser.add_subparsers(dest="evaluate_command", metavar="ACTION")
-    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+    sub = command_group(
+        subparsers, "evaluate", help="gold coverage of the policy-access strategies (no judge)",
+        description="Measure how often each strategy puts the gold governing rules in context.",
+        dest="evaluate_command")
 
     r = sub.add_parser("retrieval", help="recall–tokens curve at matched context budgets",
                        description="Gold coverage per strategy at context budgets given as "
                        "shares of the routed SKILLs' RawSkill tokens.")
-    r.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
-    r.add_argument("--cases", required=True, help="cases JSONL with gold governing rules")
+    add_index_and_cases(r, cases_help="cases JSONL with gold governing rules")
     r.add_argument("--budgets", default="0.05,0.1,0.15,0.2,0.3",
                    help="shares of RawSkill tokens (default 0.05,0.1,0.15,0.2,0.3)")
     r.add_argument("--strategies", default="cdg,no-closure,bm25,dense,raw")

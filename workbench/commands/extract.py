@@ -130,14 +130,11 @@ def _extract(args: argparse.Namespace) -> int:
     from workbench.extract import (
         DEFAULT_MAX_BLOCK_TOKENS,
         JsonStepStore,
-        PromptError,
-        SkillSourceError,
         extract_skill,
         load_sources,
     )
     from workbench.graph import PolicyIndex
-    from workbench.llm import Gateway, LlmConfigError, MissingRecording, ModelCallError, load_config
-    from workbench.skill import SkillFormatError
+    from workbench.llm import Gateway, ModelCallError, load_config
 
     if not args.out and not args.into_store and not args.report:
         raise CliError("nothing would be kept: give --out INDEX.json, --into-store or --report FILE")
@@ -147,10 +144,7 @@ def _extract(args: argparse.Namespace) -> int:
     max_tokens = args.max_block_tokens or DEFAULT_MAX_BLOCK_TOKENS
     if max_tokens < 32:
         raise CliError(f"--max-block-tokens {max_tokens} is too small; use at least 32")
-    try:
-        docs = load_sources(args.paths, rename_duplicates=args.rename_duplicates)
-    except (SkillSourceError, SkillFormatError) as exc:
-        raise CliError(str(exc)) from None
+    docs = load_sources(args.paths, rename_duplicates=args.rename_duplicates)
 
     engine = None
     if args.into_store:
@@ -162,11 +156,8 @@ def _extract(args: argparse.Namespace) -> int:
     else:
         steps = JsonStepStore(args.steps or DEFAULT_STEPS_DIR)
 
-    try:
-        config = load_config()
-        gateway = Gateway.from_env(config.attached_to(args.attach) if args.attach else config)
-    except LlmConfigError as exc:
-        raise CliError(str(exc)) from None
+    config = load_config()
+    gateway = Gateway.from_env(config.attached_to(args.attach) if args.attach else config)
 
     similarity = None
     if args.related_by == "embedding":
@@ -196,10 +187,6 @@ def _extract(args: argparse.Namespace) -> int:
                 f"{doc.name}: {exc}. Finished blocks are stored; run the same command again to "
                 "resume."
             ) from None
-        except MissingRecording as exc:
-            raise CliError(str(exc)) from None
-        except PromptError as exc:
-            raise CliError(str(exc)) from None
         skills.append(skill)
         reports.append(report)
         for line in report.summary_lines():

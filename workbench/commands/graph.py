@@ -42,11 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def load_index_or_fail(path: str):
     """Load an index, turning file and validation problems into CLI errors."""
     from workbench.cli import CliError
-    from workbench.graph import IndexValidationError, PolicyIndex
+    from workbench.graph import PolicyIndex
 
     try:
         return PolicyIndex.load(path)
-    except (FileNotFoundError, IndexValidationError) as exc:
+    except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
 
 

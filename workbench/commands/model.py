@@ -59,7 +59,6 @@ def _serve(args: argparse.Namespace) -> int:
     import dataclasses
 
     from workbench.cli import CliError
-    from workbench.llm import EmbeddedModelUnavailable
     from workbench.llm.embedded import ensure_embedded_server, stop_embedded_server
 
     config = _config()
@@ -79,10 +78,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"each of the {embedded.parallel} slots would hold only {embedded.slot_ctx} tokens; "
             "raise --ctx-size or lower --parallel"
         )
-    try:
-        server = ensure_embedded_server(embedded, progress=_progress, quiet=not args.verbose)
-    except EmbeddedModelUnavailable as exc:
-        raise CliError(str(exc)) from None
+    server = ensure_embedded_server(embedded, progress=_progress, quiet=not args.verbose)
     info = server.info
     assert info is not None
     print(f"{info.url}/v1", flush=True)
@@ -116,7 +112,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from workbench.cli import CliError
-    from workbench.llm import EmbeddedModelUnavailable, Gateway, LlmConfigError
+    from workbench.llm import EmbeddedModelUnavailable, Gateway
     from workbench.llm.check import check_role
     from workbench.llm.embedded import ensure_embedded_server
 
@@ -128,10 +124,7 @@ def _check(args: argparse.Namespace) -> int:
         role = config.role(name)
         timeout = args.timeout or min(role.timeout, CHECK_TIMEOUT_CAP_S)
         config = config.with_role(name, timeout=timeout)
-    try:
-        gateway = Gateway.from_env(config)
-    except LlmConfigError as exc:
-        raise CliError(str(exc)) from None
+    gateway = Gateway.from_env(config)
 
     startup_error = None
     if gateway.mode == "live" and any(config.role(r).is_embedded for r in roles):

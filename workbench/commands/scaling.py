@@ -8,17 +8,18 @@ import sys
 from typing import Any
 
 from workbench.cli import CliError
+from workbench.commands._common import command_group
+from workbench.vocabulary import StrategyName
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "scaling",
+    sub = command_group(
+        subparsers, "scaling",
         help="scaling analysis of judge correctness vs judge size and policy complexity",
         description="Fit how judge correctness depends on judge size and rule-graph "
         "complexity, and choose distillation samples from the fit.",
+        dest="scaling_command",
     )
-    sub = parser.add_subparsers(dest="scaling_command", metavar="ACTION")
-    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
 
     fit = sub.add_parser(
         "fit",
@@ -84,7 +85,7 @@ def register(subparsers: Any) -> None:
         "judge prompt (workbench train data records) into the sets",
     )
     select.add_argument(
-        "--strategy", default="cdg", help="strategy of the materialised judge prompt (cdg)"
+        "--strategy", default=StrategyName.CDG, help="strategy of the materialised judge prompt (cdg)"
     )
     select.add_argument(
         "--model",
@@ -195,20 +196,16 @@ def _select_cases(args: argparse.Namespace) -> list[dict]:
                 "(the policy index they were audited with) to build each case's judge prompt"
             )
         return cases
-    from workbench.audit import AuditIndex, CaseFormatError
-    from workbench.audit import load_cases as load_audit_cases
+    from workbench.audit import AuditIndex
     from workbench.audit.strategies import STRATEGIES
-    from workbench.graph import PolicyIndex
-    from workbench.index_validation import IndexValidationError
+    from workbench.commands.audit import load_cases_or_fail
+    from workbench.commands.graph import load_index_or_fail
     from workbench.train.data import materialise
 
     if args.strategy not in STRATEGIES:
         raise CliError(f"unknown strategy {args.strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    try:
-        index = AuditIndex(PolicyIndex.load(args.index))
-        audit_cases = load_audit_cases(args.cases)
-    except (FileNotFoundError, CaseFormatError, IndexValidationError) as exc:
-        raise CliError(str(exc)) from None
+    index = AuditIndex(load_index_or_fail(args.index))
+    audit_cases = load_cases_or_fail(args.cases)
     return [r.to_dict() for r in materialise(audit_cases, index, args.strategy)]
 
 

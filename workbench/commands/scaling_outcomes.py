@@ -42,10 +42,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from workbench.scaling import OutcomesError, outcomes_format, outcomes_from_records
 
-    try:
-        fmt = outcomes_format(args.out)
-    except OutcomesError as exc:
-        raise CliError(str(exc)) from None
+    fmt = outcomes_format(args.out)
     rows, n_traces, n_runs = _from_store(args) if args.store else _from_files(args)
     try:
         table = outcomes_from_records(rows)
@@ -104,12 +101,9 @@ def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
         if not chosen:
             raise CliError(f"{path}: no trace of strategy {args.strategy!r}")
         runs.append((chosen, size))
-    try:
-        # One SKILL set per case across all judges, so complexity does not depend on the judge.
-        rows = outcomes_from_runs(runs, cases, index, args.dataset or Path(args.cases).stem,
-                                  names=args.traces)
-    except TracesError as exc:
-        raise CliError(str(exc)) from None
+    # One SKILL set per case across all judges, so complexity does not depend on the judge.
+    rows = outcomes_from_runs(runs, cases, index, args.dataset or Path(args.cases).stem,
+                              names=args.traces)
     return rows, sum(len(chosen) for chosen, _ in runs), len(runs)
 
 
@@ -128,7 +122,7 @@ def _parse_run(text: str) -> tuple[str, float]:
 def _from_store(args: argparse.Namespace) -> tuple[list[dict], int, int]:
     from store import audit_repo, repo
     from store.db import make_engine
-    from workbench.scaling.from_traces import TracesError, outcomes_from_runs
+    from workbench.scaling.from_traces import outcomes_from_runs
 
     if args.traces or args.cases or args.index or args.params_b:
         raise CliError("--store reads runs, cases and SKILLs from the database; drop the trace "
@@ -151,11 +145,8 @@ def _from_store(args: argparse.Namespace) -> tuple[list[dict], int, int]:
         index = repo.export_index(engine, names)
         runs = [(audit_repo.load_traces(engine, run_id=run, dataset=args.store), size)
                 for run, size in wanted]
-        try:
-            rows = outcomes_from_runs(runs, audit_repo.load_cases(engine, args.store), index,
-                                      args.dataset or args.store, strategy=args.strategy)
-        except TracesError as exc:
-            raise CliError(str(exc)) from None
+        rows = outcomes_from_runs(runs, audit_repo.load_cases(engine, args.store), index,
+                                  args.dataset or args.store, strategy=args.strategy)
     finally:
         engine.dispose()
     return rows, sum(len(traces) for traces, _ in runs), len(runs)

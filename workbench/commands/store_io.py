@@ -38,13 +38,9 @@ def _import(args) -> int:
 def _export(args) -> int:
     from store import repo
     from store.db import make_engine
-    from workbench.cli import CliError
 
     engine = make_engine(args.db)
-    try:
-        index = repo.export_index(engine, args.skill)
-    except repo.NotFound as exc:
-        raise CliError(str(exc)) from None
+    index = repo.export_index(engine, args.skill)
     index.save(args.out)
     print(f"wrote {len(index)} SKILL(s) to {args.out}")
     return 0

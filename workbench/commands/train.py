@@ -7,19 +7,20 @@ import sys
 from typing import Any
 
 from workbench.cli import CliError
+from workbench.commands._common import add_index_and_cases, command_group
+from workbench.vocabulary import StrategyName
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "train",
+    sub = command_group(
+        subparsers, "train",
         help="turn audited cases into a better keyworder (GRPO) and judge (OPD)",
         description="Training recipes of the SkillCDG papers: materialise training records "
         "from audit cases, train the keyword stage by GRPO with a graph-verified reward, and "
         "distil a judge by entropy-gated on-policy distillation. LoRA adapters are written "
         "to the run folder.",
+        dest="train_command",
     )
-    sub = parser.add_subparsers(dest="train_command", metavar="ACTION")
-    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
 
     data = sub.add_parser(
         "data",
@@ -27,10 +28,9 @@ def register(subparsers: Any) -> None:
         description="One record per audit case: the exact judge prompt of a strategy, the "
         "keyword prompt, label, gold rules, pseudonymised session and complexity.",
     )
-    data.add_argument("--cases", required=True, help="audit cases (JSONL)")
-    data.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
+    add_index_and_cases(data, cases_help="audit cases (JSONL)")
     data.add_argument("--out", required=True, help="records JSONL to write")
-    data.add_argument("--strategy", default="cdg", help="policy-access strategy (default cdg)")
+    data.add_argument("--strategy", default=StrategyName.CDG, help="policy-access strategy (default cdg)")
     data.add_argument("--salt", default="", help="secret salt for session pseudonyms")
     data.add_argument("--budget", type=int, default=None, help="context token budget")
     data.add_argument("--hf", metavar="DIR", help="also save a Hugging Face dataset here")
@@ -44,8 +44,8 @@ def register(subparsers: Any) -> None:
         "a token cost); group-normalised advantages.",
     )
     grpo.add_argument("--records", required=True, help="records from `workbench train data`")
-    grpo.add_argument("--cases", required=True, help="the audit cases the records were made from")
-    grpo.add_argument("--index", required=True, help="the policy index the records were made with")
+    add_index_and_cases(grpo, cases_help="the audit cases the records were made from",
+                        index_help="the policy index the records were made with")
     grpo.add_argument("--reward", choices=("coverage", "verified"), default="coverage",
                       help="coverage: gold rules in the closure minus token cost (no judge "
                       "call); verified: the judge role's verdict on the closure (default coverage)")
@@ -125,15 +125,12 @@ def _progress(row: dict[str, Any]) -> None:
 
 
 def _index_and_cases(args):
-    from workbench.audit import AuditIndex, CaseFormatError, load_cases
-    from workbench.graph import PolicyIndex
-    from workbench.index_validation import IndexValidationError
+    from workbench.audit import AuditIndex
+    from workbench.commands.audit import load_cases_or_fail
+    from workbench.commands.graph import load_index_or_fail
 
-    try:
-        index = AuditIndex(PolicyIndex.load(args.index))
-        cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFormatError, IndexValidationError) as exc:
-        raise CliError(str(exc)) from None
+    index = AuditIndex(load_index_or_fail(args.index))
+    cases = load_cases_or_fail(args.cases)
     return index, cases
 
 
@@ -181,18 +178,14 @@ def _verified_judge():
 
 
 def run_grpo(args: argparse.Namespace) -> int:
-    from workbench.train.data import TrainingDataError, read_jsonl
-    from workbench.train.models import ModelLoadError
+    from workbench.train.data import read_jsonl
     from workbench.train.rewards import coverage_reward, keyword_closure, verified_reward
-    from workbench.train.runs import RunError
     from workbench.train.trainers import train_grpo
+    from workbench.vocabulary import label_violation
 
     config = _config(args)
     index, cases = _index_and_cases(args)
-    try:
-        rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
-    except TrainingDataError as exc:
-        raise CliError(str(exc)) from None
+    rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
     by_id = {c.id: c for c in cases}
     missing = [r["id"] for r in rows if r["id"] not in by_id]
     if missing:
@@ -205,7 +198,7 @@ def run_grpo(args: argparse.Namespace) -> int:
                            "--reward verified or cases with gold.governing_rule")
         judge = None
     else:
-        rows = [r for r in rows if r.get("label") in ("positive", "negative")]
+        rows = [r for r in rows if label_violation(r.get("label")) is not None]
         if not rows:
             raise CliError("no record is labelled, which the verified reward needs")
         judge = _verified_judge()
@@ -220,23 +213,18 @@ def run_grpo(args: argparse.Namespace) -> int:
     try:
         result = train_grpo(args.student, [r["keyword_prompt"] for r in rows], reward, args.run_dir,
                             config, resume=args.resume, progress=_progress)
-    except (ModelLoadError, RunError, ValueError) as exc:
+    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
         raise CliError(str(exc)) from None
     print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
     return 0
 
 
 def run_opd(args: argparse.Namespace) -> int:
-    from workbench.train.data import TrainingDataError, read_jsonl
-    from workbench.train.models import ModelLoadError
-    from workbench.train.runs import RunError
+    from workbench.train.data import read_jsonl
     from workbench.train.trainers import train_opd
 
     config = _config(args)
-    try:
-        rows = read_jsonl(args.records, require=("prompt",))
-    except TrainingDataError as exc:
-        raise CliError(str(exc)) from None
+    rows = read_jsonl(args.records, require=("prompt",))
     rows = [r for r in rows if isinstance(r["prompt"], list) and r["prompt"]]
     if not rows:
         raise CliError(f"{args.records}: no record carries a judge prompt (chat messages); make "
@@ -245,7 +233,7 @@ def run_opd(args: argparse.Namespace) -> int:
     try:
         result = train_opd(args.student, args.teacher, [r["prompt"] for r in rows], args.run_dir,
                            config, labels=labels, resume=args.resume, progress=_progress)
-    except (ModelLoadError, RunError, ValueError) as exc:
+    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
         raise CliError(str(exc)) from None
     print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
     return 0

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from workbench.errors import WorkbenchError
 from workbench.inputs.yamlio import BoundedSafeLoader, yaml_problem
 
 
@@ -28,7 +29,7 @@ class LocatedList(list):
     item_lines: list[int]
 
 
-class YamlSyntaxError(ValueError):
+class YamlSyntaxError(WorkbenchError, ValueError):
     def __init__(self, message: str, line: int | None) -> None:
         super().__init__(message)
         self.line = line

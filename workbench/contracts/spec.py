@@ -63,6 +63,7 @@ from workbench.contracts.spec_reader import (
     kind_of,
     line_of,
 )
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, read_input_text
 
 # A contract is a hand-written procedure of a few kilobytes; far larger input is a mistake.
@@ -71,7 +72,7 @@ MAX_CONTRACT_BYTES = 4 * 1024 * 1024
 __all__ = ["ContractError", "ContractIssue", "check_contract_text", "load_contract", "parse_contract"]
 
 
-class ContractError(ValueError):
+class ContractError(WorkbenchError, ValueError):
     """The contract could not be loaded; ``issues`` lists every problem found."""
 
     def __init__(self, issues: list[ContractIssue], source: str = "<contract>") -> None:

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from workbench.contracts.actions import Action
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, iter_jsonl, loads_json, read_input_text
 
 
-class TrajectoryFormatError(ValueError):
+class TrajectoryFormatError(WorkbenchError, ValueError):
     """The trajectory file or data is not in a supported shape; the message says where."""
 
 

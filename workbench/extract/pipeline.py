@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 
+from workbench.clock import utcnow
 from workbench.extract.blocks import PlannedBlock, halve, plan_blocks
 from workbench.extract.cues import find_candidates
 from workbench.extract.fusion import (
@@ -230,7 +230,7 @@ class _Run:
             extract_prompt=self.xprompt.id,
             fuse_prompt=self.fprompt.id,
             max_block_tokens=self.limit,
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            started_at=utcnow().isoformat(timespec="seconds"),
             warnings=list(doc.warnings),
         )
         if self.limit < self.opts.max_block_tokens and any(

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from workbench.errors import WorkbenchError
+
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
 
 _COMMENT = re.compile(r"\A\s*<!--.*?-->\s*", re.S)
@@ -20,7 +22,7 @@ _SECTION = re.compile(r"^## (system|user)[ \t]*$", re.M)
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
-class PromptError(ValueError):
+class PromptError(WorkbenchError, ValueError):
     """A prompt file is missing or malformed; the message names the file and the fix."""
 
 

@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, read_input_bytes
 from workbench.skill import (
     MAX_SKILL_BYTES,
@@ -31,7 +32,7 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError
                OSError, ValueError, OverflowError)
 
 
-class SkillSourceError(ValueError):
+class SkillSourceError(WorkbenchError, ValueError):
     """A path that is not a SKILL source; the message says what was expected."""
 
 

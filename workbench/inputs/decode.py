@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbench.errors import WorkbenchError
+
 # Bigger inputs are refused before they are read: a cases or traces file of this size is
 # already far beyond what one audit run handles, and reading it whole would exhaust memory.
 MAX_INPUT_BYTES = 512 * 1024 * 1024
@@ -19,13 +21,13 @@ _OTHER_BOMS = (
 RESAVE = "re-save it as UTF-8 (in most editors: Save As, encoding UTF-8)"
 
 
-class InputError(ValueError):
+class InputError(WorkbenchError, ValueError):
     """An input file cannot be used. ``str()`` reads ``origin:line: problem; fix``."""
 
     def __init__(self, origin: str, message: str, line: int | None = None, fix: str = "") -> None:
         self.origin, self.line, self.problem, self.fix = origin, line, message, fix
         where = f"{origin}:{line}" if line is not None else origin
-        super().__init__(f"{where}: {message}" + (f"; {fix}" if fix else ""))
+        super().__init__(f"{where}: {message}", fix)
 
 
 def line_of_offset(data: bytes | str, offset: int) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from workbench.errors import WorkbenchError
+
 # An error message ends up in every trace, the JSONL output and the database: a model that
 # answers 5 MB of junk must not make each failed case cost 10 MB. 2,000 characters keep the
 # what/where/hint of any real message and the start of the offending answer.
@@ -17,11 +19,13 @@ def bound_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text[: max(0, limit - len(marker))] + marker
 
 
-class LlmConfigError(ValueError):
+class LlmConfigError(WorkbenchError, ValueError):
     """The model configuration (workbench.toml or WORKBENCH_* variables) is invalid."""
 
+    fatal = True
 
-class ModelCallError(RuntimeError):
+
+class ModelCallError(WorkbenchError, RuntimeError):
     """A model call failed for good (after retries and the one repair attempt).
 
     Attributes name where it went: ``role``, ``model``, ``endpoint`` (the api_base, or the
@@ -47,7 +51,6 @@ class ModelCallError(RuntimeError):
         self.endpoint = endpoint
         self.kind = kind
         self.attempts = attempts
-        self.hint = hint
         message = bound_message(message)
         self.detail = message
         where = f"{role} call to {model}" if role else f"call to {model}"
@@ -58,19 +61,24 @@ class ModelCallError(RuntimeError):
         if hint:
             text += f". Check: {hint}"
         super().__init__(bound_message(text))
+        self.hint = hint  # after the base's __init__: what to check, already in the text
 
 
-class EmbeddedModelUnavailable(RuntimeError):
+class EmbeddedModelUnavailable(WorkbenchError, RuntimeError):
     """The embedded model cannot run: a package is missing, the weights fail their hash,
     or the server did not come up. The message says how to fix it."""
 
+    fatal = True
 
-class MissingRecording(LookupError):
+
+class MissingRecording(WorkbenchError, LookupError):
     """Replay mode met a request that has no recorded response.
 
     Deliberately not a ModelCallError: code that tolerates failed model calls must not
     swallow this, because a replay that silently skips calls proves nothing.
     """
+
+    fatal = True  # a replay that skips calls proves nothing: stop the run
 
     def __init__(self, key: str, role: str, preview: str, source: str, record_hint: str) -> None:
         self.key = key

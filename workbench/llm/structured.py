@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from workbench.errors import WorkbenchError
 from workbench.llm.errors import bound_message
 
 Validator = Callable[[dict[str, Any]], Any]
@@ -14,7 +15,7 @@ Validator = Callable[[dict[str, Any]], Any]
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
-class OutputProblem(ValueError):
+class OutputProblem(WorkbenchError, ValueError):
     """The model's answer is unusable; the message is written to be shown to the model.
 
     ``truncated``: the answer stopped at the token limit, so more room (not a repair note

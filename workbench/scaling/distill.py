@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from workbench.errors import WorkbenchError
 from workbench.scaling.fit import ScalingFit
 
 SELECTION_SEED = 17
@@ -32,7 +33,7 @@ _JUDGE_HEADER = (
 )
 
 
-class SelectionError(ValueError):
+class SelectionError(WorkbenchError, ValueError):
     """The selection cannot be made as asked; the message says why and what to do."""
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 from scipy.optimize import differential_evolution, minimize
 from scipy.special import expit
 
+from workbench.errors import WorkbenchError
 from workbench.scaling.models import Design, ModelFamily, get_model
 
 
@@ -35,7 +36,7 @@ def single_threaded_blas() -> Iterator[None]:
         yield
 
 
-class FitError(RuntimeError):
+class FitError(WorkbenchError, RuntimeError):
     """A model could not be fitted to the data given (too little or degenerate data)."""
 
 

@@ -21,11 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.stats import complexity as graph_complexity
+from workbench.vocabulary import JudgeMode, KeywordMethod, label_violation
 
 
-class TracesError(ValueError):
+class TracesError(WorkbenchError, ValueError):
     """Traces, cases and index do not fit together; the message says what to fix."""
 
 
@@ -48,8 +50,8 @@ def select_traces(traces: Iterable[Any], strategy: str | None = None) -> list[di
     rows = [_as_dict(t) for t in traces]
     if strategy is not None:
         rows = [t for t in rows if t.get("strategy") == strategy]
-    configs = sorted({(str(t.get("strategy")), str(t.get("judge_mode", "whole")),
-                       str(t.get("keywords_method", "lexical"))) for t in rows})
+    configs = sorted({(str(t.get("strategy")), str(t.get("judge_mode", JudgeMode.WHOLE)),
+                       str(t.get("keywords_method", KeywordMethod.LEXICAL))) for t in rows})
     if len(configs) > 1:
         named = ", ".join("/".join(c) for c in configs)
         raise TracesError(
@@ -114,7 +116,7 @@ def outcomes_from_traces(
         cid = str(t["id"])
         case = by_id.get(cid)
         label = case.label if case is not None else t.get("label")
-        if label not in ("positive", "negative"):
+        if label_violation(label) is None:
             continue
         names = tuple(sorted(names_of.get(cid) or t.get("skills") or []))
         if not names:
@@ -132,7 +134,7 @@ def outcomes_from_traces(
             memo[names] = graph_complexity(index.skills[n] for n in names)
         verdict = t.get("verdict")
         error = t.get("error") or {}
-        correct = verdict is not None and bool(verdict.get("violation")) == (label == "negative")
+        correct = verdict is not None and bool(verdict.get("violation")) == label_violation(label)
         session = (case.session if case is not None else "") or str(t.get("session") or "") or cid
         rows.append({
             "instance": cid,
@@ -143,7 +145,7 @@ def outcomes_from_traces(
             "correct": int(correct),
             "label": label,
             "strategy": str(t.get("strategy")),
-            "judge_mode": str(t.get("judge_mode", "whole")),
+            "judge_mode": str(t.get("judge_mode", JudgeMode.WHOLE)),
             "error": "" if verdict is not None else str(error.get("kind") or "NotJudged"),
         })
     return rows

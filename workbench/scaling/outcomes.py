@@ -16,6 +16,7 @@ from typing import IO, Any
 
 import pandas as pd
 
+from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, loads_json, read_input_text, split_jsonl_lines
 
 REQUIRED_COLUMNS: tuple[str, ...] = (
@@ -30,7 +31,7 @@ _TRUE = {"1", "true", "yes"}
 _FALSE = {"0", "false", "no"}
 
 
-class OutcomesError(ValueError):
+class OutcomesError(WorkbenchError, ValueError):
     """The outcomes table is malformed. The message names the row, the column and the fix."""
 
 

@@ -28,12 +28,14 @@ from workbench.audit.judge import judge_messages
 from workbench.audit.keywords import DEFAULT_MAX_LLM_KEYWORDS, keyword_messages
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
+from workbench.errors import WorkbenchError
 from workbench.stats import complexity as graph_complexity
+from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, label_violation
 
 Messages = list[dict[str, str]]
 
 
-class TrainingDataError(ValueError):
+class TrainingDataError(WorkbenchError, ValueError):
     """The records cannot be made or read; the message says what to fix."""
 
 
@@ -62,7 +64,7 @@ class TrainingRecord:
 
     @property
     def violation(self) -> bool | None:
-        return None if self.label is None else self.label == "negative"
+        return label_violation(self.label)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -74,14 +76,8 @@ class TrainingRecord:
 
 
 def gold_rules(case: AuditCase) -> list[str]:
-    """Gold governing rule ids: ``gold.governing_rules`` (list) or ``gold.governing_rule``."""
-    gold = case.extra.get("gold")
-    if not isinstance(gold, dict):
-        return []
-    many, one = gold.get("governing_rules"), gold.get("governing_rule")
-    if isinstance(many, list):
-        return [str(r) for r in many if isinstance(r, str) and r]
-    return [one] if isinstance(one, str) and one else []
+    """Gold governing rule ids: ``AuditCase.gold_rules`` (kept for its callers)."""
+    return case.gold_rules
 
 
 def _violated_rules(case: AuditCase) -> list[str]:
@@ -100,7 +96,7 @@ def target_verdict(case: AuditCase) -> str | None:
     when the case is unlabelled. Violations cite the gold violated rules when known."""
     if case.label is None:
         return None
-    violation = case.label == "negative"
+    violation = bool(label_violation(case.label))
     rules = _violated_rules(case) if violation else []
     reason = (
         "The reply breaks " + ", ".join(f"[{r}]" for r in rules) + "."
@@ -115,7 +111,7 @@ def target_verdict(case: AuditCase) -> str | None:
 def materialise(
     cases: Iterable[AuditCase],
     index: AuditIndex,
-    strategy: str = "cdg",
+    strategy: str = StrategyName.CDG,
     *,
     options: AuditOptions | None = None,
     salt: str = "",
@@ -128,17 +124,12 @@ def materialise(
     ``salt`` feeds :func:`pseudonymise`; the original session id is not stored.
     """
     opts = options or AuditOptions()
-    if opts.keywords != "lexical":
+    if opts.keywords != KeywordMethod.LEXICAL:
         raise TrainingDataError(
             "materialising prompts uses lexical keywords (no model call); drop keywords='llm'"
         )
-    opts = AuditOptions(
-        keywords="lexical",
-        max_keywords=opts.max_keywords,
-        max_skills=opts.max_skills,
-        judge_mode="none",
-        context=opts.context,
-    )
+    opts = AuditOptions(keywords=KeywordMethod.LEXICAL, judge_mode=JudgeMode.NONE, context=opts.context,
+                        max_keywords=opts.max_keywords, max_skills=opts.max_skills)
     records = []
     complexity_of: dict[tuple[str, ...], float] = {}
     for case in cases:

@@ -14,10 +14,12 @@ from typing import Any
 
 import torch
 
+from workbench.errors import WorkbenchError
+
 Messages = list[dict[str, str]]
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(WorkbenchError, RuntimeError):
     """A checkpoint could not be loaded; the message says which and what to do."""
 
 

@@ -28,6 +28,7 @@ from workbench.audit.keywords import DEFAULT_MAX_LLM_KEYWORDS, clean_keywords
 from workbench.audit.policy import AuditIndex
 from workbench.audit.routing import RoutingError, route
 from workbench.audit.strategies import ContextOptions, ContextUnavailable, PolicyContext, get_strategy
+from workbench.vocabulary import Seeding, StrategyName
 
 # A judge for the verified reward: (case, closure context) -> predicted violation, or None
 # when the judge gave no verdict (which counts as incorrect).
@@ -78,7 +79,7 @@ def keyword_closure(
     case: AuditCase,
     completion: str,
     index: AuditIndex,
-    strategy: str = "cdg",
+    strategy: str = StrategyName.CDG,
     options: ContextOptions | None = None,
     max_keywords: int = DEFAULT_MAX_LLM_KEYWORDS,
 ) -> KeywordOutcome:
@@ -91,7 +92,7 @@ def keyword_closure(
         return KeywordOutcome(None, error="FormatInvalid")
     try:
         routing = route(case, keywords, index)
-        opts = options or ContextOptions(seeding="keywords")
+        opts = options or ContextOptions(seeding=Seeding.KEYWORDS)
         ctx = get_strategy(strategy).build(case, keywords, routing.skills, index, opts)
     except RoutingError as exc:
         return KeywordOutcome(keywords, error=exc.kind)
@@ -110,7 +111,7 @@ def verified_reward(outcome: KeywordOutcome, case: AuditCase, judge: Judge) -> f
     predicted = judge(case, outcome.context)
     if predicted is None:
         return 0.0
-    return 1.0 if bool(predicted) == (case.label == "negative") else 0.0
+    return 1.0 if bool(predicted) == case.expected_violation else 0.0
 
 
 def coverage_reward(

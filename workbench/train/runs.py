@@ -19,10 +19,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import WorkbenchError
+
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
-class RunError(RuntimeError):
+class RunError(WorkbenchError, RuntimeError):
     """The run folder does not fit the request; the message says what to do."""
 
 

@@ -1,0 +1,123 @@
+"""The audit's words, once: judge modes, keyword methods, strategies, how a context is split,
+seeded and rendered, and the gold labels.
+
+Each is a ``StrEnum``: a member *is* its string (``JudgeMode.PER_RULE == "per-rule"``), so
+traces, cases and database rows written before keep reading the same, and JSON gets the
+plain string. Argparse ``choices`` and page selectors take ``values(Enum)`` (plain strings,
+so widget state stays plain).
+
+Labels: the datasets say ``positive`` (the reply complies) and ``negative`` (it violates
+the policy). ``label_violation`` is the one reading of that; ``verdict_word`` is the one
+analyst's word for a verdict ("violation"/"compliant").
+
+Example::
+
+    from workbench.vocabulary import JudgeMode, label_violation, values
+
+    parser.add_argument("--judge-mode", choices=values(JudgeMode))
+    label_violation("negative")  # True
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+def values(kind: type[StrEnum]) -> tuple[str, ...]:
+    """The plain strings of an enum, in declaration order (for ``choices`` and selectors)."""
+    return tuple(member.value for member in kind)
+
+
+class JudgeMode(StrEnum):
+    """How the judge is asked: one verdict over the whole context, one question per rule,
+    or not at all (contexts only)."""
+
+    WHOLE = "whole"
+    PER_RULE = "per-rule"
+    NONE = "none"
+
+
+# The modes that call the judge: the CLI's --judge-mode (its --no-judge gives NONE).
+JUDGED_MODES: tuple[str, ...] = (JudgeMode.WHOLE.value, JudgeMode.PER_RULE.value)
+
+
+class KeywordMethod(StrEnum):
+    """Where the audit keywords come from: deterministic words, or the keyworder model."""
+
+    LEXICAL = "lexical"
+    LLM = "llm"
+
+
+class StrategyName(StrEnum):
+    """The policy-access strategies (``workbench.audit.strategies.STRATEGIES`` maps each to
+    its class)."""
+
+    CDG = "cdg"
+    RAW = "raw"
+    BM25 = "bm25"
+    DENSE = "dense"
+    NO_CLOSURE = "no-closure"
+    NO_KEYWORDS = "no-keywords"
+
+
+class Split(StrEnum):
+    """How a context over the judge's window is judged in parts."""
+
+    GROUPED = "grouped"
+    PER_RULE = "per-rule"
+
+
+class EmptySeedPolicy(StrEnum):
+    """What to do when no seed rule is found (see ``workbench.audit.strategies``)."""
+
+    ERROR = "error"
+    ALL_RULES = "all-rules"
+    PER_SKILL = "per-skill"
+
+
+class Seeding(StrEnum):
+    """How seed rules are chosen: ranked for the whole case, or the v1 keyword match."""
+
+    SCORED = "scored"
+    KEYWORDS = "keywords"
+
+
+class Render(StrEnum):
+    """How rules are written for the judge (see ``workbench.render``)."""
+
+    COMPACT = "compact"
+    FULL = "full"
+
+
+VIOLATION = "violation"
+COMPLIANT = "compliant"
+
+
+class Label(StrEnum):
+    """A case's gold label as the datasets write it."""
+
+    POSITIVE = "positive"  # the reply complies with the policy
+    NEGATIVE = "negative"  # the reply violates it
+
+    @property
+    def is_violation(self) -> bool:
+        return self is Label.NEGATIVE
+
+    @property
+    def word(self) -> str:
+        """The analyst's word: "violation" or "compliant"."""
+        return verdict_word(self.is_violation)
+
+
+def label_violation(label: object) -> bool | None:
+    """True for a ``negative`` gold label (a violation), False for ``positive``, None for
+    anything else (no label, or a value that is not a label)."""
+    return Label(label).is_violation if label in _LABEL_VALUES else None
+
+
+def verdict_word(violation: bool) -> str:
+    """The analyst's word for a violation flag: "violation" or "compliant"."""
+    return VIOLATION if violation else COMPLIANT
+
+
+_LABEL_VALUES = frozenset(values(Label))
