@@ -10,6 +10,7 @@ has no key in it, by construction of the gateway.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 from sqlalchemy import Integer, case, cast, func
@@ -60,6 +61,12 @@ class LlmUsageRow(SQLModel, table=True):
     error: str = ""
 
 
+# CachedResponse fields stored as they are (the request is stored as canonical JSON).
+_CACHED_FIELDS = (
+    "key", "model", "role", "text", "prompt_tokens", "completion_tokens", "latency_ms", "cost_usd"
+)
+
+
 class SqlResponseCache:
     """The persistent ResponseCache. Thread-safe (one short session per operation)."""
 
@@ -72,28 +79,13 @@ class SqlResponseCache:
             if row is None:
                 return None
             return CachedResponse(
-                key=row.key,
-                request=json.loads(row.request_json),
-                text=row.text,
-                model=row.model,
-                role=row.role,
-                prompt_tokens=row.prompt_tokens,
-                completion_tokens=row.completion_tokens,
-                latency_ms=row.latency_ms,
-                cost_usd=row.cost_usd,
+                request=json.loads(row.request_json), **{f: getattr(row, f) for f in _CACHED_FIELDS}
             )
 
     def put(self, entry: CachedResponse) -> None:
         row = LlmCacheEntry(
-            key=entry.key,
-            model=entry.model,
-            role=entry.role,
             request_json=json.dumps(entry.request, ensure_ascii=False, sort_keys=True),
-            text=entry.text,
-            prompt_tokens=entry.prompt_tokens,
-            completion_tokens=entry.completion_tokens,
-            latency_ms=entry.latency_ms,
-            cost_usd=entry.cost_usd,
+            **{f: getattr(entry, f) for f in _CACHED_FIELDS},
         )
         with Session(self.engine) as session:
             session.merge(row)
@@ -138,20 +130,9 @@ class SqlUsageLog:
 
     def __call__(self, usage: Usage) -> None:
         with Session(self.engine) as session:
-            session.add(
-                LlmUsageRow(
-                    role=usage.role,
-                    model=usage.model,
-                    step=usage.step,
-                    prompt_tokens=usage.prompt_tokens,
-                    completion_tokens=usage.completion_tokens,
-                    latency_ms=usage.latency_ms,
-                    cost_usd=usage.cost_usd,
-                    cached=usage.cached,
-                    attempts=usage.attempts,
-                    error=usage.error,
-                )
-            )
+            # The row's columns are the Usage fields. SQLModel drops unknown keywords silently,
+            # so test_llm_cache_store pins the two together: a new Usage field is not lost.
+            session.add(LlmUsageRow(**asdict(usage)))
             session.commit()
 
     def totals_by_role(self) -> dict[str, UsageTotals]:

@@ -8,6 +8,7 @@ Settings page reads :meth:`SqlEndpointLog.summary` for each endpoint's share and
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 from sqlalchemy import Integer, cast, func
@@ -43,15 +44,8 @@ class SqlEndpointLog:
 
     def __call__(self, attempt: EndpointAttempt) -> None:
         with Session(self.engine) as session:
-            session.add(
-                LlmEndpointCallRow(
-                    role=attempt.role,
-                    endpoint=attempt.endpoint,
-                    ok=attempt.ok,
-                    error=attempt.error,
-                    latency_ms=attempt.latency_ms,
-                )
-            )
+            # The row's columns are the EndpointAttempt fields (test_llm_cache_store pins it).
+            session.add(LlmEndpointCallRow(**asdict(attempt)))
             session.commit()
 
     def summary(self) -> dict[str, dict[str, EndpointStats]]:
