@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.scaling_data import two_datasets
 from workbench.scaling import (
     CrossValidation,
     FitOptions,
@@ -17,7 +18,6 @@ from workbench.scaling import (
     leave_one_scale_out,
     one_se_select,
     session_folds,
-    simulate_outcomes,
 )
 
 QUICK = FitOptions(maxiter=60)
@@ -26,16 +26,8 @@ NESTED = {"gamma_A": -0.5, "gamma_B": 0.3, "eta": 0.6, "beta": 2.5, "rho": 0.4, 
 
 @pytest.fixture(scope="module")
 def data() -> pd.DataFrame:
-    frame = simulate_outcomes(
-        "nested",
-        NESTED,
-        datasets=["A", "B"],
-        sizes=[0.5, 2.0, 8.0, 32.0],
-        sessions_per_dataset=12,
-        instances_per_session=5,
-        session_sd=0.4,
-        seed=4,
-    )
+    frame = two_datasets("nested", NESTED, [0.5, 2.0, 8.0, 32.0],
+                         sessions=12, instances=5, session_sd=0.4, seed=4)
     # Session ids repeat across datasets on purpose: "s1" of A is not "s1" of B.
     frame["session"] = frame["session"].str.split("-").str[-1]
     # Uneven session sizes, as in real data.

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.scaling_data import two_datasets
 from workbench.scaling import (
     FitOptions,
     SelectionError,
@@ -16,7 +17,6 @@ from workbench.scaling import (
     recovery,
     recovery_rows,
     select_distillation,
-    simulate_outcomes,
     stratum_quotas,
     training_records,
     write_training_sets,
@@ -28,15 +28,7 @@ FULL = {"gamma_A": -0.4, "gamma_B": 0.3, "eta": 0.7, "beta": 3.0, "rho": 0.5, "a
 
 @pytest.fixture(scope="module")
 def data() -> pd.DataFrame:
-    frame = simulate_outcomes(
-        "full",
-        FULL,
-        datasets=["A", "B"],
-        sizes=[1.0, 4.0, 9.0, 27.0],
-        sessions_per_dataset=10,
-        instances_per_session=6,
-        seed=21,
-    )
+    frame = two_datasets("full", FULL, [1.0, 4.0, 9.0, 27.0], sessions=10, instances=6, seed=21)
     rng = np.random.default_rng(0)
     labels = {i: ("violation" if rng.random() < 0.3 else "ok") for i in frame["instance"].unique()}
     return frame.assign(label=frame["instance"].map(labels))
