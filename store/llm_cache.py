@@ -10,19 +10,16 @@ has no key in it, by construction of the gateway.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import Integer, case, cast, func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, select
 
-from workbench.llm import CachedResponse, Gateway, LlmConfig, Usage, UsageTotals
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+from store.models import utcnow
+from store.record_log import RecordLog
+from workbench.llm import CachedResponse, Gateway, LlmConfig, UsageTotals
 
 
 class LlmCacheEntry(SQLModel, table=True):
@@ -39,7 +36,7 @@ class LlmCacheEntry(SQLModel, table=True):
     completion_tokens: int = 0
     latency_ms: float = 0.0
     cost_usd: float | None = None
-    created_at: datetime = Field(default_factory=_utcnow)
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class LlmUsageRow(SQLModel, table=True):
@@ -48,7 +45,7 @@ class LlmUsageRow(SQLModel, table=True):
     __tablename__ = "llm_usage"
 
     id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=_utcnow, index=True)
+    at: datetime = Field(default_factory=utcnow, index=True)
     role: str = Field(index=True)
     model: str
     step: str = ""
@@ -122,18 +119,10 @@ class SqlResponseCache:
             return len(rows)
 
 
-class SqlUsageLog:
+class SqlUsageLog(RecordLog):
     """A gateway ``usage_sink`` writing one LlmUsageRow per call, and its totals."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def __call__(self, usage: Usage) -> None:
-        with Session(self.engine) as session:
-            # The row's columns are the Usage fields. SQLModel drops unknown keywords silently,
-            # so test_llm_cache_store pins the two together: a new Usage field is not lost.
-            session.add(LlmUsageRow(**asdict(usage)))
-            session.commit()
+    row_type = LlmUsageRow
 
     def totals_by_role(self) -> dict[str, UsageTotals]:
         """Per-role totals over every recorded call (``live_*`` leave out cache hits)."""

@@ -8,18 +8,14 @@ Settings page reads :meth:`SqlEndpointLog.summary` for each endpoint's share and
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import UTC, datetime
 
 from sqlalchemy import Integer, cast, func
-from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
-from workbench.llm.fleet import EndpointAttempt, EndpointStats
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+from store.models import utcnow
+from store.record_log import RecordLog
+from workbench.llm.fleet import EndpointStats
 
 
 class LlmEndpointCallRow(SQLModel, table=True):
@@ -28,7 +24,7 @@ class LlmEndpointCallRow(SQLModel, table=True):
     __tablename__ = "llm_endpoint_calls"
 
     id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=_utcnow, index=True)
+    at: datetime = Field(default_factory=utcnow, index=True)
     role: str = Field(index=True)
     endpoint: str
     ok: bool = True
@@ -36,17 +32,10 @@ class LlmEndpointCallRow(SQLModel, table=True):
     latency_ms: float = 0.0
 
 
-class SqlEndpointLog:
+class SqlEndpointLog(RecordLog):
     """Writes one row per attempt; summarises them per role and endpoint."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def __call__(self, attempt: EndpointAttempt) -> None:
-        with Session(self.engine) as session:
-            # The row's columns are the EndpointAttempt fields (test_llm_cache_store pins it).
-            session.add(LlmEndpointCallRow(**asdict(attempt)))
-            session.commit()
+    row_type = LlmEndpointCallRow
 
     def summary(self) -> dict[str, dict[str, EndpointStats]]:
         """role -> endpoint -> counts, with ``last_ok_at``/``last_failure_at`` as POSIX

@@ -1,0 +1,33 @@
+"""Append-only logs of gateway records (usage per call, fleet attempts per endpoint).
+
+A gateway sink is called with one frozen record (a dataclass) per event; the log stores it
+as one new row whose columns are the record's fields. Rows are only ever inserted, so
+concurrent writers (CLI batch jobs, the UI) never conflict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, ClassVar
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel
+
+
+class RecordLog:
+    """Base of the gateway sinks: ``log(record)`` inserts ``row_type(**asdict(record))``.
+
+    SQLModel drops unknown keywords silently, so each subclass's row columns are pinned to
+    its record's fields by a test (``tests/test_llm_cache_store.py``): a field added to the
+    record without a column would otherwise go unrecorded.
+    """
+
+    row_type: ClassVar[type[SQLModel]]
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def __call__(self, record: Any) -> None:
+        with Session(self.engine) as session:
+            session.add(self.row_type(**asdict(record)))
+            session.commit()
