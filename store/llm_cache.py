@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, select
 
 from store.models import utcnow
-from store.record_log import RecordLog
+from store.record_log import RecordLog, RoleRecordRow
 from workbench.llm import CachedResponse, Gateway, LlmConfig, UsageTotals
 
 
@@ -39,14 +39,11 @@ class LlmCacheEntry(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-class LlmUsageRow(SQLModel, table=True):
+class LlmUsageRow(RoleRecordRow, table=True):
     """One gateway call as accounted (see ``workbench.llm.Usage``)."""
 
     __tablename__ = "llm_usage"
 
-    id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=utcnow, index=True)
-    role: str = Field(index=True)
     model: str
     step: str = ""
     prompt_tokens: int = 0

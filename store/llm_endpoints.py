@@ -11,21 +11,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import Integer, cast, func
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Session, select
 
-from store.models import utcnow
-from store.record_log import RecordLog
+from store.record_log import RecordLog, RoleRecordRow
 from workbench.llm.fleet import EndpointStats
 
 
-class LlmEndpointCallRow(SQLModel, table=True):
+class LlmEndpointCallRow(RoleRecordRow, table=True):
     """One HTTP attempt of a fleet role at one endpoint."""
 
     __tablename__ = "llm_endpoint_calls"
 
-    id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=utcnow, index=True)
-    role: str = Field(index=True)
     endpoint: str
     ok: bool = True
     error: str = ""

@@ -8,10 +8,22 @@ concurrent writers (CLI batch jobs, the UI) never conflict.
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any, ClassVar
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel
+from sqlmodel import Field, Session, SQLModel
+
+from store.models import utcnow
+
+
+class RoleRecordRow(SQLModel):
+    """The columns every logged record's row starts with: a row id, when it was logged and the
+    model role it belongs to (both indexed: the logs are read per role and by time)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, index=True)
+    role: str = Field(index=True)
 
 
 class RecordLog:
