@@ -9,7 +9,7 @@ dropped and reported, never trusted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from workbench.graph import MODALITIES
 
@@ -79,14 +79,7 @@ class LocalRule:
     piece: int = 0  # which piece of the block it came from (blocks split after a failure)
 
     def to_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "quote": self.quote,
-            "condition": self.condition,
-            "action": self.action,
-            "modality": self.modality,
-            "piece": self.piece,
-        }
+        return asdict(self)
 
 
 @dataclass
