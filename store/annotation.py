@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Index, Session, SQLModel, UniqueConstraint, select
 
-from store.session import retry_conflicts, write_session
+from store.session import insert_all, retry_conflicts, write_session
 from workbench.annotation.labels import (
     Adjudication,
     Annotator,
@@ -123,13 +123,7 @@ def add_label(engine: Engine, label: Label) -> int:
 
 def add_labels(engine: Engine, labels: Iterable[Label]) -> list[int]:
     """Validate every label, then append them all in one transaction (all or none)."""
-    rows = [_label_row(label) for label in labels]
-    with Session(engine) as session:
-        session.add_all(rows)
-        session.flush()
-        ids = [row.id for row in rows]
-        session.commit()
-        return ids
+    return insert_all(engine, [_label_row(label) for label in labels])
 
 
 def labels_for(engine: Engine, task: str, item_key: str | None = None, *,
@@ -197,13 +191,7 @@ def add_adjudication(engine: Engine, adjudication: Adjudication) -> int:
             "add_annotator(engine, name, role='reviewer') first"
         )
     validate_adjudication(adjudication, reviewer)
-    row = AnnotationAdjudication(**_row_fields(adjudication))
-    with Session(engine) as session:
-        session.add(row)
-        session.flush()
-        record_id = row.id
-        session.commit()
-        return record_id
+    return insert_all(engine, [AnnotationAdjudication(**_row_fields(adjudication))])[0]
 
 
 def adjudications_for(engine: Engine, task: str, item_key: str | None = None) -> list[Adjudication]:
