@@ -16,13 +16,14 @@ timezone-aware column type) and come back timezone-aware in UTC.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict, fields
 from datetime import datetime
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Index, Session, SQLModel, UniqueConstraint, select
 
-from store.session import retry_conflicts, write_session
+from store.session import insert_all, retry_conflicts, write_session
 from workbench.annotation.labels import (
     Adjudication,
     Annotator,
@@ -97,31 +98,22 @@ class AnnotationTaskItem(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+# Label and Adjudication records are stored field for field; only ``item`` is named
+# ``item_key`` in the tables. SQLModel ignores unknown keywords, so a test pins the columns
+# to the record fields (tests/test_annotation_store.py).
+def _row_fields(record: Label | Adjudication) -> dict:
+    stored = asdict(record)
+    stored["item_key"] = stored.pop("item")
+    return stored
+
+
+def _record_fields(row: AnnotationLabel | AnnotationAdjudication, record_type: type) -> dict:
+    return {f.name: getattr(row, "item_key" if f.name == "item" else f.name) for f in fields(record_type)}
+
+
 def _label_row(label: Label) -> AnnotationLabel:
     validate_label(label)
-    return AnnotationLabel(
-        task=label.task,
-        item_key=label.item,
-        annotator=label.annotator,
-        value=label.value,
-        error_type=label.error_type,
-        note=label.note,
-        source=label.source,
-        created_at=label.created_at,
-    )
-
-
-def _label(row: AnnotationLabel) -> Label:
-    return Label(
-        item=row.item_key,
-        task=row.task,
-        annotator=row.annotator,
-        value=row.value,
-        error_type=row.error_type,
-        note=row.note,
-        created_at=row.created_at,
-        source=row.source,
-    )
+    return AnnotationLabel(**_row_fields(label))
 
 
 def add_label(engine: Engine, label: Label) -> int:
@@ -131,13 +123,7 @@ def add_label(engine: Engine, label: Label) -> int:
 
 def add_labels(engine: Engine, labels: Iterable[Label]) -> list[int]:
     """Validate every label, then append them all in one transaction (all or none)."""
-    rows = [_label_row(label) for label in labels]
-    with Session(engine) as session:
-        session.add_all(rows)
-        session.flush()
-        ids = [row.id for row in rows]
-        session.commit()
-        return ids
+    return insert_all(engine, [_label_row(label) for label in labels])
 
 
 def labels_for(engine: Engine, task: str, item_key: str | None = None, *,
@@ -150,7 +136,8 @@ def labels_for(engine: Engine, task: str, item_key: str | None = None, *,
     if annotator is not None:
         query = query.where(AnnotationLabel.annotator == annotator)
     with Session(engine) as session:
-        return [_label(row) for row in session.exec(query.order_by(AnnotationLabel.id))]
+        return [Label(**_record_fields(row, Label))
+                for row in session.exec(query.order_by(AnnotationLabel.id))]
 
 
 def add_annotator(engine: Engine, name: str, role: str = "annotator") -> Annotator:
@@ -204,21 +191,7 @@ def add_adjudication(engine: Engine, adjudication: Adjudication) -> int:
             "add_annotator(engine, name, role='reviewer') first"
         )
     validate_adjudication(adjudication, reviewer)
-    row = AnnotationAdjudication(
-        task=adjudication.task,
-        item_key=adjudication.item,
-        reviewer=adjudication.reviewer,
-        value=adjudication.value,
-        error_type=adjudication.error_type,
-        note=adjudication.note,
-        created_at=adjudication.created_at,
-    )
-    with Session(engine) as session:
-        session.add(row)
-        session.flush()
-        record_id = row.id
-        session.commit()
-        return record_id
+    return insert_all(engine, [AnnotationAdjudication(**_row_fields(adjudication))])[0]
 
 
 def adjudications_for(engine: Engine, task: str, item_key: str | None = None) -> list[Adjudication]:
@@ -228,18 +201,8 @@ def adjudications_for(engine: Engine, task: str, item_key: str | None = None) ->
     if item_key is not None:
         query = query.where(AnnotationAdjudication.item_key == item_key)
     with Session(engine) as session:
-        return [
-            Adjudication(
-                item=row.item_key,
-                task=row.task,
-                reviewer=row.reviewer,
-                value=row.value,
-                error_type=row.error_type,
-                note=row.note,
-                created_at=row.created_at,
-            )
-            for row in session.exec(query.order_by(AnnotationAdjudication.id))
-        ]
+        return [Adjudication(**_record_fields(row, Adjudication))
+                for row in session.exec(query.order_by(AnnotationAdjudication.id))]
 
 
 def add_task_items(engine: Engine, task: str, skill_name: str, skill_version: int,

@@ -17,8 +17,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, select
 
+from store.record_log import RecordLog, RoleRecordRow
 from workbench.clock import utcnow
-from workbench.llm import CachedResponse, Gateway, LlmConfig, Usage, UsageTotals
+from workbench.llm import CachedResponse, Gateway, LlmConfig, UsageTotals
 
 
 class LlmCacheEntry(SQLModel, table=True):
@@ -38,14 +39,11 @@ class LlmCacheEntry(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-class LlmUsageRow(SQLModel, table=True):
+class LlmUsageRow(RoleRecordRow, table=True):
     """One gateway call as accounted (see ``workbench.llm.Usage``)."""
 
     __tablename__ = "llm_usage"
 
-    id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=utcnow, index=True)
-    role: str = Field(index=True)
     model: str
     step: str = ""
     prompt_tokens: int = 0
@@ -55,6 +53,12 @@ class LlmUsageRow(SQLModel, table=True):
     cached: bool = False
     attempts: int = 1
     error: str = ""
+
+
+# CachedResponse fields stored as they are (the request is stored as canonical JSON).
+_CACHED_FIELDS = (
+    "key", "model", "role", "text", "prompt_tokens", "completion_tokens", "latency_ms", "cost_usd"
+)
 
 
 class SqlResponseCache:
@@ -69,28 +73,13 @@ class SqlResponseCache:
             if row is None:
                 return None
             return CachedResponse(
-                key=row.key,
-                request=json.loads(row.request_json),
-                text=row.text,
-                model=row.model,
-                role=row.role,
-                prompt_tokens=row.prompt_tokens,
-                completion_tokens=row.completion_tokens,
-                latency_ms=row.latency_ms,
-                cost_usd=row.cost_usd,
+                request=json.loads(row.request_json), **{f: getattr(row, f) for f in _CACHED_FIELDS}
             )
 
     def put(self, entry: CachedResponse) -> None:
         row = LlmCacheEntry(
-            key=entry.key,
-            model=entry.model,
-            role=entry.role,
             request_json=json.dumps(entry.request, ensure_ascii=False, sort_keys=True),
-            text=entry.text,
-            prompt_tokens=entry.prompt_tokens,
-            completion_tokens=entry.completion_tokens,
-            latency_ms=entry.latency_ms,
-            cost_usd=entry.cost_usd,
+            **{f: getattr(entry, f) for f in _CACHED_FIELDS},
         )
         with Session(self.engine) as session:
             session.merge(row)
@@ -127,29 +116,10 @@ class SqlResponseCache:
             return len(rows)
 
 
-class SqlUsageLog:
+class SqlUsageLog(RecordLog):
     """A gateway ``usage_sink`` writing one LlmUsageRow per call, and its totals."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def __call__(self, usage: Usage) -> None:
-        with Session(self.engine) as session:
-            session.add(
-                LlmUsageRow(
-                    role=usage.role,
-                    model=usage.model,
-                    step=usage.step,
-                    prompt_tokens=usage.prompt_tokens,
-                    completion_tokens=usage.completion_tokens,
-                    latency_ms=usage.latency_ms,
-                    cost_usd=usage.cost_usd,
-                    cached=usage.cached,
-                    attempts=usage.attempts,
-                    error=usage.error,
-                )
-            )
-            session.commit()
+    row_type = LlmUsageRow
 
     def totals_by_role(self) -> dict[str, UsageTotals]:
         """Per-role totals over every recorded call (``live_*`` leave out cache hits)."""

@@ -11,45 +11,27 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import Integer, cast, func
-from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Session, select
 
-from workbench.clock import utcnow
-from workbench.llm.fleet import EndpointAttempt, EndpointStats
+from store.record_log import RecordLog, RoleRecordRow
+from workbench.llm.fleet import EndpointStats
 
 
-class LlmEndpointCallRow(SQLModel, table=True):
+class LlmEndpointCallRow(RoleRecordRow, table=True):
     """One HTTP attempt of a fleet role at one endpoint."""
 
     __tablename__ = "llm_endpoint_calls"
 
-    id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=utcnow, index=True)
-    role: str = Field(index=True)
     endpoint: str
     ok: bool = True
     error: str = ""
     latency_ms: float = 0.0
 
 
-class SqlEndpointLog:
+class SqlEndpointLog(RecordLog):
     """Writes one row per attempt; summarises them per role and endpoint."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def __call__(self, attempt: EndpointAttempt) -> None:
-        with Session(self.engine) as session:
-            session.add(
-                LlmEndpointCallRow(
-                    role=attempt.role,
-                    endpoint=attempt.endpoint,
-                    ok=attempt.ok,
-                    error=attempt.error,
-                    latency_ms=attempt.latency_ms,
-                )
-            )
-            session.commit()
+    row_type = LlmEndpointCallRow
 
     def summary(self) -> dict[str, dict[str, EndpointStats]]:
         """role -> endpoint -> counts, with ``last_ok_at``/``last_failure_at`` as POSIX

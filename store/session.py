@@ -54,3 +54,14 @@ def retry_conflicts(write: Callable[[], T], attempts: int = 5) -> T:
             if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def insert_all(engine: Engine, rows: list) -> list[int]:
+    """Insert ``rows`` (new table-model instances) in one transaction, all or none, and
+    return their new ids in order. For append-only records, which never conflict."""
+    with Session(engine) as session:
+        session.add_all(rows)
+        session.flush()  # assigns the ids while the rows are still attached
+        ids = [row.id for row in rows]
+        session.commit()
+        return ids

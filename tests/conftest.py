@@ -64,6 +64,21 @@ def refund_index_data() -> dict:
 
 
 @pytest.fixture
+def refund_db(tmp_path, monkeypatch, refund_index_data):
+    """A fresh database (``WORKBENCH_DB`` points at it) holding the refund SKILL, version 1."""
+    from store import repo
+    from store.db import make_engine
+    from workbench.graph import PolicyIndex
+
+    url = f"sqlite:///{tmp_path / 'refunds.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data))
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
 def demo_db(tmp_path, monkeypatch):
     """A fresh database (``WORKBENCH_DB`` points at it) holding the demo SKILLs and the demo
     cases as dataset ``demo``: ``(engine, index, cases)``."""

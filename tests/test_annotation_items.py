@@ -10,7 +10,6 @@ from workbench.annotation.items import (
     reference_item,
     rule_item,
     rule_items,
-    split_rule_item,
 )
 from workbench.annotation.labels import LabelError
 from workbench.graph import PolicyIndex, Rule, RuleGraph, SkillGraph, Span
@@ -28,7 +27,6 @@ def with_rules(skill: SkillGraph, source: str, rules) -> SkillGraph:
 def test_rule_keys_name_the_rule_and_are_stable(skill):
     key = rule_item(skill, "R3")
     assert key.startswith("refunds/R3@") and len(key.rpartition("@")[2]) == 10
-    assert split_rule_item(key) == ("refunds", "R3")
     assert list(rule_items(skill).values()) == ["R1", "R2", "R3", "R4"]
     assert rule_item(skill, "R3") == key  # deterministic
 
@@ -58,11 +56,6 @@ def test_an_edited_rule_gets_a_new_key(skill, field_name, value):
     edited = Rule(**{**rule.__dict__, field_name: value})
     others = [r for r in skill.graph.rules.values() if r.id != "R3"]
     assert rule_item(with_rules(skill, skill.source, [*others, edited]), "R3") != rule_item(skill, "R3")
-
-
-def test_split_rule_item_rejects_other_keys():
-    with pytest.raises(LabelError, match="<skill>/<rule id>@<digest>"):
-        split_rule_item("refunds@abc")
 
 
 def test_find_quote_exact_then_whitespace_tolerant():

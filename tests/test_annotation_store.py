@@ -194,3 +194,16 @@ def test_concurrent_threads_and_processes_lose_no_label(engine, db_url, spawn_sa
     assert len(stored) == len(writers) * PER_WRITER
     assert {(lab.annotator, lab.item) for lab in stored} == {
         (w, f"R{i}") for w in writers for i in range(PER_WRITER)}
+
+
+def test_label_and_adjudication_tables_hold_exactly_their_records_fields():
+    # Rows are built with **fields and SQLModel ignores unknown keywords: a record field
+    # without a column would be dropped without a word. ``item`` is stored as ``item_key``.
+    from dataclasses import fields
+
+    from store.annotation import AnnotationAdjudication, AnnotationLabel
+    from workbench.annotation import Adjudication, Label
+
+    for table, record in ((AnnotationLabel, Label), (AnnotationAdjudication, Adjudication)):
+        columns = {c.name for c in table.__table__.columns} - {"id"}
+        assert columns == {"item_key" if f.name == "item" else f.name for f in fields(record)}

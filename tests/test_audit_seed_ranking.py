@@ -86,29 +86,25 @@ def seeds_and_closure(index: AuditIndex, c: AuditCase, target: int | None = None
     return t.seeds["clinic"], t.closure["clinic"]
 
 
-def test_history_naming_the_request_picks_its_workflow_over_the_sibling(index):
-    history = [Turn("user", "Hi, I need to reschedule my existing appointment, ref 4471."),
-               Turn("assistant", "Sure. Which times suit you?"),
-               Turn("user", "Tuesday afternoon works.")]
+@pytest.mark.parametrize("history, picked, sibling", [
+    ([Turn("user", "Hi, I need to reschedule my existing appointment, ref 4471."),
+      Turn("assistant", "Sure. Which times suit you?"),
+      Turn("user", "Tuesday afternoon works.")], "reschedule", "book"),
+    ([Turn("user", "I'd like to book a new appointment, I'm a new patient."),
+      Turn("assistant", "Of course. What is your full name and date of birth?"),
+      Turn("user", "Ana Ruiz, 3 May 1990.")], "book", "reschedule"),
+], ids=["reschedule", "book"])
+def test_history_naming_the_request_picks_its_workflow_over_the_sibling(index, history, picked, sibling):
     seeds, closure = seeds_and_closure(index, case(history))
-    assert seeds[0].startswith("reschedule.")
-    # The governing step (confirm the new time) and every step it requires are in context.
-    assert {"reschedule.s1", "reschedule.s2", "reschedule.s3"} <= set(closure)
-    assert not any(r.startswith("book.") for r in closure)
-
-
-def test_the_other_history_picks_the_other_workflow(index):
-    history = [Turn("user", "I'd like to book a new appointment, I'm a new patient."),
-               Turn("assistant", "Of course. What is your full name and date of birth?"),
-               Turn("user", "Ana Ruiz, 3 May 1990.")]
-    seeds, closure = seeds_and_closure(index, case(history))
-    assert seeds[0].startswith("book.")
-    assert {"book.s1", "book.s2", "book.s3"} <= set(closure)
-    assert not any(r.startswith("reschedule.") for r in closure)
+    assert seeds[0].startswith(f"{picked}.")
+    # The governing step (confirm the new time / the booking) and every step it requires are
+    # in context; nothing of the sibling workflow is.
+    assert {f"{picked}.s1", f"{picked}.s2", f"{picked}.s3"} <= set(closure)
+    assert not any(r.startswith(f"{sibling}.") for r in closure)
 
 
 def test_without_history_the_reply_alone_cannot_tell_the_siblings_apart(index):
-    # The control for the two tests above: the reply's words fit both workflows, so the
+    # The control for the two cases above: the reply's words fit both workflows, so the
     # choice there came from the history, not from the reply.
     rs = index.ranked("clinic")
     q = case_query(case([]))

@@ -161,3 +161,12 @@ def test_save_is_atomic_and_load_names_missing_file(tmp_path, refund_index_data)
     assert not (tmp_path / "i.json.tmp").exists()
     with pytest.raises(FileNotFoundError, match="workbench extract"):
         PolicyIndex.load(tmp_path / "missing.json")
+
+
+def test_constructors_refuse_a_repeated_rule_id_or_skill_name(refund_index_data):
+    skill = PolicyIndex.from_dict(refund_index_data)["refunds"]
+    rule = next(iter(skill.graph.rules.values()))
+    with pytest.raises(ValueError, match=f"duplicate rule id '{rule.id}'"):
+        RuleGraph([rule, rule])
+    with pytest.raises(ValueError, match="duplicate SKILL name 'refunds'"):
+        PolicyIndex([skill, skill])

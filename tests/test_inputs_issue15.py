@@ -35,26 +35,26 @@ def db(tmp_path, monkeypatch):
     return url
 
 
-def stored_skills(url: str) -> list[str]:
-    from store import repo
+def _read_store(url: str, read):
     from store.db import make_engine
 
     engine = make_engine(url)
     try:
-        return repo.skill_names(engine)
+        return read(engine)
     finally:
         engine.dispose()
+
+
+def stored_skills(url: str) -> list[str]:
+    from store import repo
+
+    return _read_store(url, repo.skill_names)
 
 
 def stored_cases(url: str) -> list[str]:
     from store import audit_repo
-    from store.db import make_engine
 
-    engine = make_engine(url)
-    try:
-        return audit_repo.datasets(engine)
-    finally:
-        engine.dispose()
+    return _read_store(url, audit_repo.datasets)
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str]:

@@ -12,6 +12,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+import networkx as nx
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("workbench", "store", "components", "pages")
 
@@ -81,47 +83,11 @@ def import_graph() -> dict[str, set[str]]:
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One concrete cycle per strongly connected component of more than one module."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[set[str]] = []
-
-    def visit(start: str) -> None:  # iterative Tarjan: the graph is deeper than recursion allows
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.add(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    components.append(component)
-
-    for module in sorted(graph):
-        if module not in index:
-            visit(module)
-    return [_one_cycle(graph, component) for component in components]
+    digraph = nx.DiGraph()
+    digraph.add_nodes_from(graph)
+    digraph.add_edges_from((module, target) for module, targets in graph.items() for target in targets)
+    components = [c for c in nx.strongly_connected_components(digraph) if len(c) > 1]
+    return [_one_cycle(graph, component) for component in sorted(components, key=min)]
 
 
 def _one_cycle(graph: dict[str, set[str]], component: set[str]) -> list[str]:

@@ -120,3 +120,22 @@ def test_make_engine_creates_the_llm_tables(tmp_path):
         timeout=120,
     ).stdout
     assert "'llm_cache'" in out and "'llm_usage'" in out
+
+
+def _columns(table, *left_out: str) -> set[str]:
+    return {c.name for c in table.__table__.columns} - set(left_out)
+
+
+def test_rows_hold_exactly_the_fields_of_the_records_they_store():
+    # The sinks build rows with **asdict(record) and SQLModel ignores unknown keywords, so a
+    # field added to a record without a column would be dropped without a word.
+    from dataclasses import fields
+
+    from store.llm_cache import _CACHED_FIELDS
+    from store.llm_endpoints import LlmEndpointCallRow
+    from workbench.llm.fleet import EndpointAttempt
+
+    assert _columns(LlmUsageRow, "id", "at") == {f.name for f in fields(Usage)}
+    assert _columns(LlmEndpointCallRow, "id", "at") == {f.name for f in fields(EndpointAttempt)}
+    assert _columns(LlmCacheEntry, "request_json", "created_at") == set(_CACHED_FIELDS)
+    assert {f.name for f in fields(CachedResponse)} - {"request"} == set(_CACHED_FIELDS)

@@ -419,3 +419,18 @@ def test_embedded_url_sends_embedded_roles_to_a_running_server_with_unchanged_ke
     with pytest.raises(ModelCallError) as info:
         gone.complete_json("judge", MESSAGES, SCHEMA, use_cache=False)
     assert info.value.kind == "connection" and "WORKBENCH_EMBEDDED_URL" in str(info.value)
+
+
+def test_summarize_counts_cache_hits_in_size_but_not_in_live_tokens_or_cost():
+    from workbench.llm import Usage
+
+    def use(p, c, ms, cost, cached=False):
+        return Usage(p, c, ms, cost, cached, model="m", role="judge", step="s")
+
+    # live priced (10+2, $0.5), live unpriced (20+3), cache hit (40+4, cost 0)
+    totals = summarize([use(10, 2, 100.0, 0.5), use(20, 3, 50.0, None), use(40, 4, 1.5, 0.0, cached=True)])
+    assert (totals.calls, totals.cached_calls, totals.unpriced_calls) == (3, 1, 1)
+    assert (totals.prompt_tokens, totals.completion_tokens) == (70, 9)
+    assert (totals.live_prompt_tokens, totals.live_completion_tokens) == (30, 5)
+    assert totals.latency_ms == 151.5 and totals.cost_usd == 0.5
+    assert summarize([]).calls == 0 and summarize(iter([])).cost_usd == 0.0

@@ -131,10 +131,7 @@ def test_embedded_model_recording_replays(fixture_gateway):
     """Replays answers the real embedded model gave (recorded with it, see the fixture)."""
     verdict = {
         "type": "object",
-        "properties": {
-            "violation": {"type": "boolean"},
-            "reason": {"type": "string"},
-        },
+        "properties": {"violation": {"type": "boolean"}, "reason": {"type": "string"}},
         "required": ["violation", "reason"],
         "additionalProperties": False,
     }

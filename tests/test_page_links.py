@@ -86,24 +86,19 @@ GRAPH = str(ROOT / "pages" / "graph.py")
 
 
 @pytest.fixture
-def graph_db(tmp_path, monkeypatch, refund_index_data):
+def graph_db(refund_db):
+    """The refund SKILL with a second version (R1's action edited)."""
     from store import repo
-    from store.db import make_engine
     from workbench.editing import apply_edits
-    from workbench.graph import PolicyIndex
 
-    url = f"sqlite:///{tmp_path / 'graph.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data))
+    eng = refund_db
     skill = repo.load_skill(eng, "refunds", 1)
     rules = [{"id": r.id, "condition": r.condition, "action": r.action, "modality": r.modality}
              for r in skill.graph.rules.values()]
     edges = [{"source": e.source, "target": e.target} for e in skill.graph.edges]
     rules[0]["action"] = "verify identity by phone"
     repo.save_skill(eng, apply_edits(skill, rules, edges).skill, base_version=1)
-    yield eng
-    eng.dispose()
+    return eng
 
 
 def _graph(query: dict) -> AppTest:

@@ -68,6 +68,17 @@ def card(at: AppTest) -> str:
     return next(t.value for t in at.text if " · case " in t.value)
 
 
+def run_batch_audit(at: AppTest, run_id: str | None = None, **options: str) -> None:
+    """Set the batch-audit selectors (``judge="whole"`` sets ``rv_audit_judge``), name the
+    run, press Run; the page must not raise."""
+    for name, value in options.items():
+        at.selectbox(key=f"rv_audit_{name}").set_value(value)
+    if run_id is not None:
+        at.text_input(key="rv_run_id").set_value(run_id)
+    at.button(key="rv_audit_run").click().run()
+    assert not at.exception
+
+
 def note_key(at: AppTest) -> str:
     return next(w.key for w in at.text_input if w.key.startswith("rv_note_"))
 
@@ -164,11 +175,7 @@ def test_batch_audit_skips_what_the_run_already_holds(db):
     done = [audit_case(c, index, "cdg", None, AuditOptions(judge_mode="none")) for c in cases[:2]]
     audit_repo.save_traces(db, done, "run-x", "batch")
     at = open_page()
-    at.selectbox(key="rv_audit_dataset").set_value("batch")
-    at.selectbox(key="rv_audit_judge").set_value("none")
-    at.text_input(key="rv_run_id").set_value("run-x")
-    at.button(key="rv_audit_run").click().run()
-    assert not at.exception
+    run_batch_audit(at, "run-x", dataset="batch", judge="none")
     assert "audited 3 cases (2 were already in the run), 0 judged" in plain(at.success[0].value)
     stored = run_traces(db, "batch", ["run-x"])
     assert sorted(t["id"] for _r, t in stored) == sorted(c.id for c in cases)
@@ -201,12 +208,8 @@ def merchant_db(tmp_path, monkeypatch):
 
 def test_batch_audit_with_the_recorded_judge_feeds_the_queue(merchant_db):
     at = open_page()
-    at.selectbox(key="rv_audit_judge").set_value("whole")
     # The recordings were made with the first version's context form.
-    at.selectbox(key="rv_audit_context").set_value("keyword seeds, full rules (v1)")
-    at.text_input(key="rv_run_id").set_value("replayed")
-    at.button(key="rv_audit_run").click().run()
-    assert not at.exception
+    run_batch_audit(at, "replayed", judge="whole", context="keyword seeds, full rules (v1)")
     assert "1 judged" in at.success[0].value
     [(run, trace)] = run_traces(merchant_db, "merchant")
     assert run == "replayed" and trace["verdict"]["violation"] is False  # the 1.5B judge misses it
@@ -224,9 +227,7 @@ def test_missing_recording_stops_the_run_with_advice(merchant_db, tmp_path, monk
     empty.write_text("")
     monkeypatch.setenv("WORKBENCH_LLM_RECORDINGS", str(empty))
     at = open_page()
-    at.selectbox(key="rv_audit_judge").set_value("whole")
-    at.button(key="rv_audit_run").click().run()
-    assert not at.exception
+    run_batch_audit(at, judge="whole")
     assert "The run stopped after 0 of 1 cases" in plain(at.error[0].value)
     assert run_traces(merchant_db, "merchant") == []
 

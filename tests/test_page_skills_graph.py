@@ -15,13 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, refund_index_data):
-    url = f"sqlite:///{tmp_path / 'pages.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data))
-    yield eng
-    eng.dispose()
+def db(refund_db):
+    return refund_db
 
 
 def test_skills_page_lists_stats(db):

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.scaling_data import two_datasets
 from workbench.scaling import (
     FitOptions,
     GainGrid,
@@ -14,7 +15,6 @@ from workbench.scaling import (
     fit_model,
     percentile_intervals,
     session_bootstrap_weights,
-    simulate_outcomes,
 )
 
 QUICK = FitOptions(maxiter=60)
@@ -23,16 +23,8 @@ ADDITIVE = {"gamma_A": -0.3, "gamma_B": 0.4, "a": 0.5, "b": -0.8}
 
 @pytest.fixture(scope="module")
 def data() -> pd.DataFrame:
-    frame = simulate_outcomes(
-        "additive",
-        ADDITIVE,
-        datasets=["A", "B"],
-        sizes=[1.0, 2.0, 8.0],
-        sessions_per_dataset=10,
-        instances_per_session=4,
-        session_sd=0.5,
-        seed=9,
-    )
+    frame = two_datasets("additive", ADDITIVE, [1.0, 2.0, 8.0],
+                         sessions=10, instances=4, session_sd=0.5, seed=9)
     return frame[frame["dataset"].eq("A") | ~frame["session"].str.endswith("9")]  # B has 9
 
 

@@ -8,35 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.scaling import (
-    FitOptions,
-    SelectionError,
-    build_prompt,
-    fit_model,
-    recovery,
-    recovery_rows,
-    select_distillation,
-    simulate_outcomes,
-    stratum_quotas,
-    training_records,
-    write_training_sets,
-)
-from workbench.scaling.distill import load_cases
+from tests.scaling_data import two_datasets
+from workbench.scaling import FitOptions, distill, fit_model
 
 FULL = {"gamma_A": -0.4, "gamma_B": 0.3, "eta": 0.7, "beta": 3.0, "rho": 0.5, "alpha": 0.7, "lambda": 0.4}
 
 
 @pytest.fixture(scope="module")
 def data() -> pd.DataFrame:
-    frame = simulate_outcomes(
-        "full",
-        FULL,
-        datasets=["A", "B"],
-        sizes=[1.0, 4.0, 9.0, 27.0],
-        sessions_per_dataset=10,
-        instances_per_session=6,
-        seed=21,
-    )
+    frame = two_datasets("full", FULL, [1.0, 4.0, 9.0, 27.0], sessions=10, instances=6, seed=21)
     rng = np.random.default_rng(0)
     labels = {i: ("violation" if rng.random() < 0.3 else "ok") for i in frame["instance"].unique()}
     return frame.assign(label=frame["instance"].map(labels))
@@ -49,34 +29,34 @@ def fit(data):
 
 def test_recovery_hand_values():
     # (0.70 - 0.50) / (0.90 - 0.50) = 0.5
-    assert recovery(0.70, 0.50, 0.90) == pytest.approx(0.5)
-    assert recovery(0.90, 0.50, 0.90) == pytest.approx(1.0)
+    assert distill.recovery(0.70, 0.50, 0.90) == pytest.approx(0.5)
+    assert distill.recovery(0.90, 0.50, 0.90) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="undefined"):
-        recovery(0.7, 0.6, 0.6)
+        distill.recovery(0.7, 0.6, 0.6)
 
 
 def test_recovery_rows_per_distilled_set():
     # base 0.4, teacher 0.8: uniform (0.5 - 0.4) / 0.4 = 0.25; headroom (0.9 - 0.4) / 0.4 = 1.25
-    rows = recovery_rows(0.4, 0.8, {"uniform": 0.5, "headroom": 0.9})
+    rows = distill.recovery_rows(0.4, 0.8, {"uniform": 0.5, "headroom": 0.9})
     assert [r["model"] for r in rows] == ["uniform", "headroom"]
     assert [r["recovery"] for r in rows] == pytest.approx([0.25, 1.25])
     with pytest.raises(ValueError, match="F1 of teacher must be a number in"):
-        recovery_rows(0.4, float("nan"), {"uniform": 0.5})
+        distill.recovery_rows(0.4, float("nan"), {"uniform": 0.5})
     with pytest.raises(ValueError, match="both have F1 0.4"):
-        recovery_rows(0.4, 0.4, {"uniform": 0.5})
+        distill.recovery_rows(0.4, 0.4, {"uniform": 0.5})
 
 
 def test_stratum_quotas_largest_remainder():
     # 10 of 20: exact 5.0, 3.5, 1.5 -> floors 5, 3, 1 and the tie of remainders goes by key
-    quotas = stratum_quotas({("A", "ok"): 10, ("A", "v"): 7, ("B", "ok"): 3}, 10)
+    quotas = distill.stratum_quotas({("A", "ok"): 10, ("A", "v"): 7, ("B", "ok"): 3}, 10)
     assert quotas == {("A", "ok"): 5, ("A", "v"): 4, ("B", "ok"): 1}
-    assert sum(stratum_quotas({("A", "x"): 3, ("B", "x"): 3, ("C", "x"): 3}, 7).values()) == 7
-    with pytest.raises(SelectionError, match="only 20 instances"):
-        stratum_quotas({("A", "ok"): 20}, 21)
+    assert sum(distill.stratum_quotas({("A", "x"): 3, ("B", "x"): 3, ("C", "x"): 3}, 7).values()) == 7
+    with pytest.raises(distill.SelectionError, match="only 20 instances"):
+        distill.stratum_quotas({("A", "ok"): 20}, 21)
 
 
 def test_selections_share_quotas_and_differ_by_rule(data, fit):
-    sel = select_distillation(data, fit, teacher_b=9, student_b=4, n=40)
+    sel = distill.select_distillation(data, fit, teacher_b=9, student_b=4, n=40)
     pool = data.drop_duplicates(["dataset", "instance"])
     for frame in (sel.uniform, sel.headroom):
         assert len(frame) == 40 and frame["instance"].is_unique
@@ -96,31 +76,32 @@ def test_selections_share_quotas_and_differ_by_rule(data, fit):
     )
     assert sel.headroom["headroom"].mean() >= sel.uniform["headroom"].mean()
     # the uniform draw is fixed by its seed (17) and changes with it
-    again = select_distillation(data, fit, teacher_b=9, student_b=4, n=40)
+    again = distill.select_distillation(data, fit, teacher_b=9, student_b=4, n=40)
     assert again.uniform["instance"].tolist() == sel.uniform["instance"].tolist()
-    other = select_distillation(data, fit, teacher_b=9, student_b=4, n=40, seed=18)
+    other = distill.select_distillation(data, fit, teacher_b=9, student_b=4, n=40, seed=18)
     assert other.uniform["instance"].tolist() != sel.uniform["instance"].tolist()
 
 
 def test_labels_from_cases_and_notes(data, fit):
     unlabeled = data.drop(columns="label")
-    sel = select_distillation(unlabeled, fit, 9, 4, 10)
+    sel = distill.select_distillation(unlabeled, fit, 9, 4, 10)
     assert any("no labels found" in n for n in sel.notes)
     cases = [
         {"instance": i, "dataset": d, "violation": bool(k % 2)}
         for k, (d, i) in enumerate(unlabeled[["dataset", "instance"]].drop_duplicates().values)
     ]
-    sel = select_distillation(unlabeled, fit, 9, 4, 10, cases=cases)
+    sel = distill.select_distillation(unlabeled, fit, 9, 4, 10, cases=cases)
     assert set(sel.uniform["label"]) <= {"true", "false"} and not sel.notes
-    extrapolated = select_distillation(unlabeled, fit, 70, 4, 10, cases=cases)
+    extrapolated = distill.select_distillation(unlabeled, fit, 70, 4, 10, cases=cases)
     assert any("outside the observed sizes" in n for n in extrapolated.notes)
 
 
 def test_build_prompt_prefers_materialised_prompt():
-    assert build_prompt({"instance": "x", "prompt": "RENDERED CONTEXT", "history": "h"}) == (
+    assert distill.build_prompt({"instance": "x", "prompt": "RENDERED CONTEXT", "history": "h"}) == (
         "RENDERED CONTEXT"
     )
-    text = build_prompt({"instance": "x", "response": "R", "policy": "P", "violation": True, "extra": [1]})
+    text = distill.build_prompt(
+        {"instance": "x", "response": "R", "policy": "P", "violation": True, "extra": [1]})
     assert text.index("## Policy\nP") < text.index("## Response\nR") < text.index("## Extra")
     assert "True" not in text and "violation" not in text.lower().split("## policy")[1]
 
@@ -140,9 +121,9 @@ def test_training_sets_written_as_jsonl(data, fit, tmp_path):
                 "violated_rules": ["R1"],
             }
             handle.write(json.dumps(case) + "\n")
-    cases = load_cases(cases_path)
-    sel = select_distillation(data, fit, 9, 4, 12, cases=cases)
-    paths = write_training_sets(sel, tmp_path / "out", cases)
+    cases = distill.load_cases(cases_path)
+    sel = distill.select_distillation(data, fit, 9, 4, 12, cases=cases)
+    paths = distill.write_training_sets(sel, tmp_path / "out", cases)
     rows = [json.loads(line) for line in paths["headroom"].read_text().splitlines()]
     assert len(rows) == 12 and {r["selection"] for r in rows} == {"headroom"}
     first = rows[0]
@@ -156,9 +137,9 @@ def test_training_sets_written_as_jsonl(data, fit, tmp_path):
     assert summary["n"] == 12 and summary["teacher_params_b"] == 9
     uniform = [json.loads(line) for line in paths["uniform"].read_text().splitlines()]
     assert len(uniform) == 12
-    with pytest.raises(SelectionError, match="have no case"):
-        training_records(sel.uniform, cases[:3], "uniform")
-    bare = write_training_sets(sel, tmp_path / "bare")
+    with pytest.raises(distill.SelectionError, match="have no case"):
+        distill.training_records(sel.uniform, cases[:3], "uniform")
+    bare = distill.write_training_sets(sel, tmp_path / "bare")
     row = json.loads(bare["uniform"].read_text().splitlines()[0])
     assert row["prompt"] is None and "no cases file" in bare["summary"].read_text()
 
@@ -166,5 +147,5 @@ def test_training_sets_written_as_jsonl(data, fit, tmp_path):
 def test_inconsistent_labels_rejected(data, fit):
     broken = data.copy()
     broken.loc[broken.index[0], "label"] = "something else"
-    with pytest.raises(SelectionError, match="different labels"):
-        select_distillation(broken, fit, 9, 4, 10)
+    with pytest.raises(distill.SelectionError, match="different labels"):
+        distill.select_distillation(broken, fit, 9, 4, 10)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from tests.scaling_data import two_datasets
 from workbench.scaling import (
     FitOptions,
     complexity_bins,
@@ -15,7 +16,6 @@ from workbench.scaling import (
     fit_model,
     observed_bins,
     scaling_figure,
-    simulate_outcomes,
     wilson_interval,
 )
 
@@ -31,15 +31,8 @@ def test_wilson_interval_hand_value():
 
 
 def test_figure_panels_lines_and_escaping():
-    data = simulate_outcomes(
-        "additive",
-        ADDITIVE,
-        datasets=["<b>x</b>", "B"],
-        sizes=[1.0, 4.0, 16.0],
-        sessions_per_dataset=6,
-        instances_per_session=10,
-        seed=1,
-    )
+    data = two_datasets("additive", ADDITIVE, [1.0, 4.0, 16.0],
+                        sessions=6, instances=10, seed=1, datasets=("<b>x</b>", "B"))
     fit = fit_model(data, "additive", FitOptions(maxiter=40))
     fig = scaling_figure(data, fit)
     titles = [a.text for a in fig.layout.annotations]
@@ -60,15 +53,8 @@ def test_figure_panels_lines_and_escaping():
 
 
 def test_complexity_figure_one_line_per_size_and_equal_count_bins():
-    data = simulate_outcomes(
-        "additive",
-        ADDITIVE,
-        datasets=["<b>x</b>", "B"],
-        sizes=[1.0, 4.0],
-        sessions_per_dataset=6,
-        instances_per_session=10,
-        seed=2,
-    )
+    data = two_datasets("additive", ADDITIVE, [1.0, 4.0],
+                        sessions=6, instances=10, seed=2, datasets=("<b>x</b>", "B"))
     fit = fit_model(data, "additive", FitOptions(maxiter=40))
     fig = complexity_figure(data, fit)
     assert "&lt;b&gt;x&lt;/b&gt;" in [a.text for a in fig.layout.annotations]

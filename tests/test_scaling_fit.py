@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.scaling_data import two_datasets
 from workbench.scaling import (
     FitError,
     FitOptions,
     Problem,
     fit_model,
     get_model,
-    simulate_outcomes,
     true_probability,
 )
 from workbench.scaling.fit import softplus, weighted_median
@@ -77,15 +77,7 @@ def test_fit_recovers_predicted_probabilities(model):
     complexities so the fit runs on ~1,000 patterns). Checked over sizes x complexity
     quantiles 5-95% x datasets against the generating model."""
     truth = TRUTH[model]
-    data = simulate_outcomes(
-        model,
-        truth,
-        datasets=["A", "B"],
-        sizes=SIZES,
-        sessions_per_dataset=200,
-        instances_per_session=20,
-        seed=11,
-    )
+    data = two_datasets(model, truth, SIZES, sessions=200, instances=20, seed=11)
     fit = fit_model(data, model, QUICK)
     cs = np.quantile(data["complexity"], [0.05, 0.25, 0.5, 0.75, 0.95])
     d, n, c = np.meshgrid(np.array(["A", "B"], dtype=object), SIZES, cs, indexing="ij")
@@ -96,15 +88,8 @@ def test_fit_recovers_predicted_probabilities(model):
 def test_additive_matches_statsmodels_logit():
     sm = pytest.importorskip("statsmodels.api")
     rng = np.random.default_rng(5)
-    data = simulate_outcomes(
-        "additive",
-        TRUTH["additive"],
-        datasets=["A", "B"],
-        sizes=[1.0, 3.0, 8.0, 30.0],
-        sessions_per_dataset=30,
-        instances_per_session=8,
-        seed=5,
-    )
+    data = two_datasets("additive", TRUTH["additive"], [1.0, 3.0, 8.0, 30.0],
+                        sessions=30, instances=8, seed=5)
     data["complexity"] = data["complexity"] + data["instance"].map(
         {i: rng.random() for i in data["instance"].unique()}
     )  # continuous complexities: no two rows share a pattern by accident
@@ -126,15 +111,7 @@ def test_additive_matches_statsmodels_logit():
 
 def test_weights_equal_duplicated_rows():
     """A session drawn twice by the bootstrap must count exactly like its rows copied."""
-    data = simulate_outcomes(
-        "nested",
-        TRUTH["nested"],
-        datasets=["A", "B"],
-        sizes=[1.0, 4.0, 16.0],
-        sessions_per_dataset=8,
-        instances_per_session=5,
-        seed=2,
-    )
+    data = two_datasets("nested", TRUTH["nested"], [1.0, 4.0, 16.0], sessions=8, instances=5, seed=2)
     weights = (data["session"].str.endswith(("1", "4")).to_numpy() + 1).astype(float)
     weights[data["session"].str.endswith("7").to_numpy()] = 0.0
     copied = data.loc[data.index.repeat(weights.astype(int))]
@@ -149,15 +126,7 @@ def test_weights_equal_duplicated_rows():
 
 
 def test_predict_unknown_dataset_and_too_few_sizes():
-    data = simulate_outcomes(
-        "additive",
-        TRUTH["additive"],
-        datasets=["A", "B"],
-        sizes=[1.0, 4.0],
-        sessions_per_dataset=3,
-        instances_per_session=4,
-        seed=3,
-    )
+    data = two_datasets("additive", TRUTH["additive"], [1.0, 4.0], sessions=3, instances=4, seed=3)
     fit = fit_model(data, "additive", QUICK)
     with pytest.raises(ValueError, match="no intercept for dataset"):
         fit.predict("C", 2.0, 5.0)

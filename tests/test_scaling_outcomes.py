@@ -33,14 +33,7 @@ def test_records_are_typed_and_extra_columns_kept():
             _row(instance="i2", params_b=4.0, correct=np.int64(1), complexity=1.5),
         ]
     )
-    assert list(frame.columns)[:6] == [
-        "instance",
-        "dataset",
-        "session",
-        "params_b",
-        "complexity",
-        "correct",
-    ]
+    assert list(frame.columns)[:6] == ["instance", "dataset", "session", "params_b", "complexity", "correct"]
     assert frame["correct"].tolist() == [1, 0, 1]
     assert frame["params_b"].tolist() == [2.0, 9.0, 4.0]
     assert frame["label"].tolist()[0] == "violation"

@@ -23,10 +23,6 @@ class ClosureContext:
     text: str
     tokens: int
 
-    @property
-    def rule_count(self) -> int:
-        return sum(len(v) for v in self.rules.values())
-
 
 @dataclass(frozen=True)
 class EmptySeed:

@@ -28,6 +28,7 @@ from workbench.rule_graph import (  # noqa: F401
     SkillGraph,
     Span,
     UnknownRule,
+    by_unique_key,
 )
 
 
@@ -64,11 +65,7 @@ class PolicyIndex:
     """All SKILLs of a workspace, by name, in insertion order."""
 
     def __init__(self, skills: Iterable[SkillGraph] = (), warnings: Iterable[str] = ()):
-        self.skills: dict[str, SkillGraph] = {}
-        for s in skills:
-            if s.name in self.skills:
-                raise ValueError(f"duplicate SKILL name {s.name!r}")
-            self.skills[s.name] = s
+        self.skills: dict[str, SkillGraph] = by_unique_key(skills, lambda s: s.name, "SKILL name")
         self.warnings: list[str] = list(warnings)
 
     def __iter__(self) -> Iterator[SkillGraph]:

@@ -3,6 +3,8 @@ fixes a file in one pass instead of one error at a time."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 # Only the data types, not workbench.graph: PolicyIndex.from_dict calls validate_skills.
 from workbench.rule_graph import (
     EDGE_TYPES,
@@ -30,6 +32,21 @@ def _str_field(obj: dict, key: str, loc: str, problems: list[Problem], required:
         problems.append(Problem(f"{loc}.{key}", f"must be a string, got {type(value).__name__}"))
         return None
     return value
+
+
+def _objects(raw: dict, key: str, loc: str, problems: list[Problem]) -> Iterator[tuple[str, dict]]:
+    """The objects of the optional list ``raw[key]`` with their locations; a non-list and each
+    non-object element are reported and skipped."""
+    items = raw.get(key, [])
+    if not isinstance(items, list):
+        problems.append(Problem(f"{loc}.{key}", "must be a list"))
+        return
+    for j, item in enumerate(items):
+        iloc = f"{loc}.{key}[{j}]"
+        if isinstance(item, dict):
+            yield iloc, item
+        else:
+            problems.append(Problem(iloc, "must be an object"))
 
 
 def _spans(raw: object, loc: str, source: str | None, problems: list[Problem]) -> list[Span]:
@@ -102,15 +119,7 @@ def _skill(raw: object, loc: str, problems: list[Problem], warnings: list[str]):
 
     rules: list[Rule] = []
     ids: dict[str, str] = {}
-    raw_rules = raw.get("rules", [])
-    if not isinstance(raw_rules, list):
-        problems.append(Problem(f"{loc}.rules", "must be a list"))
-        raw_rules = []
-    for j, rr in enumerate(raw_rules):
-        rloc = f"{loc}.rules[{j}]"
-        if not isinstance(rr, dict):
-            problems.append(Problem(rloc, "must be an object"))
-            continue
+    for rloc, rr in _objects(raw, "rules", loc, problems):
         rid = _str_field(rr, "id", rloc, problems)
         condition = _str_field(rr, "condition", rloc, problems)
         action = _str_field(rr, "action", rloc, problems)
@@ -148,15 +157,7 @@ def _edges(raw: dict, key: str, loc: str, ids: dict[str, str], source: str | Non
     """The edges under ``key`` (``edges``, or the optional ``proposed_edges``)."""
     edges: list[Edge] = []
     seen: set[tuple[str, str]] = set()
-    raw_edges = raw.get(key, [])
-    if not isinstance(raw_edges, list):
-        problems.append(Problem(f"{loc}.{key}", "must be a list"))
-        raw_edges = []
-    for j, er in enumerate(raw_edges):
-        eloc = f"{loc}.{key}[{j}]"
-        if not isinstance(er, dict):
-            problems.append(Problem(eloc, "must be an object"))
-            continue
+    for eloc, er in _objects(raw, key, loc, problems):
         src = _str_field(er, "source", eloc, problems)
         tgt = _str_field(er, "target", eloc, problems)
         etype = er.get("type", "require")

@@ -9,8 +9,9 @@ imports neither, so the two are no longer a cycle. Import these names from
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from workbench.errors import WorkbenchError
 
@@ -90,15 +91,25 @@ class UnknownRule(WorkbenchError, KeyError):
         return self.args[0]
 
 
+T = TypeVar("T")
+
+
+def by_unique_key(items: Iterable[T], key: Callable[[T], str], what: str) -> dict[str, T]:
+    """``items`` by ``key``, in order; ValueError ``duplicate <what> '<key>'`` on a repeat."""
+    out: dict[str, T] = {}
+    for item in items:
+        k = key(item)
+        if k in out:
+            raise ValueError(f"duplicate {what} {k!r}")
+        out[k] = item
+    return out
+
+
 class RuleGraph:
     """Rules in a stable order plus ``require`` edges, with adjacency built once for fast closure."""
 
     def __init__(self, rules: Iterable[Rule] = (), edges: Iterable[Edge] = ()):
-        self.rules: dict[str, Rule] = {}
-        for rule in rules:
-            if rule.id in self.rules:
-                raise ValueError(f"duplicate rule id {rule.id!r}")
-            self.rules[rule.id] = rule
+        self.rules: dict[str, Rule] = by_unique_key(rules, lambda r: r.id, "rule id")
         self.edges: list[Edge] = []
         self._out: dict[str, list[str]] = {rid: [] for rid in self.rules}
         self._in: dict[str, list[str]] = {rid: [] for rid in self.rules}

@@ -99,6 +99,15 @@ def goto(page, server: Server, url_path: str) -> None:
     page.locator("h1").first.wait_for()
 
 
+def submit(page, label: str, text: str) -> None:
+    """Type ``text`` into the text field labelled ``label`` and press Enter (a Streamlit text
+    input applies its value on Enter), then wait for the rerun."""
+    box = page.get_by_label(label)
+    box.fill(text)
+    box.press("Enter")
+    settle(page)
+
+
 def choose(page, label: str, option: str) -> None:
     """Pick ``option`` in the select box labelled ``label`` with the keyboard."""
     box = page.get_by_role("combobox", name=label, exact=True)

@@ -22,6 +22,7 @@ from .flows import (
     import_index,
     settle,
     start_server,
+    submit,
 )
 
 pytestmark = pytest.mark.e2e
@@ -109,10 +110,7 @@ def test_replay_a_violation_then_confirm_it_in_the_queue(flow, page):
 
     # -- confirm in the review queue ------------------------------------------------------------
     goto(page, server, "review")
-    reviewer = page.get_by_label("Reviewer")
-    reviewer.fill("ada")
-    reviewer.press("Enter")
-    settle(page)
+    submit(page, "Reviewer", "ada")
     card = page.locator(".st-key-rv_card")
     expect(card).to_contain_text(f"1/1 · case {case.id} · cdg · run {RUN}")
     page.get_by_text("0 of 1 reviewed (0 by you)").wait_for()

@@ -24,6 +24,7 @@ from .flows import (
     import_index,
     settle,
     start_server,
+    submit,
 )
 
 pytestmark = pytest.mark.e2e
@@ -204,10 +205,7 @@ def test_review_page(server, watched):
 def test_annotate_page(server, watched):
     page = watched
     goto(page, server, "annotate")
-    name = page.get_by_label("Your name")
-    name.fill("ada")
-    name.press("Enter")
-    settle(page)
+    submit(page, "Your name", "ada")
     # Rule correctness opens on R1: its card and its highlighted span.
     card = page.locator("[data-testid='wb-rule-card']")
     expect(card).to_contain_text("R1")

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
 from .conftest import make_server, wait_idle  # noqa: E402
+from .flows import submit  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -56,10 +57,7 @@ def test_skills_and_graph_pages_render_offline(server, page):
 def test_search_and_closure_focus(server, page):
     page.goto(f"{server.url}/graph")
     wait_idle(page)
-    box = page.get_by_label("Search rules")
-    box.fill("coupon")
-    box.press("Enter")
-    wait_idle(page)
+    submit(page, "Search rules", "coupon")
     page.get_by_text("1 of 4 rules match.").wait_for()
     # Rule R3's closure is R3, R2, R4, R1.
     page.get_by_text("4 rules shown.").wait_for()

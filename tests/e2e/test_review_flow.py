@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from .conftest import ROOT, demo_index, make_server, wait_idle
+from .flows import submit
 
 pytestmark = pytest.mark.e2e
 
@@ -59,10 +60,7 @@ def leave_fields(page) -> None:
 def test_confirm_by_key_and_overturn_with_a_note(server, page):
     page.goto(f"{server.url}/review")
     wait_idle(page)
-    reviewer = page.get_by_label("Reviewer")
-    reviewer.fill("ada")
-    reviewer.press("Enter")
-    wait_idle(page)
+    submit(page, "Reviewer", "ada")
     expect_card(page, "1/3 · case mor-001-delay-not-yet-late")
     legend = page.locator("[data-testid='wb-key-legend']")
     # expect() polls: right after a rerun the previous run's legend can still be on screen.

@@ -47,18 +47,6 @@ def rule_items(skill: SkillGraph) -> dict[str, str]:
     return {rule_item(skill, rid): rid for rid in skill.graph.rules}
 
 
-def split_rule_item(item: str) -> tuple[str, str]:
-    """``(skill name, rule id)`` of a ``rule_correctness`` item key; raises :class:`LabelError`."""
-    head, sep, digest = item.rpartition("@")
-    skill, slash, rule_id = head.rpartition("/")
-    if not (sep and slash and skill and rule_id and digest):
-        raise LabelError(
-            f"rule_correctness item {item!r} must look like '<skill>/<rule id>@<digest>'; "
-            "build it with rule_item(skill, rule_id)"
-        )
-    return skill, rule_id
-
-
 def reference_item(skill: SkillGraph) -> str:
     """The ``reference_rule`` item key of a SKILL: its name and a digest of its source."""
     return f"{skill.name}@{_digest(skill.source)}"

@@ -48,10 +48,6 @@ class TextCheck:
             return False
         return not (self.not_pattern is not None and self.not_pattern.search(text))
 
-    @property
-    def is_any(self) -> bool:
-        return self.pattern is None and self.not_pattern is None
-
 
 _UNSET: Any = object()
 
@@ -358,10 +354,6 @@ class Contract:
     @property
     def required_phases(self) -> tuple[str, ...]:
         return tuple(p.id for p in self.phases if p.required)
-
-    @property
-    def max_credit(self) -> float:
-        return sum(m.credit for m in self.milestones)
 
     def phases_admitting(self, action: Action) -> list[str]:
         """Phases with a rule whose shape matches ``action`` (guards ignored), in file order."""

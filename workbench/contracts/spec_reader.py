@@ -210,13 +210,8 @@ class SpecReader:
             text = self.text_check(node[kind], join_path(path, kind), line_of(node, kind))
             return ActionRule(kind, text=text, requires=requires, describe=describe, line=node.line)
         tools = self._tool_names(node["tool"], join_path(path, "tool"), line_of(node, "tool"))
-        args: list[ArgCheck] = []
-        if node.get("args") is not None:
-            arg_node = self._mapping(node["args"], join_path(path, "args"), line_of(node, "args"))
-            for name, check in (arg_node or {}).items():
-                args.append(self.arg_check(str(name), check, join_path(path, f"args.{name}"),
-                                           line_of(arg_node, name)))
-        return ActionRule("tool", tools=tools, args=tuple(args), requires=requires,
+        args = self._arg_checks(node, "args", path)
+        return ActionRule("tool", tools=tools, args=args, requires=requires,
                           describe=describe, line=node.line)
 
     def _tool_names(self, value: Any, path: str, line: int | None) -> tuple[str, ...]:
@@ -257,13 +252,16 @@ class SpecReader:
         text_node = LocatedMap((k, node[k]) for k in ("pattern", "not_pattern") if k in node)
         text_node.line, text_node.key_lines = node.line, node.key_lines
         text = self.text_check(text_node, path, line) if text_node else TextCheck()
-        fields: list[ArgCheck] = []
-        if node.get("fields") is not None:
-            field_node = self._mapping(node["fields"], join_path(path, "fields"), line_of(node, "fields"))
-            for name, check in (field_node or {}).items():
-                fields.append(self.arg_check(str(name), check, join_path(path, f"fields.{name}"),
-                                             line_of(field_node, name)))
-        return ObservationCheck(mode, text, tuple(fields))
+        return ObservationCheck(mode, text, self._arg_checks(node, "fields", path))
+
+    def _arg_checks(self, node: LocatedMap, key: str, path: str) -> tuple[ArgCheck, ...]:
+        """The named checks of the optional mapping ``node[key]`` (a tool rule's ``args``, an
+        observation check's ``fields``)."""
+        if node.get(key) is None:
+            return ()
+        checks = self._mapping(node[key], join_path(path, key), line_of(node, key))
+        return tuple(self.arg_check(str(name), check, join_path(path, f"{key}.{name}"), line_of(checks, name))
+                     for name, check in (checks or {}).items())
 
     def evidence(self, value: Any, path: str, line: int | None, default_obs: Any,
                  default_key: Any) -> Evidence | None:

@@ -40,6 +40,18 @@ MIN_SIMILARITY = 0.5
 _TRIM = " \t\r\n.,;:!?-*_`\"'()[]"
 
 
+def _ratio_of(numerator: str, denominator: str) -> property:
+    def ratio(self) -> float | None:
+        den = getattr(self, denominator)
+        return None if den == 0 else getattr(self, numerator) / den
+
+    return property(ratio)
+
+
+def _f1_of(precision: str, recall: str) -> property:
+    return property(lambda self: _f1(getattr(self, precision), getattr(self, recall)))
+
+
 @dataclass
 class SkillEvaluation:
     skill: str
@@ -61,49 +73,18 @@ class SkillEvaluation:
     unmatched_extracted: list[str] = field(default_factory=list)
     unmatched_reference: list[str] = field(default_factory=list)
 
-    @staticmethod
-    def _ratio(a: int, b: int) -> float | None:
-        return None if b == 0 else a / b
-
-    @property
-    def rule_precision(self) -> float | None:
-        return self._ratio(self.matched_extracted, self.extracted_rules)
-
-    @property
-    def rule_recall(self) -> float | None:
-        return self._ratio(self.matched_reference, self.reference_rules)
-
-    @property
-    def span_exactness(self) -> float | None:
-        return self._ratio(self.span_exact, self.matched_extracted)
-
-    @property
-    def modality_agreement(self) -> float | None:
-        return self._ratio(self.modality_agree, self.matched_extracted)
-
-    @property
-    def edge_precision(self) -> float | None:
-        return self._ratio(self.edge_hits, self.edges_between_matched)
-
-    @property
-    def edge_recall(self) -> float | None:
-        return self._ratio(self.reference_edges_found, self.reference_edges_matched)
-
-    @property
-    def edge_f1(self) -> float | None:
-        return _f1(self.edge_precision, self.edge_recall)
-
-    @property
-    def edge_precision_all(self) -> float | None:
-        return self._ratio(self.edge_hits, self.extracted_edges)
-
-    @property
-    def edge_recall_all(self) -> float | None:
-        return self._ratio(self.reference_edges_found, self.reference_edges)
-
-    @property
-    def edge_f1_all(self) -> float | None:
-        return _f1(self.edge_precision_all, self.edge_recall_all)
+    # The figures, each a ratio of two counts above (None when the denominator is 0) or the
+    # F1 of two of them.
+    rule_precision = _ratio_of("matched_extracted", "extracted_rules")
+    rule_recall = _ratio_of("matched_reference", "reference_rules")
+    span_exactness = _ratio_of("span_exact", "matched_extracted")
+    modality_agreement = _ratio_of("modality_agree", "matched_extracted")
+    edge_precision = _ratio_of("edge_hits", "edges_between_matched")
+    edge_recall = _ratio_of("reference_edges_found", "reference_edges_matched")
+    edge_f1 = _f1_of("edge_precision", "edge_recall")
+    edge_precision_all = _ratio_of("edge_hits", "extracted_edges")
+    edge_recall_all = _ratio_of("reference_edges_found", "reference_edges")
+    edge_f1_all = _f1_of("edge_precision_all", "edge_recall_all")
 
     def figures(self) -> dict[str, float | None]:
         names = ("rule_precision", "rule_recall", "span_exactness", "modality_agreement",

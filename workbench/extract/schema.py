@@ -9,7 +9,7 @@ dropped and reported, never trusted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from workbench.graph import MODALITIES
 
@@ -22,80 +22,49 @@ CLAUSE_MAX = 160
 ID_MAX = 6
 
 
+def _closed_object(properties: dict) -> dict:
+    """A JSON-schema object that requires every one of ``properties`` and allows nothing else
+    (the form grammar-enforcing servers and the validator both need)."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
 def extraction_schema(max_rules: int | None = 12, max_edges: int | None = 16) -> dict:
     """Schema of ``{"rules": [...], "edges": [...]}``; ``None`` leaves a list unbounded."""
-    rule = {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "minLength": 2, "maxLength": ID_MAX},
-            "quote": {"type": "string", "minLength": 1, "maxLength": QUOTE_MAX},
-            "condition": {"type": "string", "minLength": 1, "maxLength": CLAUSE_MAX},
-            "action": {"type": "string", "minLength": 1, "maxLength": CLAUSE_MAX},
-            "modality": {"type": "string", "enum": list(MODALITIES)},
-        },
-        "required": ["id", "quote", "condition", "action", "modality"],
-        "additionalProperties": False,
-    }
-    edge = {
-        "type": "object",
-        "properties": {
-            "source": {"type": "string", "maxLength": ID_MAX},
-            "target": {"type": "string", "maxLength": ID_MAX},
-        },
-        "required": ["source", "target"],
-        "additionalProperties": False,
-    }
+    rule = _closed_object({
+        "id": {"type": "string", "minLength": 2, "maxLength": ID_MAX},
+        "quote": {"type": "string", "minLength": 1, "maxLength": QUOTE_MAX},
+        "condition": {"type": "string", "minLength": 1, "maxLength": CLAUSE_MAX},
+        "action": {"type": "string", "minLength": 1, "maxLength": CLAUSE_MAX},
+        "modality": {"type": "string", "enum": list(MODALITIES)},
+    })
+    edge = _closed_object({end: {"type": "string", "maxLength": ID_MAX} for end in ("source", "target")})
     rules: dict = {"type": "array", "items": rule}
     edges: dict = {"type": "array", "items": edge}
     if max_rules is not None:
         rules["maxItems"] = max_rules
     if max_edges is not None:
         edges["maxItems"] = max_edges
-    return {
-        "type": "object",
-        "properties": {"rules": rules, "edges": edges},
-        "required": ["rules", "edges"],
-        "additionalProperties": False,
-    }
+    return _closed_object({"rules": rules, "edges": edges})
 
 
 def fusion_schema(new_ids: list[str], known_ids: list[str], max_edges: int = 12) -> dict:
     """Schema of ``{"merges": [...], "edges": [...]}`` whose ids are enums of the aliases
     shown, so a grammar-enforcing server cannot produce an unknown id at all."""
     both = [*new_ids, *known_ids]
-    return {
-        "type": "object",
-        "properties": {
-            "merges": {
-                "type": "array",
-                "maxItems": len(new_ids),
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "new": {"type": "string", "enum": list(new_ids)},
-                        "known": {"type": "string", "enum": list(known_ids)},
-                    },
-                    "required": ["new", "known"],
-                    "additionalProperties": False,
-                },
-            },
-            "edges": {
-                "type": "array",
-                "maxItems": max_edges,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "source": {"type": "string", "enum": both},
-                        "target": {"type": "string", "enum": both},
-                    },
-                    "required": ["source", "target"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "required": ["merges", "edges"],
-        "additionalProperties": False,
-    }
+    merge = _closed_object({
+        "new": {"type": "string", "enum": list(new_ids)},
+        "known": {"type": "string", "enum": list(known_ids)},
+    })
+    edge = _closed_object({end: {"type": "string", "enum": both} for end in ("source", "target")})
+    return _closed_object({
+        "merges": {"type": "array", "maxItems": len(new_ids), "items": merge},
+        "edges": {"type": "array", "maxItems": max_edges, "items": edge},
+    })
 
 
 @dataclass(frozen=True)
@@ -110,14 +79,7 @@ class LocalRule:
     piece: int = 0  # which piece of the block it came from (blocks split after a failure)
 
     def to_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "quote": self.quote,
-            "condition": self.condition,
-            "action": self.action,
-            "modality": self.modality,
-            "piece": self.piece,
-        }
+        return asdict(self)
 
 
 @dataclass

@@ -198,18 +198,6 @@ class Gateway:
         )
         return await self._run_async(role, call)
 
-    async def acomplete_text(
-        self,
-        role: str,
-        messages: Sequence[Mapping[str, Any]],
-        step: str = "",
-        validate: Callable[[str], Any] | None = None,
-        use_cache: bool = True,
-    ) -> CallResult:
-        """As complete_text, bounded like acomplete_json."""
-        call = functools.partial(self.complete_text, role, messages, step, validate, use_cache)
-        return await self._run_async(role, call)
-
     def build_request(
         self,
         role: RoleConfig,

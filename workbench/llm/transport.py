@@ -7,7 +7,6 @@ litellm is imported lazily: it costs seconds at start-up.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Protocol
 
 # Importing attempts first also sets LITELLM_LOCAL_MODEL_COST_MAP before litellm loads.
@@ -101,6 +100,3 @@ class LiteLLMTransport:
             raise classify(exc, api_key) from exc
         return _to_raw(response)
 
-
-def monotonic_ms() -> float:
-    return time.perf_counter() * 1000.0

@@ -56,30 +56,16 @@ class UsageTotals:
 
 
 def summarize(usages: Iterable[Usage]) -> UsageTotals:
-    calls = cached = prompt = completion = live_prompt = live_completion = unpriced = 0
-    latency = cost = 0.0
-    for u in usages:
-        calls += 1
-        prompt += u.prompt_tokens
-        completion += u.completion_tokens
-        latency += u.latency_ms
-        if u.cached:
-            cached += 1
-            continue
-        live_prompt += u.prompt_tokens
-        live_completion += u.completion_tokens
-        if u.cost_usd is None:
-            unpriced += 1
-        else:
-            cost += u.cost_usd
+    every = list(usages)
+    live = [u for u in every if not u.cached]
     return UsageTotals(
-        calls=calls,
-        cached_calls=cached,
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        live_prompt_tokens=live_prompt,
-        live_completion_tokens=live_completion,
-        latency_ms=latency,
-        cost_usd=cost,
-        unpriced_calls=unpriced,
+        calls=len(every),
+        cached_calls=len(every) - len(live),
+        prompt_tokens=sum(u.prompt_tokens for u in every),
+        completion_tokens=sum(u.completion_tokens for u in every),
+        live_prompt_tokens=sum(u.prompt_tokens for u in live),
+        live_completion_tokens=sum(u.completion_tokens for u in live),
+        latency_ms=sum((u.latency_ms for u in every), 0.0),
+        cost_usd=sum((u.cost_usd for u in live if u.cost_usd is not None), 0.0),
+        unpriced_calls=sum(1 for u in live if u.cost_usd is None),
     )

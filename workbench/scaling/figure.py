@@ -63,6 +63,18 @@ def _observed_trace(x, obs: pd.DataFrame, marker: dict, **trace) -> go.Scatter:
     )
 
 
+def _fitted_trace(x, y, line: dict, **trace) -> go.Scatter:
+    return go.Scatter(x=x, y=y, mode="lines", line=line, **trace)
+
+
+def _add_series(fig: go.Figure, col: int, group: str, fitted: go.Scatter, observed: go.Scatter) -> None:
+    """A fitted line and its observed markers into panel ``col`` as one legend group, listed
+    in the legend once (from the first panel)."""
+    for trace in (fitted, observed):
+        trace.update(legendgroup=group, showlegend=col == 1)
+        fig.add_trace(trace, row=1, col=col)
+
+
 def _finish(fig: go.Figure, title: str) -> go.Figure:
     fig.update_yaxes(title_text="P(correct)", range=[0, 1], row=1, col=1)
     fig.update_layout(title=title, legend={"orientation": "h", "y": -0.25}, margin={"t": 70})
@@ -104,33 +116,22 @@ def scaling_figure(
         for name, q, colour in (("low", low_q, _LOW_COLOUR), ("high", high_q, _HIGH_COLOUR)):
             c = float(np.quantile(instances["complexity"], q))
             label = f"C at {q:.0%} percentile"
-            fig.add_trace(
-                go.Scatter(
-                    x=grid,
-                    y=fit.predict(dataset, grid, c),
-                    mode="lines",
-                    line={"color": colour, "dash": "solid" if name == "low" else "dash"},
+            obs = bins[bins["bin"] == name]
+            _add_series(
+                fig, col, name,
+                _fitted_trace(
+                    grid, fit.predict(dataset, grid, c),
+                    {"color": colour, "dash": "solid" if name == "low" else "dash"},
                     name=f"fitted, {label}",
-                    legendgroup=name,
-                    showlegend=col == 1,
                     hovertemplate=f"{titles[col - 1]}<br>C={c:g}<br>%{{x:.3g}}B: P=%{{y:.3f}}<extra></extra>",
                 ),
-                row=1,
-                col=col,
-            )
-            obs = bins[bins["bin"] == name]
-            fig.add_trace(
                 _observed_trace(
                     obs["params_b"],
                     obs,
                     {"color": colour, "size": 8, "symbol": "circle" if name == "low" else "square"},
                     name=f"observed, {name}-complexity bin",
-                    legendgroup=name,
-                    showlegend=col == 1,
                     hovertemplate="%{x:.3g}B: %{y:.3f} observed (n=%{customdata})<extra></extra>",
                 ),
-                row=1,
-                col=col,
             )
         fig.update_xaxes(type="log", title_text="judge size (B parameters)", row=1, col=col)
     return _finish(fig, f"Correctness vs judge size ({html.escape(fit.model)} model)")
@@ -171,33 +172,21 @@ def complexity_figure(outcomes: pd.DataFrame, fit: ScalingFit, *, bins: int = 5)
         for i, size in enumerate(sizes):
             colour = palette[i % len(palette)]
             label = f"{size:g}B"
-            fig.add_trace(
-                go.Scatter(
-                    x=grid,
-                    y=fit.predict(dataset, size, grid),
-                    mode="lines",
-                    line={"color": colour},
+            obs = observed[observed["params_b"] == size]
+            _add_series(
+                fig, col, label,
+                _fitted_trace(
+                    grid, fit.predict(dataset, size, grid), {"color": colour},
                     name=f"fitted, {label}",
-                    legendgroup=label,
-                    showlegend=col == 1,
                     hovertemplate=f"{titles[col - 1]} {label}<br>C=%{{x:.3g}}: P=%{{y:.3f}}<extra></extra>",
                 ),
-                row=1,
-                col=col,
-            )
-            obs = observed[observed["params_b"] == size]
-            fig.add_trace(
                 _observed_trace(
                     obs["c_mid"],
                     obs,
                     {"color": colour, "size": 8},
                     name=f"observed, {label}",
-                    legendgroup=label,
-                    showlegend=col == 1,
                     hovertemplate="C≈%{x:.3g}: %{y:.3f} observed (n=%{customdata})<extra></extra>",
                 ),
-                row=1,
-                col=col,
             )
         fig.update_xaxes(title_text="complexity C of the case's rule graph", row=1, col=col)
     return _finish(fig, f"Correctness vs policy complexity ({html.escape(fit.model)} model)")
