@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from components import annotation as ui
 from components.annotate_session import flash, signed_in
+from components.safe import md
 from store import annotation as store
 from store import repo
 from store.annotation_cases import audit_result_count, inspection_cases
@@ -45,11 +46,11 @@ def _load_cases(eng: Engine):
         try:
             text, _ = decode_text(upload.getvalue(), upload.name)
         except InputError as exc:
-            st.error(ui.md(str(exc)))
+            st.error(md(str(exc)))
             return []
         cases, errors = read_traces_jsonl(text, origin=upload.name)
     for message in errors[:5]:
-        st.warning(ui.md(message))
+        st.warning(md(message))
     return cases
 
 

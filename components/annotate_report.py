@@ -8,9 +8,9 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from components import annotation as ui
 from components.annotate_queue import ensure_queue
 from components.glossary import column_help, plain_stats
+from components.safe import md
 from store import annotation as store
 from store import repo
 from workbench.annotation.items import reference_item, rule_items
@@ -87,7 +87,7 @@ def report_panel(eng: Engine) -> None:
                     min_annotators=int(min_annotators), confirm=_confirmer(eng) if confirm else None,
                 )
         except Exception as exc:  # model or embedding unavailable: say so, keep the page
-            st.error(ui.md(f"Could not build the report: {exc}"))
+            st.error(md(f"Could not build the report: {exc}"))
             return
         st.session_state["rep_result"] = report
     report = st.session_state.get("rep_result")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from components import annotation as ui
+from components.safe import md
 from store import annotation as store
 from workbench.annotation.labels import ROLES, Annotator, LabelError
 
@@ -41,9 +41,9 @@ def flash() -> None:
     """Show the message a callback left; messages may quote user input, so it is escaped."""
     kind, text = st.session_state.pop("ann_flash", (None, None))
     if kind == "error":
-        st.error(ui.md(text))
+        st.error(md(text))
     elif kind == "success":
-        st.success(ui.md(text))
+        st.success(md(text))
 
 
 def sign_in_form(eng: Engine) -> None:

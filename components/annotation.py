@@ -1,14 +1,13 @@
 """Widgets of the Annotate page: rule cards, label tables, the keyboard legend.
 
 Every text that comes from a SKILL, a rule, a trace or an annotator is escaped here: HTML is
-built with ``html.escape`` and Markdown with :func:`md`; tables go through pandas frames,
+built with ``html.escape`` and Markdown with ``components.safe.md``; tables go through pandas frames,
 which Streamlit renders as text.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Callable, Iterable, Sequence
 
 import pandas as pd
@@ -40,8 +39,6 @@ CRITERION_TEXT = {
 }
 assert set(CRITERION_TEXT) == set(CRITERIA)
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
 # Theme-following colours (see components/spans.py): inherited text, translucent tints.
 _CARD_STYLE = (
     "<style>.wb-rule{border:1px solid rgba(128,128,128,0.35);border-radius:6px;"
@@ -54,11 +51,6 @@ _CARD_STYLE = (
     "font-size:0.85em;background:rgba(128,128,128,0.12)}"
     ".wb-keys span{margin-right:0.9rem;white-space:nowrap}</style>"
 )
-
-
-def md(text: object) -> str:
-    """``text`` with Markdown punctuation backslash-escaped, for captions and labels."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def rule_card_html(rule: Rule, heading: str = "") -> str:
