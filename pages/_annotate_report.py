@@ -8,13 +8,19 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from components.annotate_queue import ensure_queue
+from components import identity
 from components.glossary import column_help, plain_stats
 from components.safe import md
+from pages._annotate_queue import ensure_queue
 from store import annotation as store
 from store import repo
 from workbench.annotation.items import reference_item, rule_items
-from workbench.annotation.labels import CDG_INSPECTION, REFERENCE_RULE, RULE_CORRECTNESS
+from workbench.annotation.labels import (
+    CDG_INSPECTION,
+    REFERENCE_RULE,
+    RULE_CORRECTNESS,
+    Annotator,
+)
 from workbench.annotation.report import (
     LABEL_COLUMNS,
     TABLE_COLUMNS,
@@ -64,7 +70,10 @@ def progress_panel(eng: Engine, skill, version: int) -> None:
         st.caption("No model labels (source = model) on reviewed items yet.")
 
 
-def report_panel(eng: Engine) -> None:
+def report_panel(eng: Engine, who: Annotator) -> None:
+    if not who.is_reviewer:  # the report and its label export pool everyone's blind labels
+        identity.explain_refusal("see all labels")
+        return
     names = repo.skill_names(eng)
     chosen = st.multiselect("SKILLs (latest version of each)", names, default=names, key="rep_skills")
     cols = st.columns(4)
