@@ -93,7 +93,7 @@ def report_panel(eng: Engine, who: Annotator) -> None:
                     [repo.load_skill(eng, n) for n in chosen], labels, adjudications,
                     similarity=similarity_by_name(similarity), similarity_name=similarity,
                     threshold=threshold, reference_annotators=only or None,
-                    min_annotators=int(min_annotators), confirm=_confirmer(eng) if confirm else None,
+                    min_annotators=int(min_annotators), confirm=_confirmer() if confirm else None,
                 )
         except Exception as exc:  # model or embedding unavailable: say so, keep the page
             st.error(md(f"Could not build the report: {exc}"))
@@ -119,8 +119,8 @@ def report_panel(eng: Engine, who: Annotator) -> None:
                      key="rep_pairs")
 
 
-def _confirmer(eng: Engine):
-    from store.llm_cache import persistent_gateway
+def _confirmer():
+    from components.state import model_gateway
     from workbench.annotation.confirm import model_confirmer
 
-    return model_confirmer(persistent_gateway(eng))
+    return model_confirmer(model_gateway())

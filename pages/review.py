@@ -110,9 +110,9 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
     gateway = None
     try:
         if keywords == "llm" or judge_mode != "none":
-            from store.llm_cache import persistent_gateway
+            from components.state import model_gateway
 
-            gateway = persistent_gateway(eng)
+            gateway = model_gateway()  # shared by the app's sessions: not closed here
         with tempfile.TemporaryDirectory() as tmp:
             summary = run_audit(todo, AuditIndex(index), strategy, Path(tmp) / "traces.jsonl",
                                 gateway, AuditOptions(keywords=keywords, judge_mode=judge_mode)
@@ -123,9 +123,6 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
         st.error(md(f"The run stopped after {done} of {total} cases: {exc}. Traces so far are "
                     "stored; fix the problem and audit again with the same run id to resume."))
         return
-    finally:
-        if gateway is not None:
-            gateway.close()
     errors = ", ".join(f"{k} {v}" for k, v in sorted(summary.errors.items())) or "none"
     st.success(md(f"Run {run_id}: audited {summary.done} cases ({total - len(todo)} were already "
                   f"in the run), {summary.judged} judged; errors: {errors}."))
