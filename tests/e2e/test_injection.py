@@ -25,6 +25,7 @@ from .flows import (
     settle,
     start_server,
 )
+from .identity import sign_in
 
 pytestmark = pytest.mark.e2e
 
@@ -204,10 +205,7 @@ def test_review_page(server, watched):
 def test_annotate_page(server, watched):
     page = watched
     goto(page, server, "annotate")
-    name = page.get_by_label("Your name")
-    name.fill("ada")
-    name.press("Enter")
-    settle(page)
+    sign_in(page, "ada", "annotator")
     # Rule correctness opens on R1: its card and its highlighted span.
     card = page.locator("[data-testid='wb-rule-card']")
     expect(card).to_contain_text("R1")
