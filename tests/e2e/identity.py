@@ -15,14 +15,25 @@ def sign_in(page, name: str, role: str) -> None:
         sidebar.locator("[data-testid='stExpander'] summary", has_text="Sign in").click()
     form.get_by_label("Sign-in name").fill(name)
     box = form.get_by_role("combobox", name="Role")
-    box.click()
-    # Type to filter the list and take the match: a click on an option could miss while the
-    # list (drawn in a portal at the page's bottom edge) is still opening.
-    page.keyboard.type(role)
-    page.get_by_role("option", name=role, exact=True).wait_for(timeout=10_000)
-    page.keyboard.press("Enter")
+    option = page.get_by_role("option", name=role, exact=True)
+    # The list opens in a portal; a click that lands while the sidebar is still settling
+    # leaves it shut, so open it again until the option shows (three tries).
+    for attempt in range(3):
+        box.click()
+        try:
+            option.wait_for(timeout=5_000)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+    option.click()
     form.get_by_role("button", name="Sign in").click()
-    sidebar.get_by_text(f"Signed in as {name} ({role})").wait_for(timeout=30_000)
+    try:
+        sidebar.get_by_text(f"Signed in as {name} ({role})").wait_for(timeout=30_000)
+    except Exception:
+        page.screenshot(path="/tmp/wtC_signin.png", full_page=True)
+        raise
     settle(page)
 
 
