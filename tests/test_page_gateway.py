@@ -18,6 +18,7 @@ def built(monkeypatch):
     check runs on a no-retry copy, ``Gateway.with_config``: that copy is not counted.)"""
     import components.state
 
+    components.state._gateway.clear()  # start empty: earlier tests leave their gateway
     made: list[Gateway] = []
     closed: list[Gateway] = []
     build, close = components.state.persistent_gateway, Gateway.close
