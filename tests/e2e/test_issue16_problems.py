@@ -142,12 +142,18 @@ def skill_names(server) -> list[str]:
         eng.dispose()
 
 
-def test_6_a_long_extraction_gives_an_estimate_and_waits(demo, page):
-    server, _ = demo
+def open_upload(page, server) -> list[str]:
+    """The Skills page with its upload box open; returns the SKILLs stored before."""
     before = skill_names(server)
     goto(page, server, "skills")
     page.get_by_text("Upload SKILLs and extract their rule graphs").click()
     settle(page)
+    return before
+
+
+def test_6_a_long_extraction_gives_an_estimate_and_waits(demo, page):
+    server, _ = demo
+    before = open_upload(page, server)
     block = page.get_by_role("spinbutton", name="Block size (tokens per extractor call)")
     block.fill("200")
     block.press("Enter")
@@ -165,10 +171,7 @@ def test_6_a_long_extraction_gives_an_estimate_and_waits(demo, page):
 
 def test_7_junk_uploads_are_refused_by_name(demo, page):
     server, _ = demo
-    before = skill_names(server)
-    goto(page, server, "skills")
-    page.get_by_text("Upload SKILLs and extract their rule graphs").click()
-    settle(page)
+    before = open_upload(page, server)
     upload(page, [("empty.md", b""), ("noise.md", bytes(range(256)) * 8)])
     errors = page.locator("[data-testid='stAlertContentError']")
     expect(errors.filter(has_text="empty.md is empty")).to_have_count(1)
