@@ -63,3 +63,31 @@ def test_hostile_text_in_an_alert_renders_as_text():
     shown = at.warning[0].value
     assert "<script>" not in shown and "](" not in shown and "$m$" not in shown
     assert shown.replace("\\", "") == "<script>x</script>, [a](javascript:x), $m$"
+
+
+def test_annotate_flash_messages_escape_what_they_quote(tmp_path, monkeypatch, refund_index_data):
+    """The Annotate page's messages (they used components/annotation.py's own escaper) quote
+    the annotator's input; every hostile form comes back as text."""
+    from store import repo
+    from store.db import make_engine
+    from workbench.graph import PolicyIndex
+
+    url = f"sqlite:///{tmp_path / 'annotate.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data))
+    eng.dispose()
+    at = AppTest.from_file(str(ROOT / "pages" / "annotate.py"), default_timeout=60)
+    at.session_state["identity"] = {"name": "ada", "role": "annotator"}
+    at.run()
+    at.radio(key="ann_mode").set_value("Reference inventory").run()
+    hostile = " ".join(HOSTILE)
+    at.text_input(key="ref_condition").set_value("x")
+    at.text_input(key="ref_action").set_value("y")
+    at.text_area(key="ref_quote").set_value(hostile)
+    next(b for b in at.button if b.label == "Add reference rule").click().run()
+    shown = at.error[0].value
+    assert "not in the SKILL source" in shown
+    for raw in ("<script>", "**bold**", "](javascript", "$E", "`code`"):
+        assert raw not in shown, raw
+    assert hostile[:40] in shown.replace("\\", "")
