@@ -1,15 +1,14 @@
 """Widgets of the Annotate page: rule cards, label tables, the keyboard legend.
 
 Every text that comes from a SKILL, a rule, a trace or an annotator is escaped here: HTML is
-built with ``html.escape`` and Markdown with :func:`md`; tables go through pandas frames,
+built with ``html.escape`` and Markdown with ``components.safe.md``; tables go through pandas frames,
 which Streamlit renders as text.
 """
 
 from __future__ import annotations
 
 import html
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 import pandas as pd
 import streamlit as st
@@ -40,8 +39,6 @@ CRITERION_TEXT = {
 }
 assert set(CRITERION_TEXT) == set(CRITERIA)
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
 # Theme-following colours (see components/spans.py): inherited text, translucent tints.
 _CARD_STYLE = (
     "<style>.wb-rule{border:1px solid rgba(128,128,128,0.35);border-radius:6px;"
@@ -49,16 +46,8 @@ _CARD_STYLE = (
     ".wb-rule .wb-id{font-weight:600}.wb-rule .wb-mod{display:inline-block;"
     "padding:0 6px;border-radius:4px;background:rgba(100,120,255,0.18);margin-left:6px;"
     "font-size:0.85em}"
-    ".wb-rule dt{opacity:0.75;font-size:0.8em;margin-top:0.4rem}.wb-rule dd{margin:0}"
-    ".wb-keys kbd{border:1px solid rgba(128,128,128,0.5);border-radius:3px;padding:0 4px;"
-    "font-size:0.85em;background:rgba(128,128,128,0.12)}"
-    ".wb-keys span{margin-right:0.9rem;white-space:nowrap}</style>"
+    ".wb-rule dt{opacity:0.75;font-size:0.8em;margin-top:0.4rem}.wb-rule dd{margin:0}</style>"
 )
-
-
-def md(text: object) -> str:
-    """``text`` with Markdown punctuation backslash-escaped, for captions and labels."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def rule_card_html(rule: Rule, heading: str = "") -> str:
@@ -76,14 +65,6 @@ def rule_card_html(rule: Rule, heading: str = "") -> str:
 
 def rule_card(rule: Rule, heading: str = "") -> None:
     st.html(rule_card_html(rule, heading))
-
-
-def key_legend(keys: Sequence[tuple[str, str]]) -> None:
-    """A one-line legend of keyboard shortcuts, e.g. ``[("Y", "correct"), ...]``."""
-    parts = "".join(
-        f"<span><kbd>{html.escape(k)}</kbd> {html.escape(what)}</span>" for k, what in keys
-    )
-    st.html(f'{_CARD_STYLE}<div class="wb-keys" data-testid="wb-key-legend">{parts}</div>')
 
 
 def correctness_legend() -> list[tuple[str, str]]:

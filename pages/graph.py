@@ -236,7 +236,7 @@ else:
                          column_config={"open": st.column_config.LinkColumn(
                              "open", display_text="Replay ↗", help="Open this case on Replay")})
             if st.button("Re-audit these cases with the judge", key="impact_reaudit"):
-                from store.llm_cache import persistent_gateway
+                from components.state import model_gateway
 
                 latest = audit_repo.latest_traces(eng, impact_ds, strategy="cdg")
                 previous = {cid: t.violation for (cid, _), t in latest.items()}
@@ -244,7 +244,7 @@ else:
                 cases = [c for c in audit_repo.load_cases(eng, impact_ds) if c.id in ids]
                 with st.spinner(f"Re-auditing {len(cases)} case(s) with the local judge…"):
                     flips = reaudit(cases, with_skill(policy_index(eng), skill), previous,
-                                    persistent_gateway(eng),
+                                    model_gateway(),
                                     options=AuditOptions(context=impact_opts.context))
                 audit_repo.save_traces(eng, [f.trace for f in flips], f"impact-{name}-v{version}",
                                        impact_ds)

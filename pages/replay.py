@@ -117,10 +117,10 @@ def preview(strategy: str) -> dict | None:
 
 def run(strategy: str) -> None:
     """Audit the case again as a preview (session only; see components/rerun_preview.py)."""
-    from store.llm_cache import persistent_gateway
+    from components.state import model_gateway
 
     options = AuditOptions(keywords=keywords, judge_mode=judge_mode, keep_prompts=True)
-    gateway = None if judge_mode == "none" and keywords == "lexical" else persistent_gateway(eng)
+    gateway = None if judge_mode == "none" and keywords == "lexical" else model_gateway()
     with st.spinner(f"Auditing {case.id} with {strategy} (the local model can take minutes)…"):
         trace = audit_case(case, audit_index(eng), strategy, gateway, options)
     st.session_state[preview_key(strategy)] = trace.to_dict()

@@ -13,8 +13,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from components import identity, links
-from components.annotation import key_legend
+from components import identity, links, queue_nav
 from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
@@ -49,15 +48,6 @@ SOURCES = ("A stored dataset", "Upload a cases JSONL")
 
 st.title("Review queue")
 eng = engine()
-
-
-def flash() -> None:
-    """Show the message a callback left (it may quote user input, so it is escaped)."""
-    kind, text = st.session_state.pop("rv_flash", (None, None))
-    if kind == "error":
-        st.error(md(text))
-    elif kind == "success":
-        st.success(md(text))
 
 
 def _safe(text: str) -> str:
@@ -119,9 +109,9 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
     gateway = None
     try:
         if keywords == "llm" or judge_mode != "none":
-            from store.llm_cache import persistent_gateway
+            from components.state import model_gateway
 
-            gateway = persistent_gateway(eng)
+            gateway = model_gateway()  # shared by the app's sessions: not closed here
         with tempfile.TemporaryDirectory() as tmp:
             summary = run_audit(todo, AuditIndex(index), strategy, Path(tmp) / "traces.jsonl",
                                 gateway, AuditOptions(keywords=keywords, judge_mode=judge_mode)
@@ -134,9 +124,6 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
                    after="Traces so far are stored; fix the problem and audit again with the "
                    "same run id to resume.")
         return
-    finally:
-        if gateway is not None:
-            gateway.close()
     errors = ", ".join(f"{k} {v}" for k, v in sorted(summary.errors.items())) or "none"
     st.success(md(f"Run {run_id}: audited {summary.done} cases ({total - len(todo)} were already "
                   f"in the run), {summary.judged} judged; errors: {errors}."))
@@ -217,11 +204,7 @@ def _decide(item: QueueItem, decision: str, reviewer: str, pos_key: str, size: i
     verb = "Confirmed" if decision == "confirm" else "Overturned"
     st.session_state["rv_flash"] = ("success", f"{verb} the {item.strategy} verdict on {item.case_id}.")
     if advance:
-        st.session_state[pos_key] = min(st.session_state.get(pos_key, 0) + 1, size - 1)
-
-
-def _move(pos_key: str, step: int, size: int) -> None:
-    st.session_state[pos_key] = max(0, min(size - 1, st.session_state.get(pos_key, 0) + step))
+        queue_nav.advance(pos_key, size)
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
@@ -316,7 +299,7 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
     st.progress(progress.share, text=f"{progress.reviewed} of {progress.total} reviewed "
                 f"({progress.mine} by you)")
     show_agreement(items, decisions)
-    flash()
+    queue_nav.show_flash("rv_flash")
     if not items:
         st.info("No judged verdict in these runs yet (traces audited with judge 'none' or "
                 "failed have nothing to confirm).")
@@ -331,8 +314,7 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
     wanted = links.fresh("position")  # ?position=N (1-based): reload keeps the place
     if wanted is not None and wanted.isdigit():
         st.session_state[pos_key] = int(wanted) - 1
-    pos = max(0, min(st.session_state.get(pos_key, 0), len(shown) - 1))
-    st.session_state[pos_key] = pos
+    pos = queue_nav.position(pos_key, len(shown))
     links.publish("position", pos + 1)
     item = shown[pos]
     case = cases.get(item.case_id)
@@ -359,14 +341,9 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
         buttons[1].button("Overturn verdict", key="rv_overturn", shortcut=OVERTURN_KEY,
                           on_click=_decide, args=(item, "overturn", *args),
                           disabled=not reviewer or not may_decide, width="stretch")
-        nav = st.columns(2)
-        nav[0].button("Previous", key="rv_prev", shortcut=PREVIOUS_KEY, on_click=_move,
-                      args=(pos_key, -1, len(shown)), disabled=pos == 0, width="stretch")
-        nav[1].button("Next", key="rv_next", shortcut=NEXT_KEY, on_click=_move,
-                      args=(pos_key, 1, len(shown)), disabled=pos >= len(shown) - 1,
-                      width="stretch")
-        key_legend([(CONFIRM_KEY.upper(), "confirm"), (OVERTURN_KEY.upper(), "overturn"),
-                    (NEXT_KEY.upper(), "next"), (PREVIOUS_KEY.upper(), "previous")])
+        queue_nav.nav_buttons("rv", pos_key, pos, len(shown), PREVIOUS_KEY, NEXT_KEY)
+        queue_nav.key_legend([(CONFIRM_KEY.upper(), "confirm"), (OVERTURN_KEY.upper(), "overturn"),
+                              (NEXT_KEY.upper(), "next"), (PREVIOUS_KEY.upper(), "previous")])
         show_item(item, case, decisions)
 
 

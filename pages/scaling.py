@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from components.errors import show_error
+from components.safe import md
 from components.scaling_recovery import recovery_panel
 from components.scaling_sources import stored_runs_outcomes
 from components.state import engine
@@ -34,11 +34,6 @@ BUNDLED = {
 }
 STORED, UPLOAD = "Stored audit runs", "Upload a file"
 SOURCES = (*BUNDLED, STORED, UPLOAD)
-
-
-def _md(text: str) -> str:
-    """Escape markdown so dataset names and file names render as the text they are."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", str(text))
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -145,7 +140,7 @@ fit = report.fits[chosen]
 if fit.at_bounds:
     st.warning(
         "Estimates on the edge of the search box (weakly identified): "
-        + ", ".join(_md(p) for p in fit.at_bounds)
+        + ", ".join(md(p) for p in fit.at_bounds)
     )
 
 if not report.single_size:

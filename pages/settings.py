@@ -9,8 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from components.errors import show_error
-from components.state import engine
-from store.llm_cache import SqlResponseCache, SqlUsageLog, persistent_gateway
+from components.state import engine, model_gateway
+from store.llm_cache import SqlResponseCache, SqlUsageLog
 from store.llm_endpoints import SqlEndpointLog
 from workbench.audit.window import judge_window
 from workbench.llm import LlmConfigError, api_key_source, load_config
@@ -97,7 +97,7 @@ for role in config.roles.values():
     if middle.button("Test connection", key=f"settings_test_{role.name}"):
         note = " (the embedded model starts first, about 10 s)" if role.is_embedded else ""
         with st.spinner(f"Sending one small request for {role.name}{note}..."):
-            results[role.name] = check_role(persistent_gateway(engine(), config), role.name)
+            results[role.name] = check_role(model_gateway(config), role.name)
     result = results.get(role.name)
     if result is None:
         right.caption("not tested yet")

@@ -14,7 +14,7 @@ from components.extraction_report import reference_panel, report_panel
 from components.glossary import column_help
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
-from components.state import engine, user_name
+from components.state import engine, model_gateway, user_name
 from store import edge_review, repo
 from workbench.glossary import help_for
 from workbench.skill_upload import (
@@ -52,7 +52,6 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
         confirmed = st.checkbox("Extract anyway", key="skills_confirm_big")
     if uploads and st.button("Extract", type="primary", key="skills_extract"):
         from store.extraction import SqlStepStore
-        from store.llm_cache import persistent_gateway
         from workbench.extract import SkillSourceError, extract_skill, load_sources
         from workbench.extract.blocks import plan_blocks
 
@@ -83,7 +82,7 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
         if docs:
             st.caption(f"{n_blocks} block(s) to read, {describe_duration(seconds)} on the embedded "
                        "model. Stop halts it: finished blocks are kept and Extract again resumes.")
-        gateway = persistent_gateway(eng)
+        gateway = model_gateway()
         steps = SqlStepStore(eng)
         for doc in docs:
             for w in doc.warnings:

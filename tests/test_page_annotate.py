@@ -1,5 +1,5 @@
-"""The Annotate page, headless with AppTest against a temporary database: sign-in, keyboard
-labelling, blind mode, adjudication, reference rules, CDG inspection and the report."""
+"""The Annotate page, headless with AppTest against a temporary database: the sidebar identity,
+keyboard labelling, blind mode, adjudication, reference rules, CDG inspection and the report."""
 
 from __future__ import annotations
 
@@ -45,11 +45,12 @@ def skill(db):
 
 
 def sign_in(name: str, role: str = "annotator") -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
-    assert not at.exception
-    at.text_input(key="ann_name_input").set_value(name)
-    at.selectbox(key="ann_role_input").set_value(role)
-    at.button[0].click().run()  # the form's submit button
+    """The page as ``name`` sees it, signed in through the sidebar identity (the same session
+    keys ``components.identity``'s local sign-in fills)."""
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["identity"] = {"name": name, "role": role}
+    at.session_state["user_name"] = name
+    at.run()
     assert not at.exception
     return at
 
@@ -69,20 +70,21 @@ def texts(at: AppTest) -> str:
                      + [h.proto.body for h in at.html])
 
 
-def test_sign_in_is_required_and_roles_are_kept(db):
+def test_the_sidebar_identity_is_the_annotator(db):
     at = AppTest.from_file(PAGE, default_timeout=60).run()
-    assert at.text_input(key="ann_name_input") is not None
-    assert not at.radio  # nothing to annotate before signing in
-    at.button[0].click().run()
-    assert "Type your name" in at.error[0].value
+    assert not at.exception and not at.radio  # nothing to annotate before signing in
+    assert "Sign in (sidebar)" in at.info[0].value
+    assert not at.text_input  # no second name field on the page
+    for role in ("analyst", "author"):  # roles that may not label are told why
+        at = sign_in("al", role)
+        assert not at.radio and "annotator or reviewer or admin" in at.info[0].value.replace("\\", "")
     at = sign_in("ada")
-    assert "Signed in as ada (annotator)" in texts(at)
-    assert at.session_state["user_name"] == "ada"
-    at = sign_in("ada", "reviewer")  # the name is taken with another role
-    assert "already registered as 'annotator'" in at.error[0].value
-    at = sign_in("ada")
-    at.button(key="ann_signout").click().run()
-    assert at.text_input(key="ann_name_input") is not None
+    assert "Annotating as ada" in unescaped(texts(at)) and at.radio(key="ann_mode")
+    at = sign_in("ada", "reviewer")  # the name labels as an annotator already
+    assert "already registered as 'annotator'" in unescaped(at.error[0].value)
+    at = sign_in("root", "admin")  # admins annotate as reviewers: every label, adjudication
+    assert "you see every label and adjudicate" in unescaped(texts(at))
+    assert "No disagreement waits" in at.success[0].value
 
 
 def test_labelling_with_the_shortcut_buttons(db, skill):
@@ -116,20 +118,27 @@ def test_labelling_with_the_shortcut_buttons(db, skill):
     assert "3/4" in next(h.proto.body for h in at.html if "wb-rule-card" in h.proto.body)
 
 
-def test_blind_mode_hides_other_labels_until_submission(db, skill):
+def test_blind_mode_never_shows_other_labels_to_an_annotator(db, skill):
     add_label(db, Label(rule_item(skill, "R1"), RULE_CORRECTNESS, "bob", "incorrect",
                         "hallucinated", "bob-secret-note"))
     add_label(db, Label(rule_item(skill, "R1"), RULE_CORRECTNESS, "judge", "correct",
                         note="judge-secret", source="model"))
+
+    def shown(at: AppTest) -> str:
+        return texts(at) + "".join(m.value for m in at.markdown) + "".join(
+            d.value.to_csv() for d in at.dataframe)
+
     at = sign_in("ada")
-    assert "hidden until you label this rule" in texts(at)
-    assert not at.dataframe
-    page_text = texts(at) + "".join(m.value for m in at.markdown)
-    assert "bob" not in page_text and "secret" not in page_text
+    assert "never shown to you" in texts(at)
+    assert "bob" not in shown(at) and "secret" not in shown(at)
     at.button(key="rc_correct").click().run()
-    at.button(key="rc_prev").click().run()
-    others = frame(at, "annotator")
-    assert sorted(others["annotator"]) == ["bob", "judge"]
+    at.button(key="rc_prev").click().run()  # back on R1, now labelled by ada
+    assert "Your label: correct" in texts(at)
+    assert "bob" not in shown(at) and "secret" not in shown(at)  # still blind after labelling
+    rita = sign_in("rita", "reviewer")  # the reviewer sees every label
+    rita.toggle(key="rc_only_disagreements").set_value(False).run()
+    others = frame(rita, "annotator")
+    assert sorted(others["annotator"]) == ["ada", "bob", "judge"]
     assert "bob-secret-note" in set(others["note"])
 
 
@@ -274,6 +283,11 @@ def test_progress_agreement_and_report(db, skill):
     assert "n_items" not in agreement.columns
     assert "unanimous 1, adjudicated 0, open 3" in texts(at)
 
+    at.radio(key="ann_mode").set_value("Dataset report").run()
+    # The report pools every annotator's (blind) labels: an annotator is refused it.
+    assert not at.button and "reviewer or admin" in at.info[0].value.replace("\\", "")
+    assert not at.get("download_button")
+    at = sign_in("rita", "reviewer")
     at.radio(key="ann_mode").set_value("Dataset report").run()
     at.selectbox(key="rep_sim").set_value("jaccard").run()
     at.button(key="rep_build").click().run()

@@ -1,6 +1,6 @@
-"""An annotator session on the Annotate page driven by the keyboard only, in real Chromium
-against a real server: sign in, label rules with one key each, move next and previous, and
-find every label in the database."""
+"""An annotator session on the Annotate page driven by the keyboard, in real Chromium against
+a real server: signed in through the sidebar, label rules with one key each, move next and
+previous, and find every label in the database, under the signed-in name."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
 from .conftest import make_server, wait_idle  # noqa: E402
+from .identity import sign_in  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -47,10 +48,8 @@ def press(page, key: str, expect: str) -> None:
 def test_an_annotator_session_by_keyboard_only(server, page):
     page.goto(f"{server.url}/annotate")
     wait_idle(page)
-    tab_to(page, "Your name")
-    page.keyboard.type("ada")
-    page.keyboard.press("Enter")  # submits the sign-in form
-    page.get_by_text("Signed in as ada (annotator)").wait_for()
+    sign_in(page, "ada", "annotator")  # the sidebar identity; the page has no name field
+    page.get_by_text("Annotating as ada").wait_for()
     page.locator("[data-testid='wb-key-legend']").wait_for()
     wait_idle(page)
     card = page.locator("[data-testid='wb-rule-card']")

@@ -24,8 +24,8 @@ from .flows import (
     import_index,
     settle,
     start_server,
-    submit,
 )
+from .identity import sign_in
 
 pytestmark = pytest.mark.e2e
 
@@ -205,7 +205,7 @@ def test_review_page(server, watched):
 def test_annotate_page(server, watched):
     page = watched
     goto(page, server, "annotate")
-    submit(page, "Your name", "ada")
+    sign_in(page, "ada", "annotator")
     # Rule correctness opens on R1: its card and its highlighted span.
     card = page.locator("[data-testid='wb-rule-card']")
     expect(card).to_contain_text("R1")

@@ -9,7 +9,8 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components import annotation as ui
-from components.annotate_session import flash, signed_in
+from components.safe import md
+from pages._annotate_session import blind_view, flash, leave_flash, signed_in
 from store import annotation as store
 from store import repo
 from store.annotation_cases import audit_result_count, inspection_cases
@@ -17,11 +18,12 @@ from workbench.annotation.labels import (
     CDG_INSPECTION,
     CRITERIA,
     Adjudication,
+    Annotator,
     Label,
     LabelError,
     inspection_item,
 )
-from workbench.annotation.resolution import current_labels, visible_labels
+from workbench.annotation.resolution import current_labels
 
 
 def _load_cases(eng: Engine):
@@ -45,11 +47,11 @@ def _load_cases(eng: Engine):
         try:
             text, _ = decode_text(upload.getvalue(), upload.name)
         except InputError as exc:
-            st.error(ui.md(str(exc)))
+            st.error(md(str(exc)))
             return []
         cases, errors = read_traces_jsonl(text, origin=upload.name)
     for message in errors[:5]:
-        st.warning(ui.md(message))
+        st.warning(md(message))
     return cases
 
 
@@ -60,8 +62,7 @@ def _skill_graph(eng: Engine, name: str):
         return None
 
 
-def inspection_panel(eng: Engine) -> None:
-    who = signed_in()
+def inspection_panel(eng: Engine, who: Annotator) -> None:
     cases = _load_cases(eng)
     if not cases:
         return
@@ -82,22 +83,23 @@ def inspection_panel(eng: Engine) -> None:
         st.form_submit_button("Adjudicate" if who.is_reviewer else "Submit inspection",
                               on_click=_submit_inspection, args=(eng, list(items.values())))
     for criterion, item in items.items():
-        seen = visible_labels(current_labels(labels), who, item, CDG_INSPECTION)
-        if who.is_reviewer or any(lab.annotator == who.name for lab in seen):
-            others = [lab for lab in seen if lab.annotator != who.name]
-            if others:
-                st.text(ui.CRITERION_TEXT[criterion])
-                st.dataframe(ui.labels_frame(others), hide_index=True, key=f"insp_others/{item}")
+        seen = blind_view(current_labels(labels), who, item, CDG_INSPECTION)
+        if seen:  # a reviewer sees everyone's; an annotator only their own (blind)
+            st.text(ui.CRITERION_TEXT[criterion])
+            st.dataframe(ui.labels_frame(seen), hide_index=True, key=f"insp_labels/{item}")
 
 
 def _submit_inspection(eng: Engine, items: list[str]) -> None:
     """Form callback: one label (or, for a reviewer, one decision) per answered criterion."""
     who, state = signed_in(), st.session_state
+    if who is None:
+        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was saved.")
+        return
     answers = [(item, state.get(f"insp/{item}"), (state.get(f"insp_note/{item}") or "").strip())
                for item in items]
     answers = [a for a in answers if a[1]]
     if not answers:
-        state["ann_flash"] = ("error", "Choose pass or fail for at least one criterion.")
+        leave_flash("error", "Choose pass or fail for at least one criterion.")
         return
     try:
         if who.is_reviewer:
@@ -108,6 +110,6 @@ def _submit_inspection(eng: Engine, items: list[str]) -> None:
             store.add_labels(eng, [Label(item, CDG_INSPECTION, who.name, value, note=note)
                                    for item, value, note in answers])
     except LabelError as exc:
-        state["ann_flash"] = ("error", str(exc))
+        leave_flash("error", str(exc))
         return
-    state["ann_flash"] = ("success", f"Saved {len(answers)} criterion label(s).")
+    leave_flash("success", f"Saved {len(answers)} criterion label(s).")

@@ -1,5 +1,6 @@
 """Rule correctness on the Annotate page: judge one extracted rule at a time by keyboard,
-blind to other annotators until labelled; reviewers adjudicate the disagreements."""
+blind (an annotator sees only their own labels, and the decision once adjudicated);
+reviewers see every label and adjudicate the disagreements."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components import annotation as ui
-from components.annotate_queue import ensure_queue
-from components.annotate_session import flash, signed_in
+from components import queue_nav
 from components.spans import show_source
+from pages._annotate_queue import ensure_queue
+from pages._annotate_session import blind_view, flash, leave_flash, signed_in
 from store import annotation as store
 from workbench.annotation.items import rule_items
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Annotator, Label, LabelError
-from workbench.annotation.resolution import current_labels, visible_labels
+from workbench.annotation.resolution import current_labels
 from workbench.graph import Rule
 
 
@@ -29,6 +31,9 @@ def _record(eng: Engine, item: str, value: str, error_type: str | None, pos_key:
             advance: bool) -> None:
     """Button callback: store the annotator's label (or the reviewer's decision), move on."""
     who = signed_in()
+    if who is None:  # signed out or switched role in another tab since the page was drawn
+        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was saved.")
+        return
     note = (st.session_state.get(f"rc_note/{item}") or "").strip()
     try:
         if who.is_reviewer:
@@ -37,20 +42,15 @@ def _record(eng: Engine, item: str, value: str, error_type: str | None, pos_key:
         else:
             store.add_label(eng, Label(item, RULE_CORRECTNESS, who.name, value, error_type, note))
     except LabelError as exc:
-        st.session_state["ann_flash"] = ("error", str(exc))
+        leave_flash("error", str(exc))
         return
-    st.session_state["ann_flash"] = ("success", f"Saved {ui.describe(value, error_type)}.")
+    leave_flash("success", f"Saved {ui.describe(value, error_type)}.")
     if advance:
-        st.session_state[pos_key] = min(st.session_state.get(pos_key, 0) + 1, size - 1)
-
-
-def _move(pos_key: str, step: int, size: int) -> None:
-    st.session_state[pos_key] = max(0, min(size - 1, st.session_state.get(pos_key, 0) + step))
+        queue_nav.advance(pos_key, size)
 
 
 @st.fragment
-def rule_correctness(eng: Engine, skill, version: int) -> None:
-    who = signed_in()
+def rule_correctness(eng: Engine, skill, version: int, who: Annotator) -> None:
     items = rule_items(skill)
     if not items:
         st.info("This SKILL version has no extracted rules to judge.")
@@ -71,7 +71,7 @@ def rule_correctness(eng: Engine, skill, version: int) -> None:
     if pos_key not in st.session_state:  # continue where this annotator left off
         todo = [i for i, k in enumerate(shown) if k not in mine]
         st.session_state[pos_key] = todo[0] if todo else 0
-    pos = min(st.session_state[pos_key], len(shown) - 1)
+    pos = queue_nav.position(pos_key, len(shown))
     item = shown[pos]
     rule: Rule = skill.graph.rules[items[item]]
 
@@ -93,13 +93,8 @@ def rule_correctness(eng: Engine, skill, version: int) -> None:
                                on_click=_record,
                                args=(eng, item, "incorrect", error, pos_key, len(shown), not only),
                                width="stretch")
-        nav = st.columns(2)
-        nav[0].button("Previous", key="rc_prev", shortcut=ui.PREVIOUS_KEY, on_click=_move,
-                      args=(pos_key, -1, len(shown)), disabled=pos == 0, width="stretch")
-        nav[1].button("Next", key="rc_next", shortcut=ui.NEXT_KEY, on_click=_move,
-                      args=(pos_key, 1, len(shown)), disabled=pos >= len(shown) - 1,
-                      width="stretch")
-        ui.key_legend(ui.correctness_legend())
+        queue_nav.nav_buttons("rc", pos_key, pos, len(shown), ui.PREVIOUS_KEY, ui.NEXT_KEY)
+        queue_nav.key_legend(ui.correctness_legend())
         _labels_of_item(item, labels, decided.get(item), who)
     with right:
         show_source(skill.source, rule.spans, context_chars=700)
@@ -107,17 +102,18 @@ def rule_correctness(eng: Engine, skill, version: int) -> None:
 
 def _labels_of_item(item: str, labels: list[Label], decided: Adjudication | None,
                     who: Annotator) -> None:
-    seen = visible_labels(current_labels(labels), who, item, RULE_CORRECTNESS)
+    seen = blind_view(current_labels(labels), who, item, RULE_CORRECTNESS)
     own = [lab for lab in seen if lab.annotator == who.name]
     if own:
         st.text(f"Your label: {ui.describe(own[0].value, own[0].error_type)}")
-    others = [lab for lab in seen if lab.annotator != who.name]
-    if not who.is_reviewer and not own:
-        st.caption("Blind annotation: other annotators' labels are hidden until you label this rule.")
-        return
-    if others:
-        st.dataframe(ui.labels_frame(others), hide_index=True, key="rc_others")
+    if not who.is_reviewer:
+        st.caption("Blind annotation: other annotators' labels are never shown to you; "
+                   "a reviewer adjudicates disagreements.")
     else:
-        st.caption("No other labels yet.")
+        others = [lab for lab in seen if lab.annotator != who.name]
+        if others:
+            st.dataframe(ui.labels_frame(others), hide_index=True, key="rc_others")
+        else:
+            st.caption("No other labels yet.")
     if decided is not None:
         st.text(ui.adjudication_text(decided))

@@ -7,12 +7,13 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from components.annotate_session import flash, signed_in
 from components.spans import show_source
+from pages._annotate_session import flash, leave_flash, signed_in
 from store import annotation as store
 from workbench.annotation.items import locate_quote, reference_item
 from workbench.annotation.labels import (
     REFERENCE_RULE,
+    Annotator,
     Label,
     LabelError,
     ReferenceRule,
@@ -22,8 +23,7 @@ from workbench.annotation.report import reference_inventory
 from workbench.graph import MODALITIES, Span
 
 
-def reference_panel(eng: Engine, skill) -> None:
-    who = signed_in()
+def reference_panel(eng: Engine, skill, who: Annotator) -> None:
     key = reference_item(skill)
     labels = store.labels_for(eng, REFERENCE_RULE, key)
     entries = reference_inventory(labels, skill, None if who.is_reviewer else [who.name])
@@ -78,13 +78,19 @@ def reference_panel(eng: Engine, skill) -> None:
 
 def _retract(eng: Engine, item: str, mine: list[ReferenceRule]) -> None:
     who, state = signed_in(), st.session_state
+    if who is None:
+        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was saved.")
+        return
     rule = mine[int(state["ref_retract_choice"])]
     store.add_label(eng, Label(item, REFERENCE_RULE, who.name, retraction_value(rule)))
-    state["ann_flash"] = ("success", "Reference rule retracted.")
+    leave_flash("success", "Reference rule retracted.")
 
 
 def _add_reference(eng: Engine, source: str, item: str, how: str) -> None:
     who, state = signed_in(), st.session_state
+    if who is None:
+        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was added.")
+        return
     try:
         if how == "Paste a quote":
             spans = locate_quote(source, state.get("ref_quote") or "", int(state["ref_occurrence"]))
@@ -95,6 +101,6 @@ def _add_reference(eng: Engine, source: str, item: str, how: str) -> None:
         store.add_label(eng, Label(item, REFERENCE_RULE, who.name, rule.to_value(),
                                    note=(state.get("ref_note") or "").strip()))
     except LabelError as exc:
-        state["ann_flash"] = ("error", f"Not added: {exc}")
+        leave_flash("error", f"Not added: {exc}")
         return
-    state["ann_flash"] = ("success", "Reference rule added.")
+    leave_flash("success", "Reference rule added.")

@@ -8,13 +8,19 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from components import annotation as ui
-from components.annotate_queue import ensure_queue
+from components import identity
 from components.glossary import column_help, plain_stats
+from components.safe import md
+from pages._annotate_queue import ensure_queue
 from store import annotation as store
 from store import repo
 from workbench.annotation.items import reference_item, rule_items
-from workbench.annotation.labels import CDG_INSPECTION, REFERENCE_RULE, RULE_CORRECTNESS
+from workbench.annotation.labels import (
+    CDG_INSPECTION,
+    REFERENCE_RULE,
+    RULE_CORRECTNESS,
+    Annotator,
+)
 from workbench.annotation.report import (
     LABEL_COLUMNS,
     TABLE_COLUMNS,
@@ -64,7 +70,10 @@ def progress_panel(eng: Engine, skill, version: int) -> None:
         st.caption("No model labels (source = model) on reviewed items yet.")
 
 
-def report_panel(eng: Engine) -> None:
+def report_panel(eng: Engine, who: Annotator) -> None:
+    if not who.is_reviewer:  # the report and its label export pool everyone's blind labels
+        identity.explain_refusal("see all labels")
+        return
     names = repo.skill_names(eng)
     chosen = st.multiselect("SKILLs (latest version of each)", names, default=names, key="rep_skills")
     cols = st.columns(4)
@@ -84,10 +93,10 @@ def report_panel(eng: Engine) -> None:
                     [repo.load_skill(eng, n) for n in chosen], labels, adjudications,
                     similarity=similarity_by_name(similarity), similarity_name=similarity,
                     threshold=threshold, reference_annotators=only or None,
-                    min_annotators=int(min_annotators), confirm=_confirmer(eng) if confirm else None,
+                    min_annotators=int(min_annotators), confirm=_confirmer() if confirm else None,
                 )
         except Exception as exc:  # model or embedding unavailable: say so, keep the page
-            st.error(ui.md(f"Could not build the report: {exc}"))
+            st.error(md(f"Could not build the report: {exc}"))
             return
         st.session_state["rep_result"] = report
     report = st.session_state.get("rep_result")
@@ -110,8 +119,8 @@ def report_panel(eng: Engine) -> None:
                      key="rep_pairs")
 
 
-def _confirmer(eng: Engine):
-    from store.llm_cache import persistent_gateway
+def _confirmer():
+    from components.state import model_gateway
     from workbench.annotation.confirm import model_confirmer
 
-    return model_confirmer(persistent_gateway(eng))
+    return model_confirmer(model_gateway())

@@ -1,0 +1,42 @@
+"""Signing in through the sidebar (``components.identity``'s local sign-in) in real Chromium,
+as a person would: open the "Sign in" box, type a name, pick a role, submit."""
+
+from __future__ import annotations
+
+from .flows import settle
+
+
+def sign_in(page, name: str, role: str) -> None:
+    """Sign ``name`` in with ``role`` on the page that is open; waits for the sidebar to say
+    who is signed in."""
+    sidebar = page.locator("[data-testid='stSidebar']")
+    form = sidebar.locator("[data-testid='stForm']")
+    if not form.is_visible():
+        sidebar.locator("[data-testid='stExpander'] summary", has_text="Sign in").click()
+    form.get_by_label("Sign-in name").fill(name)
+    box = form.get_by_role("combobox", name="Role")
+    option = page.get_by_role("option", name=role, exact=True)
+    # The list opens in a portal; a click that lands while the sidebar is still settling
+    # leaves it shut, so open it again until the option shows (three tries).
+    for attempt in range(3):
+        box.click()
+        try:
+            option.wait_for(timeout=5_000)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+    option.click()
+    form.get_by_role("button", name="Sign in").click()
+    try:
+        sidebar.get_by_text(f"Signed in as {name} ({role})").wait_for(timeout=30_000)
+    except Exception:
+        page.screenshot(path="/tmp/wtC_signin.png", full_page=True)
+        raise
+    settle(page)
+
+
+def sign_out(page) -> None:
+    page.locator("[data-testid='stSidebar']").get_by_role("button", name="Sign out").click()
+    settle(page)

@@ -1,0 +1,130 @@
+"""Issue #16, item 11 (who is who), in real Chromium against a real server, signed in through
+the sidebar: annotator B never sees annotator A's labels on any Annotate view (not even after
+labelling the same rule), while a reviewer does; an annotator cannot save a graph edit; an
+analyst gets no control that changes settings."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from conftest import refund_index_dict  # noqa: E402
+
+from .flows import assert_no_exception, import_index, settle, start_server  # noqa: E402
+from .identity import sign_in, sign_out  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+SECRET_NOTE = "ada-secret-note"
+SECRET_RULE = "ada-secret-condition"
+
+
+def seed(eng) -> None:
+    from store import repo
+    from store.annotation import add_annotator, add_label
+    from workbench.annotation.items import reference_item, rule_item
+    from workbench.annotation.labels import REFERENCE_RULE, RULE_CORRECTNESS, Label, ReferenceRule
+
+    import_index(eng, refund_index_dict())
+    skill = repo.load_skill(eng, "refunds")
+    add_annotator(eng, "ada")
+    add_label(eng, Label(rule_item(skill, "R1"), RULE_CORRECTNESS, "ada", "incorrect",
+                         "hallucinated", SECRET_NOTE))
+    quote = "Refund the amount paid after"
+    start = skill.source.index(quote)
+    rule = ReferenceRule(SECRET_RULE, "refund", "required", ((start, start + len(quote)),))
+    add_label(eng, Label(reference_item(skill), REFERENCE_RULE, "ada", rule.to_value()))
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = start_server(tmp_path, seed)
+    yield srv
+    srv.stop()
+
+
+def open_page(page, title: str) -> None:
+    """Follow the sidebar link (a fresh page load would start a new session, signed out)."""
+    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+    settle(page)
+    page.locator("h1", has_text=title).first.wait_for()
+
+
+def task(page, name: str) -> None:
+    page.get_by_text(name, exact=True).click()
+    settle(page)
+
+
+def leaks(page) -> list[str]:
+    """Annotator A's words anywhere in the DOM (data grids keep their cells in an
+    accessibility table, so the page source holds what the canvas draws)."""
+    html = page.content()
+    return [s for s in (SECRET_NOTE, SECRET_RULE) if s in html]
+
+
+def test_annotator_b_never_sees_annotator_a_labels(server, page, browser):
+    page.goto(f"{server.url}/annotate")
+    settle(page)
+    sign_in(page, "bob", "annotator")
+    card = page.locator("[data-testid='wb-rule-card']")
+    expect(card).to_contain_text("1/4", timeout=30_000)
+    assert leaks(page) == []
+    page.keyboard.press("y")  # bob labels R1, which ada labelled too
+    expect(card).to_contain_text("2/4", timeout=30_000)
+    settle(page)
+    page.keyboard.press("k")  # back to R1: only bob's own label
+    page.get_by_text("Your label: correct").wait_for()
+    page.get_by_text("never shown to you").wait_for()
+    assert leaks(page) == []
+    for name in ("Reference inventory", "CDG inspection", "Progress & agreement"):
+        task(page, name)
+        assert_no_exception(page, server)
+        assert leaks(page) == [], name
+    task(page, "Dataset report")
+    page.get_by_text("you need the role reviewer or admin").wait_for()
+    assert page.get_by_role("button", name="Build report").count() == 0
+    assert leaks(page) == []
+
+    assert page.external_requests == []
+
+    # The same views, for a reviewer in another browser, do show ada's labels: the checks
+    # above can fail.
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        rita = context.new_page()
+        rita.goto(f"{server.url}/annotate")
+        settle(rita)
+        sign_in(rita, "rita", "reviewer")
+        # R1 is now a disagreement (ada: incorrect, bob: correct), first in the reviewer's queue.
+        expect(rita.locator("[data-testid='wb-rule-card']")).to_contain_text("R1", timeout=30_000)
+        rita.locator("[data-testid='stDataFrame'] td", has_text=SECRET_NOTE).first.wait_for(
+            state="attached")
+        task(rita, "Reference inventory")
+        rita.locator("[data-testid='stDataFrame'] td", has_text=SECRET_RULE).first.wait_for(
+            state="attached")
+    finally:
+        context.close()
+
+
+def test_annotator_cannot_save_a_graph_and_analyst_cannot_change_settings(server, page):
+    page.goto(f"{server.url}/graph")
+    settle(page)
+    sign_in(page, "ann", "annotator")
+    expect(page.get_by_role("button", name="Save as new version")).to_be_disabled()
+    page.get_by_text("you need the role author or admin").wait_for()
+
+    sign_out(page)
+    sign_in(page, "al", "analyst")
+    open_page(page, "Settings")
+    assert_no_exception(page, server)
+    main = page.locator("[data-testid='stMain']")
+    # Settings come from workbench.toml and WORKBENCH_* variables; the page only reads them
+    # and offers no control that changes one (only connection tests).
+    assert main.locator("input, textarea, [role='combobox'], [role='switch']").count() == 0
+    labels = {t.strip() for t in main.get_by_role("button").all_inner_texts()} - {""}  # icons
+    assert labels <= {"Test connection"}, labels
+    main.get_by_text("Change them in workbench.toml").wait_for()
