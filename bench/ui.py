@@ -4,6 +4,11 @@ Prints: the time until the Replay page shows the verdict of a demo case (stored 
 until the Graph page draws the focused (closure) view of a 250-rule SKILL. Each is the median
 of several page loads after one warm-up load. Run: ``python bench/ui.py``.
 
+``python bench/ui.py --review-keys`` measures, on the same 1,000 stored traces, the time from
+the Review queue's "next" key (``j``) until the rerun has finished and the next case's card
+shows, and the Replay page's load time of one case of that dataset (goal: a key press well
+under a second).
+
 ``python bench/ui.py --review-list`` instead measures the Review queue's list view on a
 dataset of 1,000 flagged verdicts: the time from an action (type a filter, next page) until
 the page has finished its rerun and the table shows the result (goal: under a second).
@@ -78,7 +83,7 @@ def seed_review_db(url: str, n: int = QUEUE_SIZE) -> None:
 
     from store import audit_repo, repo
     from store.db import make_engine
-    from workbench.audit import load_cases
+    from workbench.audit import AuditTrace, Verdict, load_cases
     from workbench.graph import PolicyIndex
 
     eng = make_engine(url)
@@ -86,9 +91,8 @@ def seed_review_db(url: str, n: int = QUEUE_SIZE) -> None:
     demo = load_cases(ROOT / "fixtures/demo/cases.jsonl")
     cases = [dataclasses.replace(demo[i % len(demo)], id=f"case-{i:04d}") for i in range(n)]
     audit_repo.save_cases(eng, "big", cases)
-    audit_repo.save_traces(eng, [{"id": c.id, "strategy": "cdg", "label": c.label,
-                                  "judge_mode": "whole",
-                                  "verdict": {"violation": True, "reason": "r", "violated_rules": []}}
+    audit_repo.save_traces(eng, [AuditTrace(id=c.id, strategy="cdg", label=c.label,
+                                            verdict=Verdict(True, "r", []))
                                  for c in cases], "bench", "big")
     eng.dispose()
 
@@ -140,6 +144,52 @@ def review_list() -> None:
               f"max {max(values):.2f} s over {len(values)} actions")
 
 
+def review_keys() -> None:
+    """Review "next" key and Replay load of one case, on a dataset of 1,000 stored traces."""
+    from playwright.sync_api import sync_playwright
+
+    keys: list[float] = []
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/bench.db"
+        seed_review_db(url)
+        server = Server(url, Path(tmp) / "server.log")
+        server.wait()
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(f"{server.url}/review?dataset=big")
+                wait_idle(page, 120_000)
+                reviewer = page.get_by_label("Reviewer")
+                reviewer.fill("bench")
+                reviewer.press("Enter")
+                wait_idle(page, 120_000)
+                card = page.locator(".st-key-rv_card")
+                for n in range(2, RUNS + 3):  # the first press is a warm-up
+                    page.evaluate("document.activeElement && document.activeElement.blur()")
+                    t0 = time.perf_counter()
+                    page.keyboard.press("j")
+                    card.get_by_text(f"{n}/{QUEUE_SIZE} · case ").wait_for(timeout=60_000)
+                    wait_idle(page)
+                    keys.append(time.perf_counter() - t0)
+                keys = keys[1:]
+                for i in range(RUNS + 1):  # the first load is a warm-up
+                    t0 = time.perf_counter()
+                    page.goto(f"{server.url}/replay?dataset=big&case=case-{500 + i:04d}")
+                    page.locator("[data-testid='stAlertContentError']").filter(
+                        has_text="Violation").first.wait_for(timeout=60_000)
+                    wait_idle(page)
+                    loads.append(time.perf_counter() - t0)
+                loads = loads[1:]
+                browser.close()
+        finally:
+            server.stop()
+    for name, values in (("review next key", keys), ("replay load of one case", loads)):
+        print(f"{name} ({QUEUE_SIZE} stored traces): median {statistics.median(values):.2f} s, "
+              f"max {max(values):.2f} s over {len(values)} runs")
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -183,4 +233,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    review_list() if "--review-list" in sys.argv[1:] else main()
+    if "--review-list" in sys.argv[1:]:
+        review_list()
+    elif "--review-keys" in sys.argv[1:]:
+        review_keys()
+    else:
+        main()
