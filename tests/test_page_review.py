@@ -263,3 +263,39 @@ def test_cases_and_traces_files_are_stored(tmp_path, monkeypatch):
     eng.dispose()
     at.run()
     assert card(at) == f"1/1 · case {ids[0]} · cdg · run judge-a"
+
+
+def test_a_key_press_does_not_load_the_traces_cases_or_index_again(db, monkeypatch):
+    """The queue's next/decide keys rerun the page; the stored traces, cases and policy index
+    come from the cache (keyed by the data version) instead of the database each time."""
+    from store import repo as store_repo
+
+    calls = {"traces": 0, "cases": 0, "index": 0}
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(audit_repo, "run_traces", counted("traces", audit_repo.run_traces))
+    monkeypatch.setattr(audit_repo, "load_cases", counted("cases", audit_repo.load_cases))
+    monkeypatch.setattr(store_repo, "export_index", counted("index", store_repo.export_index))
+    at = open_page()
+    first = card(at)
+    loaded = dict(calls)
+    assert loaded["traces"] >= 1 and loaded["cases"] >= 1
+    at.button(key="rv_next").click().run()  # the "j" key
+    assert not at.exception and card(at) != first and card(at).startswith("2/")
+    at.button(key="rv_confirm").click().run()  # the "y" key: a decision is stored
+    assert not at.exception and card(at).startswith("3/")
+    assert len(decisions_for(db, "demo")) == 1
+    queued = int(card(at).split(" ")[0].split("/")[1])
+    assert calls == loaded  # nothing reloaded on either key
+    # A trace stored meanwhile (here, by another process) shows at the next rerun.
+    audit_repo.save_traces(db, [{"id": "mor-001-delay-not-yet-late", "strategy": "bm25",
+                                 "verdict": {"violation": True, "reason": "new",
+                                             "violated_rules": []}}], "run-new", "demo")
+    at.run()
+    assert calls["traces"] == loaded["traces"] + 1
+    assert card(at).startswith(f"3/{queued + 1} ")  # the new flagged verdict joined the queue
