@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from components import audit_cache
 from components.case_table import case_rows, show_case_table
 from components.glossary import column_help
 from components.retrieval_curves import show_evaluations
@@ -42,7 +43,7 @@ compare = cols[1].radio("Compare", list(COMPARE), horizontal=True, key="ev_compa
 rows: list[dict] = []
 for dataset in chosen:
     labels, gold_rules = gold_of(audit_repo.load_cases(eng, dataset))
-    rows += metrics_rows(dataset, audit_repo.run_traces(eng, dataset), labels or None,
+    rows += metrics_rows(dataset, audit_cache.records(eng, dataset), labels or None,
                          gold_rules or None, by=COMPARE[compare])
 table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
 if table.empty:
@@ -93,5 +94,5 @@ st.caption("Every stored trace of the chosen datasets; open one on Replay to see
 case_list: list[dict] = []
 for dataset in chosen:
     case_labels, _ = gold_of(audit_repo.load_cases(eng, dataset))
-    case_list += case_rows(dataset, audit_repo.run_traces(eng, dataset), case_labels)
+    case_list += case_rows(dataset, audit_cache.records(eng, dataset), case_labels)
 show_case_table(case_list, key="ev_cases")
