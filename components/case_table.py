@@ -119,12 +119,13 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
     return rows
 
 
-def show_case_table(rows: list[dict[str, Any]], key: str, page_size: int = 50,
+def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_size: int = 50,
                     columns: Sequence[str] = CASE_COLUMNS, pick_into: str | None = None) -> None:
-    """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``) with a
-    filter box, sort choice and pages. With ``pick_into``, selecting a row puts its case id
-    into that session key (a widget's key: set in the selection callback, which runs before
-    the page is drawn again, so the widget shows the pick)."""
+    """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``; or a
+    frame of them a page keeps cached) with a filter box, sort choice and pages. With
+    ``pick_into``, selecting a row puts its case id into that session key (a widget's key:
+    set in the selection callback, which runs before the page is drawn again, so the widget
+    shows the pick)."""
     frame = pd.DataFrame(rows, columns=list(columns))
     if frame.empty:
         st.caption("No stored cases to list yet.")

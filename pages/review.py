@@ -305,6 +305,20 @@ def _queue(url: str, dataset: str, runs: tuple[str, ...] | None, versions: tuple
     return build_queue(_records, labels, dataset, texts)
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _queue_list(dataset: str, versions: tuple, shown_keys: tuple, decided: tuple,
+                _shown: list[QueueItem], _decisions: list[ReviewDecision]) -> pd.DataFrame:
+    """The queue list's rows, built once per shown queue and decision state: a key press
+    that only moves through the queue finds them built (1,000 rows cost ~0.1 s)."""
+    return pd.DataFrame(queue_rows(dataset, _shown, _decisions, REASON_TEXT),
+                        columns=list(QUEUE_COLUMNS))
+
+
+def _decided(decisions: list[ReviewDecision]) -> tuple:
+    # Decisions are only ever added: their number and the newest one identify the state.
+    return (len(decisions), decisions[-1].created_at.isoformat() if decisions else "")
+
+
 @st.fragment
 def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
     picked = tuple(runs) or None
@@ -335,8 +349,9 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
         st.success("Nothing in the queue matches these filters.")
         return
     with st.expander(f"Queue list ({len(shown)} verdicts): sort, filter, open on Replay"):
-        show_case_table(queue_rows(dataset, shown, decisions, REASON_TEXT), key="rv_list",
-                        columns=QUEUE_COLUMNS)
+        show_case_table(_queue_list(dataset, versions, tuple(i.key for i in shown),
+                                    _decided(decisions), shown, decisions),
+                        key="rv_list", columns=QUEUE_COLUMNS)
     pos_key = f"rv_pos/{dataset}"
     wanted = links.fresh("position")  # ?position=N (1-based): reload keeps the place
     if wanted is not None and wanted.isdigit():
