@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workbench.audit.cases import load_cases  # noqa: E402
 from workbench.audit.pipeline import AuditOptions  # noqa: E402
 from workbench.audit.policy import AuditIndex  # noqa: E402
-from workbench.audit.runner import read_traces, run_audit  # noqa: E402
+from workbench.audit.runner import run_audit  # noqa: E402
+from workbench.audit.trace_file import read_traces  # noqa: E402
 from workbench.commands.graph import load_index_or_fail  # noqa: E402
 from workbench.llm import Gateway, load_config  # noqa: E402
 from workbench.llm.fake_server import FakeChatServer, reply, role_env  # noqa: E402
@@ -161,9 +162,9 @@ def main() -> None:
                 servers[0].kill()
 
         summary, secs, gw = audit(fleet_env(bases), cases_path, out, 8, kill_at_a_third)
-        traces = read_traces(out)
-        ids = Counter(t["id"] for t in traces)
-        judged = sum(1 for t in traces if t.get("verdict") is not None)
+        traces, _problems = read_traces(out)
+        ids = Counter(t.id for t in traces)
+        judged = sum(1 for t in traces if t.verdict is not None)
         stats = gw.endpoint_stats("judge")
         answered = {b: stats[b].calls - stats[b].failures for b in bases}
         total = sum(answered.values())

@@ -4,6 +4,12 @@ Prints: the time until the Replay page shows the verdict of a demo case (stored 
 until the Graph page draws the focused (closure) view of a 250-rule SKILL. Each is the median
 of several page loads after one warm-up load. Run: ``python bench/ui.py``.
 
+``python bench/ui.py --review-keys`` measures, on the same 1,000 stored traces, the time from
+the Review queue's "next" key (``j``) until the rerun has finished and the next case's card
+shows, and the Replay page's load time of one case of that dataset (goal: a key press well
+under a second). ``--script-times``: the same two actions' page-script time on the server
+alone (AppTest, no browser), which a loaded machine's browser timings can hide.
+
 ``python bench/ui.py --review-list`` instead measures the Review queue's list view on a
 dataset of 1,000 flagged verdicts: the time from an action (type a filter, next page) until
 the page has finished its rerun and the table shows the result (goal: under a second).
@@ -11,6 +17,7 @@ the page has finished its rerun and the table shows the result (goal: under a se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import statistics
@@ -78,7 +85,7 @@ def seed_review_db(url: str, n: int = QUEUE_SIZE) -> None:
 
     from store import audit_repo, repo
     from store.db import make_engine
-    from workbench.audit import load_cases
+    from workbench.audit import AuditTrace, Verdict, load_cases
     from workbench.graph import PolicyIndex
 
     eng = make_engine(url)
@@ -86,101 +93,165 @@ def seed_review_db(url: str, n: int = QUEUE_SIZE) -> None:
     demo = load_cases(ROOT / "fixtures/demo/cases.jsonl")
     cases = [dataclasses.replace(demo[i % len(demo)], id=f"case-{i:04d}") for i in range(n)]
     audit_repo.save_cases(eng, "big", cases)
-    audit_repo.save_traces(eng, [{"id": c.id, "strategy": "cdg", "label": c.label,
-                                  "judge_mode": "whole",
-                                  "verdict": {"violation": True, "reason": "r", "violated_rules": []}}
+    audit_repo.save_traces(eng, [AuditTrace(id=c.id, strategy="cdg", label=c.label,
+                                            verdict=Verdict(True, "r", []))
                                  for c in cases], "bench", "big")
     eng.dispose()
 
 
-def review_list() -> None:
+@contextlib.contextmanager
+def serving(seed):
+    """A real server on a fresh database filled by ``seed(url)``, and a Chromium page."""
     from playwright.sync_api import sync_playwright
 
-    timings: dict[str, list[float]] = {"filter": [], "next page": [], "clear filter, page 1": []}
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/bench.db"
-        seed_review_db(url)
+        seed(url)
         server = Server(url, Path(tmp) / "server.log")
         server.wait()
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(f"{server.url}/review?dataset=big")
-                wait_idle(page, 120_000)
-                page.get_by_text("Queue list (").click()
-                wait_idle(page, 120_000)  # a cold first run on a shared CPU can pass 60 s
-                caption = page.get_by_text(" rows match · page ")
-
-                def act(kind: str, do, expect_text: str) -> None:
-                    t0 = time.perf_counter()
-                    do()
-                    page.get_by_text(expect_text).wait_for(timeout=60_000)
-                    wait_idle(page)
-                    timings[kind].append(time.perf_counter() - t0)
-
-                box = page.get_by_label("Filter cases")
-                page_no = page.get_by_label("Page", exact=True)
-                for i in range(RUNS + 1):  # the first round is a warm-up
-                    digit = str(i % 10)
-                    act("filter", lambda d=digit: (box.fill(f"case-0{d}"), box.press("Enter")),
-                        "100 of 1000 rows match · page 1 of 2")
-                    act("next page", lambda: (page_no.fill("2"), page_no.press("Enter")),
-                        "100 of 1000 rows match · page 2 of 2")
-                    act("clear filter, page 1", lambda: (box.fill(""), box.press("Enter"), page_no.fill("1"),
-                                           page_no.press("Enter")), "1000 of 1000 rows match · page 1 of 20")
-                    if i == 0:
-                        timings = {k: [] for k in timings}
-                assert caption.count() == 1
+                yield server, browser.new_page(viewport={"width": 1400, "height": 1000})
                 browser.close()
         finally:
             server.stop()
+
+
+def review_list() -> None:
+    timings: dict[str, list[float]] = {"filter": [], "next page": [], "clear filter, page 1": []}
+    with serving(seed_review_db) as (server, page):
+        page.goto(f"{server.url}/review?dataset=big")
+        wait_idle(page, 120_000)
+        page.get_by_text("Queue list (").click()
+        wait_idle(page, 120_000)  # a cold first run on a shared CPU can pass 60 s
+        caption = page.get_by_text(" rows match · page ")
+
+        def act(kind: str, do, expect_text: str) -> None:
+            t0 = time.perf_counter()
+            do()
+            page.get_by_text(expect_text).wait_for(timeout=60_000)
+            wait_idle(page)
+            timings[kind].append(time.perf_counter() - t0)
+
+        box = page.get_by_label("Filter cases")
+        page_no = page.get_by_label("Page", exact=True)
+        for i in range(RUNS + 1):  # the first round is a warm-up
+            digit = str(i % 10)
+            act("filter", lambda d=digit: (box.fill(f"case-0{d}"), box.press("Enter")),
+                "100 of 1000 rows match · page 1 of 2")
+            act("next page", lambda: (page_no.fill("2"), page_no.press("Enter")),
+                "100 of 1000 rows match · page 2 of 2")
+            act("clear filter, page 1",
+                lambda: (box.fill(""), box.press("Enter"), page_no.fill("1"), page_no.press("Enter")),
+                "1000 of 1000 rows match · page 1 of 20")
+            if i == 0:
+                timings = {k: [] for k in timings}
+        assert caption.count() == 1
     for kind, values in timings.items():
         print(f"review list of {QUEUE_SIZE} ({kind}): median {statistics.median(values):.2f} s, "
               f"max {max(values):.2f} s over {len(values)} actions")
 
 
-def main() -> None:
-    from playwright.sync_api import sync_playwright
+def review_keys() -> None:
+    """Review "next" key and Replay load of one case, on a dataset of 1,000 stored traces."""
+    keys: list[float] = []
+    loads: list[float] = []
+    with serving(seed_review_db) as (server, page):
+        page.goto(f"{server.url}/review?dataset=big")
+        wait_idle(page, 120_000)
+        reviewer = page.get_by_label("Reviewer")
+        reviewer.fill("bench")
+        reviewer.press("Enter")
+        wait_idle(page, 120_000)
+        card = page.locator(".st-key-rv_card")
+        for n in range(2, RUNS + 3):  # the first press is a warm-up
+            page.evaluate("document.activeElement && document.activeElement.blur()")
+            t0 = time.perf_counter()
+            page.keyboard.press("j")
+            card.get_by_text(f"{n}/{QUEUE_SIZE} · case ").wait_for(timeout=60_000)
+            wait_idle(page)
+            keys.append(time.perf_counter() - t0)
+        for i in range(RUNS + 1):  # the first load is a warm-up
+            t0 = time.perf_counter()
+            page.goto(f"{server.url}/replay?dataset=big&case=case-{500 + i:04d}")
+            page.locator("[data-testid='stAlertContentError']").filter(
+                has_text="Violation").first.wait_for(timeout=60_000)
+            wait_idle(page)
+            loads.append(time.perf_counter() - t0)
+    for name, values in (("review next key", keys[1:]), ("replay load of one case", loads[1:])):
+        print(f"{name} ({QUEUE_SIZE} stored traces): median {statistics.median(values):.2f} s, "
+              f"max {max(values):.2f} s over {len(values)} runs")
+
+
+def script_times() -> None:
+    """The server's share of the same two actions, without a browser: the page script's
+    time per rerun (Streamlit's AppTest, in this process), which a loaded machine's browser
+    timings can hide. A fresh case per Replay run, the same session (as a link click)."""
+    import os
+
+    from streamlit.testing.v1 import AppTest
 
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/bench.db"
-        seed_db(url)
-        server = Server(url, Path(tmp) / "server.log")
-        server.wait()
-        try:
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        seed_review_db(url)
+        os.environ["WORKBENCH_DB"] = url
+        review = AppTest.from_file(str(ROOT / "pages/review.py"), default_timeout=300)
+        review.query_params["dataset"] = "big"
+        review.run()
+        review.text_input(key="rv_reviewer").set_value("bench").run()
+        replay = AppTest.from_file(str(ROOT / "pages/replay.py"), default_timeout=300)
+        replay.query_params["dataset"] = "big"
+        replay.run()
+        keys, loads = [], []
+        for i in range(RUNS + 1):  # the first of each is a warm-up
+            t0 = time.perf_counter()
+            review.button(key="rv_next").click().run()
+            keys.append(time.perf_counter() - t0)
+            replay.selectbox(key="replay_case").set_value(f"case-{500 + i:04d}")
+            t0 = time.perf_counter()
+            replay.run()
+            loads.append(time.perf_counter() - t0)
+        assert not review.exception and not replay.exception
+    for name, values in (("review next key", keys[1:]), ("replay of one case", loads[1:])):
+        print(f"{name}, page script only ({QUEUE_SIZE} stored traces): median "
+              f"{statistics.median(values) * 1000:.0f} ms over {len(values)} runs")
 
-                def replay_once() -> float:
-                    t0 = time.perf_counter()
-                    page.goto(f"{server.url}/replay")
-                    page.locator("[data-testid='stAlertContentError']").filter(
-                        has_text="Violation").first.wait_for(timeout=60_000)
-                    return time.perf_counter() - t0
 
-                def graph_once() -> float:
-                    t0 = time.perf_counter()
-                    page.goto(f"{server.url}/graph")
-                    wait_idle(page)
-                    page.get_by_label("SKILL").first.click()
-                    page.get_by_role("option", name="bench-250").click()
-                    wait_idle(page)
-                    page.frame_locator("iframe").first.locator("canvas").first.wait_for(
-                        timeout=60_000)
-                    return time.perf_counter() - t0
+def main() -> None:
+    with serving(seed_db) as (server, page):
+        def replay_once() -> float:
+            t0 = time.perf_counter()
+            page.goto(f"{server.url}/replay")
+            page.locator("[data-testid='stAlertContentError']").filter(
+                has_text="Violation").first.wait_for(timeout=60_000)
+            return time.perf_counter() - t0
 
-                results = {}
-                for name, fn in (("replay verdict", replay_once), ("graph 250-rule focus", graph_once)):
-                    fn()  # warm-up: first script run imports modules, builds caches
-                    results[name] = statistics.median(fn() for _ in range(RUNS))
-                browser.close()
-        finally:
-            server.stop()
+        def graph_once() -> float:
+            t0 = time.perf_counter()
+            page.goto(f"{server.url}/graph")
+            wait_idle(page)
+            page.get_by_label("SKILL").first.click()
+            page.get_by_role("option", name="bench-250").click()
+            wait_idle(page)
+            page.frame_locator("iframe").first.locator("canvas").first.wait_for(
+                timeout=60_000)
+            return time.perf_counter() - t0
+
+        results = {}
+        for name, fn in (("replay verdict", replay_once), ("graph 250-rule focus", graph_once)):
+            fn()  # warm-up: first script run imports modules, builds caches
+            results[name] = statistics.median(fn() for _ in range(RUNS))
     for name, sec in results.items():
         print(f"{name}: median {sec:.2f} s over {RUNS} loads")
 
 
 if __name__ == "__main__":
-    review_list() if "--review-list" in sys.argv[1:] else main()
+    if "--review-list" in sys.argv[1:]:
+        review_list()
+    elif "--review-keys" in sys.argv[1:]:
+        review_keys()
+    elif "--script-times" in sys.argv[1:]:
+        script_times()
+    else:
+        main()

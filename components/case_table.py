@@ -16,49 +16,48 @@ import pandas as pd
 import streamlit as st
 
 from components.links import replay_link
+from workbench.audit.trace import AuditTrace, latest_per_case
 from workbench.glossary import gold_word
 from workbench.vocabulary import COMPLIANT, VIOLATION, verdict_word
 
 CASE_COLUMNS = ("case", "strategy", "run", "verdict", "gold", "agrees with gold", "open")
 
 
-def _verdict_word(trace: Mapping[str, Any]) -> str:
-    verdict = trace.get("verdict") or {}
-    if trace.get("error"):
+def _verdict_word(trace: AuditTrace) -> str:
+    if trace.error is not None:
         return "error"
-    if not verdict:
+    if trace.verdict is None:
         return "not judged"
-    return verdict_word(bool(verdict.get("violation")))
+    return verdict_word(trace.verdict.violation)
 
 
-def case_rows(dataset: str, records: Iterable[tuple[str, Mapping[str, Any]]],
+def case_rows(dataset: str, records: Iterable[tuple[str, AuditTrace]],
               labels: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
-    """One row per stored trace ``(run_id, trace dict)``: the case, its verdict and gold label
+    """One row per stored trace ``(run_id, trace)``: the case, its verdict and gold label
     in plain words, whether they agree (``None`` when either is missing) and a Replay link
     pinned to the trace's run."""
     labels = labels or {}
     rows = []
     for run_id, t in records:
-        case_id = str(t.get("id", ""))
+        case_id = t.id
         verdict = _verdict_word(t)
-        gold = gold_word(labels.get(case_id, t.get("label")))
+        gold = gold_word(labels.get(case_id, t.label))
         words = (VIOLATION, COMPLIANT)
         agrees = (verdict == gold) if verdict in words and gold in words else None
-        rows.append({"case": case_id, "strategy": t.get("strategy", ""), "run": run_id,
+        rows.append({"case": case_id, "strategy": t.strategy, "run": run_id,
                      "verdict": verdict, "gold": gold, "agrees with gold": agrees,
                      "open": replay_link(dataset, case_id, run_id)})
     return rows
 
 
 def picker_rows(dataset: str, case_ids: Sequence[str],
-                records: Iterable[tuple[str, Mapping[str, Any]]],
+                records: Iterable[tuple[str, AuditTrace]],
                 labels: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
     """One row per case of a dataset for Replay's case picker, in the dataset's order: its
     newest stored trace (any strategy) when there is one, else "not judged"; a case with no
     trace is still listed, since it can be audited from Replay."""
-    newest: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    for run_id, t in records:  # oldest first: the last one seen per case is the newest
-        newest[str(t.get("id", ""))] = (run_id, t)
+    # records oldest first: the last one seen per case (any strategy) is the newest
+    newest = {t.id: (run, t) for run, t in latest_per_case(records, key=lambda r: r[1].id)}
     rows = []
     for case_id in case_ids:
         if case_id in newest:
@@ -121,12 +120,13 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
     return rows
 
 
-def show_case_table(rows: list[dict[str, Any]], key: str, page_size: int = 50,
+def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_size: int = 50,
                     columns: Sequence[str] = CASE_COLUMNS, pick_into: str | None = None) -> None:
-    """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``) with a
-    filter box, sort choice and pages. With ``pick_into``, selecting a row puts its case id
-    into that session key (a widget's key: set in the selection callback, which runs before
-    the page is drawn again, so the widget shows the pick)."""
+    """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``; or a
+    frame of them a page keeps cached) with a filter box, sort choice and pages. With
+    ``pick_into``, selecting a row puts its case id into that session key (a widget's key:
+    set in the selection callback, which runs before the page is drawn again, so the widget
+    shows the pick)."""
     frame = pd.DataFrame(rows, columns=list(columns))
     if frame.empty:
         st.caption("No stored cases to list yet.")

@@ -7,11 +7,11 @@ old button replaced the stored verdict silently and mixed a one-case run into th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import streamlit as st
 
 from components.safe import md
+from workbench.audit.trace import AuditTrace
 from workbench.vocabulary import JudgeMode, KeywordMethod, verdict_word
 
 # Rough seconds per model call on the embedded model (Qwen2.5-Coder-1.5B on CPU): two judge
@@ -47,48 +47,50 @@ def plan_text(strategies: Sequence[str], keywords: str, judge_mode: str, calls: 
             "preview beside the stored verdict; nothing is stored unless you say so.")
 
 
-def _verdict_word(trace: Mapping[str, Any] | None) -> str:
+def _verdict_word(trace: AuditTrace | None) -> str:
     if trace is None:
         return "nothing stored"
-    if trace.get("error"):
+    if trace.error is not None:
         return "error"
-    verdict = trace.get("verdict")
-    if not verdict:
+    if trace.verdict is None:
         return "not judged"
-    return verdict_word(bool(verdict.get("violation")))
+    return verdict_word(trace.verdict.violation)
 
 
-def _closure_ids(trace: Mapping[str, Any]) -> set[str]:
-    return {f"{skill}/{rid}" for skill, ids in (trace.get("closure") or {}).items() for rid in ids}
+def _closure_ids(trace: AuditTrace) -> set[str]:
+    return {f"{skill}/{rid}" for skill, ids in trace.closure.items() for rid in ids}
 
 
-def trace_diff(stored: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
+def _cited(trace: AuditTrace | None) -> set[str]:
+    return set(trace.verdict.violated_rules) if trace is not None and trace.verdict else set()
+
+
+def trace_diff(stored: AuditTrace | None, new: AuditTrace) -> list[str]:
     """Plain lines saying how ``new`` differs from ``stored`` (empty: the same verdict, cited
     rules, closure and context size)."""
     lines = []
     before, after = _verdict_word(stored), _verdict_word(new)
     if before != after:
         lines.append(f"Verdict: {before} → {after}")
-    old = stored or {}
-    old_cited = set((old.get("verdict") or {}).get("violated_rules") or [])
-    new_cited = set((new.get("verdict") or {}).get("violated_rules") or [])
+    old_cited, new_cited = _cited(stored), _cited(new)
     if new_cited - old_cited:
         lines.append("Newly cited rules: " + ", ".join(sorted(new_cited - old_cited)))
     if old_cited - new_cited:
         lines.append("No longer cited: " + ", ".join(sorted(old_cited - new_cited)))
     if stored is not None:
-        added, removed = _closure_ids(new) - _closure_ids(old), _closure_ids(old) - _closure_ids(new)
+        added = _closure_ids(new) - _closure_ids(stored)
+        removed = _closure_ids(stored) - _closure_ids(new)
         if added:
             lines.append(f"Closure gained {len(added)} rule(s): " + ", ".join(sorted(added)[:10]))
         if removed:
             lines.append(f"Closure lost {len(removed)} rule(s): " + ", ".join(sorted(removed)[:10]))
-        if old.get("context_tokens") != new.get("context_tokens"):
-            lines.append(f"Context tokens: {old.get('context_tokens')} → {new.get('context_tokens')}")
+        if stored.context_tokens != new.context_tokens:
+            lines.append(f"Context tokens: {stored.context_tokens} → {new.context_tokens}")
     return lines
 
 
-def show_rerun_preview(strategy: str, stored: Mapping[str, Any] | None,
-                       new: Mapping[str, Any], key: str) -> bool:
+def show_rerun_preview(strategy: str, stored: AuditTrace | None,
+                       new: AuditTrace, key: str) -> bool:
     """The stored and the new verdict side by side with their differences; returns ``True``
     when the user asks to store the new result."""
     with st.container(border=True, key=f"preview_{key}"):
@@ -101,7 +103,7 @@ def show_rerun_preview(strategy: str, stored: Mapping[str, Any] | None,
             st.text("\n".join(diff))
         else:
             st.caption("Same verdict, cited rules and closure as the stored trace.")
-        reason = (new.get("verdict") or {}).get("reason")
+        reason = new.verdict.reason if new.verdict is not None else ""
         if reason:
             with st.expander("New reason"):
                 st.text(str(reason))

@@ -3,23 +3,25 @@ context. Every value from the case, the policy or the model is shown as plain te
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pandas as pd
 import streamlit as st
 
 from components.graph_view import show_graph
 from components.rules import RULE_LINK_CONFIG, with_rule_links
 from components.safe import md
+from workbench.audit.trace import AuditTrace
 from workbench.graph import PolicyIndex
 
 
-def show_steps(trace: dict, index: PolicyIndex | None, key: str) -> None:
-    st.markdown("**1 · Audit keywords** " + md(f"({trace.get('keywords_method', '?')})"))
-    st.text(", ".join(trace.get("keywords") or []) or "(none)")
-    st.markdown("**2 · Routed SKILLs** " + md(f"(by {trace.get('routing') or '?'})"))
-    st.text(", ".join(trace.get("skills") or []) or "(none)")
+def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:
+    st.markdown("**1 · Audit keywords** " + md(f"({trace.keywords_method or '?'})"))
+    st.text(", ".join(trace.keywords) or "(none)")
+    st.markdown("**2 · Routed SKILLs** " + md(f"(by {trace.routing or '?'})"))
+    st.text(", ".join(trace.skills) or "(none)")
     st.markdown("**3 · Seed rules** (keyword → rule)")
-    seeds = trace.get("seeds") or {}
-    matches = trace.get("seed_matches") or {}
+    seeds, matches = trace.seeds, trace.seed_matches
     if seeds:
         rows = pd.DataFrame(
             [{"skill": s, "rule": r, "matched by": ", ".join(matches.get(f"{s}/{r}", []))}
@@ -29,7 +31,7 @@ def show_steps(trace: dict, index: PolicyIndex | None, key: str) -> None:
                      column_config=RULE_LINK_CONFIG)
     else:
         st.text("(none)")
-    closure = trace.get("closure") or {}
+    closure = trace.closure
     n_closure = sum(len(v) for v in closure.values())
     if closure:
         st.markdown(f"**4 · Closure**: {n_closure} rules (seeds boxed, prerequisites as dots)")
@@ -47,47 +49,46 @@ def show_steps(trace: dict, index: PolicyIndex | None, key: str) -> None:
             st.dataframe(with_rule_links(listed, "", id_column="rule", skill_column="skill"),
                          hide_index=True, width="stretch", key=f"closure_{key}",
                          column_config=RULE_LINK_CONFIG)
-    elif trace.get("passages"):
-        st.markdown(f"**4 · Passages**: {len(trace['passages'])}")
-        st.text(", ".join(trace["passages"]))
-    if trace.get("fallback"):
-        st.warning(md(f"Fallback applied: {trace['fallback']}"))
-    st.markdown(f"**5 · Rendered context**: {trace.get('context_tokens', 0)} tokens")
+    elif trace.passages:
+        st.markdown(f"**4 · Passages**: {len(trace.passages)}")
+        st.text(", ".join(trace.passages))
+    if trace.fallback:
+        st.warning(md(f"Fallback applied: {trace.fallback}"))
+    st.markdown(f"**5 · Rendered context**: {trace.context_tokens} tokens")
     with st.expander("Context given to the judge"):
-        st.code(trace.get("context") or "(empty)", language=None)
+        st.code(trace.context or "(empty)", language=None)
     show_window(trace, key)
-    usage = trace.get("usage") or []
-    if usage:
-        with st.expander(f"Model calls ({len(usage)}): {trace.get('online_tokens', 0)} tokens"):
-            st.dataframe(usage, hide_index=True, width="stretch", key=f"usage_{key}")
+    if trace.usage:
+        with st.expander(f"Model calls ({len(trace.usage)}): {trace.online_tokens} tokens"):
+            st.dataframe([asdict(c) for c in trace.usage], hide_index=True, width="stretch",
+                         key=f"usage_{key}")
 
 
-def show_window(trace: dict, key: str) -> None:
+def show_window(trace: AuditTrace, key: str) -> None:
     """How the case fitted the judge's context window: cut turns, and the parts it was
     judged in when the whole context did not fit."""
-    fit = trace.get("window")
-    if not fit:
+    fit = trace.window
+    if fit is None:
         return
     st.caption(
-        f"Judge window {int(fit['window'])} tokens ({md(fit['source'])}): "
-        f"{int(fit['fixed_tokens'])} for the prompt, conversation, state and reply, "
-        f"{int(fit['answer_tokens'])} for the answer, {int(fit['target_tokens'])} left for the policy."
+        f"Judge window {int(fit.window)} tokens ({md(fit.source)}): "
+        f"{int(fit.fixed_tokens)} for the prompt, conversation, state and reply, "
+        f"{int(fit.answer_tokens)} for the answer, {int(fit.target_tokens)} left for the policy."
     )
-    if fit.get("turns_dropped"):
+    if fit.turns_dropped:
         st.warning(
-            f"{int(fit['turns_dropped'])} oldest of {int(fit['turns_total'])} turns "
-            f"({int(fit['tokens_dropped'])} tokens) were left out to fit the window; the judge was told."
+            f"{int(fit.turns_dropped)} oldest of {int(fit.turns_total)} turns "
+            f"({int(fit.tokens_dropped)} tokens) were left out to fit the window; the judge was told."
         )
-    parts = trace.get("parts") or []
-    if parts:
-        st.markdown(f"**6 · Judged in {len(parts)} parts** ({md(fit.get('split') or '?')}): "
+    if trace.parts:
+        st.markdown(f"**6 · Judged in {len(trace.parts)} parts** ({md(fit.split or '?')}): "
                     "the context did not fit the judge's window whole")
         rows = [
-            {"part": p["index"], "mode": p["mode"],
-             "verdict": "—" if p.get("violation") is None else (
-                 "violation" if p["violation"] else "compliant"),
-             "violated": ", ".join(p.get("violated_rules") or []), "tokens": p["tokens"],
-             "items": ", ".join(p["units"]), "reason": p.get("reason", "")}
-            for p in parts
+            {"part": p.index, "mode": p.mode,
+             "verdict": "—" if p.violation is None else (
+                 "violation" if p.violation else "compliant"),
+             "violated": ", ".join(p.violated_rules), "tokens": p.tokens,
+             "items": ", ".join(p.units), "reason": p.reason}
+            for p in trace.parts
         ]
         st.dataframe(rows, hide_index=True, width="stretch", key=f"parts_{key}")

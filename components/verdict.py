@@ -8,6 +8,7 @@ import streamlit as st
 from components.links import graph_link
 from components.safe import md
 from components.spans import show_source
+from workbench.audit.trace import AuditTrace
 from workbench.graph import PolicyIndex
 
 
@@ -23,32 +24,31 @@ def locate_rule(index: PolicyIndex, closure: dict[str, list[str]], rule_id: str)
     return None, None
 
 
-def show_verdict(trace: dict, index: PolicyIndex | None, key: str) -> None:
-    verdict = trace.get("verdict")
-    error = trace.get("error")
+def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:
+    verdict, error = trace.verdict, trace.error
     with st.container(border=True, key=f"verdict_{key}"):
-        if error:
-            st.error(f"No verdict — {md(error.get('kind'))}: {md(error.get('message'))}")
+        if error is not None:
+            st.error(f"No verdict — {md(error.kind)}: {md(error.message)}")
             return
-        if not verdict:
+        if verdict is None:
             st.info("Not judged (run with a judge to get a verdict).")
             return
-        if verdict["violation"]:
+        if verdict.violation:
             st.error("Violation", icon="⚠️")
         else:
             st.success("Compliant", icon="✅")
-        if trace.get("parts"):
-            st.caption(f"Judged in {len(trace['parts'])} parts: the context did not fit the "
+        if trace.parts:
+            st.caption(f"Judged in {len(trace.parts)} parts: the context did not fit the "
                        "judge's window whole (parts listed with the trace steps).")
         st.caption("Reason given by the judge")
-        st.text(verdict.get("reason", ""))
-        if verdict.get("unknown_rule_ids"):
+        st.text(verdict.reason)
+        if verdict.unknown_rule_ids:
             st.warning("Cited ids not in the judged context (flagged): "
-                       + md(", ".join(verdict["unknown_rule_ids"])))
-        if verdict.get("violation") and not verdict.get("reason_cites", True):
+                       + md(", ".join(verdict.unknown_rule_ids)))
+        if verdict.violation and not verdict.reason_cites:
             st.warning("The reason cites none of the violated rule ids.")
-        for rid in verdict.get("violated_rules", []):
-            skill, rule = locate_rule(index, trace.get("closure", {}), rid) if index else (None, None)
+        for rid in verdict.violated_rules:
+            skill, rule = locate_rule(index, trace.closure, rid) if index else (None, None)
             # The id is md-escaped text; the link's values are percent-encoded (no ")" or
             # space can end the markdown link early).
             st.markdown(f"**Violated rule [{md(rid)}]({graph_link(skill.name, rid)})**" if rule
@@ -59,7 +59,6 @@ def show_verdict(trace: dict, index: PolicyIndex | None, key: str) -> None:
             st.text(f"{skill.name} · {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}")
             if rule.spans:
                 show_source(skill.source, rule.spans, context_chars=250)
-        per_rule = verdict.get("per_rule") or []
-        if per_rule:
-            with st.expander(f"Per-rule answers ({len(per_rule)})"):
-                st.dataframe(per_rule, hide_index=True, width="stretch")
+        if verdict.per_rule:
+            with st.expander(f"Per-rule answers ({len(verdict.per_rule)})"):
+                st.dataframe(verdict.per_rule, hide_index=True, width="stretch")

@@ -9,13 +9,13 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from components import audit_cache
 from components.case_table import case_rows, show_case_table
 from components.glossary import column_help
 from components.retrieval_curves import show_evaluations
 from components.state import engine
 from components.training_runs import training_section
 from store import audit_repo
-from store import review as review_store
 from workbench.glossary import help_for
 from workbench.review import METRIC_COLUMNS, gold_of, metrics_rows
 
@@ -30,7 +30,7 @@ with st.container(border=True):
 
 training_section("ev_train")  # before the stored-runs check: training needs no audit runs
 eng = engine()
-datasets = review_store.trace_datasets(eng)
+datasets = audit_repo.trace_datasets(eng)
 if not datasets:
     st.info("No stored audit runs yet. Audit a dataset on the Review page, or "
             "`workbench audit --store DATASET ...`.")
@@ -43,7 +43,7 @@ compare = cols[1].radio("Compare", list(COMPARE), horizontal=True, key="ev_compa
 rows: list[dict] = []
 for dataset in chosen:
     labels, gold_rules = gold_of(audit_repo.load_cases(eng, dataset))
-    rows += metrics_rows(dataset, review_store.run_traces(eng, dataset), labels or None,
+    rows += metrics_rows(dataset, audit_cache.records(eng, dataset), labels or None,
                          gold_rules or None, by=COMPARE[compare])
 table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
 if table.empty:
@@ -94,5 +94,5 @@ st.caption("Every stored trace of the chosen datasets; open one on Replay to see
 case_list: list[dict] = []
 for dataset in chosen:
     case_labels, _ = gold_of(audit_repo.load_cases(eng, dataset))
-    case_list += case_rows(dataset, review_store.run_traces(eng, dataset), case_labels)
+    case_list += case_rows(dataset, audit_cache.records(eng, dataset), case_labels)
 show_case_table(case_list, key="ev_cases")

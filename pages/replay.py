@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from components import links
+from components import audit_cache, links
 from components.case_table import picker_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
@@ -18,7 +18,6 @@ from components.state import engine
 from components.trace_view import show_steps
 from components.verdict import show_verdict
 from store import audit_repo
-from store import review as review_store
 from workbench.audit import AuditOptions, AuditTrace, CaseFormatError, audit_case, case_from_dict
 from workbench.glossary import gold_word
 from workbench.inputs import InputError, loads_json
@@ -55,7 +54,7 @@ if dataset == PASTE:
         show_error(exc, lead="The pasted case cannot be used: ")
         st.stop()
 else:
-    cases = {c.id: c for c in audit_repo.load_cases(eng, dataset)}
+    cases = audit_cache.cases(eng, dataset)
     missing_case = links.adopt("case", "replay_case", list(cases))
     case_id = top[1].selectbox(
         "Case", list(cases), key="replay_case",
@@ -66,7 +65,7 @@ else:
     with st.expander(f"Browse the {len(cases)} cases of {dataset} (filter, sort, pages)"):
         st.caption("Select a row to open that case.")
         show_case_table(
-            picker_rows(dataset, list(cases), review_store.run_traces(eng, dataset),
+            picker_rows(dataset, list(cases), audit_cache.records(eng, dataset),
                         {i: c.label for i, c in cases.items()}),
             key="replay_cases", page_size=25, pick_into="replay_case")
     if missing_case:
@@ -103,15 +102,18 @@ def preview_key(strategy: str) -> str:
     return f"replay_preview_{dataset}_{case.id}_{strategy}"
 
 
-def stored(strategy: str) -> dict | None:
+# The case's stored traces, read once per rerun (from the cache: no query per strategy).
+stored_traces = {} if dataset == PASTE else audit_cache.case_traces(eng, dataset, case.id,
+                                                                    pinned_run or None)
+
+
+def stored(strategy: str) -> AuditTrace | None:
     if dataset == PASTE:  # a pasted case is never stored: its preview is all there is
         return st.session_state.get(preview_key(strategy))
-    traces = audit_repo.load_traces(eng, dataset=dataset, strategy=strategy, case_id=case.id,
-                                    run_id=pinned_run or None)
-    return traces[-1].to_dict() if traces else None
+    return stored_traces.get(strategy)
 
 
-def preview(strategy: str) -> dict | None:
+def preview(strategy: str) -> AuditTrace | None:
     return None if dataset == PASTE else st.session_state.get(preview_key(strategy))
 
 
@@ -123,13 +125,14 @@ def run(strategy: str) -> None:
     gateway = None if judge_mode == "none" and keywords == "lexical" else model_gateway()
     with st.spinner(f"Auditing {case.id} with {strategy} (the local model can take minutes)…"):
         trace = audit_case(case, audit_index(eng), strategy, gateway, options)
-    st.session_state[preview_key(strategy)] = trace.to_dict()
+    st.session_state[preview_key(strategy)] = trace
 
 
-def store(strategy: str, new: dict) -> None:
-    """Keep a previewed trace, in a run of its own: never mixed into a batch run."""
+def store(strategy: str, new: AuditTrace) -> None:
+    """Keep a previewed trace, in a run of its own: never mixed into a batch run. (The
+    cached traces follow by themselves: the stored row changes the data version.)"""
     run_id = f"replay-{case.id}-{strategy}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    audit_repo.save_trace(eng, AuditTrace.from_dict(new), run_id=run_id, dataset=dataset)
+    audit_repo.save_trace(eng, new, run_id=run_id, dataset=dataset)
     st.session_state.pop(preview_key(strategy), None)
     st.session_state["replay_flash"] = f"Stored the new {strategy} result as run {run_id}."
     links.publish("run", None)  # show the newest trace, which is now this one
@@ -141,11 +144,10 @@ with right:
     st.subheader("Verdict")
     if "replay_flash" in st.session_state:
         st.success(md(st.session_state.pop("replay_flash")))
-    sizes = {s: sum(len(ids) for ids in ((stored(s) or {}).get("closure") or {}).values())
-             for s in chosen}
+    sizes = {s: len(t.closure_ids) if (t := stored(s)) is not None else 0 for s in chosen}
     st.caption(md(plan_text(chosen, keywords, judge_mode,
                             planned_calls(chosen, keywords, judge_mode, sizes))))
-    if st.button("Run audit (preview)" if not stored(strategy_a) else "Re-run audit (preview)",
+    if st.button("Run audit (preview)" if stored(strategy_a) is None else "Re-run audit (preview)",
                  key="replay_run", type="primary"):
         for s in chosen:
             run(s)
@@ -174,10 +176,9 @@ if trace_a is not None:
                     st.info("No trace yet for this strategy: press Run audit.")
                     continue
                 c1, c2 = st.columns(2)
-                c1.metric("Context tokens", t.get("context_tokens", 0))
-                verdict = t.get("verdict") or {}
-                c2.metric("Verdict", "—" if not verdict else
-                          ("violation" if verdict.get("violation") else "compliant"))
+                c1.metric("Context tokens", t.context_tokens)
+                c2.metric("Verdict", "—" if t.verdict is None else
+                          ("violation" if t.verdict.violation else "compliant"))
                 show_verdict(t, index, key=f"side_{s}")
     st.subheader("Trace")
     show_steps(trace_a, index, key="a")

@@ -6,23 +6,24 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from components import identity, links, queue_nav
+from components import audit_cache, identity, links, queue_nav
 from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
+from components.replay_state import audit_index, policy_index
 from components.safe import md
 from components.state import engine, user_name
 from components.verdict import show_verdict
-from store import audit_repo, repo
+from store import audit_repo
 from store import review as review_store
 from workbench.audit.cases import CaseFormatError, parse_cases_bytes
+from workbench.audit.trace_file import read_traces
 from workbench.errors import WorkbenchError, is_fatal
 from workbench.glossary import gold_word, help_for
 from workbench.inputs import InputError, decode_text
@@ -37,8 +38,6 @@ from workbench.review import (
     build_queue,
     filter_queue,
     item_text,
-    parse_traces,
-    pending_cases,
     review_progress,
 )
 from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
@@ -76,25 +75,29 @@ def store_uploaded_cases() -> None:
             show_error(exc, lead="Nothing was stored: ")
             return
         n = audit_repo.save_cases(eng, name.strip(), cases)
+        audit_cache.clear()  # a case stored again under its id changed in place
         st.success(md(f"Stored {n} cases as dataset {name.strip()}."))
 
 
 def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_id: str,
               context: str = "") -> None:
     """Audit the dataset's cases not yet in the run, storing each trace as it finishes."""
-    from workbench.audit import AuditIndex, AuditOptions, run_audit
+    from workbench.audit import AuditOptions, run_audit
+    from workbench.audit.sinks import sink_done_keys
     from workbench.audit.strategies import CONTEXT_FORMS
 
-    cases = audit_repo.load_cases(eng, dataset)
-    index = repo.export_index(eng)
-    if not len(index):
+    cases = list(audit_cache.cases(eng, dataset).values())
+    if policy_index(eng) is None:
         st.error("No SKILLs in the store: import the policy index first "
                  "(`workbench import INDEX.json`, or the Skills page).")
         return
-    stored = [t for _run, t in review_store.run_traces(eng, dataset, [run_id])]
-    todo = pending_cases(cases, stored, strategy, judge_mode, keywords)
-    total, done = len(cases), len(cases) - len(todo)
-    if not todo:
+    # The run's stored traces are the sink's: what it holds is what a resumed run skips.
+    sink = audit_repo.StoreSink(eng, run_id, dataset)
+    done_keys, _ = sink_done_keys(sink)
+    ids = dict.fromkeys(c.id for c in cases)  # a duplicate id is audited once
+    pending = sum((i, strategy, judge_mode, keywords) not in done_keys for i in ids)
+    total, done = len(cases), len(cases) - pending
+    if not pending:
         st.info(md(f"All {total} cases are already audited in run {run_id}; "
                    "pick a new run id to audit them again."))
         return
@@ -102,9 +105,8 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
 
     def on_trace(trace) -> None:
         nonlocal done
-        audit_repo.save_trace(eng, trace, run_id, dataset)
         done += 1
-        bar.progress(done / total, text=md(f"{done} of {total} cases · {trace.id}"))
+        bar.progress(min(1.0, done / total), text=md(f"{done} of {total} cases · {trace.id}"))
 
     gateway = None
     try:
@@ -112,11 +114,10 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
             from components.state import model_gateway
 
             gateway = model_gateway()  # shared by the app's sessions: not closed here
-        with tempfile.TemporaryDirectory() as tmp:
-            summary = run_audit(todo, AuditIndex(index), strategy, Path(tmp) / "traces.jsonl",
-                                gateway, AuditOptions(keywords=keywords, judge_mode=judge_mode)
-                                .with_context(**CONTEXT_FORMS.get(context, {})),
-                                concurrency=1, on_trace=on_trace)
+        summary = run_audit(cases, audit_index(eng), strategy, sink, gateway,
+                            AuditOptions(keywords=keywords, judge_mode=judge_mode)
+                            .with_context(**CONTEXT_FORMS.get(context, {})),
+                            concurrency=1, on_trace=on_trace)
     except WorkbenchError as exc:
         if not is_fatal(exc):
             raise
@@ -125,7 +126,7 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
                    "same run id to resume.")
         return
     errors = ", ".join(f"{k} {v}" for k, v in sorted(summary.errors.items())) or "none"
-    st.success(md(f"Run {run_id}: audited {summary.done} cases ({total - len(todo)} were already "
+    st.success(md(f"Run {run_id}: audited {summary.done} cases ({summary.skipped} were already "
                   f"in the run), {summary.judged} judged; errors: {errors}."))
 
 
@@ -177,7 +178,7 @@ def load_panel() -> None:
         except InputError as exc:
             show_error(exc, lead="Nothing was stored: ")
             return
-        traces, problems = parse_traces(text)
+        traces, problems = read_traces(text=text, origin=upload.name)
         if problems:
             st.warning(md(f"{len(problems)} line(s) skipped: " + "; ".join(problems[:5])))
         if traces:
@@ -277,14 +278,38 @@ def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
              "decision": d.decision, "note": d.note} for d in mine]), hide_index=True)
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _queue(url: str, dataset: str, runs: tuple[str, ...] | None, versions: tuple,
+           _records: list, _cases: dict) -> list[QueueItem]:
+    """The dataset's queue items, built once per data version (``components.audit_cache``):
+    a key press reruns the page but finds the queue already built. Shared: read-only."""
+    labels = {cid: c.label for cid, c in _cases.items() if c.label}
+    texts = {cid: " ".join([c.model_response, *(t.content for t in c.turns)])
+             for cid, c in _cases.items()}
+    return build_queue(_records, labels, dataset, texts)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _queue_list(dataset: str, versions: tuple, shown_keys: tuple, decided: tuple,
+                _shown: list[QueueItem], _decisions: list[ReviewDecision]) -> pd.DataFrame:
+    """The queue list's rows, built once per shown queue and decision state: a key press
+    that only moves through the queue finds them built (1,000 rows cost ~0.1 s)."""
+    return pd.DataFrame(queue_rows(dataset, _shown, _decisions, REASON_TEXT),
+                        columns=list(QUEUE_COLUMNS))
+
+
+def _decided(decisions: list[ReviewDecision]) -> tuple:
+    # Decisions are only ever added: their number and the newest one identify the state.
+    return (len(decisions), decisions[-1].created_at.isoformat() if decisions else "")
+
+
 @st.fragment
 def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
-    records = review_store.run_traces(eng, dataset, runs or None)
-    cases = {c.id: c for c in audit_repo.load_cases(eng, dataset)}
-    labels = {cid: c.label for cid, c in cases.items() if c.label}
-    texts = {cid: " ".join([c.model_response, *(t.content for t in c.turns)])
-             for cid, c in cases.items()}
-    items = build_queue(records, labels, dataset, texts)
+    picked = tuple(runs) or None
+    versions = audit_cache.versions(eng, dataset)  # read once: the queue is keyed on them
+    cases = audit_cache.cases(eng, dataset, versions[1])
+    items = _queue(str(eng.url), dataset, picked, versions,
+                   audit_cache.records(eng, dataset, picked, versions[0]), cases)
     decisions = review_store.decisions_for(eng, dataset)
     cols = st.columns([3, 3, 2])
     reasons = cols[0].multiselect("Show verdicts where", REASONS, default=list(REASONS),
@@ -308,8 +333,9 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
         st.success("Nothing in the queue matches these filters.")
         return
     with st.expander(f"Queue list ({len(shown)} verdicts): sort, filter, open on Replay"):
-        show_case_table(queue_rows(dataset, shown, decisions, REASON_TEXT), key="rv_list",
-                        columns=QUEUE_COLUMNS)
+        show_case_table(_queue_list(dataset, versions, tuple(i.key for i in shown),
+                                    _decided(decisions), shown, decisions),
+                        key="rv_list", columns=QUEUE_COLUMNS)
     pos_key = f"rv_pos/{dataset}"
     wanted = links.fresh("position")  # ?position=N (1-based): reload keeps the place
     if wanted is not None and wanted.isdigit():
@@ -324,9 +350,8 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
     with left:
         show_case(case)
     with right:
-        verdict = item.trace.get("verdict") or {}
-        index = repo.export_index(eng) if verdict.get("violated_rules") else None
-        show_verdict(item.trace, index, key=_item_key(item))
+        cited = item.trace.verdict is not None and item.trace.verdict.violated_rules
+        show_verdict(item.trace, policy_index(eng) if cited else None, key=_item_key(item))
         st.text_input("Note (required to overturn)", key=f"rv_note_{_item_key(item)}",
                       placeholder="why; press Tab to leave the field, then a key")
         advance = status != "not reviewed by me"  # there a decided verdict leaves the list
@@ -352,12 +377,12 @@ if reviewer:
     st.session_state["user_name"] = reviewer
 else:
     st.warning("Enter your name to record decisions.")
-datasets = review_store.trace_datasets(eng)
+datasets = audit_repo.trace_datasets(eng)
 with st.expander("Audit a dataset", expanded=not datasets):
     audit_panel()
 with st.expander("Load a traces file"):
     load_panel()
-datasets = review_store.trace_datasets(eng)
+datasets = audit_repo.trace_datasets(eng)
 if not datasets:
     st.info("No audit traces yet: audit a dataset or load a traces file above.")
     st.stop()

@@ -2,25 +2,30 @@
 
 Cases are stored per dataset with their full JSON (extra fields survive); saving a case id
 again replaces its payload. Traces are append-only per (dataset, run, case, strategy): a
-re-audit adds a row, and ``latest_traces`` picks the newest per case and strategy. Saving a
-trace identical to the newest stored one of its key adds nothing, so storing a finished run
-again is a no-op. Every write holds the write lock from its first read (``write_session``):
+re-audit adds a row, and ``latest_traces`` picks the newest per case and strategy
+(``workbench.audit.trace.latest_per_case``). Saving a trace identical to the newest stored
+one of its key adds nothing, so storing a finished run again is a no-op. This is the one
+repository of stored traces: they come back as ``AuditTrace`` (``load_traces``, ``latest_traces``)
+or as ``(run_id, AuditTrace)`` (``run_traces``), never as dicts; ``StoreSink`` lets a batch run
+write into a stored run and resume from it. Every write holds the write lock from its first
+read (``write_session``):
 concurrent importers and audits of one dataset neither collide nor lose rows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from store.models import AuditResultRow, CaseRow
 from store.session import retry_conflicts, write_session
 from workbench.audit.cases import AuditCase, case_from_dict
-from workbench.audit.trace import AuditTrace
+from workbench.audit.trace import AuditTrace, TraceFormatError, case_and_strategy, latest_per_case
 from workbench.llm.errors import bound_message
 
 
@@ -70,22 +75,22 @@ def save_trace(engine: Engine, trace: AuditTrace | dict[str, Any], run_id: str, 
 def save_traces(
     engine: Engine, traces: Iterable[AuditTrace | dict[str, Any]], run_id: str, dataset: str
 ) -> int:
-    """Append traces (objects or their dicts) under ``run_id``. Returns how many were added:
-    a trace equal to the newest stored one of its (dataset, run, case, strategy) is skipped,
-    and so is a repeat within ``traces``."""
+    """Append traces under ``run_id``. Returns how many were added: a trace equal to the
+    newest stored one of its (dataset, run, case, strategy) is skipped, and so is a repeat
+    within ``traces``. A dict (JSON held by a caller) is first read as an ``AuditTrace``
+    (raises ``TraceFormatError`` naming the field), so only valid traces are stored."""
     fields = []
     for t in traces:
-        data = t.to_dict() if isinstance(t, AuditTrace) else dict(t)
-        verdict = data.get("verdict")
-        error = data.get("error")
+        trace = t if isinstance(t, AuditTrace) else AuditTrace.from_dict(t)
         fields.append(dict(
             run_id=run_id,
             dataset=dataset,
-            case_id=str(data["id"]),
-            strategy=str(data["strategy"]),
-            violation=None if verdict is None else bool(verdict["violation"]),
-            error=None if error is None else bound_message(f"{error['kind']}: {error['message']}"),
-            trace_json=json.dumps(data, ensure_ascii=False),
+            case_id=trace.id,
+            strategy=trace.strategy,
+            violation=trace.violation,
+            error=None if trace.error is None
+            else bound_message(f"{trace.error.kind}: {trace.error.message}"),
+            trace_json=json.dumps(trace.to_dict(), ensure_ascii=False),
         ))
 
     def write() -> int:
@@ -112,6 +117,42 @@ def save_traces(
     return retry_conflicts(write)
 
 
+def _filtered(stmt, run_ids: Sequence[str] | None, strategy: str | None, dataset: str | None,
+              case_id: str | None):
+    if run_ids is not None:
+        stmt = stmt.where(AuditResultRow.run_id.in_(list(run_ids)))
+    if strategy is not None:
+        stmt = stmt.where(AuditResultRow.strategy == strategy)
+    if dataset is not None:
+        stmt = stmt.where(AuditResultRow.dataset == dataset)
+    if case_id is not None:
+        stmt = stmt.where(AuditResultRow.case_id == case_id)
+    return stmt.order_by(AuditResultRow.id)
+
+
+def run_traces(
+    engine: Engine,
+    dataset: str | None = None,
+    run_ids: Sequence[str] | None = None,
+    *,
+    strategy: str | None = None,
+    case_id: str | None = None,
+) -> list[tuple[str, AuditTrace]]:
+    """``(run_id, trace)`` of the stored traces matching the filters, oldest first. A stored
+    row that no longer reads as a trace (hand-edited, or from a foreign tool) is left out."""
+    stmt = _filtered(select(AuditResultRow.run_id, AuditResultRow.trace_json),
+                     run_ids, strategy, dataset, case_id)
+    out = []
+    with Session(engine) as session:
+        rows = session.exec(stmt).all()
+    for run_id, text in rows:
+        try:
+            out.append((run_id, AuditTrace.from_dict(json.loads(text), f"stored run {run_id}")))
+        except (json.JSONDecodeError, TraceFormatError):
+            continue
+    return out
+
+
 def load_traces(
     engine: Engine,
     run_id: str | None = None,
@@ -120,28 +161,55 @@ def load_traces(
     case_id: str | None = None,
 ) -> list[AuditTrace]:
     """Traces filtered by run, strategy, dataset and/or case, oldest first."""
-    stmt = select(AuditResultRow)
-    if run_id is not None:
-        stmt = stmt.where(AuditResultRow.run_id == run_id)
-    if strategy is not None:
-        stmt = stmt.where(AuditResultRow.strategy == strategy)
-    if dataset is not None:
-        stmt = stmt.where(AuditResultRow.dataset == dataset)
-    if case_id is not None:
-        stmt = stmt.where(AuditResultRow.case_id == case_id)
-    with Session(engine) as session:
-        rows = session.exec(stmt.order_by(AuditResultRow.id)).all()
-    return [AuditTrace.from_dict(json.loads(r.trace_json)) for r in rows]
+    return [t for _run, t in run_traces(engine, dataset, None if run_id is None else [run_id],
+                                        strategy=strategy, case_id=case_id)]
 
 
 def latest_traces(
     engine: Engine, dataset: str, strategy: str | None = None
 ) -> dict[tuple[str, str], AuditTrace]:
     """The newest trace per (case id, strategy) of a dataset."""
-    latest: dict[tuple[str, str], AuditTrace] = {}
-    for t in load_traces(engine, strategy=strategy, dataset=dataset):
-        latest[(t.id, t.strategy)] = t  # oldest first, so later rows win
-    return latest
+    return {case_and_strategy(t): t
+            for t in latest_per_case(load_traces(engine, strategy=strategy, dataset=dataset))}
+
+
+def trace_version(engine: Engine, dataset: str) -> tuple[int, int]:
+    """``(rows, newest row id)`` of a dataset's stored traces: rows are only ever added, so
+    this changes with every stored trace, whichever process stored it (a cache key)."""
+    with Session(engine) as session:
+        n, top = session.exec(select(func.count(AuditResultRow.id), func.max(AuditResultRow.id))
+                              .where(AuditResultRow.dataset == dataset)).one()
+    return int(n), int(top or 0)
+
+
+def case_version(engine: Engine, dataset: str) -> tuple[int, int]:
+    """``(rows, newest row id)`` of a dataset's cases. Saving a stored case id again updates
+    its row in place, which this does not see: a page that saves cases clears its cache."""
+    with Session(engine) as session:
+        n, top = session.exec(select(func.count(CaseRow.id), func.max(CaseRow.id))
+                              .where(CaseRow.dataset == dataset)).one()
+    return int(n), int(top or 0)
+
+
+def trace_datasets(engine: Engine) -> list[str]:
+    """Datasets with at least one stored trace."""
+    with Session(engine) as session:
+        return sorted(session.exec(select(AuditResultRow.dataset).distinct()).all())
+
+
+class StoreSink:
+    """A batch run's sink into one stored run (``workbench.audit.sinks``): each trace is
+    saved as it finishes, and the run's stored traces are what a resumed run skips."""
+
+    def __init__(self, engine: Engine, run_id: str, dataset: str):
+        self.engine, self.run_id, self.dataset = engine, run_id, dataset
+        self.added = 0
+
+    def traces(self) -> list[AuditTrace]:
+        return load_traces(self.engine, run_id=self.run_id, dataset=self.dataset)
+
+    def write(self, trace: AuditTrace) -> None:
+        self.added += save_trace(self.engine, trace, self.run_id, self.dataset)
 
 
 def runs(engine: Engine, dataset: str | None = None) -> list[str]:

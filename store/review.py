@@ -1,5 +1,5 @@
-"""Review persistence: analysts' append-only decisions on audit verdicts, and the stored
-traces of a dataset with their run ids (what the review queue and the evaluation read).
+"""Review persistence: analysts' append-only decisions on audit verdicts. The stored traces
+they are about come from the one trace repository, ``store.audit_repo`` (``run_traces``).
 
 Decisions are only ever inserted: a changed mind is a newer record, and the newest per
 (run, case, strategy, reviewer) is current (``workbench.review.current_decisions``). There
@@ -11,15 +11,12 @@ for each other instead of losing records. Times are UTC and come back timezone-a
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Index, Session, SQLModel, select
 
-from store.models import AuditResultRow
 from workbench.review import ReviewDecision, utcnow, validate_decision
 
 
@@ -99,31 +96,3 @@ def decisions_for(
         query = query.where(ReviewDecisionRow.reviewer == reviewer)
     with Session(engine) as session:
         return [_decision(row) for row in session.exec(query.order_by(ReviewDecisionRow.id))]
-
-
-def trace_datasets(engine: Engine) -> list[str]:
-    """Datasets with at least one stored trace."""
-    with Session(engine) as session:
-        return sorted(session.exec(select(AuditResultRow.dataset).distinct()).all())
-
-
-def run_traces(
-    engine: Engine, dataset: str, run_ids: Sequence[str] | None = None
-) -> list[tuple[str, dict[str, Any]]]:
-    """``(run_id, trace dict)`` of a dataset's stored traces (optionally some runs only),
-    oldest first. A stored trace that is not valid JSON is skipped."""
-    query = select(AuditResultRow.run_id, AuditResultRow.trace_json).where(
-        AuditResultRow.dataset == dataset
-    )
-    if run_ids is not None:
-        query = query.where(AuditResultRow.run_id.in_(list(run_ids)))
-    out = []
-    with Session(engine) as session:
-        for run_id, text in session.exec(query.order_by(AuditResultRow.id)):
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict) and "id" in data and "strategy" in data:
-                out.append((run_id, data))
-    return out

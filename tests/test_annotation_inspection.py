@@ -64,8 +64,9 @@ def test_jsonl_reports_bad_lines_and_keeps_the_rest():
     cases, errors = read_traces_jsonl(text, origin="t.jsonl")
     assert [c.key for c in cases] == ["a", "b"]
     assert len(errors) == 3
-    assert errors[0].startswith("t.jsonl line 3: not valid JSON")
-    assert "repeats an earlier line" in errors[1] and "line 5: no case id" in errors[2]
+    # file:line, as the one trace reader names every problem
+    assert errors[0].startswith("t.jsonl:3: not valid JSON")
+    assert "repeats an earlier line" in errors[1] and errors[2].startswith("t.jsonl:5: no case id")
 
 
 def test_edges_come_from_the_graph_when_the_trace_has_none(refund_index_data):

@@ -14,7 +14,8 @@ from workbench.audit.cases import load_cases
 from workbench.audit.complibench import import_complibench
 from workbench.audit.pipeline import AuditOptions
 from workbench.audit.policy import AuditIndex
-from workbench.audit.runner import read_traces, run_audit
+from workbench.audit.runner import run_audit
+from workbench.audit.trace_file import read_traces
 from workbench.cli import main
 from workbench.graph import PolicyIndex
 
@@ -36,11 +37,12 @@ def test_run_is_resumable(index, tmp_path):
         f.write('{"id": "half-writ')  # a crash mid-line must not break resuming
     again = run_audit(cases, index, "cdg", out, options=NO_JUDGE)
     assert (again.done, again.skipped) == (2, 2)
-    traces = read_traces(out)
-    assert sorted(t["id"] for t in traces) == sorted(c.id for c in cases)
+    traces, problems = read_traces(out)
+    assert sorted(t.id for t in traces) == sorted(c.id for c in cases)
+    assert len(problems) == 1 and f"{out}:3:" in problems[0]  # the torn line, named
     # Another strategy over the same file is a different run.
     assert run_audit(cases, index, "raw", out, options=NO_JUDGE).done == 4
-    for t in read_traces(out):
+    for t in (t.to_dict() for t in read_traces(out)[0]):
         assert {"id", "strategy", "keywords", "skills", "seeds", "closure", "context_tokens",
                 "verdict", "error", "usage"} <= set(t)
 
@@ -52,7 +54,7 @@ def test_cli_audit_and_metrics(tmp_path, capsys):
     assert main([*args, "--strategy", "cdg"]) == 0
     assert main([*args, "--strategy", "bm25", "--top-k", "2"]) == 0
     assert main([*args, "--strategy", "cdg"]) == 0  # resumed: nothing new
-    assert len(read_traces(out)) == 8
+    assert len(read_traces(out)[0]) == 8
     capsys.readouterr()
     assert main(["metrics", str(out), "--cases", str(FIX / "merchant_cases.jsonl")]) == 0
     table = capsys.readouterr().out
@@ -80,9 +82,9 @@ def test_store_keeps_cases_and_traces(engine, index, tmp_path):
     out = tmp_path / "t.jsonl"
     run_audit(cases, index, "cdg", out, options=NO_JUDGE)
     run_audit(cases, index, "raw", out, options=NO_JUDGE)
-    traces = read_traces(out)
+    traces, _ = read_traces(out)
     save_traces(engine, traces, "run-1", "merchant")
-    save_traces(engine, [t for t in traces if t["strategy"] == "cdg"], "run-2", "merchant")
+    save_traces(engine, [t for t in traces if t.strategy == "cdg"], "run-2", "merchant")
     assert datasets(engine) == ["merchant"] and runs(engine) == ["run-1", "run-2"]
     assert len(load_traces(engine, run_id="run-1")) == 8
     assert len(load_traces(engine, strategy="raw")) == 4

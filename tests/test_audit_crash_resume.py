@@ -115,11 +115,11 @@ def test_kill_9_at_random_points_then_resume_loses_and_duplicates_nothing(tmp_pa
 
     assert kills == sorted(kills) and kills[-1] < N_CASES  # the kills did land mid-run
     # The file: every line but a torn one parses, and each case has exactly one trace.
-    from workbench.audit.runner import read_traces
+    from workbench.audit.trace_file import read_traces
 
-    traces = read_traces(out)
-    assert sorted(t["id"] for t in traces) == ids
-    assert all(t["error"] is None and t["verdict"]["reason"] == "complies" for t in traces)
+    traces, _torn = read_traces(out)
+    assert sorted(t.id for t in traces) == ids
+    assert all(t.error is None and t.verdict.reason == "complies" for t in traces)
     torn = [line for line in out.read_text(encoding="utf-8", errors="replace").splitlines()
             if line.strip() and not _parses(line)]
     assert len(torn) <= len(kills)  # at most one torn line per kill, each skipped
@@ -132,8 +132,8 @@ def test_kill_9_at_random_points_then_resume_loses_and_duplicates_nothing(tmp_pa
     engine = make_engine(f"sqlite:///{db}")
     stored = load_traces(engine, run_id="R")
     assert sorted(t.id for t in stored) == ids
-    by_id = {t["id"]: t for t in traces}
-    assert all(t.to_dict() == by_id[t.id] for t in stored)
+    by_id = {t.id: t for t in traces}
+    assert all(t == by_id[t.id] for t in stored)
     assert sorted(c.id for c in load_cases(engine, "ds")) == ids
     engine.dispose()
 

@@ -11,7 +11,8 @@ import pytest
 
 from workbench.audit import parquet
 from workbench.audit.cases import CaseFormatError, load_cases
-from workbench.audit.runner import read_traces
+from workbench.audit.trace import AuditTrace
+from workbench.audit.trace_file import read_traces
 from workbench.cli import main
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
@@ -81,16 +82,16 @@ def test_cli_converts_cases_and_audits_from_parquet(tmp_path, capsys):
     out = tmp_path / "traces.jsonl"
     assert main(["audit", "--index", str(INDEX), "--cases", str(pq_cases), "--strategy", "cdg",
                  "--no-judge", "--out", str(out)]) == 0
-    traces = read_traces(out)
-    assert sorted(t["id"] for t in traces) == sorted(c.id for c in load_cases(CASES))
+    traces, _ = read_traces(out)
+    assert sorted(t.id for t in traces) == sorted(c.id for c in load_cases(CASES))
 
     pq_traces, jsonl_again = tmp_path / "t.parquet", tmp_path / "t.jsonl"
     assert main(["convert", "traces", str(out), str(pq_traces)]) == 0
     assert main(["convert", "traces", str(pq_traces), str(jsonl_again)]) == 0
-    assert read_traces(jsonl_again) == traces
+    assert read_traces(jsonl_again) == (traces, [])
     table = pq.read_table(pq_traces, columns=["id", "strategy", "context_tokens", "violation"])
     assert table.column("strategy").to_pylist() == ["cdg"] * len(traces)
-    assert table.column("context_tokens").to_pylist() == [t["context_tokens"] for t in traces]
+    assert table.column("context_tokens").to_pylist() == [t.context_tokens for t in traces]
     assert table.column("violation").to_pylist() == [None] * len(traces)  # no judge, no verdict
 
     assert main(["convert", "cases", str(CASES), str(back)]) == 2  # neither side is Parquet
@@ -105,7 +106,7 @@ def test_traces_from_jsonl_keep_the_newest_per_case_and_import_into_the_store(tm
     src.write_text(json.dumps(first) + "\n" + json.dumps(retried) + "\n{half a li")
     target = tmp_path / "t.parquet"
     assert main(["convert", "traces", str(src), str(target)]) == 0
-    assert parquet.read_traces(target) == [retried]
+    assert parquet.read_traces(target) == [AuditTrace.from_dict(retried)]
     assert pq.read_table(target).column("violation").to_pylist() == [True]
     db = f"sqlite:///{tmp_path / 'wb.db'}"
     assert main(["import-traces", str(target), "--dataset", "d", "--run-id", "R", "--db", db]) == 0

@@ -18,7 +18,8 @@ from workbench.audit.cases import load_cases  # noqa: E402
 from workbench.audit.pipeline import AuditOptions  # noqa: E402
 from workbench.audit.policy import AuditIndex  # noqa: E402
 from workbench.audit.ray_engine import RayEngine  # noqa: E402
-from workbench.audit.runner import read_traces, run_audit  # noqa: E402
+from workbench.audit.runner import run_audit  # noqa: E402
+from workbench.audit.trace_file import read_traces  # noqa: E402
 from workbench.graph import PolicyIndex  # noqa: E402
 from workbench.llm import Gateway, load_config  # noqa: E402
 from workbench.llm.fake_server import FakeChatServer, reply, role_env  # noqa: E402
@@ -54,6 +55,11 @@ def cases(tmp_path_factory) -> Path:
     return path
 
 
+def _dicts(path: Path) -> list[dict]:
+    """The file's traces in their JSON form (what the file holds)."""
+    return [t.to_dict() for t in read_traces(path)[0]]
+
+
 def _comparable(trace: dict) -> dict:
     """A trace without what depends on the clock."""
     out = {k: v for k, v in trace.items() if k not in ("timings_ms", "latency_ms")}
@@ -62,7 +68,7 @@ def _comparable(trace: dict) -> dict:
 
 
 def _by_id(path: Path) -> dict[str, dict]:
-    return {t["id"]: _comparable(t) for t in read_traces(path)}
+    return {t["id"]: _comparable(t) for t in _dicts(path)}
 
 
 def _run(cases: Path, out: Path, config, engine=None, on_trace=None):
@@ -87,10 +93,10 @@ def test_ray_gives_the_traces_of_the_local_engine_and_resumes_exactly(
     local, on_ray = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
     assert _run(cases, local, config).done == N
     summary = _run(cases, on_ray, config, engine=_engine(config))
-    problems = [t["error"] for t in read_traces(on_ray) if t.get("error")]
+    problems = [t["error"] for t in _dicts(on_ray) if t.get("error")]
     assert (summary.done, summary.judged, summary.errors) == (N, N, {}), problems
     assert _by_id(on_ray) == _by_id(local)
-    assert len(read_traces(on_ray)) == N
+    assert len(_dicts(on_ray)) == N
 
     # Interrupted after 5 traces (the driver dies; workers' later answers are lost), then the
     # same command again: the 5 are skipped, the rest audited, none twice.
@@ -104,10 +110,10 @@ def test_ray_gives_the_traces_of_the_local_engine_and_resumes_exactly(
 
     with pytest.raises(KeyboardInterrupt):
         _run(cases, resumed, config, engine=_engine(config), on_trace=die_after_five)
-    assert len(read_traces(resumed)) == 5
+    assert len(_dicts(resumed)) == 5
     again = _run(cases, resumed, config, engine=_engine(config))
     assert (again.skipped, again.done) == (5, N - 5)
-    ids = Counter(t["id"] for t in read_traces(resumed))
+    ids = Counter(t["id"] for t in _dicts(resumed))
     assert set(ids) == {f"case-{i:02d}" for i in range(N)} and set(ids.values()) == {1}
     assert _by_id(resumed) == _by_id(local)
 
@@ -124,9 +130,9 @@ def test_the_cli_audits_on_ray_with_the_drivers_settings(ray_session, judge, cas
             "--strategy", "cdg", "--out", str(out), "--no-cache", "--engine", "ray",
             "--concurrency", "2"]
     assert main(args) == 0
-    traces = read_traces(out)
+    traces = _dicts(out)
     assert sorted(t["id"] for t in traces) == [f"case-{i:02d}" for i in range(N)]
     assert all(t["verdict"] is not None for t in traces)
     assert main(args) == 0  # a re-run finds every case done
     assert f"{N} already in" in capsys.readouterr().err
-    assert len(read_traces(out)) == N
+    assert len(_dicts(out)) == N

@@ -8,13 +8,14 @@ from streamlit.testing.v1 import AppTest
 
 from components.case_table import case_rows, filter_sort_page
 from tests.test_page_evaluate import PAGE, db  # noqa: F401  (fixture)
+from workbench.audit.trace import AuditError, AuditTrace, Verdict
 
 
 def test_case_rows_use_plain_words_and_link_to_the_run():
-    records = [("run-1", {"id": "c1", "strategy": "cdg", "verdict": {"violation": True}}),
-               ("run-1", {"id": "c2", "strategy": "cdg", "verdict": {"violation": True}}),
-               ("run-2", {"id": "c3", "strategy": "raw", "verdict": None}),
-               ("run-2", {"id": "c4", "strategy": "raw", "error": {"kind": "x"}})]
+    records = [("run-1", AuditTrace("c1", "cdg", verdict=Verdict(True, "", []))),
+               ("run-1", AuditTrace("c2", "cdg", verdict=Verdict(True, "", []))),
+               ("run-2", AuditTrace("c3", "raw")),
+               ("run-2", AuditTrace("c4", "raw", error=AuditError("x", "")))]
     rows = case_rows("demo", records, {"c1": "negative", "c2": "positive", "c3": "negative"})
     assert [(r["verdict"], r["gold"], r["agrees with gold"]) for r in rows] == [
         ("violation", "violation", True), ("violation", "compliant", False),
@@ -50,8 +51,8 @@ def test_evaluate_lists_cases_with_replay_links(db):  # noqa: F811
 def test_replay_picker_lists_every_case_with_its_newest_trace():
     from components.case_table import picked, picker_rows
 
-    records = [("run-1", {"id": "c1", "strategy": "cdg", "verdict": {"violation": True}}),
-               ("run-2", {"id": "c1", "strategy": "raw", "verdict": {"violation": False}})]
+    records = [("run-1", AuditTrace("c1", "cdg", verdict=Verdict(True, "", []))),
+               ("run-2", AuditTrace("c1", "raw", verdict=Verdict(False, "", [])))]
     rows = picker_rows("demo", ["c1", "c2"], records, {"c1": "negative", "c2": "positive"})
     assert [(r["case"], r["run"], r["verdict"], r["gold"]) for r in rows] == [
         ("c1", "run-2", "compliant", "violation"),  # the newest trace, not the first

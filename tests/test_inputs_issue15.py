@@ -228,10 +228,10 @@ def test_torn_multibyte_last_line_is_skipped_by_audit_and_metrics(tmp_path, caps
     whole = out.read_bytes()
     torn = json.dumps({"id": "zzz", "strategy": "cdg", "reason": "café"}, ensure_ascii=False)
     out.write_bytes(whole + torn.encode("utf-8")[: torn.encode("utf-8").index("é".encode()) + 1])
-    assert len(read_traces(out)) == 2
+    assert len(read_traces(out)[0]) == 2
     assert main(["metrics", str(out)]) == 0
     assert main(args) == 0  # resumes: the two good traces stay, the rest is audited
-    assert len(read_traces(out)) == len(CASES_TEXT.strip().splitlines())
+    assert len(read_traces(out)[0]) == len(CASES_TEXT.strip().splitlines())
     capsys.readouterr()
 
 

@@ -39,7 +39,8 @@ def db(tmp_path, monkeypatch):
             traces.append(t)
         audit_repo.save_traces(eng, traces, run, "demo")
     audit_repo.save_traces(eng, [{"id": "x", "strategy": "cdg", "label": "negative",
-                                  "verdict": {"violation": True}}], "r<script>", ODD)
+                                  "verdict": {"violation": True, "reason": "",
+                                              "violated_rules": []}}], "r<script>", ODD)
     yield eng
     eng.dispose()
 

@@ -11,8 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from store import audit_repo, repo
+from store.audit_repo import run_traces
 from store.db import make_engine
-from store.review import decisions_for, run_traces
+from store.review import decisions_for
 from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
 from workbench.graph import PolicyIndex
 
@@ -178,7 +179,7 @@ def test_batch_audit_skips_what_the_run_already_holds(db):
     run_batch_audit(at, "run-x", dataset="batch", judge="none")
     assert "audited 3 cases (2 were already in the run), 0 judged" in plain(at.success[0].value)
     stored = run_traces(db, "batch", ["run-x"])
-    assert sorted(t["id"] for _r, t in stored) == sorted(c.id for c in cases)
+    assert sorted(t.id for _r, t in stored) == sorted(c.id for c in cases)
     at.button(key="rv_audit_run").click().run()
     assert "All 5 cases are already audited" in plain(at.info[0].value)
     assert len(run_traces(db, "batch")) == 5
@@ -212,7 +213,7 @@ def test_batch_audit_with_the_recorded_judge_feeds_the_queue(merchant_db):
     run_batch_audit(at, "replayed", judge="whole", context="keyword seeds, full rules (v1)")
     assert "1 judged" in at.success[0].value
     [(run, trace)] = run_traces(merchant_db, "merchant")
-    assert run == "replayed" and trace["verdict"]["violation"] is False  # the 1.5B judge misses it
+    assert run == "replayed" and trace.verdict.violation is False  # the 1.5B judge misses it
     # The gold label says violation: the miss waits in the queue for an analyst.
     assert card(at) == "1/1 · case merchant-delay-violation · cdg · run replayed"
     assert "In the queue because: judge disagrees with the gold label" in [t.value for t in at.text]
@@ -256,10 +257,46 @@ def test_cases_and_traces_files_are_stored(tmp_path, monkeypatch):
     at.file_uploader(key="rv_traces_file").set_value(("judge-a.jsonl", text.encode(), "text/plain"))
     at.text_input(key="rv_traces_dataset").set_value("mine")
     at.button(key="rv_traces_store").click().run()
-    assert "1 line(s) skipped: line 2: not valid JSON" in plain(at.warning[0].value)
+    assert "1 line(s) skipped: judge-a.jsonl:2: not valid JSON" in plain(at.warning[0].value)
     assert "Stored 2 traces as run judge-a of dataset mine" in plain(at.success[0].value)
     eng = make_engine(url)
-    assert [(r, t["id"]) for r, t in run_traces(eng, "mine")] == [("judge-a", ids[0]), ("judge-a", ids[1])]
+    assert [(r, t.id) for r, t in run_traces(eng, "mine")] == [("judge-a", ids[0]), ("judge-a", ids[1])]
     eng.dispose()
     at.run()
     assert card(at) == f"1/1 · case {ids[0]} · cdg · run judge-a"
+
+
+def test_a_key_press_does_not_load_the_traces_cases_or_index_again(db, monkeypatch):
+    """The queue's next/decide keys rerun the page; the stored traces, cases and policy index
+    come from the cache (keyed by the data version) instead of the database each time."""
+    from store import repo as store_repo
+
+    calls = {"traces": 0, "cases": 0, "index": 0}
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(audit_repo, "run_traces", counted("traces", audit_repo.run_traces))
+    monkeypatch.setattr(audit_repo, "load_cases", counted("cases", audit_repo.load_cases))
+    monkeypatch.setattr(store_repo, "export_index", counted("index", store_repo.export_index))
+    at = open_page()
+    first = card(at)
+    loaded = dict(calls)
+    assert loaded["traces"] >= 1 and loaded["cases"] >= 1
+    at.button(key="rv_next").click().run()  # the "j" key
+    assert not at.exception and card(at) != first and card(at).startswith("2/")
+    at.button(key="rv_confirm").click().run()  # the "y" key: a decision is stored
+    assert not at.exception and card(at).startswith("3/")
+    assert len(decisions_for(db, "demo")) == 1
+    queued = int(card(at).split(" ")[0].split("/")[1])
+    assert calls == loaded  # nothing reloaded on either key
+    # A trace stored meanwhile (here, by another process) shows at the next rerun.
+    audit_repo.save_traces(db, [{"id": "mor-001-delay-not-yet-late", "strategy": "bm25",
+                                 "verdict": {"violation": True, "reason": "new",
+                                             "violated_rules": []}}], "run-new", "demo")
+    at.run()
+    assert calls["traces"] == loaded["traces"] + 1
+    assert card(at).startswith(f"3/{queued + 1} ")  # the new flagged verdict joined the queue

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from components.rerun_preview import plan_text, planned_calls, trace_diff
 from store import audit_repo
-from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case
+from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "replay.py")
@@ -28,10 +28,10 @@ def test_planned_calls_count_keyword_and_judge_calls():
 
 
 def test_trace_diff_names_what_changed():
-    old = {"verdict": {"violation": True, "violated_rules": ["R1"]}, "closure": {"s": ["R1", "R2"]},
-           "context_tokens": 100}
-    new = {"verdict": {"violation": False, "violated_rules": []}, "closure": {"s": ["R1"]},
-           "context_tokens": 60}
+    old = AuditTrace("c", "cdg", verdict=Verdict(True, "", ["R1"]), closure={"s": ["R1", "R2"]},
+                     context_tokens=100)
+    new = AuditTrace("c", "cdg", verdict=Verdict(False, "", []), closure={"s": ["R1"]},
+                     context_tokens=60)
     assert trace_diff(old, new) == ["Verdict: violation → compliant", "No longer cited: R1",
                                     "Closure lost 1 rule(s): s/R2", "Context tokens: 100 → 60"]
     assert trace_diff(old, old) == []
@@ -74,6 +74,6 @@ def test_rerun_is_a_preview_until_stored_into_its_own_run(db):
 
 
 def _runs(eng, case_id):
-    from store import review as review_store
+    from store import audit_repo
 
-    return [(r, t) for r, t in review_store.run_traces(eng, "demo") if t.get("id") == case_id]
+    return [(r, t) for r, t in audit_repo.run_traces(eng, "demo") if t.id == case_id]

@@ -1,5 +1,5 @@
-"""The review core: queue reasons and filters, decisions, progress, agreement (hand-derived),
-resumable batches, trace files and the side-by-side metrics table."""
+"""The review core: queue reasons and filters, decisions, progress, agreement (hand-derived)
+and the side-by-side metrics table. (Trace files and resume: tests/test_audit_trace_file.py.)"""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from workbench.audit.trace import AuditTrace
 from workbench.review import (
     REASONS,
     ReviewDecision,
@@ -20,19 +21,21 @@ from workbench.review import (
     gold_of,
     latest_records,
     metrics_rows,
-    parse_traces,
-    pending_cases,
     review_progress,
     unjudged,
     validate_decision,
 )
 
 
-def trace(cid, strategy, violation, label=None, reason="", **extra):
+def trace_json(cid, strategy, violation, label=None, reason="", **extra):
     t = {"id": cid, "strategy": strategy, "label": label, "session": f"s-{cid}", **extra}
     t["verdict"] = None if violation is None else {
         "violation": violation, "reason": reason, "violated_rules": ["R1"] if violation else []}
     return t
+
+
+def trace(cid, strategy, violation, label=None, reason="", **extra):
+    return AuditTrace.from_dict(trace_json(cid, strategy, violation, label, reason, **extra))
 
 
 # c1: both strategies flag it, gold says violation -> flagged only.
@@ -189,48 +192,20 @@ def test_agreement_among_analysts_and_against_gold():
     assert a.judge_gold == pytest.approx(0.5) and a.analysts_gold == pytest.approx(0.75)
 
 
-def test_pending_cases_skip_what_the_run_already_holds():
-    cases = [SimpleNamespace(id=i) for i in ("a", "b", "c", "b")]
-    stored = [{"id": "a", "strategy": "cdg", "judge_mode": "whole", "keywords_method": "lexical"},
-              {"id": "b", "strategy": "cdg", "judge_mode": "none", "keywords_method": "lexical"}]
-    assert [c.id for c in pending_cases(cases, stored, "cdg", "whole", "lexical")] == ["b", "c"]
-    assert [c.id for c in pending_cases(cases, stored, "cdg", "none", "lexical")] == ["a", "c"]
-    assert [c.id for c in pending_cases(cases, stored, "raw", "whole", "lexical")] == ["a", "b", "c"]
-
-
-def test_parse_traces_reports_each_bad_line():
-    text = "\n".join([
-        '{"id": 7, "strategy": "cdg", "verdict": {"violation": true, "reason": "r", '
-        '"violated_rules": ["R1"]}}',
-        "not json",
-        '{"strategy": "cdg"}',
-        '{"id": "x", "strategy": "cdg", "verdict": {"violation": "yes"}}',
-        "",
-        '{"id": "y", "strategy": "raw", "verdict": null}',
-        # The store loads every stored trace back as an AuditTrace: a verdict without its
-        # reason and ids would be accepted here and crash the Review page later.
-        '{"id": "z", "strategy": "raw", "verdict": {"violation": true}}',
-        '{"id": "w", "strategy": "raw", "id": "v"}',
-    ])
-    traces, problems = parse_traces(text)
-    assert [(t["id"], t["strategy"]) for t in traces] == [("7", "cdg"), ("y", "raw")]
-    assert [p.split(":")[0] for p in problems] == ["line 2", "line 3", "line 4", "line 7", "line 8"]
-    assert "boolean" in problems[2]
-    assert "not an audit trace of this workbench" in problems[3]
-    assert "appears twice" in problems[4]
-
-
 def test_latest_records_keep_first_seen_order():
-    out = latest_records([("r1", {"id": "b", "strategy": "s"}), ("r1", {"id": "a", "strategy": "s"}),
-                          ("r2", {"id": "b", "strategy": "s"})])
-    assert [(r, t["id"]) for r, t in out] == [("r2", "b"), ("r1", "a")]
+    out = latest_records([("r1", AuditTrace("b", "s")), ("r1", AuditTrace("a", "s")),
+                          ("r2", AuditTrace("b", "s"))])
+    assert [(r, t.id) for r, t in out] == [("r2", "b"), ("r1", "a")]
 
 
 def metric_trace(cid, strategy, violation, tokens, error=None):
-    t = trace(cid, strategy, violation)
-    t.update(context_tokens=tokens, online_tokens=2 * tokens, timings_ms={"total": 10.0},
+    t = trace_json(cid, strategy, violation)
+    # online tokens: the model calls' prompt plus completion tokens (2 * tokens here)
+    call = {"step": "judge", "role": "judge", "prompt_tokens": tokens,
+            "completion_tokens": tokens, "latency_ms": 1.0}
+    t.update(context_tokens=tokens, usage=[call], timings_ms={"total": 10.0},
              error=error, units=["R1"], closure={"S": ["R1"]})
-    return t
+    return AuditTrace.from_dict(t)
 
 
 def test_metrics_rows_per_run_and_newest_across_runs():

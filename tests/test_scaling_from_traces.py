@@ -122,7 +122,7 @@ def test_one_configuration_and_the_newest_trace_per_case(index, cases, base_trac
     rows = outcomes_from_traces(cdg + raw, cases, index, 1.5, "demo", strategy="raw")
     assert {r["strategy"] for r in rows} == {"raw"} and len(rows) == 4
     newer = judged(base_traces[:1], [True])
-    assert [t["verdict"]["violation"] for t in select_traces(cdg + newer)][0] is True
+    assert [t.verdict.violation for t in select_traces(cdg + newer)][0] is True
     assert len(select_traces(cdg + newer)) == 4
 
 

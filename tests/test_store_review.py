@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import pytest
 
 import store.review as review_store
-from store.audit_repo import save_traces
+from store.audit_repo import run_traces, save_traces, trace_datasets
 from store.db import make_engine
-from store.review import add_decision, add_decisions, decisions_for, run_traces, trace_datasets
+from store.review import add_decision, add_decisions, decisions_for
 from workbench.review import ReviewDecision, ReviewError, current_decisions
 
 
@@ -109,7 +109,7 @@ def test_run_traces_carry_run_ids_and_skip_damaged_rows(engine):
                                    trace_json="{half a line"))
         session.commit()
     assert trace_datasets(engine) == ["demo", "other"]
-    assert [(r, t["id"], t["strategy"]) for r, t in run_traces(engine, "demo")] == [
+    assert [(r, t.id, t.strategy) for r, t in run_traces(engine, "demo")] == [
         ("r1", "c1", "cdg"), ("r1", "c2", "cdg"), ("r2", "c1", "raw")]
     assert [r for r, _t in run_traces(engine, "demo", ["r2"])] == ["r2"]
     assert run_traces(engine, "demo", []) == []

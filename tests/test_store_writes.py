@@ -3,6 +3,7 @@ failed cases retried on resume, and model error payloads bounded (issues #15 and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,13 +14,13 @@ from store.audit_repo import latest_traces, load_traces, save_traces
 from workbench.audit.cases import load_cases
 from workbench.audit.pipeline import AuditOptions
 from workbench.audit.policy import AuditIndex
-from workbench.audit.runner import read_traces, run_audit
-from workbench.audit.trace import AuditError, AuditTrace
+from workbench.audit.runner import run_audit
+from workbench.audit.trace import AuditError, AuditTrace, latest_per_case, trace_key
+from workbench.audit.trace_file import read_traces
 from workbench.cli import main
 from workbench.editing import apply_edits
 from workbench.graph import PolicyIndex
 from workbench.llm.errors import MAX_MESSAGE_CHARS, ModelCallError, bound_message
-from workbench.review import pending_cases
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
 NO_JUDGE = AuditOptions(judge_mode="none")
@@ -82,16 +83,15 @@ def test_storing_the_same_traces_twice_adds_nothing(engine, tmp_path):
     cases = load_cases(FIX / "merchant_cases.jsonl")
     out = tmp_path / "t.jsonl"
     run_audit(cases, index, "cdg", out, options=NO_JUDGE)
-    traces = read_traces(out)
+    traces, _ = read_traces(out)
     assert save_traces(engine, traces, "R", "ds") == 4
     assert save_traces(engine, traces, "R", "ds") == 0
     assert save_traces(engine, traces + traces, "R2", "ds") == 4  # a repeat within one call too
     # A changed trace of the same case (a retry that now succeeds) is added and is the newest.
-    changed = dict(traces[0], context_tokens=traces[0]["context_tokens"] + 1)
+    changed = dataclasses.replace(traces[0], context_tokens=traces[0].context_tokens + 1)
     assert save_traces(engine, [changed], "R", "ds") == 1
     assert len(load_traces(engine, run_id="R")) == 5
-    newest = latest_traces(engine, "ds")[(changed["id"], "cdg")]
-    assert newest.context_tokens == changed["context_tokens"]
+    assert latest_traces(engine, "ds")[(changed.id, "cdg")] == changed
 
 
 def test_rerunning_a_finished_cli_audit_with_store_stores_nothing_new(tmp_path, monkeypatch, capsys):
@@ -111,12 +111,12 @@ def test_rerunning_a_finished_cli_audit_with_store_stores_nothing_new(tmp_path, 
 
 def _with_errors(out: Path, kinds: dict[str, str]) -> None:
     """Rewrite ``out`` so the named cases' traces failed with the given error kinds."""
-    traces = read_traces(out)
+    traces, _ = read_traces(out)
     with open(out, "w", encoding="utf-8") as f:
         for t in traces:
-            if t["id"] in kinds:
-                t = dict(t, error={"kind": kinds[t["id"]], "message": "boom", "cause": "server_error"})
-            f.write(json.dumps(t) + "\n")
+            if t.id in kinds:
+                t.error = AuditError(kinds[t.id], "boom", "server_error")
+            f.write(json.dumps(t.to_dict()) + "\n")
 
 
 def test_resume_retries_cases_that_failed_on_the_model(tmp_path):
@@ -133,32 +133,13 @@ def test_resume_retries_cases_that_failed_on_the_model(tmp_path):
     again = run_audit(cases, index, "cdg", out, options=NO_JUDGE)
     # EmptySeed follows from the case and the index: another attempt would say the same.
     assert (again.done, again.retried, again.skipped) == (2, 2, 2)
-    traces = read_traces(out)
+    traces, _ = read_traces(out)
     assert len(traces) == 6  # the failed traces stay in the file as history
-    from workbench.audit.trace import latest_per_key
-
-    newest = {t["id"]: t for t in latest_per_key(traces)}
-    assert newest[a]["error"] is None and newest[b]["error"] is None
-    assert newest[c]["error"]["kind"] == "EmptySeed"
+    newest = {t.id: t for t in latest_per_case(traces, key=trace_key)}
+    assert newest[a].error is None and newest[b].error is None
+    assert newest[c].error.kind == "EmptySeed"
     # Nothing left to retry: a third run does nothing.
     assert run_audit(cases, index, "cdg", out, options=NO_JUDGE).done == 0
-
-
-def test_pending_cases_include_failed_ones_unless_told_not_to():
-    class Case:
-        def __init__(self, cid: str) -> None:
-            self.id = cid
-
-    cases = [Case("a"), Case("b"), Case("c")]
-    failed = {"kind": "ModelCallError", "message": "timeout", "cause": "timeout"}
-    stored = [
-        {"id": "a", "strategy": "cdg", "error": failed},
-        {"id": "b", "strategy": "cdg", "error": failed},
-        {"id": "b", "strategy": "cdg", "error": None},  # retried later: newest wins
-    ]
-    assert [c.id for c in pending_cases(cases, stored, "cdg", "whole", "lexical")] == ["a", "c"]
-    assert [c.id for c in pending_cases(cases, stored, "cdg", "whole", "lexical",
-                                        retry_failed=False)] == ["c"]
 
 
 # -- issue #15 defect 7: error payloads are bounded ----------------------------------------
@@ -210,9 +191,7 @@ def test_cases_that_failed_in_a_500_storm_succeed_on_resume(tmp_path):
         again = run_audit(cases, index, "cdg", out, gw, concurrency=1)
         assert (again.done, again.retried, again.skipped) == (2, 2, 2)
         assert again.errors == {}
-    from workbench.audit.trace import latest_per_key
-
-    assert all(t["error"] is None for t in latest_per_key(read_traces(out)))
+    assert all(t.error is None for t in latest_per_case(read_traces(out)[0], key=trace_key))
 
 
 def test_metrics_and_import_traces_count_a_retried_case_once(tmp_path, monkeypatch, capsys):
@@ -225,7 +204,7 @@ def test_metrics_and_import_traces_count_a_retried_case_once(tmp_path, monkeypat
     imported = ["import-traces", str(out), "--dataset", "ds", "--run-id", "R"]
     assert main(imported) == 0
     run_audit(cases, index, "cdg", out, options=NO_JUDGE)  # the retry appends a newer trace
-    assert len(read_traces(out)) == 5
+    assert len(read_traces(out)[0]) == 5
     capsys.readouterr()
     assert main(["metrics", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["n"] == 4
@@ -254,9 +233,9 @@ def test_a_5_mb_judge_answer_leaves_small_traces_and_a_small_database(tmp_path, 
                      sleep=lambda _s: None)
         summary = run_audit(cases, index, "cdg", out, gw, concurrency=1)
     assert summary.errors == {"ModelCallError": 2}
-    traces = read_traces(out)
-    assert all(len(t["error"]["message"]) <= MAX_MESSAGE_CHARS for t in traces)
-    assert all("characters in all]" in t["error"]["message"] for t in traces)
+    traces, _ = read_traces(out)
+    assert all(len(t.error.message) <= MAX_MESSAGE_CHARS for t in traces)
+    assert all("characters in all]" in t.error.message for t in traces)
     assert out.stat().st_size < 100_000  # was 20 MB: 10,006,151 bytes per trace line
     before = _database_bytes(engine)
     save_traces(engine, traces, "R", "ds")

@@ -30,11 +30,13 @@ from typing import Any
 
 from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
 from workbench.audit.cases import gold_rules_of
-from workbench.audit.trace import is_retryable, latest_per_key, trace_key
-from workbench.audit.trace_check import trace_problem
+from workbench.audit.trace import (
+    AuditTrace,
+    case_and_strategy,
+    latest_per_case,
+)
 from workbench.clock import utcnow
 from workbench.errors import WorkbenchError
-from workbench.inputs import InputError, loads_json, split_jsonl_lines
 from workbench.vocabulary import COMPLIANT, VIOLATION, label_violation, verdict_word
 
 DECISIONS = ("confirm", "overturn")
@@ -120,18 +122,13 @@ def current_decisions(decisions: Iterable[ReviewDecision]) -> dict[tuple[ItemKey
 # -- the queue ---------------------------------------------------------------------------
 
 
-def _violation(trace: Mapping[str, Any]) -> bool | None:
-    verdict = trace.get("verdict")
-    return None if not verdict else bool(verdict.get("violation"))
-
-
 @dataclass
 class QueueItem:
     dataset: str
     run_id: str
     case_id: str
     strategy: str
-    trace: dict[str, Any]
+    trace: AuditTrace
     label: str | None = None  # gold: "negative" (violation) | "positive" | None
     reasons: tuple[str, ...] = ()
     others: dict[str, bool | None] = field(default_factory=dict)  # other strategy -> violation
@@ -143,22 +140,22 @@ class QueueItem:
 
     @property
     def violation(self) -> bool | None:
-        return _violation(self.trace)
+        return self.trace.violation
 
     @property
     def gold_violation(self) -> bool | None:
         return label_violation(self.label)
 
 
-def latest_records(records: Iterable[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+Record = tuple[str, AuditTrace]  # (run_id, trace) of a stored trace
+
+
+def latest_records(records: Iterable[Record]) -> list[Record]:
     """The newest ``(run_id, trace)`` per (case, strategy); ``records`` oldest first.
 
     Order: cases in first-seen order, then strategies in first-seen order.
     """
-    latest: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-    for run_id, trace in records:
-        latest[(str(trace["id"]), str(trace["strategy"]))] = (run_id, dict(trace))
-    return list(latest.values())
+    return latest_per_case(records, key=lambda r: case_and_strategy(r[1]))
 
 
 def _verdict_text(violation: bool | None) -> str:
@@ -166,14 +163,14 @@ def _verdict_text(violation: bool | None) -> str:
 
 
 def build_queue(
-    records: Iterable[tuple[str, Mapping[str, Any]]],
+    records: Iterable[Record],
     labels: Mapping[str, str | None] | None = None,
     dataset: str = "",
     texts: Mapping[str, str] | None = None,
 ) -> list[QueueItem]:
     """Every judged trace (newest per case and strategy) as a review item with its reasons.
 
-    ``records``: ``(run_id, trace dict)`` oldest first. ``labels``: gold labels by case id
+    ``records``: ``(run_id, trace)`` oldest first. ``labels``: gold labels by case id
     (they override the label stored in a trace). ``texts``: extra searchable text per case
     (conversation, reply). Traces without a verdict (errors, judge mode ``none``) carry
     nothing to confirm and are left out; see :func:`unjudged`.
@@ -181,14 +178,14 @@ def build_queue(
     latest = latest_records(records)
     by_case: dict[str, dict[str, bool | None]] = {}
     for _run, t in latest:
-        by_case.setdefault(str(t["id"]), {})[str(t["strategy"])] = _violation(t)
+        by_case.setdefault(t.id, {})[t.strategy] = t.violation
     items = []
     for run_id, t in latest:
-        violation = _violation(t)
-        if violation is None:
+        violation = t.violation
+        if t.verdict is None or violation is None:
             continue
-        cid, strategy = str(t["id"]), str(t["strategy"])
-        label = labels.get(cid) if labels is not None and cid in labels else t.get("label")
+        cid, strategy = t.id, t.strategy
+        label = labels.get(cid) if labels is not None and cid in labels else t.label
         others = {s: v for s, v in by_case[cid].items() if s != strategy}
         judged = {v for v in by_case[cid].values() if v is not None}
         reasons = []
@@ -198,10 +195,9 @@ def build_queue(
             reasons.append("strategies-disagree")
         if label_violation(label) is not None and violation != label_violation(label):
             reasons.append("gold-mismatch")
-        verdict = t.get("verdict") or {}
         search = " ".join([
-            cid, str(t.get("session", "")), strategy, run_id, _verdict_text(violation),
-            str(verdict.get("reason", "")), " ".join(map(str, verdict.get("violated_rules") or [])),
+            cid, t.session, strategy, run_id, _verdict_text(violation),
+            t.verdict.reason, " ".join(t.verdict.violated_rules),
             " ".join(REASON_TEXT[r] for r in reasons), (texts or {}).get(cid, ""),
         ])
         items.append(QueueItem(dataset, run_id, cid, strategy, t, label, tuple(reasons), others,
@@ -209,9 +205,9 @@ def build_queue(
     return items
 
 
-def unjudged(records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
+def unjudged(records: Iterable[Record]) -> int:
     """How many newest traces (per case and strategy) have no verdict."""
-    return sum(1 for _run, t in latest_records(records) if _violation(t) is None)
+    return sum(1 for _run, t in latest_records(records) if t.verdict is None)
 
 
 def filter_queue(
@@ -340,62 +336,6 @@ def agreement(
     return out
 
 
-# -- batch audits and trace files ----------------------------------------------------------
-
-
-def pending_cases(cases: Iterable[Any], stored: Iterable[Mapping[str, Any]], strategy: str,
-                  judge_mode: str, keywords: str, retry_failed: bool = True) -> list[Any]:
-    """Cases (objects with ``id``) with no stored trace under the same strategy, judge mode
-    and keyword method: what a resumed batch still has to audit (each id once). A case whose
-    newest stored trace failed on a model or internal error is pending again unless
-    ``retry_failed`` is false."""
-    done = {
-        trace_key(t) for t in latest_per_key(dict(t) for t in stored)
-        if not (retry_failed and is_retryable(t))
-    }
-    out, seen = [], set()
-    for case in cases:
-        key = (case.id, strategy, judge_mode, keywords)
-        if key in done or case.id in seen:
-            continue
-        seen.add(case.id)
-        out.append(case)
-    return out
-
-
-def parse_traces(text: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Trace dicts from JSONL text, and a problem per line that is not a trace.
-
-    A line must be a JSON object with a string ``id`` and ``strategy``; a ``verdict``, when
-    present, must be an object with a boolean ``violation``; and the whole line must read
-    back as an ``AuditTrace`` (what the store and the pages load it as later).
-    """
-    traces, problems = [], []
-    for number, line in enumerate(split_jsonl_lines(text), 1):
-        if not line.strip():
-            continue
-        try:
-            data = loads_json(line, f"line {number}")
-        except InputError as exc:
-            problems.append(f"line {number}: {exc.problem}")
-            continue
-        if not isinstance(data, dict) or not data.get("id") or not data.get("strategy"):
-            problems.append(f"line {number}: not an audit trace (needs 'id' and 'strategy')")
-            continue
-        verdict = data.get("verdict")
-        if verdict is not None and not (isinstance(verdict, dict)
-                                        and isinstance(verdict.get("violation"), bool)):
-            problems.append(f"line {number}: 'verdict' must be an object with a boolean "
-                            "'violation'")
-            continue
-        data["id"], data["strategy"] = str(data["id"]), str(data["strategy"])
-        if bad := trace_problem(data):
-            problems.append(f"line {number}: not an audit trace of this workbench ({bad})")
-            continue
-        traces.append(data)
-    return traces, problems
-
-
 # -- metrics of stored runs side by side ---------------------------------------------------
 
 METRIC_COLUMNS = (
@@ -422,7 +362,7 @@ def _nan_to_none(x: float) -> float | None:
 
 def metrics_rows(
     dataset: str,
-    records: Iterable[tuple[str, Mapping[str, Any]]],
+    records: Iterable[Record],
     labels: Mapping[str, str | None] | None = None,
     gold_rules: Mapping[str, list[str]] | None = None,
     by: str = "run",
@@ -438,7 +378,7 @@ def metrics_rows(
 
     records = list(records)
     if by == "run":
-        groups: dict[str, list[Mapping[str, Any]]] = {}
+        groups: dict[str, list[AuditTrace]] = {}
         for run_id, t in records:
             groups.setdefault(run_id, []).append(t)
         # A re-audit inside one run counts once: its newest trace.
@@ -450,7 +390,9 @@ def metrics_rows(
         raise ValueError(f"by must be 'run' or 'latest', got {by!r}")
     rows = []
     for run, traces in groups.items():
-        for m in compute_metrics(traces, labels=labels, gold_rules=gold_rules):
+        # compute_metrics reads the JSON form (it also scores trace files of other tools).
+        for m in compute_metrics([t.to_dict() for t in traces], labels=labels,
+                                 gold_rules=gold_rules):
             rows.append({
                 "dataset": dataset, "run": run, "strategy": m.group, "cases": m.n,
                 "labelled": m.labelled, "judged": m.judged, "ACC": _nan_to_none(m.acc),

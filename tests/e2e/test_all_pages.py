@@ -25,7 +25,7 @@ def seed_demo_run(db_url: str) -> None:
 
     eng = make_engine(db_url)
     audit_repo.save_cases(eng, "demo", load_cases(ROOT / "fixtures/demo/cases.jsonl"))
-    audit_repo.save_traces(eng, read_traces(ROOT / "fixtures/demo/traces_cdg.jsonl"),
+    audit_repo.save_traces(eng, read_traces(ROOT / "fixtures/demo/traces_cdg.jsonl")[0],
                            "demo-cdg", "demo")
     eng.dispose()
 

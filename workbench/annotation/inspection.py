@@ -28,9 +28,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from workbench.audit.trace_file import json_lines
 from workbench.errors import WorkbenchError
 from workbench.graph import Edge, SkillGraph
-from workbench.inputs import InputError, loads_json, split_jsonl_lines
 
 
 class TraceError(WorkbenchError, ValueError):
@@ -174,15 +174,15 @@ def read_traces_jsonl(text: str, *, origin: str = "traces") -> tuple[list[Inspec
     cases: list[InspectionCase] = []
     errors: list[str] = []
     seen: set[str] = set()
-    for number, line in enumerate(split_jsonl_lines(text), start=1):
-        if not line.strip():
+    # Lines are split and decoded by the one trace reader; the tolerant view of foreign
+    # traces (other field names, interaction included) is this module's own.
+    for line in json_lines(text=text, origin=origin):
+        if isinstance(line, str):
+            errors.append(line)
             continue
-        where = f"{origin} line {number}"
+        where, data = line
         try:
-            case = parse_trace(loads_json(line, where), origin=where)
-        except InputError as exc:
-            errors.append(f"{where}: {exc.problem}; {exc.fix or 'write one JSON object per line'}")
-            continue
+            case = parse_trace(data, origin=where)
         except TraceError as exc:
             errors.append(str(exc))
             continue

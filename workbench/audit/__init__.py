@@ -7,7 +7,8 @@ rendered context -> judge verdict, every step kept in an :class:`AuditTrace`.
     trace.verdict, trace.closure, trace.context, trace.usage
 
 Strategies (same judge, same prompt skeleton): ``cdg``, ``raw``, ``bm25``, ``dense``,
-``no-closure``, ``no-keywords``. Batch runs: :func:`run_audit`; metrics:
+``no-closure``, ``no-keywords``. Batch runs: :func:`run_audit`, writing through a sink
+(:class:`JsonlFileSink`, :class:`StdoutSink`); traces back from JSONL: :func:`read_traces`; metrics:
 :func:`compute_metrics`; CompliBench import: :func:`import_complibench`.
 """
 
@@ -24,7 +25,8 @@ from workbench.audit.complibench import import_complibench
 from workbench.audit.metrics import StrategyMetrics, compute_metrics, format_table
 from workbench.audit.pipeline import JUDGE_MODES, AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
-from workbench.audit.runner import RunAborted, RunSummary, arun_audit, read_traces, run_audit
+from workbench.audit.runner import RunAborted, RunSummary, arun_audit, run_audit
+from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink, TraceSink
 from workbench.audit.strategies import (
     STRATEGIES,
     ContextOptions,
@@ -32,7 +34,17 @@ from workbench.audit.strategies import (
     PolicyContext,
     get_strategy,
 )
-from workbench.audit.trace import AuditError, AuditTrace, JudgedPart, ModelCall, Verdict, WindowFit
+from workbench.audit.trace import (
+    AuditError,
+    AuditTrace,
+    JudgedPart,
+    ModelCall,
+    TraceFormatError,
+    Verdict,
+    WindowFit,
+    latest_per_case,
+)
+from workbench.audit.trace_file import read_traces
 from workbench.audit.window import JudgeWindow, judge_window
 
 __all__ = [
@@ -47,6 +59,11 @@ __all__ = [
     "AuditIndex",
     "AuditOptions",
     "AuditTrace",
+    "JsonlFileSink",
+    "StdoutSink",
+    "TeeSink",
+    "TraceFormatError",
+    "TraceSink",
     "CaseFormatError",
     "ContextOptions",
     "ContextUnavailable",
@@ -65,6 +82,7 @@ __all__ = [
     "format_table",
     "get_strategy",
     "import_complibench",
+    "latest_per_case",
     "load_cases",
     "pseudonymise",
     "read_traces",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.cases import AuditCase, CaseFormatError, case_from_dict
+from workbench.audit.trace import AuditTrace, TraceFormatError
 
 BATCH_ROWS = 5000
 CASE_COLUMN = "case_json"
@@ -79,7 +80,8 @@ def _case_row(case: AuditCase) -> dict[str, Any]:
     }
 
 
-def _trace_row(trace: dict[str, Any]) -> dict[str, Any]:
+def _trace_row(t: AuditTrace) -> dict[str, Any]:
+    trace = t.to_dict()
     verdict = trace.get("verdict") if isinstance(trace.get("verdict"), dict) else None
     error = trace.get("error") if isinstance(trace.get("error"), dict) else None
     return {
@@ -102,8 +104,8 @@ def write_cases(cases: Iterable[AuditCase], path: str | Path) -> int:
     return _write((_case_row(c) for c in cases), path, "cases")
 
 
-def write_traces(traces: Iterable[dict[str, Any]], path: str | Path) -> int:
-    """Write trace dicts (as ``AuditTrace.to_dict`` gives them) to Parquet; returns how many."""
+def write_traces(traces: Iterable[AuditTrace], path: str | Path) -> int:
+    """Write traces to Parquet (their JSON form in one column); returns how many."""
     return _write((_trace_row(t) for t in traces), path, "traces")
 
 
@@ -173,14 +175,15 @@ def read_cases(path: str | Path) -> list[AuditCase]:
     return out
 
 
-def read_traces(path: str | Path) -> list[dict[str, Any]]:
-    """Trace dicts from a Parquet file. Raises FileNotFoundError or CaseFormatError (a
-    ValueError) naming the row of a record that is not a trace."""
+def read_traces(path: str | Path) -> list[AuditTrace]:
+    """Traces from a Parquet file. Raises FileNotFoundError or CaseFormatError (a ValueError)
+    naming the row and the field of a record that is not a trace."""
     out = []
     for row, data in _json_rows(path, TRACE_COLUMN, "traces"):
-        if not isinstance(data, dict) or "id" not in data:
-            raise CaseFormatError(f"{path} row {row}: not a trace (a JSON object with an 'id')")
-        out.append(data)
+        try:
+            out.append(AuditTrace.from_dict(data, f"{path} row {row}"))
+        except TraceFormatError as exc:
+            raise CaseFormatError(str(exc)) from None
     return out
 
 

@@ -1,10 +1,11 @@
-"""Batch auditing: many cases, one strategy, traces appended to a JSONL file as they finish.
+"""Batch auditing: many cases, one strategy, each trace written through a sink
+(``workbench.audit.sinks``: a JSONL file, standard output, the store) as it finishes.
 
-Resumable: a case whose trace (same id, strategy, judge mode and keyword method) is already
-in the output file is skipped, so an interrupted run continues where it stopped. A case whose
+Resumable: a case whose trace (same id, strategy, judge mode and keyword method) the sink
+already holds is skipped, so an interrupted run continues where it stopped. A case whose
 newest trace there failed for a passing reason (a model call error, an internal error) is
 audited again unless ``retry_failed=False``; its new trace is appended after the old one and
-the newest trace per key is the case's result (``latest_per_key``). Cases run
+the newest trace per key is the case's result (``latest_per_case``). Cases run
 concurrently on worker threads (the gateway bounds calls per role); traces are written in
 completion order, one complete JSON line each. Three consecutive failures that are about
 the model endpoint rather than the case (no connection, embedded server unavailable, bad
@@ -14,7 +15,6 @@ key) stop the run with :class:`RunAborted` instead of failing every remaining ca
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -24,17 +24,10 @@ from typing import Any
 from workbench.audit.cases import AuditCase
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
+from workbench.audit.sinks import JsonlFileSink, TraceSink, sink_done_keys
 from workbench.audit.strategies import get_strategy
-from workbench.audit.trace import (  # noqa: F401  (trace_key: re-exported for callers)
-    AuditError,
-    AuditTrace,
-    is_retryable,
-    latest_per_key,
-    trace_key,
-)
-from workbench.audit.trace_check import trace_problem
+from workbench.audit.trace import AuditError, AuditTrace
 from workbench.errors import WorkbenchError, is_fatal
-from workbench.inputs import InputError, loads_json, read_input_bytes
 
 INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
 ABORT_AFTER = 3
@@ -56,68 +49,6 @@ class RunSummary:
     errors: dict[str, int] = field(default_factory=dict)
 
 
-def read_traces(path: str | Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
-    """Trace dicts from a JSONL file; a damaged line or one that is not a usable trace is
-    skipped (and described in ``problems``, when given, as ``file:line: why``).
-
-    Lines are decoded one by one: a write cut short by ``kill -9`` or a full disk can end
-    inside a multi-byte character, and that must cost the torn line only, not the file.
-    """
-    p = Path(path)
-    if not p.is_file():
-        return []
-    data = read_input_bytes(p, "traces file")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    out = []
-    for number, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            trace = loads_json(raw.decode("utf-8"), str(p), number, allow_surrogates=True)
-        except UnicodeDecodeError:
-            _note(problems, f"{p}:{number}: not UTF-8 (a torn or damaged line)")
-            continue
-        except InputError as exc:
-            _note(problems, str(exc))
-            continue
-        if isinstance(trace, dict) and isinstance(trace.get("id"), int) \
-                and not isinstance(trace["id"], bool):
-            trace["id"] = str(trace["id"])
-        bad = "not a JSON object" if not isinstance(trace, dict) else trace_problem(trace)
-        if bad:
-            _note(problems, f"{p}:{number}: not an audit trace: {bad}")
-            continue
-        out.append(trace)
-    return out
-
-
-def _note(problems: list[str] | None, message: str) -> None:
-    if problems is not None:
-        problems.append(message)
-
-
-def encode_trace(trace: AuditTrace) -> str:
-    """One JSON line. Text that is not valid Unicode (a lone surrogate from a case built in
-    code) is written as a JSON escape instead of crashing the UTF-8 file write."""
-    line = json.dumps(trace.to_dict(), ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(trace.to_dict(), ensure_ascii=True)
-    return line
-
-
-def _end_with_newline(path: Path) -> None:
-    """After a crash mid-write the file may end in half a line: close it, so the next trace
-    starts on its own line (the half line is then skipped as damaged)."""
-    if path.is_file() and path.stat().st_size:
-        with open(path, "rb") as f:
-            f.seek(-1, 2)
-            last = f.read(1)
-        if last != b"\n":
-            with open(path, "ab") as f:
-                f.write(b"\n")
 
 
 def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
@@ -140,7 +71,7 @@ async def arun_audit(
     cases: Iterable[AuditCase],
     index: AuditIndex,
     strategy: str,
-    out: str | Path,
+    out: TraceSink | str | Path,
     gateway: Any = None,
     options: AuditOptions | None = None,
     concurrency: int = 2,
@@ -148,7 +79,10 @@ async def arun_audit(
     retry_failed: bool = True,
     engine: Any = None,
 ) -> RunSummary:
-    """Audit the cases not yet done in ``out``, appending one trace per case.
+    """Audit the cases not yet done in ``out``, writing one trace per case through it.
+
+    ``out``: a :class:`~workbench.audit.sinks.TraceSink` (a path means a JSONL file sink);
+    what it already holds decides what is done (``retry_failed``: a failed trace is retried).
 
     ``engine``: None runs cases on local threads (``concurrency`` at once); otherwise an
     object whose ``audit(cases, strategy, options)`` yields AuditTraces (e.g.
@@ -157,11 +91,8 @@ async def arun_audit(
     """
     opts = options or AuditOptions()
     strat = get_strategy(strategy)  # one instance: the dense encoder loads once
-    out_path = Path(out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    earlier = {trace_key(t): t for t in latest_per_key(read_traces(out_path))}
-    done = {k for k, t in earlier.items() if not (retry_failed and is_retryable(t))}
-    _end_with_newline(out_path)
+    sink = out if isinstance(out, TraceSink) else JsonlFileSink(out)
+    done, earlier = sink_done_keys(sink, retry_failed)
     summary = RunSummary()
     todo = []
     for case in cases:
@@ -184,10 +115,8 @@ async def arun_audit(
 
     def write(trace: AuditTrace) -> None:
         nonlocal streak
-        line = encode_trace(trace)
         with lock:
-            with open(out_path, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+            sink.write(trace)
             summary.done += 1
             summary.judged += trace.verdict is not None
             if trace.error is not None:

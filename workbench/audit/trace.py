@@ -8,10 +8,11 @@ latency. ``from_dict(to_dict(t)) == t``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from workbench.audit.trace_check import trace_problem
 from workbench.llm.errors import bound_message
 
 TRACE_VERSION = 1
@@ -143,18 +144,43 @@ class AuditTrace:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AuditTrace:
-        known = {f for f in cls.__dataclass_fields__}
-        kw = {k: v for k, v in data.items() if k in known}
-        if kw.get("verdict") is not None:
-            kw["verdict"] = Verdict(**kw["verdict"])
-        if kw.get("error") is not None:
-            kw["error"] = AuditError(**kw["error"])
-        kw["usage"] = [ModelCall(**c) for c in kw.get("usage") or []]
-        if kw.get("window") is not None:
-            kw["window"] = WindowFit(**kw["window"])
-        kw["parts"] = [JudgedPart(**p) for p in kw.get("parts") or []]
+    def from_dict(cls, data: Any, where: str = "trace") -> AuditTrace:
+        """The one validating reader of a trace's JSON form. Raises :class:`TraceFormatError`
+        naming ``where`` and the field when ``data`` is not a trace this workbench can use.
+
+        Fields a newer writer added are ignored; fields an older one lacked take their
+        defaults, so every trace written so far still loads. An integer ``id`` (a case file
+        with numeric ids) is read as its string.
+        """
+        if not isinstance(data, dict):
+            raise TraceFormatError(f"{where}: not an audit trace: not a JSON object")
+        if isinstance(data.get("id"), int) and not isinstance(data["id"], bool):
+            data = {**data, "id": str(data["id"])}
+        if bad := trace_problem(data):
+            raise TraceFormatError(f"{where}: not an audit trace: {bad}")
+        kw = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        try:
+            if kw.get("verdict") is not None:
+                kw["verdict"] = Verdict(**kw["verdict"])
+            if kw.get("error") is not None:
+                kw["error"] = AuditError(**kw["error"])
+            kw["usage"] = [ModelCall(**c) for c in kw.get("usage") or []]
+            if kw.get("window") is not None:
+                kw["window"] = WindowFit(**_record(kw["window"], "window"))
+            kw["parts"] = [JudgedPart(**_record(p, "parts")) for p in kw.get("parts") or []]
+        except TypeError as exc:  # an unknown or missing field in window/parts
+            raise TraceFormatError(f"{where}: not an audit trace: {exc}") from None
         return cls(**kw)
+
+
+class TraceFormatError(ValueError):
+    """A JSON object is not an audit trace; the message names where and which field."""
+
+
+def _record(value: Any, name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(f"'{name}' must be an object")
+    return value
 
 
 # Error kinds that another attempt may fix. Others (EmptySeed, NoRoute, BudgetExceeded...)
@@ -162,25 +188,42 @@ class AuditTrace:
 RETRYABLE_KINDS = frozenset({"ModelCallError", "InternalError"})
 
 
-def trace_key(data: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (
-        str(data.get("id")),
-        str(data.get("strategy")),
-        str(data.get("judge_mode", "whole")),
-        str(data.get("keywords_method", "lexical")),
-    )
+TraceKey = tuple[str, str, str, str]  # (case id, strategy, judge mode, keyword method)
 
 
-def latest_per_key(traces: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The newest trace (the last one in file order) per :func:`trace_key`, in the order the
-    keys first appeared: what a resumed run's output means."""
-    newest: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    for t in traces:
-        newest[trace_key(t)] = t
+def trace_key(trace: AuditTrace) -> TraceKey:
+    """What makes a trace the result of one case in one run configuration (the resume key)."""
+    return (trace.id, trace.strategy, trace.judge_mode, trace.keywords_method)
+
+
+def case_and_strategy(trace: AuditTrace) -> tuple[str, str]:
+    return (trace.id, trace.strategy)
+
+
+T = TypeVar("T")
+
+
+def latest_per_case(items: Iterable[T], key: Callable[[T], Hashable] = case_and_strategy) -> list[T]:
+    """The newest item per ``key`` (by default: per case and strategy), ``items`` being oldest
+    first, in the order the keys first appeared. The one "latest per case" of the workbench:
+    a resumed run's output, the store's newest traces and the review queue all mean this.
+
+    ``key`` maps an item to its group, so stored ``(run_id, trace)`` pairs work too:
+    ``latest_per_case(records, key=lambda r: case_and_strategy(r[1]))``.
+    """
+    newest: dict[Hashable, T] = {}
+    for item in items:
+        newest[key(item)] = item
     return list(newest.values())
 
 
-def is_retryable(data: dict[str, Any]) -> bool:
-    """Whether a trace dict failed in a way another attempt may fix."""
-    error = data.get("error")
-    return isinstance(error, dict) and error.get("kind") in RETRYABLE_KINDS
+def is_retryable(trace: AuditTrace) -> bool:
+    """Whether a trace failed in a way another attempt may fix."""
+    return trace.error is not None and trace.error.kind in RETRYABLE_KINDS
+
+
+def done_keys(traces: Iterable[AuditTrace], retry_failed: bool = True) -> set[TraceKey]:
+    """Keys a resumed run skips: every key with a trace, less (with ``retry_failed``) those
+    whose newest trace failed on a passing error."""
+    return {trace_key(t) for t in latest_per_case(traces, key=trace_key)
+            if not (retry_failed and is_retryable(t))}

@@ -157,13 +157,14 @@ def _audit(args) -> int:
               file=sys.stderr)
     needs_model = args.keywords == KeywordMethod.LLM or not args.no_judge
     gateway = _gateway(args) if needs_model else None
-    out = args.out
-    to_stdout = out is None
-    if to_stdout:
-        import tempfile
+    from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink
 
-        with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as tmp:
-            out = tmp.name  # traces go here first, then to standard output
+    # Traces go straight where they belong: --out (resumable) or standard output, and with
+    # --store into a stored run as well. Resume reads --out only: stdout holds nothing.
+    sink = JsonlFileSink(args.out) if args.out is not None else StdoutSink()
+    stored = _store_sink(args, cases) if args.store else None
+    if stored is not None:
+        sink = TeeSink(sink, stored)
 
     def progress(trace) -> None:
         state = trace.error.kind if trace.error else (
@@ -177,7 +178,7 @@ def _audit(args) -> int:
 
     engine = _ray_engine(args, index, needs_model) if args.engine == "ray" else None
     try:
-        summary = run_audit(cases, AuditIndex(index), args.strategy, out, gateway, opts,
+        summary = run_audit(cases, AuditIndex(index), args.strategy, sink, gateway, opts,
                             concurrency=args.concurrency, on_trace=progress,
                             retry_failed=args.retry_failed, engine=engine)
     finally:
@@ -189,13 +190,8 @@ def _audit(args) -> int:
         f"{summary.judged} judged; errors: {summary.errors or 'none'}",
         file=sys.stderr,
     )
-    if args.store:
-        _store(args, cases, out)
-    if to_stdout:
-        from pathlib import Path
-
-        sys.stdout.write(Path(out).read_text(encoding="utf-8"))
-        Path(out).unlink(missing_ok=True)
+    if stored is not None:
+        _store_earlier(args, cases, stored)
     return 0
 
 
@@ -222,7 +218,8 @@ def _ray_engine(args, index, needs_model: bool):
 
 
 def _worker_gateway(no_cache: bool):
-    """A Ray worker's gateway, made as ``_gateway`` makes the driver's (picklable by name)."""
+    """The gateway of the driver and of each Ray worker (a module-level function, so Ray can
+    pickle it by name)."""
     from workbench.llm import Gateway
 
     if no_cache:
@@ -234,46 +231,53 @@ def _worker_gateway(no_cache: bool):
 
 
 def _gateway(args):
-    from workbench.llm import Gateway
+    return _worker_gateway(args.no_cache)
 
-    if args.no_cache:
-        return Gateway.from_env()
+
+def _store_sink(args, cases):
+    """The store sink of ``--store``: the cases are stored first, then each trace as it
+    finishes, in run ``--run-id`` (default: the time now)."""
+    from store.audit_repo import StoreSink, save_cases
     from store.db import make_engine
-    from store.llm_cache import persistent_gateway
-
-    return persistent_gateway(make_engine())
-
-
-def _store(args, cases, out) -> None:
-    from store.audit_repo import save_cases, save_traces
-    from store.db import make_engine
-    from workbench.audit.runner import latest_per_key, read_traces
     from workbench.clock import utcnow
 
     engine = make_engine()
-    run_id = args.run_id or utcnow().strftime("%Y%m%dT%H%M%SZ")
     save_cases(engine, args.store, cases)
+    return StoreSink(engine, args.run_id or utcnow().strftime("%Y%m%dT%H%M%SZ"),
+                     args.store)
+
+
+def _store_earlier(args, cases, sink) -> None:
+    """A resumed ``--out`` run: the traces of earlier runs in the file are the run's results
+    too, so the newest per case is stored (one equal to the stored newest adds nothing)."""
+    from workbench.audit.trace import latest_per_case, trace_key
+    from workbench.audit.trace_file import read_traces
+
     wanted = {c.id for c in cases}
-    # The newest trace per case: a retried case's earlier error stays in --out, not in the run.
-    traces = [t for t in latest_per_key(read_traces(out))
-              if t["id"] in wanted and t["strategy"] == args.strategy]
-    n = save_traces(engine, traces, run_id, args.store)
-    print(f"[audit] stored {len(cases)} cases and {n} new traces as dataset {args.store!r}, run "
-          f"{run_id!r} ({len(traces) - n} already stored)", file=sys.stderr)
+    earlier = [] if args.out is None else [
+        t for t in latest_per_case(read_traces(args.out)[0], key=trace_key)
+        if t.id in wanted and t.strategy == args.strategy]
+    for trace in earlier:
+        sink.write(trace)
+    print(f"[audit] stored {len(cases)} cases and {sink.added} new traces as dataset "
+          f"{args.store!r}, run {sink.run_id!r}", file=sys.stderr)
 
 
 def _metrics(args) -> int:
     from pathlib import Path
 
     from workbench.audit.metrics import compute_metrics, format_table
-    from workbench.audit.runner import latest_per_key, read_traces
+    from workbench.audit.trace import latest_per_case, trace_key
+    from workbench.audit.trace_file import read_traces
     from workbench.cli import CliError
 
     traces, skipped = [], []
     for path in args.traces:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
-        traces += latest_per_key(read_traces(path, skipped))  # a retried case counts once
+        found, problems = read_traces(path)
+        traces += latest_per_case(found, key=trace_key)  # a retried case counts once
+        skipped += problems
     for problem in skipped[:10]:
         print(f"warning: skipped {problem}", file=sys.stderr)
     if len(skipped) > 10:
@@ -299,7 +303,7 @@ def _metrics(args) -> int:
                         break
             if found and len(found) == len(gold[c.id]):
                 spans[c.id] = found
-    rows = compute_metrics(traces, labels, gold or None, spans)
+    rows = compute_metrics([t.to_dict() for t in traces], labels, gold or None, spans)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=1))
     else:

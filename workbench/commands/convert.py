@@ -19,13 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _convert(args) -> int:
-    import json
     from pathlib import Path
 
     from workbench.audit import parquet
     from workbench.audit.cases import dump_cases, load_cases
-    from workbench.audit.runner import read_traces
-    from workbench.audit.trace import latest_per_key
+    from workbench.audit.trace import latest_per_case, trace_key
+    from workbench.audit.trace_file import encode_trace, read_traces
     from workbench.cli import CliError
 
     if parquet.is_parquet(args.source) == parquet.is_parquet(args.target):
@@ -44,13 +43,13 @@ def _convert(args) -> int:
             elif not Path(args.source).is_file():
                 raise FileNotFoundError(f"{args.source}: no such traces file")
             else:
-                traces = latest_per_key(read_traces(args.source))
+                traces = latest_per_case(read_traces(args.source)[0], key=trace_key)
             if parquet.is_parquet(args.target):
                 n = parquet.write_traces(traces, args.target)
             else:
                 with open(args.target, "w", encoding="utf-8") as out:
                     for t in traces:
-                        out.write(json.dumps(t, ensure_ascii=False) + "\n")
+                        out.write(encode_trace(t) + "\n")
                 n = len(traces)
     except OSError as exc:
         raise CliError(str(exc)) from None

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
-    from workbench.audit.runner import read_traces
+    from workbench.audit.trace_file import read_traces
     from workbench.commands.audit import load_cases_or_fail
     from workbench.commands.graph import load_index_or_fail
     from workbench.scaling.from_traces import TracesError, outcomes_from_runs, select_traces
@@ -91,7 +91,7 @@ def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
     for path, size in zip(args.traces, sizes if len(sizes) > 1 else sizes * len(args.traces), strict=True):
         if not Path(path).is_file():
             raise CliError(f"{path}: no such traces file; give the JSONL `workbench audit --out` wrote")
-        traces = read_traces(path)
+        traces, _problems = read_traces(path)
         if not traces:
             raise CliError(f"{path}: holds no audit traces (one JSON object per line)")
         try:

@@ -78,27 +78,30 @@ def _import_cases(args) -> int:
 
 def _import_traces(args) -> int:
     import sys
+    from pathlib import Path
 
     from store import audit_repo
     from store.db import make_engine
     from workbench.audit import parquet
-    from workbench.audit.trace import latest_per_key
+    from workbench.audit.trace import latest_per_case, trace_key
+    from workbench.audit.trace_file import read_traces
     from workbench.cli import CliError
-    from workbench.inputs import InputError, read_input_text
-    from workbench.review import parse_traces
+    from workbench.inputs import InputError
 
     try:
         if parquet.is_parquet(args.traces):
             traces, problems = parquet.read_traces(args.traces), []
+        elif not Path(args.traces).is_file():
+            raise FileNotFoundError(f"{args.traces}: no such traces file")
         else:
-            traces, problems = parse_traces(read_input_text(args.traces, "traces file"))
+            traces, problems = read_traces(args.traces)
     except (InputError, OSError, ValueError) as exc:
         raise CliError(f"{exc}. Traces are the JSONL written by `workbench audit --out`.") from None
     for problem in problems[:20]:
         print(f"warning: {args.traces}: skipped {problem}", file=sys.stderr)
     if len(problems) > 20:
         print(f"warning: {args.traces}: {len(problems) - 20} more line(s) skipped", file=sys.stderr)
-    traces = latest_per_key(traces)  # a retried case: its newest trace
+    traces = latest_per_case(traces, key=trace_key)  # a retried case: its newest trace
     # save_traces skips a trace equal to the newest stored one of its case: importing the same
     # file again adds nothing, and a case retried since (its newest trace changed) is updated.
     added = audit_repo.save_traces(make_engine(args.db), traces, args.run_id, args.dataset)

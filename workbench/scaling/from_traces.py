@@ -21,18 +21,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from workbench.audit.trace import AuditTrace, latest_per_case
 from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.stats import complexity as graph_complexity
-from workbench.vocabulary import JudgeMode, KeywordMethod, label_violation
+from workbench.vocabulary import label_violation
 
 
 class TracesError(WorkbenchError, ValueError):
     """Traces, cases and index do not fit together; the message says what to fix."""
 
 
-def _as_dict(trace: Any) -> dict[str, Any]:
-    return trace.to_dict() if hasattr(trace, "to_dict") else dict(trace)
+def _as_trace(trace: AuditTrace | Mapping[str, Any]) -> AuditTrace:
+    """Traces given as JSON (a caller's dicts) are read through the one validating reader."""
+    return trace if isinstance(trace, AuditTrace) else AuditTrace.from_dict(dict(trace))
 
 
 def _case_map(cases: Iterable[Any] | Mapping[str, Any]) -> dict[str, Any]:
@@ -41,27 +43,24 @@ def _case_map(cases: Iterable[Any] | Mapping[str, Any]) -> dict[str, Any]:
     return {c.id: c for c in cases}
 
 
-def select_traces(traces: Iterable[Any], strategy: str | None = None) -> list[dict[str, Any]]:
+def select_traces(traces: Iterable[Any], strategy: str | None = None) -> list[AuditTrace]:
     """The newest trace per case of one strategy, judge mode and keyword method.
 
     Raises :class:`TracesError` when the traces mix several of them and ``strategy`` does not
     pick one: rows of one judge must score one configuration, once per case.
     """
-    rows = [_as_dict(t) for t in traces]
+    rows = [_as_trace(t) for t in traces]
     if strategy is not None:
-        rows = [t for t in rows if t.get("strategy") == strategy]
-    configs = sorted({(str(t.get("strategy")), str(t.get("judge_mode", JudgeMode.WHOLE)),
-                       str(t.get("keywords_method", KeywordMethod.LEXICAL))) for t in rows})
+        rows = [t for t in rows if t.strategy == strategy]
+    configs = sorted({(t.strategy, t.judge_mode, t.keywords_method) for t in rows})
     if len(configs) > 1:
         named = ", ".join("/".join(c) for c in configs)
         raise TracesError(
             f"the traces mix {len(configs)} configurations (strategy/judge mode/keywords: "
             f"{named}); pick one strategy (--strategy) or pass one run per file"
         )
-    latest: dict[str, dict[str, Any]] = {}
-    for t in rows:
-        latest[str(t["id"])] = t  # a resumed or repeated audit: the newest trace wins
-    return list(latest.values())
+    # A resumed or repeated audit: the newest trace per case wins.
+    return latest_per_case(rows, key=lambda t: t.id)
 
 
 def instance_skills(traces: Iterable[Any], cases: Iterable[Any] | Mapping[str, Any]) -> dict[str, list[str]]:
@@ -69,8 +68,8 @@ def instance_skills(traces: Iterable[Any], cases: Iterable[Any] | Mapping[str, A
     was routed to (sorted), so the set does not depend on which judge ran."""
     by_id = _case_map(cases)
     routed: dict[str, set[str]] = {}
-    for t in map(_as_dict, traces):
-        routed.setdefault(str(t["id"]), set()).update(t.get("skills") or [])
+    for t in map(_as_trace, traces):
+        routed.setdefault(t.id, set()).update(t.skills)
     out = {}
     for cid, names in routed.items():
         case = by_id.get(cid)
@@ -90,7 +89,7 @@ def outcomes_from_traces(
 ) -> list[dict[str, Any]]:
     """Outcome rows of one judge (``params_b`` billion parameters) on one dataset.
 
-    ``traces``: trace dicts or :class:`~workbench.audit.AuditTrace` objects of one run
+    ``traces``: :class:`~workbench.audit.AuditTrace` objects (or their JSON dicts) of one run
     configuration (or pick it with ``strategy``). ``cases``: the audited
     :class:`~workbench.audit.AuditCase` objects (gold label, session, named SKILLs); a trace
     whose case is missing falls back to the label, session and routing in the trace.
@@ -113,12 +112,12 @@ def outcomes_from_traces(
     memo: dict[tuple[str, ...], float] = {}
     rows = []
     for t in chosen:
-        cid = str(t["id"])
+        cid = t.id
         case = by_id.get(cid)
-        label = case.label if case is not None else t.get("label")
+        label = case.label if case is not None else t.label
         if label_violation(label) is None:
             continue
-        names = tuple(sorted(names_of.get(cid) or t.get("skills") or []))
+        names = tuple(sorted(names_of.get(cid) or t.skills))
         if not names:
             raise TracesError(
                 f"case {cid!r} names no SKILL and its trace was routed to none, so its rule "
@@ -132,10 +131,8 @@ def outcomes_from_traces(
             )
         if names not in memo:
             memo[names] = graph_complexity(index.skills[n] for n in names)
-        verdict = t.get("verdict")
-        error = t.get("error") or {}
-        correct = verdict is not None and bool(verdict.get("violation")) == label_violation(label)
-        session = (case.session if case is not None else "") or str(t.get("session") or "") or cid
+        correct = t.verdict is not None and t.verdict.violation == label_violation(label)
+        session = (case.session if case is not None else "") or t.session or cid
         rows.append({
             "instance": cid,
             "dataset": str(dataset),
@@ -144,9 +141,9 @@ def outcomes_from_traces(
             "complexity": memo[names],
             "correct": int(correct),
             "label": label,
-            "strategy": str(t.get("strategy")),
-            "judge_mode": str(t.get("judge_mode", JudgeMode.WHOLE)),
-            "error": "" if verdict is not None else str(error.get("kind") or "NotJudged"),
+            "strategy": t.strategy,
+            "judge_mode": t.judge_mode,
+            "error": "" if t.verdict is not None else (t.error.kind if t.error else "NotJudged"),
         })
     return rows
 

@@ -1,0 +1,71 @@
+"""Cached reads of stored cases and traces for the audit pages (Review, Replay).
+
+A keyboard-driven page reruns on every key press; reading and validating 1,000 stored traces,
+their cases and the policy index each time made a key press cost what a page load does. The
+reads here are cached per process and keyed by a *data version* (row count and newest row id,
+``store.audit_repo.trace_version``/``case_version``: two indexed queries), so a trace stored
+by this page, another tab or the CLI shows at the next rerun without any explicit clearing.
+Cases saved again under their ids change in place, which the version does not see: pages
+that save cases call :func:`clear` afterwards.
+
+``st.cache_resource`` rather than ``st.cache_data``: the values are shared, not copied (a
+copy of 1,000 traces per rerun would cost most of what the cache saves), so callers must
+treat them as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from store import audit_repo
+from workbench.audit.cases import AuditCase
+from workbench.audit.trace import AuditTrace
+
+Record = tuple[str, AuditTrace]
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _cases(url: str, dataset: str, version: tuple[int, int], _engine: Engine) -> dict[str, AuditCase]:
+    return {c.id: c for c in audit_repo.load_cases(_engine, dataset)}
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _records(url: str, dataset: str, runs: tuple[str, ...] | None, version: tuple[int, int],
+             _engine: Engine) -> list[Record]:
+    return audit_repo.run_traces(_engine, dataset, runs)
+
+
+def versions(engine: Engine, dataset: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``(trace version, case version)`` of a dataset: a key for anything derived from both."""
+    return audit_repo.trace_version(engine, dataset), audit_repo.case_version(engine, dataset)
+
+
+def cases(engine: Engine, dataset: str, version: tuple[int, int] | None = None) -> dict[str, AuditCase]:
+    """The dataset's stored cases by id, in stored order (shared: do not modify).
+    ``version``: the case version already read (:func:`versions`), to key on the same one."""
+    return _cases(str(engine.url), dataset, version or audit_repo.case_version(engine, dataset),
+                  engine)
+
+
+def records(engine: Engine, dataset: str, runs: Sequence[str] | None = None,
+            version: tuple[int, int] | None = None) -> list[Record]:
+    """``(run_id, trace)`` of the dataset's stored traces (of ``runs`` only, when given),
+    oldest first (shared: do not modify). ``version``: the trace version already read."""
+    return _records(str(engine.url), dataset, None if runs is None else tuple(runs),
+                    version or audit_repo.trace_version(engine, dataset), engine)
+
+
+def case_traces(engine: Engine, dataset: str, case_id: str,
+                run_id: str | None = None) -> dict[str, AuditTrace]:
+    """The newest stored trace per strategy of one case (of ``run_id`` only, when given)."""
+    return {t.strategy: t for run, t in records(engine, dataset)
+            if t.id == case_id and (run_id is None or run == run_id)}
+
+
+def clear() -> None:
+    """Forget cached cases and traces (after saving cases under ids already stored)."""
+    _cases.clear()
+    _records.clear()
