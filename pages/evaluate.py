@@ -9,12 +9,12 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from components import audit_cache
 from components.case_table import case_rows, show_case_table
 from components.glossary import column_help
 from components.retrieval_curves import show_evaluations
 from components.state import engine
 from components.training_runs import training_section
+from pages import _audit_cache as audit_cache
 from store import audit_repo
 from workbench.glossary import help_for
 from workbench.review import METRIC_COLUMNS, gold_of, metrics_rows

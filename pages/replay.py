@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from components import audit_cache, links
+from components import links
 from components.case_table import picker_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
@@ -17,6 +17,7 @@ from components.safe import md
 from components.state import engine
 from components.trace_view import show_steps
 from components.verdict import show_verdict
+from pages import _audit_cache as audit_cache
 from store import audit_repo
 from workbench.audit import AuditOptions, AuditTrace, CaseFormatError, audit_case, case_from_dict
 from workbench.glossary import gold_word

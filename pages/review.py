@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from components import audit_cache, identity, links, queue_nav
+from components import identity, links, queue_nav
 from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
@@ -20,6 +20,7 @@ from components.replay_state import audit_index, policy_index
 from components.safe import md
 from components.state import engine, user_name
 from components.verdict import show_verdict
+from pages import _audit_cache as audit_cache
 from store import audit_repo
 from store import review as review_store
 from workbench.audit.cases import CaseFormatError, parse_cases_bytes

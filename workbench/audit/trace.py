@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from workbench.audit.trace_check import trace_problem
+from workbench.errors import WorkbenchError
 from workbench.llm.errors import bound_message
 
 TRACE_VERSION = 1
@@ -173,7 +174,7 @@ class AuditTrace:
         return cls(**kw)
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(WorkbenchError, ValueError):
     """A JSON object is not an audit trace; the message names where and which field."""
 
 

@@ -1,4 +1,5 @@
-"""Cached reads of stored cases and traces for the audit pages (Review, Replay).
+"""Cached reads of stored cases and traces for the audit pages (Review, Replay, Evaluate);
+page-side, like the `_annotate_*` sections, because it talks to the store.
 
 A keyboard-driven page reruns on every key press; reading and validating 1,000 stored traces,
 their cases and the policy index each time made a key press cost what a page load does. The
