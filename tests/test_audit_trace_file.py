@@ -179,3 +179,22 @@ def test_cli_audit_to_stdout_writes_no_temporary_file(monkeypatch, capsys, tmp_p
     assert main([*args, "--store", "ds", "--run-id", "R"]) == 0
     out, err = capsys.readouterr()
     assert len(read_traces(text=out)[0]) == 4 and "4 new traces" in err
+
+
+def test_cli_order_skill_groups_cases_by_their_skills(monkeypatch, capsys, tmp_path):
+    """``--order skill``: cases naming the same SKILLs run one after another (so a caching
+    server reads each RawSkill document once), file order within a group, unnamed cases last."""
+    demo = ROOT / "fixtures" / "demo"
+    monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'wb.db'}")
+    args = ["audit", "--index", str(demo / "index.json"), "--cases", str(demo / "cases.jsonl"),
+            "--strategy", "raw", "--no-judge", "--concurrency", "1"]
+    cases = load_cases(demo / "cases.jsonl")
+    assert main([*args, "--order", "skill"]) == 0
+    got = [t.id for t in read_traces(text=capsys.readouterr().out)[0]]
+    named = [c for c in cases if c.skills]
+    expected = [c.id for c in sorted(named, key=lambda c: c.skills)] + [
+        c.id for c in cases if not c.skills]
+    assert got == expected
+    assert got != [c.id for c in cases]  # the demo file interleaves: the order did change
+    assert main(args) == 0  # the default keeps file order
+    assert [t.id for t in read_traces(text=capsys.readouterr().out)[0]] == [c.id for c in cases]

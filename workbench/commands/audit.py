@@ -59,6 +59,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-k", type=int, default=6, help="passages for bm25 and dense")
     p.add_argument("--concurrency", type=int, default=2, help="cases audited at once")
     p.add_argument("--limit", type=int, default=None, help="audit only the first N cases")
+    p.add_argument("--order", choices=["input", "skill"], default="input",
+                   help="audit cases in file order (default), or grouped by the SKILLs they name "
+                   "(cases naming none last): a raw prompt starts with the whole SKILL "
+                   "document, so consecutive cases of one SKILL let a server with prompt "
+                   "caching (llama.cpp, vLLM, SGLang) read it once")
     p.add_argument("--out", default=None, help="traces JSONL (default: standard output)")
     p.add_argument("--no-retry-failed", dest="retry_failed", action="store_false",
                    help="on resume, keep cases whose trace in --out failed on a model or internal "
@@ -141,6 +146,8 @@ def _audit(args) -> int:
     cases = load_cases_or_fail(args.cases)
     if args.limit is not None:
         cases = cases[: args.limit]
+    if args.order == "skill":  # stable: file order within each SKILL; unnamed ones last
+        cases = sorted(cases, key=lambda c: (not c.skills, tuple(c.skills or ())))
     opts = AuditOptions(
         keywords=args.keywords,
         max_keywords=args.max_keywords,
