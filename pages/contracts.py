@@ -14,15 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from components.errors import show_error
-from workbench.contracts import (
-    ReplayReport,
-    TrajectoryFormatError,
-    check_contract_text,
-    parse_contract,
-    read_trajectories,
-    replay_all,
-    summarize,
-)
+from workbench import contracts
 from workbench.glossary import help_for
 from workbench.inputs import InputError, decode_text
 
@@ -39,8 +31,9 @@ PASTE = "Paste JSON…"
 
 
 @st.cache_data(show_spinner=False)
-def _replay(contract_text: str, name: str, data: str, feedback: bool = True) -> list[ReplayReport]:
-    return replay_all(parse_contract(contract_text), read_trajectories(data, name), feedback=feedback)
+def _replay(contract_text: str, name: str, data: str, feedback: bool = True) -> list[contracts.ReplayReport]:
+    contract = contracts.parse_contract(contract_text)
+    return contracts.replay_all(contract, contracts.read_trajectories(data, name), feedback=feedback)
 
 
 @st.cache_data(show_spinner=False)
@@ -65,7 +58,7 @@ with st.expander("Contract (YAML)", expanded=False):
         st.session_state.pop("contract_yaml")
         st.rerun()
 text = st.session_state["contract_yaml"]
-contract, issues = check_contract_text(text, "contract")
+contract, issues = contracts.check_contract_text(text, "contract")
 if issues:
     st.error(f"The contract has {len(issues)} problem(s); fix them to replay.")
     st.code("\n".join(str(i) for i in issues), language=None, wrap_lines=True)
@@ -104,7 +97,7 @@ else:
     name, data = path.name, _read(str(path), path.stat().st_mtime)
 try:
     reports = _replay(text, name, data, feedback)
-except TrajectoryFormatError as exc:
+except contracts.TrajectoryFormatError as exc:
     show_error(exc, "The trajectory file could not be read.", block=True)
     st.stop()
 if not reports:
@@ -112,7 +105,7 @@ if not reports:
     st.stop()
 
 # -- dataset summary -----------------------------------------------------------------------
-summary = summarize(reports)
+summary = contracts.summarize(reports)
 st.subheader("Dataset summary")
 cols = st.columns(6)
 cols[0].metric("Trajectories", summary.n)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from store.audit_repo import StoreSink, run_traces
-from workbench.audit import AuditIndex, AuditOptions, load_cases, run_audit
+from tests.audit_data import AUDIT_FIXTURES, DEMO, merchant_cases, merchant_index
+from workbench.audit import AuditOptions, run_audit
 from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink, sink_done_keys
 from workbench.audit.trace import (
     AuditError,
@@ -24,11 +25,8 @@ from workbench.audit.trace import (
 )
 from workbench.audit.trace_file import encode_trace, read_traces
 from workbench.cli import main
-from workbench.graph import PolicyIndex
 
-ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "fixtures" / "audit"
-DEMO_TRACES = ROOT / "fixtures" / "demo" / "traces_cdg.jsonl"
+DEMO_TRACES = DEMO / "traces_cdg.jsonl"
 NO_JUDGE = AuditOptions(judge_mode="none")
 
 
@@ -112,12 +110,12 @@ def test_latest_per_case_picks_the_newest_in_first_seen_order():
 
 @pytest.fixture
 def index():
-    return AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
+    return merchant_index()
 
 
 @pytest.fixture
 def cases():
-    return load_cases(FIX / "merchant_cases.jsonl")
+    return merchant_cases()
 
 
 def _fail(sink, case_id: str, kind: str = "ModelCallError") -> None:
@@ -170,8 +168,8 @@ def test_cli_audit_to_stdout_writes_no_temporary_file(monkeypatch, capsys, tmp_p
     monkeypatch.setattr(tempfile, "mkstemp", no_temp_files)
     monkeypatch.setattr(tempfile, "TemporaryDirectory", no_temp_files)
     monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'wb.db'}")
-    args = ["audit", "--index", str(FIX / "merchant_index.json"), "--cases",
-            str(FIX / "merchant_cases.jsonl"), "--strategy", "cdg", "--no-judge"]
+    args = ["audit", "--index", str(AUDIT_FIXTURES / "merchant_index.json"), "--cases",
+            str(AUDIT_FIXTURES / "merchant_cases.jsonl"), "--strategy", "cdg", "--no-judge"]
     assert main(args) == 0
     traces, problems = read_traces(text=capsys.readouterr().out)
     assert problems == [] and len(traces) == 4

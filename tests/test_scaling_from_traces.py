@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.audit_data import DEMO, demo_index
 from workbench.audit import AuditCase, AuditIndex, AuditOptions, audit_case, load_cases
 from workbench.cli import main
 from workbench.graph import PolicyIndex
@@ -20,8 +21,6 @@ from workbench.scaling.from_traces import (
 )
 from workbench.stats import complexity
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "fixtures" / "demo"
 # mor-001 (negative, names its SKILL), mor-004 (positive, routed by keywords),
 # air-001 (negative), ret-004 (positive, routed to two SKILLs).
 IDS = ["mor-001-delay-not-yet-late", "mor-004-partial-cancel-min-spend",
@@ -30,7 +29,7 @@ IDS = ["mor-001-delay-not-yet-late", "mor-004-partial-cancel-min-spend",
 
 @pytest.fixture(scope="module")
 def index():
-    return PolicyIndex.load(DEMO / "index.json")
+    return demo_index()
 
 
 @pytest.fixture(scope="module")

@@ -81,9 +81,14 @@ def test_instance_must_keep_one_complexity_and_session_across_judges():
         outcomes_from_records([_row(params_b=2), _row(params_b=9, session="s2")])
 
 
-def test_csv_errors_give_row_and_file_line(tmp_path):
+def _outcomes_csv(tmp_path, text: str):
     path = tmp_path / "o.csv"
-    path.write_text(f"{HEADER}\ni1,a,s1,2,0.5,1\ni2,a,s1,2,0.5,maybe\n")
+    path.write_text(text)
+    return path
+
+
+def test_csv_errors_give_row_and_file_line(tmp_path):
+    path = _outcomes_csv(tmp_path, f"{HEADER}\ni1,a,s1,2,0.5,1\ni2,a,s1,2,0.5,maybe\n")
     with pytest.raises(OutcomesError) as err:
         load_outcomes(path)
     assert "row 2 (line 3), column 'correct'" in str(err.value)
@@ -91,15 +96,13 @@ def test_csv_errors_give_row_and_file_line(tmp_path):
 
 
 def test_csv_header_missing_column(tmp_path):
-    path = tmp_path / "o.csv"
-    path.write_text("instance,dataset,session,params_b,correct\ni1,a,s1,2,1\n")
+    path = _outcomes_csv(tmp_path, "instance,dataset,session,params_b,correct\ni1,a,s1,2,1\n")
     with pytest.raises(OutcomesError, match="header: missing column.*'complexity'"):
         load_outcomes(path)
 
 
 def test_csv_empty_cell_is_missing(tmp_path):
-    path = tmp_path / "o.csv"
-    path.write_text(f"{HEADER}\ni1,a,,2,0.5,1\n")
+    path = _outcomes_csv(tmp_path, f"{HEADER}\ni1,a,,2,0.5,1\n")
     with pytest.raises(OutcomesError, match="row 1 \\(line 2\\), column 'session': value is missing"):
         load_outcomes(path)
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from workbench.audit import AuditIndex, AuditOptions, audit_case, load_cases
+from tests.audit_data import DEMO, merchant_cases, merchant_index
+from workbench.audit import AuditOptions, audit_case
 from workbench.audit.judge import judge_messages
 from workbench.audit.keywords import keyword_messages
 from workbench.audit.strategies import ContextOptions
 from workbench.cli import main
-from workbench.graph import PolicyIndex
 from workbench.scaling.distill import load_cases as load_selection_cases
 from workbench.train.data import (
     TrainingDataError,
@@ -23,15 +23,10 @@ from workbench.train.data import (
     write_jsonl,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "fixtures" / "audit"
-DEMO = ROOT / "fixtures" / "demo"
-
 
 @pytest.fixture(scope="module")
 def merchant():
-    index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
-    return index, load_cases(FIX / "merchant_cases.jsonl")
+    return merchant_index(), merchant_cases()
 
 
 def test_records_carry_the_audit_prompts_and_targets(merchant):

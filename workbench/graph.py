@@ -15,21 +15,8 @@ from workbench.index_validation import validate_skills
 
 # The data types live in workbench.rule_graph so that index_validation can build them without
 # importing this module (which imports it); re-exported here, where callers import them from.
-from workbench.rule_graph import (  # noqa: F401
-    EDGE_TYPES,
-    FORMAT,
-    MODALITIES,
-    PROVENANCES,
-    Edge,
-    IndexValidationError,
-    Problem,
-    Rule,
-    RuleGraph,
-    SkillGraph,
-    Span,
-    UnknownRule,
-    by_unique_key,
-)
+from workbench.rule_graph import *  # noqa: F403
+from workbench.rule_graph import FORMAT, Edge, IndexValidationError, Problem, Rule, SkillGraph, by_unique_key
 
 
 def _rule_dict(r: Rule) -> dict:

@@ -15,6 +15,10 @@ from typing import TypeVar
 
 from workbench.errors import WorkbenchError
 
+# What ``workbench.graph`` re-exports (``from workbench.rule_graph import *``).
+__all__ = ["EDGE_TYPES", "FORMAT", "MODALITIES", "PROVENANCES", "Edge", "IndexValidationError", "Problem",
+           "Rule", "RuleGraph", "SkillGraph", "Span", "UnknownRule", "by_unique_key"]
+
 FORMAT = "skillcdg/1"
 MODALITIES = ("required", "prohibited", "permitted")
 EDGE_TYPES = ("require",)

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from workbench.graph import Rule, RuleGraph, SkillGraph
 from workbench.tokens import DEFAULT_TOKENIZER, token_counter
@@ -35,9 +35,6 @@ class GraphStats:
     density: float
     complexity: float
     tokenizer: str = DEFAULT_TOKENIZER
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -57,9 +54,6 @@ class CorpusTotals:
     density: float
     complexity: float
     tokenizer: str = DEFAULT_TOKENIZER
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def rule_text_tokens(rule: Rule, count=None) -> int:

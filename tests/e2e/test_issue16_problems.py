@@ -19,16 +19,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .flows import (
-    assert_no_exception,
-    choose,
-    demo_cases,
-    demo_index_data,
-    goto,
-    import_index,
-    settle,
-    start_server,
-)
+from . import flows
 from .test_analyst_flow import RUN, violation_trace
 
 pytestmark = pytest.mark.e2e
@@ -38,8 +29,8 @@ RAW_GOLD = re.compile(r"\b(positive|negative)\b", re.I)
 
 @pytest.fixture
 def demo(tmp_path_factory):  # one server per test: test 2 stores a trace
-    index = demo_index_data()
-    cases = demo_cases()
+    index = flows.demo_index_data()
+    cases = flows.demo_cases()
     trace = violation_trace(index, {c.id for c in cases})
     tmp = tmp_path_factory.mktemp("issue16")
     (tmp / "none.jsonl").write_text("", encoding="utf-8")
@@ -47,12 +38,12 @@ def demo(tmp_path_factory):  # one server per test: test 2 stores a trace
     def seed(eng) -> None:
         from store import audit_repo
 
-        import_index(eng, index, author="demo")
+        flows.import_index(eng, index, author="demo")
         audit_repo.save_cases(eng, "demo", cases)
         audit_repo.save_trace(eng, trace, RUN, "demo")
 
     env = {"WORKBENCH_LLM_MODE": "replay", "WORKBENCH_LLM_RECORDINGS": str(tmp / "none.jsonl")}
-    srv = start_server(tmp, seed, env)
+    srv = flows.start_server(tmp, seed, env)
     case = next(c for c in cases if c.id == trace["id"])
     yield srv, case
     srv.stop()
@@ -64,22 +55,22 @@ def main_text(page) -> str:
 
 def test_2_rerun_on_replay_is_a_preview_until_stored(demo, page):
     server, case = demo
-    goto(page, server, f"replay?dataset=demo&case={case.id}")
+    flows.goto(page, server, f"replay?dataset=demo&case={case.id}")
     before = stored_runs(server)
     assert before == [RUN]
-    choose(page, "Judge", "none")  # no model call: the preview builds the context only
+    flows.choose(page, "Judge", "none")  # no model call: the preview builds the context only
     page.get_by_role("button", name="Re-run audit (preview)").click()
-    settle(page)
+    flows.settle(page)
     preview = page.locator(".st-key-preview_cdg")
     expect(preview).to_contain_text("Preview of a new audit")
     expect(preview).to_contain_text("Stored")
     expect(preview).to_contain_text("New (not stored)")
     expect(preview.locator("[data-testid='stMetricValue']").first).to_have_text("violation")
     assert stored_runs(server) == before  # nothing stored, no run mixed into
-    assert_no_exception(page, server)
+    flows.assert_no_exception(page, server)
     preview.get_by_role("button", name="Store this result").click()
     page.get_by_text("Stored the new cdg result as run").wait_for(timeout=30_000)
-    settle(page)
+    flows.settle(page)
     after = stored_runs(server)
     assert len(after) == 2 and after[0] == RUN
     assert after[1].startswith(f"replay-{case.id}-cdg-")  # a run of its own
@@ -103,15 +94,15 @@ def test_3_gold_labels_read_violation_or_compliant_everywhere(demo, page):
     server, case = demo
     word = gold_word(case.label)
     assert word in ("violation", "compliant")
-    goto(page, server, f"replay?dataset=demo&case={case.id}")
+    flows.goto(page, server, f"replay?dataset=demo&case={case.id}")
     page.get_by_text(f"Gold label: {word}").wait_for()
     assert not RAW_GOLD.search(main_text(page)), main_text(page)
-    goto(page, server, "review")
+    flows.goto(page, server, "review")
     page.locator(".st-key-rv_card").wait_for()
     page.get_by_text(f"Gold: {word}").first.wait_for()
     assert not RAW_GOLD.search(main_text(page))
-    goto(page, server, "evaluate")
-    assert_no_exception(page, server)
+    flows.goto(page, server, "evaluate")
+    flows.assert_no_exception(page, server)
     assert not RAW_GOLD.search(main_text(page))
 
 
@@ -128,7 +119,7 @@ def big_skill() -> bytes:
 def upload(page, files: list[tuple[str, bytes]]) -> None:
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
         [{"name": name, "mimeType": "text/markdown", "buffer": data} for name, data in files])
-    settle(page)
+    flows.settle(page)
 
 
 def skill_names(server) -> list[str]:
@@ -145,9 +136,9 @@ def skill_names(server) -> list[str]:
 def open_upload(page, server) -> list[str]:
     """The Skills page with its upload box open; returns the SKILLs stored before."""
     before = skill_names(server)
-    goto(page, server, "skills")
+    flows.goto(page, server, "skills")
     page.get_by_text("Upload SKILLs and extract their rule graphs").click()
-    settle(page)
+    flows.settle(page)
     return before
 
 
@@ -157,16 +148,16 @@ def test_6_a_long_extraction_gives_an_estimate_and_waits(demo, page):
     block = page.get_by_role("spinbutton", name="Block size (tokens per extractor call)")
     block.fill("200")
     block.press("Enter")
-    settle(page)
+    flows.settle(page)
     upload(page, [("HUGE.md", big_skill())])
     page.get_by_role("button", name="Extract", exact=True).click()
-    settle(page)
+    flows.settle(page)
     warning = page.locator("[data-testid='stAlertContentWarning']", has_text="This extraction is big")
     expect(warning).to_contain_text("blocks")
     expect(warning).to_contain_text("about")
     expect(page.get_by_role("checkbox", name="Extract anyway")).to_be_attached()
     assert skill_names(server) == before  # nothing started, nothing saved
-    assert_no_exception(page, server)
+    flows.assert_no_exception(page, server)
 
 
 def test_7_junk_uploads_are_refused_by_name(demo, page):
@@ -186,20 +177,20 @@ def test_9_metrics_have_plain_word_help_and_a_glossary(demo, page):
     from workbench.glossary import help_for
 
     server, _ = demo
-    goto(page, server, "skills")
+    flows.goto(page, server, "skills")
     metric = page.locator("[data-testid='stMetric']", has_text="Complexity C (all)")
     metric.locator("[data-testid='stTooltipIcon']").hover()
     expect(page.get_by_text(help_for("complexity C")).first).to_be_visible()
-    goto(page, server, "glossary")
+    flows.goto(page, server, "glossary")
     find = page.get_by_label("Find a term")
     for query, term in (("coupling", "coupling I_c"), ("kappa", "Cohen's κ"), ("PCR", "RF-PCR")):
         find.fill(query)
         find.press("Enter")
-        settle(page)
+        flows.settle(page)
         page.locator("[data-testid='stDataFrame'] td", has_text=term).first.wait_for(
             state="attached")
-    goto(page, server, "review")
+    flows.goto(page, server, "review")
     kappa = page.locator("[data-testid='stMetric']", has_text="Cohen's κ")
     expect(kappa).to_contain_text("not yet reliable")  # no κ of 1.00 after one decision
-    assert_no_exception(page, server)
+    flows.assert_no_exception(page, server)
     assert page.external_requests == []

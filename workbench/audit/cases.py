@@ -271,3 +271,10 @@ def render_reply(case: AuditCase) -> str:
     """The agent's reply as one JSON string, quoted like the turns: the one prompt input
     the audited agent writes freely, so it must not be able to end its block either."""
     return quote(case.model_response)
+
+
+def prompt_fields(case: AuditCase) -> dict[str, str]:
+    """The case as every audit prompt (keywords, judge, per-rule judge) quotes it, so the
+    prompts cannot drift apart in how they show the same case."""
+    return {"state": render_state(case), "conversation": render_conversation(case),
+            "reply": render_reply(case)}

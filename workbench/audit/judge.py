@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.audit.cases import AuditCase, render_conversation, render_reply, render_state
+from workbench.audit.cases import AuditCase, prompt_fields
 from workbench.audit.prompts import build_messages
 from workbench.audit.trace import ModelCall, Verdict
 
@@ -137,18 +137,14 @@ def judge_messages(case: AuditCase, context: str) -> list[dict[str, str]]:
     return build_messages(
         JUDGE_PROMPT,
         policy=context,
-        state=render_state(case),
-        conversation=render_conversation(case),
-        reply=render_reply(case),
+        **prompt_fields(case),
     )
 
 
 def rule_messages(case: AuditCase, unit: ContextUnit) -> list[dict[str, str]]:
     return build_messages(
         RULE_PROMPT,
-        state=render_state(case),
-        conversation=render_conversation(case),
-        reply=render_reply(case),
+        **prompt_fields(case),
         rule=unit.text,
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from workbench.audit.cases import AuditCase, render_conversation, render_reply, render_state
+from workbench.audit.cases import AuditCase, prompt_fields
 from workbench.audit.policy import AuditIndex
 from workbench.audit.prompts import build_messages
 from workbench.audit.text import content_words, stem
@@ -77,9 +77,7 @@ def keyword_messages(case: AuditCase, max_keywords: int) -> list[dict[str, str]]
     return build_messages(
         KEYWORDS_PROMPT,
         max_keywords=str(max_keywords),
-        state=render_state(case),
-        conversation=render_conversation(case),
-        reply=render_reply(case),
+        **prompt_fields(case),
     )
 
 

@@ -51,6 +51,8 @@ def load_index_or_fail(path: str):
 
 
 def _stats(args) -> int:
+    from dataclasses import asdict
+
     from workbench.cli import CliError
     from workbench.gguf_tokenizer import GgufTokenizerError
     from workbench.llm.errors import EmbeddedModelUnavailable
@@ -59,8 +61,8 @@ def _stats(args) -> int:
 
     index = load_index_or_fail(args.index)
     try:
-        rows = {s.name: skill_stats(s, args.tokenizer).as_dict() for s in index}
-        total = corpus_totals(list(index), args.tokenizer).as_dict()
+        rows = {s.name: asdict(skill_stats(s, args.tokenizer)) for s in index}
+        total = asdict(corpus_totals(list(index), args.tokenizer))
     except (EmbeddedModelUnavailable, GgufTokenizerError) as exc:
         raise CliError(f"{exc}; or count with --tokenizer cl100k") from None
     for w in index.warnings:

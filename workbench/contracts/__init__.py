@@ -8,24 +8,14 @@ audits recorded trajectories; ``summarize`` gives PCR, RF-PCR, outcome rate, hin
 mean credit and the PCR x outcome table; ``progress_reward`` turns the verified credit into
 a per-trajectory training reward for the factorial study's arms. Pure Python: no UI, no
 storage.
+
+The pieces of a contract (phases, rules, checks, milestones, transitions, budgets) are
+``workbench.contracts.model``'s; callers only ever needed ``Contract`` from here.
 """
 
 from workbench.contracts.actions import Action
 from workbench.contracts.metrics import ContractSummary, PcrOutcomeTable, outcome_class, summarize
-from workbench.contracts.model import (
-    ActionRule,
-    ArgCheck,
-    Budgets,
-    Contract,
-    Evidence,
-    Milestone,
-    ObservationCheck,
-    Phase,
-    Requirement,
-    TextCheck,
-    Transition,
-    TurnShape,
-)
+from workbench.contracts.model import Contract
 from workbench.contracts.replay import ReplayReport, Scorer, replay, replay_all
 from workbench.contracts.results import ContractState, Feedback, StepResult, TerminationVerdict
 from workbench.contracts.reward import (
@@ -56,9 +46,6 @@ from workbench.contracts.trajectories import (
 __all__ = [
     "CONDITIONS",
     "Action",
-    "ActionRule",
-    "ArgCheck",
-    "Budgets",
     "Contract",
     "ContractError",
     "ContractIssue",
@@ -66,23 +53,15 @@ __all__ = [
     "Condition",
     "ContractState",
     "ContractSummary",
-    "Evidence",
     "Feedback",
-    "Milestone",
-    "ObservationCheck",
     "PcrOutcomeTable",
-    "Phase",
     "ReplayReport",
-    "Requirement",
     "Scorer",
     "StepResult",
     "TerminationVerdict",
-    "TextCheck",
     "Trajectory",
     "TrajectoryFormatError",
     "TrajectoryStep",
-    "Transition",
-    "TurnShape",
     "check_contract_text",
     "load_contract",
     "load_trajectories",
