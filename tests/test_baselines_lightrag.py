@@ -267,3 +267,27 @@ def test_cost_table_puts_cdg_under_the_baseline():
     lines = format_cost_rows(rows).splitlines()
     assert lines[1].split()[:7] == ["s", "1000", "lightrag", "4", "400", "120", "15.5"]
     assert lines[2].split()[:2] == ["cdg", "(other"] and lines[2].split()[-4:] == ["7", "4000", "900", "60.0"]
+
+
+def test_recall_tokens_curve_and_length_sweep_take_lightrag(tmp_path, monkeypatch):
+    from workbench.audit.coverage_curve import coverage_curve
+    from workbench.audit.length_sweep import run_sweep, sweep_levels
+
+    # Both build strategies from the registry by name; give them the scripted model.
+    retriever = LightragRetriever(indexes(tmp_path / "idx", Scripted()))
+    monkeypatch.setitem(STRATEGIES, "lightrag", lambda: LightragStrategy(retriever))
+    out = tmp_path / "long"
+    import_complibench(SAMPLE, out, long=True)
+    index = AuditIndex(PolicyIndex.load(out / "index.json"))
+    cases = load_cases(out / "cases.jsonl")
+    curve = coverage_curve(index, cases, (0.05, 0.5), ("lightrag",))
+    assert [p.share for p in curve.points] == [0.05, 0.5]
+    for p in curve.points:
+        assert p.cases and not p.errors and 0 < p.mean_tokens <= p.mean_target + 1e-9
+    assert curve.points[0].mean_tokens < curve.points[1].mean_tokens
+
+    foreign = ROOT / "fixtures" / "audit" / "merchant" / "SKILL.md"
+    levels, sweep_cases = sweep_levels(SAMPLE, (4000,), [foreign])
+    (row,) = run_sweep(levels, sweep_cases, ("lightrag",))
+    assert row.strategy == "lightrag" and not row.errors and row.mean_tokens > 0
+    retriever.indexes.close()

@@ -38,6 +38,12 @@ ROLE = "extractor"  # same model as CDG extraction: a user choosing a method pay
 STEP = "lightrag.index"
 EMBEDDER = "all-MiniLM-L6-v2"
 EMBED_DIM = 384
+# LightRAG splits every chunk to fit its embedder's max_token_size; declaring MiniLM's 256
+# would cut the library's 1,200-token chunks into ~6x as many (and 6x the extraction calls).
+# Keyword ("hybrid") retrieval searches entity and relation vectors, whose texts are short;
+# a chunk's own vector (only used by LightRAG's naive/mix modes) then reads its first 256
+# word pieces, as MiniLM truncates. So we declare the chunk size and keep LightRAG's default.
+CHUNK_TOKENS = 1200
 ROOT_ENV = "WORKBENCH_BASELINES_DIR"
 COST_FILE = "cost.json"
 
@@ -280,7 +286,7 @@ class LightragIndexes:
             llm_model_name=self.model,
             llm_model_max_async=max(1, self.gateway.config.role(ROLE).concurrency),
             embedding_func=lib["EmbeddingFunc"](
-                embedding_dim=EMBED_DIM, max_token_size=256, model_name=self.embedder_name,
+                embedding_dim=EMBED_DIM, max_token_size=CHUNK_TOKENS, model_name=self.embedder_name,
                 func=encoder_embedding(self.encoder)),
             tokenizer=lib["Tokenizer"]("cl100k_base", _encoding()),
         )
