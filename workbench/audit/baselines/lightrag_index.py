@@ -277,6 +277,7 @@ class LightragIndexes:
         lib = self.lib
         folder.mkdir(parents=True, exist_ok=True)
         usage: list[Any] = []
+        role = self.gateway.config.role(ROLE)
         from workbench.tokens import _encoding
 
         rag = lib["LightRAG"](
@@ -284,7 +285,11 @@ class LightragIndexes:
             workspace=_workspace(folder),
             llm_model_func=gateway_llm(self.gateway, skill, usage),
             llm_model_name=self.model,
-            llm_model_max_async=max(1, self.gateway.config.role(ROLE).concurrency),
+            llm_model_max_async=max(1, role.concurrency),
+            # The gateway owns timeouts and retries; LightRAG's own cut-off (240 s) must not
+            # fire first on a slow local model, nor its 30 s embedding one while torch loads.
+            default_llm_timeout=int(role.timeout * (role.retries + 1) + 60),
+            default_embedding_timeout=600,
             embedding_func=lib["EmbeddingFunc"](
                 embedding_dim=EMBED_DIM, max_token_size=CHUNK_TOKENS, model_name=self.embedder_name,
                 func=encoder_embedding(self.encoder)),
