@@ -137,7 +137,7 @@ def test_budget_exceeded_never_truncates(index, cases):
 
 def test_unknown_strategy():
     with pytest.raises(ValueError, match="choose one of cdg, raw, bm25, dense"):
-        get_strategy("lightrag")
+        get_strategy("colbert")
 
 
 @pytest.mark.slow

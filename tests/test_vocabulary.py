@@ -77,7 +77,7 @@ def test_argparse_rejects_an_unknown_judge_mode_naming_the_vocabulary(capsys) ->
                               "--strategy", "no-closure", "--judge-mode", "per-rule"])
     assert (args.judge_mode, args.keywords, args.empty_seed) == ("per-rule", "lexical", "error")
     with pytest.raises(SystemExit):
-        parser.parse_args(["audit", "--index", "i", "--cases", "c", "--strategy", "lightrag"])
+        parser.parse_args(["audit", "--index", "i", "--cases", "c", "--strategy", "colbert"])
 
 
 def test_one_reading_of_gold_labels() -> None:

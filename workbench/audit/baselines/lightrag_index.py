@@ -1,0 +1,370 @@
+"""A LightRAG knowledge-graph index per SKILL, built through the workbench's own model door.
+
+The real ``lightrag-hku`` library does the chunking, entity/relation extraction, gleaning,
+merging and vector storage; we only hand it three things so the comparison with SkillCDG is
+like for like:
+
+- its LLM is the :class:`~workbench.llm.gateway.Gateway` (role ``extractor``, the model that
+  compiles CDGs), so temperature, response cache, record/replay and usage accounting apply;
+- its embedder is the dense baseline's encoder (all-MiniLM-L6-v2, 384-d), wrapped async;
+- its tokenizer is the product's offline cl100k_base (``workbench.tokens``).
+
+An index lives in ``<root>/<skill>-<key>/`` where the key hashes the SKILL source, the model,
+the embedder and the library version: change any of them and a new index is built, never a
+stale one reused. Indexing is resumable: LightRAG keeps its own LLM response cache in that
+folder, and a document it marked failed is deleted and inserted again (``ainsert`` alone
+skips it), so only the calls that never finished are paid again. What indexing cost (calls,
+prompt/output tokens, wall time; every run appended) is kept in ``cost.json`` beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Coroutine, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+
+LIBRARY = "lightrag-hku"
+INSTALL_HINT = "The lightrag baseline needs the LightRAG library: pip install lightrag-hku==1.5.7"
+ROLE = "extractor"  # same model as CDG extraction: a user choosing a method pays one of them
+STEP = "lightrag.index"
+EMBEDDER = "all-MiniLM-L6-v2"
+EMBED_DIM = 384
+# LightRAG splits every chunk to fit its embedder's max_token_size; declaring MiniLM's 256
+# would cut the library's 1,200-token chunks into ~6x as many (and 6x the extraction calls).
+# Keyword ("hybrid") retrieval searches entity and relation vectors, whose texts are short;
+# a chunk's own vector (only used by LightRAG's naive/mix modes) then reads its first 256
+# word pieces, as MiniLM truncates. So we declare the chunk size and keep LightRAG's default.
+CHUNK_TOKENS = 1200
+ROOT_ENV = "WORKBENCH_BASELINES_DIR"
+COST_FILE = "cost.json"
+
+
+class LightragUnavailable(WorkbenchError, RuntimeError):
+    """The LightRAG library is not installed; the message names the fix."""
+
+    fatal = True
+
+
+class LightragIndexError(WorkbenchError, RuntimeError):
+    """LightRAG could not index a SKILL (a model call failed, or its output was unusable)."""
+
+
+def _lightrag():
+    """The library's entry points, imported on first use (it costs seconds to import)."""
+    from workbench.tokens import _bundled_cache_dir
+
+    # LightRAG's default tokenizer would download o200k; ours is cl100k, but tiktoken reads
+    # this variable when LightRAG builds anything, so point it at litellm's bundled copy.
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_bundled_cache_dir()))
+    try:
+        import lightrag
+        from lightrag import LightRAG, QueryParam
+        from lightrag.base import DocStatus
+        from lightrag.kg.shared_storage import initialize_pipeline_status
+        from lightrag.utils import EmbeddingFunc, Tokenizer
+    except ImportError as exc:
+        raise LightragUnavailable(f"{INSTALL_HINT} ({exc})") from exc
+    return {
+        "version": getattr(lightrag, "__version__", "?"), "LightRAG": LightRAG,
+        "QueryParam": QueryParam, "DocStatus": DocStatus, "EmbeddingFunc": EmbeddingFunc,
+        "Tokenizer": Tokenizer, "initialize_pipeline_status": initialize_pipeline_status,
+    }
+
+
+def default_root() -> Path:
+    return Path(os.environ.get(ROOT_ENV) or Path(".workbench") / "baselines") / "lightrag"
+
+
+def index_key(source: str, model: str, embedder: str, version: str) -> str:
+    """What an index depends on, hashed: a change to any part means a new index."""
+    parts = [hashlib.sha256(source.encode("utf-8")).hexdigest(), model, embedder, version]
+    return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class IndexRun:
+    """One indexing run (a resumed index has several)."""
+
+    started_at: float
+    wall_s: float
+    calls: int
+    cached_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    status: str
+
+
+@dataclass
+class IndexCost:
+    """What building one SKILL's LightRAG index cost, summed over its runs."""
+
+    skill: str
+    key: str
+    library_version: str
+    model: str
+    embedder: str
+    source_sha256: str
+    source_tokens: int
+    runs: list[IndexRun] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return sum(r.calls for r in self.runs)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(r.prompt_tokens for r in self.runs)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(r.completion_tokens for r in self.runs)
+
+    @property
+    def wall_s(self) -> float:
+        return sum(r.wall_s for r in self.runs)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(calls=self.calls, prompt_tokens=self.prompt_tokens,
+                   completion_tokens=self.completion_tokens, wall_s=round(self.wall_s, 3))
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IndexCost:
+        runs = [IndexRun(**r) for r in data.get("runs", [])]
+        keep = {k: data[k] for k in ("skill", "key", "library_version", "model", "embedder",
+                                     "source_sha256", "source_tokens")}
+        return cls(**keep, runs=runs)
+
+
+class _LoopThread:
+    """One event loop on its own thread: LightRAG's storages belong to the loop that opened
+    them, and callers (the runner's threads, Streamlit, Ray) may already run a loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                        name="lightrag-loop")
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        # LightRAG refuses a workspace whose objects belong to a loop still open, and leaves
+        # worker tasks waiting on queues: cancel them, then close the loop.
+        async def cancel_rest() -> None:
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in rest:
+                t.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+        self.run(cancel_rest())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+def gateway_llm(gateway: Any, skill: str, usage: list[Any]):
+    """LightRAG's ``llm_model_func``: every call goes through the gateway; each call's
+    :class:`Usage` is appended to ``usage``. A plain function, not an object holding the
+    gateway: LightRAG deep-copies its configuration, and a gateway holds locks."""
+
+    async def complete(prompt: str, system_prompt: str | None = None,
+                       history_messages: Sequence[dict[str, Any]] | None = None,
+                       keyword_extraction: bool = False, **_: Any) -> str:
+        messages: list[dict[str, str]] = []
+        if system_prompt:
+            messages.append({"role": "system", "content": system_prompt})
+        for m in history_messages or []:
+            messages.append({"role": str(m.get("role")), "content": str(m.get("content", ""))})
+        messages.append({"role": "user", "content": prompt})
+        step = f"{'lightrag.keywords' if keyword_extraction else STEP}:{skill}"
+        res = await asyncio.to_thread(gateway.complete_text, role=ROLE, messages=messages,
+                                      step=step)
+        usage.append(res.usage)  # list.append is atomic: calls may finish on several threads
+        return res.text
+
+    return complete
+
+
+def encoder_embedding(encoder: Any):
+    """The dense baseline's encoder as LightRAG's async embedding function."""
+
+    async def embed(texts: list[str], **_: Any):
+        return await asyncio.to_thread(encoder.encode, list(texts))
+
+    return embed
+
+
+class LightragIndexes:
+    """Opens (building or resuming when needed) one LightRAG index per SKILL.
+
+    ``gateway``: a Gateway (None: ``Gateway.from_env()`` on first need); ``encoder``: anything
+    with ``encode(texts) -> (n, 384) unit vectors`` (None: the dense baseline's encoder);
+    ``root``: where indexes live (default ``.workbench/baselines/lightrag`` or
+    ``$WORKBENCH_BASELINES_DIR/lightrag``).
+    """
+
+    def __init__(self, gateway: Any = None, encoder: Any = None,
+                 root: str | os.PathLike[str] | None = None, embedder_name: str = EMBEDDER) -> None:
+        self.lib = _lightrag()
+        self._gateway = gateway
+        self._encoder = encoder
+        self.embedder_name = embedder_name
+        self.root = Path(root) if root is not None else default_root()
+        self._loop = _LoopThread()
+        self._open: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def gateway(self) -> Any:
+        if self._gateway is None:
+            from workbench.llm.gateway import Gateway
+
+            self._gateway = Gateway.from_env()
+        return self._gateway
+
+    @property
+    def encoder(self) -> Any:
+        if self._encoder is None:
+            from workbench.audit.dense import default_encoder
+
+            self._encoder = default_encoder()
+        return self._encoder
+
+    @property
+    def model(self) -> str:
+        from workbench.llm.transport import key_model
+
+        return key_model(self.gateway.config.role(ROLE))
+
+    def folder(self, skill: str, source: str) -> Path:
+        key = index_key(source, self.model, self.embedder_name, self.lib["version"])
+        return self.root / f"{_slug(skill)}-{key}"
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return self._loop.run(coro)
+
+    def cost(self, skill: str, source: str) -> IndexCost | None:
+        path = self.folder(skill, source) / COST_FILE
+        if not path.is_file():
+            return None
+        return IndexCost.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+    def open(self, skill: str, source: str) -> Any:
+        """The SKILL's LightRAG instance, indexed (built or resumed here when needed).
+
+        Raises LightragIndexError when LightRAG marks the document failed (the index stays
+        resumable: run again once the model is reachable).
+        """
+        folder = self.folder(skill, source)
+        with self._lock:
+            if str(folder) not in self._open:
+                self._open[str(folder)] = self.run(self._open_index(skill, source, folder))
+            return self._open[str(folder)]
+
+    async def _open_index(self, skill: str, source: str, folder: Path) -> Any:
+        lib = self.lib
+        folder.mkdir(parents=True, exist_ok=True)
+        usage: list[Any] = []
+        role = self.gateway.config.role(ROLE)
+        from workbench.tokens import _encoding
+
+        rag = lib["LightRAG"](
+            working_dir=str(folder),
+            workspace=_workspace(folder),
+            llm_model_func=gateway_llm(self.gateway, skill, usage),
+            llm_model_name=self.model,
+            llm_model_max_async=max(1, role.concurrency),
+            # The gateway owns timeouts and retries; LightRAG's own cut-off (240 s) must not
+            # fire first on a slow local model, nor its 30 s embedding one while torch loads.
+            default_llm_timeout=int(role.timeout * (role.retries + 1) + 60),
+            default_embedding_timeout=600,
+            embedding_func=lib["EmbeddingFunc"](
+                embedding_dim=EMBED_DIM, max_token_size=CHUNK_TOKENS, model_name=self.embedder_name,
+                func=encoder_embedding(self.encoder)),
+            tokenizer=lib["Tokenizer"]("cl100k_base", _encoding()),
+        )
+        await rag.initialize_storages()
+        await lib["initialize_pipeline_status"](workspace=_workspace(folder))
+        try:
+            status = await self._status(rag, skill)
+            if status != lib["DocStatus"].PROCESSED:
+                await self._index(rag, usage, skill, source, folder, status)
+        except BaseException:
+            await rag.finalize_storages()  # flush what was done: the next run resumes from it
+            raise
+        return rag
+
+    async def _status(self, rag: Any, skill: str) -> Any:
+        doc = await rag.doc_status.get_by_id(skill)
+        if not doc:
+            return None
+        status = doc.get("status") if isinstance(doc, dict) else getattr(doc, "status", None)
+        return self.lib["DocStatus"](status) if status is not None else None
+
+    async def _index(self, rag, usage: list[Any], skill, source, folder: Path, status) -> None:
+        from workbench.tokens import count_tokens
+
+        started, t0 = time.time(), time.perf_counter()
+        if status is not None:
+            # Failed or interrupted: LightRAG's ainsert skips a known document, so delete it
+            # and insert again; its response cache answers the calls that had finished.
+            await rag.adelete_by_doc_id(skill)
+        await rag.ainsert(source, ids=[skill], file_paths=[skill])
+        now = await self._status(rag, skill)
+        ok = now == self.lib["DocStatus"].PROCESSED
+        run = IndexRun(
+            started_at=started, wall_s=round(time.perf_counter() - t0, 3),
+            calls=sum(1 for u in usage if not u.cached),
+            cached_calls=sum(1 for u in usage if u.cached),
+            prompt_tokens=sum(u.prompt_tokens for u in usage if not u.cached),
+            completion_tokens=sum(u.completion_tokens for u in usage if not u.cached),
+            status=str(getattr(now, "value", now)),
+        )
+        usage.clear()
+        cost = self.cost(skill, source) or IndexCost(
+            skill, folder.name.rsplit("-", 1)[-1], self.lib["version"], self.model,
+            self.embedder_name, hashlib.sha256(source.encode("utf-8")).hexdigest(),
+            count_tokens(source))
+        cost.runs.append(run)
+        tmp = folder / (COST_FILE + ".tmp")
+        tmp.write_text(json.dumps(cost.to_json(), indent=1), encoding="utf-8")
+        tmp.replace(folder / COST_FILE)
+        if not ok:
+            doc = await rag.doc_status.get_by_id(skill) or {}
+            why = doc.get("error_msg") or doc.get("error") if isinstance(doc, dict) else ""
+            raise LightragIndexError(
+                f"LightRAG could not index SKILL {skill!r} (status {run.status}): {why or '?'}",
+                "check the extractor model (`workbench model check --role extractor`) and run "
+                "again: the index resumes, finished model calls are not paid twice")
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._open = list(self._open.values()), {}
+        for rag in opened:
+            self.run(rag.finalize_storages())
+        self._loop.stop()
+        self._loop = _LoopThread()  # still usable after close (a later open starts afresh)
+
+
+def _workspace(folder: Path) -> str:
+    """LightRAG's workspace for an index folder. LightRAG keeps each workspace's storages in
+    process-wide shared memory, so two folders must never share a name in one process (two
+    roots holding the same SKILL would read each other's data): the name hashes the absolute
+    path. Its files live in ``<folder>/<workspace>/``; a moved root is indexed again."""
+    return "ws-" + hashlib.sha256(str(folder.resolve()).encode("utf-8")).hexdigest()[:12]
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60] or "skill"
