@@ -13,7 +13,7 @@ import pytest
 
 from store.audit_repo import StoreSink, run_traces
 from tests.audit_data import AUDIT_FIXTURES, DEMO, merchant_cases, merchant_index
-from workbench.audit import AuditOptions, run_audit
+from workbench.audit import AuditOptions, load_cases, run_audit
 from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink, sink_done_keys
 from workbench.audit.trace import (
     AuditError,
@@ -182,7 +182,7 @@ def test_cli_audit_to_stdout_writes_no_temporary_file(monkeypatch, capsys, tmp_p
 def test_cli_order_skill_groups_cases_by_their_skills(monkeypatch, capsys, tmp_path):
     """``--order skill``: cases naming the same SKILLs run one after another (so a caching
     server reads each RawSkill document once), file order within a group, unnamed cases last."""
-    demo = ROOT / "fixtures" / "demo"
+    demo = DEMO
     monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'wb.db'}")
     args = ["audit", "--index", str(demo / "index.json"), "--cases", str(demo / "cases.jsonl"),
             "--strategy", "raw", "--no-judge", "--concurrency", "1"]
