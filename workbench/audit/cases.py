@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.audit import parquet
 from workbench.audit.prompts import quote
 from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, decode_text, loads_json, read_input_bytes, split_jsonl_lines
@@ -215,13 +216,31 @@ def load_cases(path: str | Path) -> list[AuditCase]:
     """Read a cases file: JSONL, or Parquet (``.parquet``, see ``audit.parquet``). Raises
     FileNotFoundError or CaseFormatError (with the line or row)."""
     p = Path(path)
-    if p.suffix.lower() in (".parquet", ".pq"):
-        from workbench.audit import parquet  # imports this module: late, to avoid a cycle
-
-        return parquet.read_cases(p)
+    if parquet.is_parquet(p):
+        return read_parquet_cases(p)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such cases file (JSONL, one case per line)")
     return parse_cases_bytes(read_bytes_or_fail(p), str(p))
+
+
+def read_parquet_cases(path: Path) -> list[AuditCase]:
+    """Cases from a Parquet file (``workbench convert``), validated as the JSONL reader does,
+    with row numbers instead of line numbers."""
+    seen: dict[str, int] = {}
+    out = []
+    try:
+        for row, data in parquet.json_rows(path, parquet.CASE_COLUMN, "cases"):
+            case = case_from_dict(data, f"{path} row {row}")
+            if case.id in seen:
+                raise CaseFormatError(
+                    f"{path} row {row}: duplicate case id {case.id!r} (first in row "
+                    f"{seen[case.id]}); ids must be unique"
+                )
+            seen[case.id] = row
+            out.append(case)
+    except parquet.ParquetFormatError as exc:
+        raise CaseFormatError(str(exc)) from None
+    return out
 
 
 def read_bytes_or_fail(path: Path) -> bytes:

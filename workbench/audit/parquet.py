@@ -19,12 +19,17 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from workbench.audit.cases import AuditCase, CaseFormatError, case_from_dict
 from workbench.audit.trace import AuditTrace, TraceFormatError
+from workbench.errors import WorkbenchError
 
 BATCH_ROWS = 5000
 CASE_COLUMN = "case_json"
 TRACE_COLUMN = "trace_json"
+
+
+class ParquetFormatError(WorkbenchError, ValueError):
+    """A Parquet file is not a cases or traces file the workbench wrote; the message names
+    the file, the row and the fix. (``audit.cases`` reports it as its ``CaseFormatError``.)"""
 
 
 def is_parquet(path: str | Path) -> bool:
@@ -68,7 +73,9 @@ def _trace_schema(pa: Any) -> Any:
     ])
 
 
-def _case_row(case: AuditCase) -> dict[str, Any]:
+# Cases are typed Any here: ``audit.cases`` reads Parquet through this module, so importing
+# its AuditCase back would close an import cycle; anything with ``to_dict()`` will do.
+def _case_row(case: Any) -> dict[str, Any]:
     data = case.to_dict()
     skills = data.get("skills")
     return {
@@ -99,7 +106,7 @@ def _trace_row(t: AuditTrace) -> dict[str, Any]:
     }
 
 
-def write_cases(cases: Iterable[AuditCase], path: str | Path) -> int:
+def write_cases(cases: Iterable[Any], path: str | Path) -> int:
     """Write cases to a Parquet file; returns how many."""
     return _write((_case_row(c) for c in cases), path, "cases")
 
@@ -131,8 +138,8 @@ def _write(rows: Iterable[dict[str, Any]], path: str | Path, kind: str) -> int:
     return n
 
 
-def _json_rows(path: str | Path, column: str, what: str) -> Iterator[tuple[int, Any]]:
-    """(row number from 1, decoded JSON) per row; CaseFormatError names file, row and fix."""
+def json_rows(path: str | Path, column: str, what: str) -> Iterator[tuple[int, Any]]:
+    """(row number from 1, decoded JSON) per row; ParquetFormatError names file, row and fix."""
     _, pq = _pa()
     p = Path(path)
     if not p.is_file():
@@ -140,9 +147,9 @@ def _json_rows(path: str | Path, column: str, what: str) -> Iterator[tuple[int, 
     try:
         reader = pq.ParquetFile(p)
     except Exception as exc:  # pyarrow raises its own ArrowInvalid for non-Parquet bytes
-        raise CaseFormatError(f"{p}: not a readable Parquet file ({exc})") from None
+        raise ParquetFormatError(f"{p}: not a readable Parquet file ({exc})") from None
     if column not in reader.schema_arrow.names:
-        raise CaseFormatError(
+        raise ParquetFormatError(
             f"{p}: no '{column}' column (columns: {', '.join(reader.schema_arrow.names)}); "
             f"{what} Parquet files are the ones `workbench convert` writes"
         )
@@ -151,39 +158,22 @@ def _json_rows(path: str | Path, column: str, what: str) -> Iterator[tuple[int, 
         for text in batch.column(0).to_pylist():
             row += 1
             if text is None:
-                raise CaseFormatError(f"{p} row {row}: '{column}' is empty")
+                raise ParquetFormatError(f"{p} row {row}: '{column}' is empty")
             try:
                 yield row, json.loads(text)
             except json.JSONDecodeError as exc:
-                raise CaseFormatError(f"{p} row {row}: '{column}' is not valid JSON ({exc.msg})") from None
-
-
-def read_cases(path: str | Path) -> list[AuditCase]:
-    """Cases from a Parquet file, validated as the JSONL reader does (row numbers instead of
-    line numbers). Raises FileNotFoundError or CaseFormatError."""
-    seen: dict[str, int] = {}
-    out = []
-    for row, data in _json_rows(path, CASE_COLUMN, "cases"):
-        case = case_from_dict(data, f"{path} row {row}")
-        if case.id in seen:
-            raise CaseFormatError(
-                f"{path} row {row}: duplicate case id {case.id!r} (first in row {seen[case.id]}); "
-                "ids must be unique"
-            )
-        seen[case.id] = row
-        out.append(case)
-    return out
+                raise ParquetFormatError(f"{p} row {row}: '{column}' is not valid JSON ({exc.msg})") from None
 
 
 def read_traces(path: str | Path) -> list[AuditTrace]:
-    """Traces from a Parquet file. Raises FileNotFoundError or CaseFormatError (a ValueError)
-    naming the row and the field of a record that is not a trace."""
+    """Traces from a Parquet file. Raises FileNotFoundError or ParquetFormatError (a
+    ValueError) naming the row and the field of a record that is not a trace."""
     out = []
-    for row, data in _json_rows(path, TRACE_COLUMN, "traces"):
+    for row, data in json_rows(path, TRACE_COLUMN, "traces"):
         try:
             out.append(AuditTrace.from_dict(data, f"{path} row {row}"))
         except TraceFormatError as exc:
-            raise CaseFormatError(str(exc)) from None
+            raise ParquetFormatError(str(exc)) from None
     return out
 
 
