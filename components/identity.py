@@ -113,3 +113,18 @@ def sidebar() -> None:
                              help="author: edit graphs · analyst/reviewer: decide reviews · "
                                   "annotator: label · reviewer: adjudicate · admin: all")
                 st.form_submit_button("Sign in", on_click=_sign_in)
+
+
+def acting_name(label: str, key: str, default: str) -> str:
+    """Who an append-only record (a decision, a graph version) is recorded for: the signed-in
+    identity, shown and not editable; in single-user mode (nobody signed in, no OIDC) a name
+    typed in a ``label`` field, remembered for the session. Returns "" when none is given."""
+    who = current()
+    if who is not None:
+        st.caption(md(f"{label}: **{who.name}** ({who.role}, signed in)"))
+        return who.name
+    name = st.text_input(label, value=default, key=key).strip()
+    if name:
+        st.session_state["user_name"] = name
+    return name
+

@@ -147,7 +147,7 @@ edited_edges = st.data_editor(
         "target": st.column_config.SelectboxColumn("target (prerequisite)", options=rule_options),
     },
 )
-author = st.text_input("Your name", value=user_name(), key="graph_author")
+author = identity.acting_name("Your name", "graph_author", user_name())
 note = st.text_input("What and why (optional)", key="graph_note")
 restore = False
 if version != latest:

@@ -373,10 +373,8 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
         show_item(item, case, decisions)
 
 
-reviewer = st.text_input("Reviewer", value=user_name(), key="rv_reviewer").strip()
-if reviewer:
-    st.session_state["user_name"] = reviewer
-else:
+reviewer = identity.acting_name("Reviewer", "rv_reviewer", user_name())
+if not reviewer:
     st.warning("Enter your name to record decisions.")
 datasets = audit_repo.trace_datasets(eng)
 with st.expander("Audit a dataset", expanded=not datasets):

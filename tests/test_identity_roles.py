@@ -54,3 +54,26 @@ def test_analyst_cannot_change_settings():
         at = AppTest.from_string(script)
         at.session_state["identity"] = {"name": "x", "role": role}
         assert at.run().text[0].value == expected
+
+
+def test_signed_in_decisions_carry_the_identity_not_a_typed_name(review_db):  # noqa: F811
+    """Issue #16 item 11: the reviewer was free text defaulting to "analyst". Signed in, there
+    is no name field: the decision is recorded for the identity."""
+    from store.review import decisions_for
+
+    analyst = _as(REVIEW, "analyst")
+    assert [t.key for t in analyst.text_input if t.key == "rv_reviewer"] == []
+    assert any("the analyst" in c.value and "signed in" in c.value for c in analyst.caption)
+    analyst.button(key="rv_confirm").click().run()
+    assert not analyst.exception
+    assert [d.reviewer for d in decisions_for(review_db, "demo")] == ["the analyst"]
+    # Single-user mode (nobody signed in) keeps the typed name.
+    assert [t.key for t in _as(REVIEW, None).text_input if t.key == "rv_reviewer"] == ["rv_reviewer"]
+
+
+def test_signed_in_graph_author_is_the_identity(db):  # noqa: F811
+    author = _as(GRAPH, "author")
+    assert not author.exception
+    assert [t.key for t in author.text_input if t.key == "graph_author"] == []
+    assert any("the author" in c.value and "signed in" in c.value for c in author.caption)
+    assert [t.key for t in _as(GRAPH, None).text_input if t.key == "graph_author"] == ["graph_author"]
