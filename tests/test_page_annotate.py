@@ -225,7 +225,7 @@ def test_cdg_inspection_from_uploaded_traces(db):
     at.file_uploader(key="insp_upload").set_value(
         ("t.jsonl", (json.dumps(trace) + "\n{bad\n").encode(), "application/jsonl")).run()
     assert not at.exception
-    assert "t.jsonl line 2: not valid JSON" in unescaped(at.warning[0].value)
+    assert "t.jsonl:2: not valid JSON" in unescaped(at.warning[0].value)  # file:line, as every reader
     assert "Require edges: R3 requires R2; R2 requires R1" in texts(at)
     assert list(frame(at, "seed")["rule"]) == ["R3", "R2", "R1"]
     item = inspection_item("c1", "skill_governs")

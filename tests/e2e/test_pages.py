@@ -34,7 +34,9 @@ def test_skills_and_graph_pages_render_offline(server, page):
     wait_idle(page)
     page.get_by_role("heading", name="Skills").wait_for()
     page.get_by_text("Complexity C (all)").wait_for()
-    # st.dataframe draws on a canvas; the metrics and the picker are DOM text.
+    # st.dataframe draws on a canvas; the metrics and the picker are DOM text. On a loaded
+    # machine the columns' metrics can arrive one by one: wait for all four first.
+    page.wait_for_function("document.querySelectorAll(\"[data-testid='stMetricValue']\").length >= 4")
     metrics = page.locator("[data-testid='stMetricValue']").all_inner_texts()
     assert metrics[:3] == ["1", "4", "3"]
     page.get_by_text("v1 by import (imported)").wait_for()
