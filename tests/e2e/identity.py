@@ -9,6 +9,7 @@ from .flows import settle
 def sign_in(page, name: str, role: str) -> None:
     """Sign ``name`` in with ``role`` on the page that is open; waits for the sidebar to say
     who is signed in."""
+    settle(page)  # a rerun still in flight re-renders the sidebar under the clicks below
     sidebar = page.locator("[data-testid='stSidebar']")
     form = sidebar.locator("[data-testid='stForm']")
     if not form.is_visible():
@@ -16,18 +17,19 @@ def sign_in(page, name: str, role: str) -> None:
     form.get_by_label("Sign-in name").fill(name)
     box = form.get_by_role("combobox", name="Role")
     option = page.get_by_role("option", name=role, exact=True)
-    # The list opens in a portal; a click that lands while the sidebar is still settling
-    # leaves it shut, so open it again until the option shows (three tries).
+    # The list opens in a portal that React may re-render while it opens: a click can find it
+    # shut, or the option detached before the click lands. Open and pick again (three tries);
+    # the "Signed in as" check below proves which role was taken.
     for attempt in range(3):
-        box.click()
         try:
-            option.wait_for(timeout=5_000)
+            box.click()
+            option.click(timeout=5_000)
             break
         except Exception:
             if attempt == 2:
                 raise
             page.keyboard.press("Escape")
-    option.click()
+            settle(page)
     form.get_by_role("button", name="Sign in").click()
     try:
         sidebar.get_by_text(f"Signed in as {name} ({role})").wait_for(timeout=30_000)
