@@ -81,6 +81,16 @@ def test_validator_requires_ids_for_a_violation_and_flags_uncited_reasons():
     assert make_verdict({"violation": False, "violated_rules": [], "reason": "ok"}, known).reason_cites
 
 
+def test_an_invalid_citation_names_the_ids_the_repair_may_use():
+    """The embedded judge cited the prompt's example id [R12] on both attempts (CompliBench,
+    2 of 40 cdg cases): the repair request now lists the context's ids."""
+    with pytest.raises(ValueError, match=r"\('R12'\).*the context's ids are \[C032\], \[C050\]$"):
+        verdict_validator(["C032", "C050"])({"violation": True, "violated_rules": ["R12"], "reason": "x"})
+    many = [f"R{i}" for i in range(100, 140)]
+    with pytest.raises(ValueError, match=r"\[R129\] and 10 more$"):
+        verdict_validator(many)({"violation": True, "violated_rules": ["R12"], "reason": "x"})
+
+
 def test_ids_outside_the_context_are_flagged():
     v = make_verdict(
         {"violation": True, "violated_rules": ["[C032]", "C999"], "reason": "See [C032] and [C777]."},

@@ -81,6 +81,9 @@ def cited_ids(reason: str, known: Sequence[str]) -> list[str]:
     return [rid for _, rid in sorted(found)]
 
 
+MAX_IDS_SHOWN = 30  # in a repair request; the prompt itself lists every id
+
+
 def verdict_validator(known_ids: Sequence[str]) -> Callable[[dict[str, Any]], None]:
     """Reject verdicts whose ``violation`` and ``violated_rules`` contradict each other, and
     violations that cite no id of the context (an invalid citation: nothing to point the
@@ -98,9 +101,15 @@ def verdict_validator(known_ids: Sequence[str]) -> Callable[[dict[str, Any]], No
         cited = [_strip(str(r)) for r in data["violated_rules"]]
         if data["violation"] and known and not any(r in known for r in cited):
             shown = ", ".join(repr(r[:40]) for r in cited[:6])
+            # Name the ids the repair may use: a small model otherwise repeats its guess (on
+            # CompliBench the 1.5B judge cited the prompt's example id [R12] twice in a row).
+            ids = list(dict.fromkeys(known_ids))
+            valid = ", ".join(f"[{r[:40]}]" for r in ids[:MAX_IDS_SHOWN])
+            more = f" and {len(ids) - MAX_IDS_SHOWN} more" if len(ids) > MAX_IDS_SHOWN else ""
             raise ValueError(
                 f"invalid citation: violated_rules names only ids that are not in the context "
-                f"({shown}); cite the bracketed ids of the violated items"
+                f"({shown}); cite the bracketed ids of the violated items: the context's ids are "
+                f"{valid}{more}"
             )
 
     return validate
