@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from store.models import AuditResultRow, CaseRow
-from store.session import retry_conflicts, write_session
+from store.session import retry_conflicts, where_given, write_session
 from workbench.audit.cases import AuditCase, case_from_dict
 from workbench.audit.trace import AuditTrace, TraceFormatError, case_and_strategy, latest_per_case
 from workbench.llm.errors import bound_message
@@ -121,12 +121,8 @@ def _filtered(stmt, run_ids: Sequence[str] | None, strategy: str | None, dataset
               case_id: str | None):
     if run_ids is not None:
         stmt = stmt.where(AuditResultRow.run_id.in_(list(run_ids)))
-    if strategy is not None:
-        stmt = stmt.where(AuditResultRow.strategy == strategy)
-    if dataset is not None:
-        stmt = stmt.where(AuditResultRow.dataset == dataset)
-    if case_id is not None:
-        stmt = stmt.where(AuditResultRow.case_id == case_id)
+    stmt = where_given(stmt, (AuditResultRow.strategy, strategy),
+                       (AuditResultRow.dataset, dataset), (AuditResultRow.case_id, case_id))
     return stmt.order_by(AuditResultRow.id)
 
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Index, Session, SQLModel, select
 
+from store.session import where_given
 from workbench.review import ReviewDecision, utcnow, validate_decision
 
 
@@ -85,14 +86,8 @@ def decisions_for(
     reviewer: str | None = None,
 ) -> list[ReviewDecision]:
     """Every decision record matching the filters, oldest first."""
-    query = select(ReviewDecisionRow)
-    if dataset is not None:
-        query = query.where(ReviewDecisionRow.dataset == dataset)
-    if run_id is not None:
-        query = query.where(ReviewDecisionRow.run_id == run_id)
-    if case_id is not None:
-        query = query.where(ReviewDecisionRow.case_id == case_id)
-    if reviewer is not None:
-        query = query.where(ReviewDecisionRow.reviewer == reviewer)
+    query = where_given(select(ReviewDecisionRow), (ReviewDecisionRow.dataset, dataset),
+                        (ReviewDecisionRow.run_id, run_id), (ReviewDecisionRow.case_id, case_id),
+                        (ReviewDecisionRow.reviewer, reviewer))
     with Session(engine) as session:
         return [_decision(row) for row in session.exec(query.order_by(ReviewDecisionRow.id))]

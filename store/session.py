@@ -65,3 +65,13 @@ def insert_all(engine: Engine, rows: list) -> list[int]:
         ids = [row.id for row in rows]
         session.commit()
         return ids
+
+
+def where_given(stmt, *filters: tuple):
+    """``stmt`` narrowed by ``column == value`` for every ``(column, value)`` whose value is not
+    None (the repositories' optional keyword filters: None means "any")."""
+    for column, value in filters:
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return stmt
+
