@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Index, Session, SQLModel, UniqueConstraint, select
 
-from store.session import insert_all, retry_conflicts, write_session
+from store.session import insert_all, retry_conflicts, where_given, write_session
 from workbench.annotation.labels import (
     Adjudication,
     Annotator,
@@ -130,11 +130,8 @@ def labels_for(engine: Engine, task: str, item_key: str | None = None, *,
                annotator: str | None = None) -> list[Label]:
     """Every label record of ``task`` (optionally one item, one annotator), oldest first."""
     task_type(task)
-    query = select(AnnotationLabel).where(AnnotationLabel.task == task)
-    if item_key is not None:
-        query = query.where(AnnotationLabel.item_key == item_key)
-    if annotator is not None:
-        query = query.where(AnnotationLabel.annotator == annotator)
+    query = where_given(select(AnnotationLabel), (AnnotationLabel.task, task),
+                        (AnnotationLabel.item_key, item_key), (AnnotationLabel.annotator, annotator))
     with Session(engine) as session:
         return [Label(**_record_fields(row, Label))
                 for row in session.exec(query.order_by(AnnotationLabel.id))]
@@ -197,9 +194,8 @@ def add_adjudication(engine: Engine, adjudication: Adjudication) -> int:
 def adjudications_for(engine: Engine, task: str, item_key: str | None = None) -> list[Adjudication]:
     """Every adjudication record of ``task`` (optionally one item), oldest first."""
     task_type(task)
-    query = select(AnnotationAdjudication).where(AnnotationAdjudication.task == task)
-    if item_key is not None:
-        query = query.where(AnnotationAdjudication.item_key == item_key)
+    query = where_given(select(AnnotationAdjudication), (AnnotationAdjudication.task, task),
+                        (AnnotationAdjudication.item_key, item_key))
     with Session(engine) as session:
         return [Adjudication(**_record_fields(row, Adjudication))
                 for row in session.exec(query.order_by(AnnotationAdjudication.id))]

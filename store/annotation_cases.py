@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
 from store.models import AuditResultRow, CaseRow
+from store.session import where_given
 from workbench.annotation.inspection import (
     InspectionCase,
     TraceError,
@@ -30,9 +31,8 @@ def inspection_cases(engine: Engine, *, limit: int = 500, strategy: str | None =
     ``strategy`` keeps one strategy's traces; ``with_closure_only`` drops traces without a
     rule closure (baselines retrieve passages, which the CDG criteria do not apply to).
     """
-    query = select(AuditResultRow).order_by(AuditResultRow.id.desc()).limit(limit)
-    if strategy is not None:
-        query = query.where(AuditResultRow.strategy == strategy)
+    query = where_given(select(AuditResultRow), (AuditResultRow.strategy, strategy)).order_by(
+        AuditResultRow.id.desc()).limit(limit)
     cases: list[InspectionCase] = []
     errors: list[str] = []
     with Session(engine) as session:
