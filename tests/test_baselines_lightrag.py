@@ -291,3 +291,37 @@ def test_recall_tokens_curve_and_length_sweep_take_lightrag(tmp_path, monkeypatc
     (row,) = run_sweep(levels, sweep_cases, ("lightrag",))
     assert row.strategy == "lightrag" and not row.errors and row.mean_tokens > 0
     retriever.indexes.close()
+
+
+def test_cli_audit_indexes_through_the_audits_own_gateway(tmp_path, monkeypatch):
+    """`workbench audit --strategy lightrag` hands the gateway it made (configured roles,
+    database cache, recording mode, usage log) to LightRAG's indexing, also with --no-judge
+    and lexical keywords, where nothing else needs a model."""
+    import workbench.audit.dense as dense
+    import workbench.commands.audit as audit_command
+    from workbench.cli import main
+
+    scripted, made = Scripted(), []
+
+    def audit_gateway(no_cache: bool) -> Gateway:
+        made.append(Gateway(load_config(env={}), transport=scripted, sleep=lambda s: None))
+        return made[-1]
+
+    monkeypatch.setattr(audit_command, "_worker_gateway", audit_gateway)
+    monkeypatch.setattr(dense, "default_encoder", HashEncoder)  # no torch
+    monkeypatch.setenv("WORKBENCH_BASELINES_DIR", str(tmp_path / "baselines"))
+    monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'wb.db'}")
+    # A gateway made anywhere else from the environment finds no recordings and fails.
+    monkeypatch.setenv("WORKBENCH_LLM_MODE", "replay")
+    monkeypatch.setenv("WORKBENCH_LLM_RECORDINGS", str(tmp_path / "none.jsonl"))
+    data = tmp_path / "long"
+    import_complibench(SAMPLE, data, long=True)
+    traces = tmp_path / "traces.jsonl"
+    code = main(["audit", "--index", str(data / "index.json"), "--cases",
+                 str(data / "cases.jsonl"), "--strategy", "lightrag", "--no-judge", "--limit", "1",
+                 "--out", str(traces)])
+    assert code == 0
+    (trace,) = [json.loads(line) for line in traces.read_text().splitlines()]
+    assert trace["error"] is None and trace["strategy"] == "lightrag" and trace["context"]
+    assert len(made) == 1 and scripted.requests, "indexing must go through the audit's gateway"
+    assert {u.step.split(":")[0] for u in made[0].usage_log} == {"lightrag.index"}

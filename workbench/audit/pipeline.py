@@ -130,7 +130,7 @@ def audit_case(
             "or use keywords='lexical' and judge_mode='none'"
         )
     aindex = index if isinstance(index, AuditIndex) else AuditIndex(index)
-    strat = get_strategy(strategy) if isinstance(strategy, str) else strategy
+    strat = get_strategy(strategy, gateway) if isinstance(strategy, str) else strategy
     trace = AuditTrace(
         id=case.id,
         strategy=strat.name,

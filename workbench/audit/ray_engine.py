@@ -47,7 +47,8 @@ class _AuditActor:
         self.index = AuditIndex(PolicyIndex.from_dict(index_data))
         self.gateway = gateway_factory() if gateway_factory is not None else None
 
-        self.strategy = get_strategy(strategy)  # one instance per worker: a dense encoder loads once
+        # one instance per worker (a dense encoder loads once), on the worker's gateway
+        self.strategy = get_strategy(strategy, self.gateway)
         self.options = options
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:

@@ -90,7 +90,7 @@ async def arun_audit(
     and the same writer apply, so output and resume behave identically.
     """
     opts = options or AuditOptions()
-    strat = get_strategy(strategy)  # one instance: the dense encoder loads once
+    strat = get_strategy(strategy, gateway)  # one instance: the dense encoder loads once
     sink = out if isinstance(out, TraceSink) else JsonlFileSink(out)
     done, earlier = sink_done_keys(sink, retry_failed)
     summary = RunSummary()

@@ -394,23 +394,27 @@ class DenseStrategy(_RetrievalStrategy):
 class LightragStrategy:
     """LightRAG's retrieval (entities, relations, chunks) for the case, context only.
 
-    The index of each routed SKILL is built on first use through the model gateway (role
-    ``extractor``) and cached under ``.workbench/baselines/lightrag``; the audit keywords
-    are LightRAG's query keywords, so querying makes no model call.
+    The index of each routed SKILL is built on first use through the audit's model gateway
+    (role ``extractor``, the model that compiles CDGs) and cached under
+    ``.workbench/baselines/lightrag``; the audit keywords are LightRAG's query keywords, so
+    querying makes no model call. ``gateway`` None: one from the environment on first need.
     """
 
     name = StrategyName.LIGHTRAG
     uses_keywords = True
+    uses_gateway = True  # indexing calls the model: get_strategy hands it the audit's gateway
 
-    def __init__(self, retriever=None):
+    def __init__(self, retriever=None, gateway=None):
         self._retriever = retriever
+        self._gateway = gateway
 
     @property
     def retriever(self):
         if self._retriever is None:
             from workbench.audit.baselines.lightrag_context import LightragRetriever
+            from workbench.audit.baselines.lightrag_index import LightragIndexes
 
-            self._retriever = LightragRetriever()
+            self._retriever = LightragRetriever(LightragIndexes(gateway=self._gateway))
         return self._retriever
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
@@ -431,10 +435,19 @@ STRATEGIES: dict[str, type] = {
 }
 
 
-def get_strategy(name: str) -> Strategy:
+def get_strategy(name: str, gateway=None) -> Strategy:
+    """The strategy ``name``. ``gateway``: the audit's model gateway, handed to a strategy
+    that calls the model itself (``uses_gateway``), so that its calls use the same
+    configuration, cache, recording mode and usage log as the audit's own."""
     try:
-        return STRATEGIES[name]()
+        make = STRATEGIES[name]
     except KeyError:
         raise ValueError(
             f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}"
         ) from None
+    return make(gateway=gateway) if gateway is not None and needs_gateway(name) else make()
+
+
+def needs_gateway(name: str) -> bool:
+    """Whether strategy ``name`` calls the model to build its contexts (even without a judge)."""
+    return getattr(STRATEGIES.get(name), "uses_gateway", False)

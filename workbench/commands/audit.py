@@ -133,7 +133,7 @@ def _audit(args) -> int:
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
     from workbench.audit.runner import run_audit
-    from workbench.audit.strategies import ContextOptions
+    from workbench.audit.strategies import ContextOptions, needs_gateway
     from workbench.cli import CliError
     from workbench.commands.graph import load_index_or_fail
 
@@ -162,7 +162,9 @@ def _audit(args) -> int:
     if opts.window is not None:
         print(f"[audit] judge window: {opts.window.tokens} tokens ({opts.window.source})",
               file=sys.stderr)
-    needs_model = args.keywords == KeywordMethod.LLM or not args.no_judge
+    # LightRAG indexes with the model even under --no-judge: it gets this audit's gateway.
+    needs_model = (args.keywords == KeywordMethod.LLM or not args.no_judge
+                   or needs_gateway(args.strategy))
     gateway = _gateway(args) if needs_model else None
     from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink
 
