@@ -182,20 +182,10 @@ class Gateway:
         """Free text (``data`` is None). An empty reply counts as unusable."""
         return self._call(role, messages, None, "", step, validate, use_cache)
 
-    async def acomplete_json(
-        self,
-        role: str,
-        messages: Sequence[Mapping[str, Any]],
-        schema: Mapping[str, Any],
-        schema_name: str = "answer",
-        step: str = "",
-        validate: Validator | None = None,
-        use_cache: bool = True,
-    ) -> CallResult:
-        """As complete_json; at most the role's ``concurrency`` calls run at once."""
-        call = functools.partial(
-            self.complete_json, role, messages, schema, schema_name, step, validate, use_cache
-        )
+    async def acomplete_json(self, role: str, *args: Any, **kwargs: Any) -> CallResult:
+        """As :meth:`complete_json`, with the same arguments (passed on as given, so the two
+        cannot drift apart); at most the role's ``concurrency`` calls run at once."""
+        call = functools.partial(self.complete_json, role, *args, **kwargs)
         return await self._run_async(role, call)
 
     def build_request(
