@@ -103,6 +103,12 @@ class IndexRun:
     status: str
 
 
+def _summed(name: str) -> property:
+    """A read-only total of one :class:`IndexRun` field over an index's runs."""
+    return property(lambda cost: sum(getattr(r, name) for r in cost.runs),
+                    doc=f"{name} summed over the runs")
+
+
 @dataclass
 class IndexCost:
     """What building one SKILL's LightRAG index cost, summed over its runs."""
@@ -116,21 +122,10 @@ class IndexCost:
     source_tokens: int
     runs: list[IndexRun] = field(default_factory=list)
 
-    @property
-    def calls(self) -> int:
-        return sum(r.calls for r in self.runs)
-
-    @property
-    def prompt_tokens(self) -> int:
-        return sum(r.prompt_tokens for r in self.runs)
-
-    @property
-    def completion_tokens(self) -> int:
-        return sum(r.completion_tokens for r in self.runs)
-
-    @property
-    def wall_s(self) -> float:
-        return sum(r.wall_s for r in self.runs)
+    calls = _summed("calls")
+    prompt_tokens = _summed("prompt_tokens")
+    completion_tokens = _summed("completion_tokens")
+    wall_s = _summed("wall_s")
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
