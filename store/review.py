@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Index, Session, SQLModel, select
 
-from store.session import where_given
+from store.session import insert_all, where_given
 from workbench.review import ReviewDecision, utcnow, validate_decision
 
 
@@ -61,20 +61,14 @@ def add_decision(engine: Engine, decision: ReviewDecision) -> int:
 
 def add_decisions(engine: Engine, decisions: Iterable[ReviewDecision]) -> list[int]:
     """Validate every decision, then append them all in one transaction (all or none)."""
-    rows = [
+    return insert_all(engine, [
         ReviewDecisionRow(
             dataset=d.dataset, run_id=d.run_id, case_id=d.case_id, strategy=d.strategy,
             reviewer=d.reviewer.strip(), decision=d.decision, note=d.note,
             judge_violation=d.judge_violation, created_at=d.created_at.astimezone(UTC),
         )
         for d in map(validate_decision, decisions)
-    ]
-    with Session(engine) as session:
-        session.add_all(rows)
-        session.flush()
-        ids = [row.id for row in rows]
-        session.commit()
-        return ids
+    ])
 
 
 def decisions_for(
