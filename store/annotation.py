@@ -37,37 +37,35 @@ from workbench.annotation.labels import (
 )
 
 
-class AnnotationLabel(SQLModel, table=True):
+class _ItemRecordRow(SQLModel):
+    """The columns a label and an adjudication share: a value given to one item of a task."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task: str
+    item_key: str
+    value: str
+    error_type: str | None = None
+    note: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AnnotationLabel(_ItemRecordRow, table=True):
     """One label as given: who, when, what, and whether a human or a model gave it."""
 
     __tablename__ = "annotation_label"
     __table_args__ = (Index("ix_annotation_label_task_item", "task", "item_key"),)
 
-    id: int | None = Field(default=None, primary_key=True)
-    task: str
-    item_key: str
     annotator: str = Field(index=True)
-    value: str
-    error_type: str | None = None
-    note: str = ""
     source: str = "human"
-    created_at: datetime = Field(default_factory=utcnow)
 
 
-class AnnotationAdjudication(SQLModel, table=True):
+class AnnotationAdjudication(_ItemRecordRow, table=True):
     """A reviewer's final decision on one item; the newest per item wins."""
 
     __tablename__ = "annotation_adjudication"
     __table_args__ = (Index("ix_annotation_adjudication_task_item", "task", "item_key"),)
 
-    id: int | None = Field(default=None, primary_key=True)
-    task: str
-    item_key: str
     reviewer: str
-    value: str
-    error_type: str | None = None
-    note: str = ""
-    created_at: datetime = Field(default_factory=utcnow)
 
 
 class AnnotationAnnotator(SQLModel, table=True):
