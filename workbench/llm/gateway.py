@@ -287,18 +287,9 @@ class Gateway:
             error = getattr(exc, "kind", "") or type(exc).__name__
             raise
         finally:
-            usage = Usage(
-                prompt_tokens=spend.prompt,
-                completion_tokens=spend.completion,
-                latency_ms=(time.perf_counter() - started) * 1000.0,
-                cost_usd=spend.cost,
-                cached=False,
-                model=key_model(role),
-                role=role.name,
-                step=step,
-                attempts=spend.attempts,
-                error=error,
-            )
+            usage = _usage(role, step, started, prompt_tokens=spend.prompt,
+                           completion_tokens=spend.completion, cost_usd=spend.cost, cached=False,
+                           attempts=spend.attempts, error=error)
             if spend.attempts:
                 self._account(usage)
 
@@ -340,17 +331,9 @@ class Gateway:
         except OutputProblem:
             # Stored under rules that have since changed: ask the model again.
             return None
-        usage = Usage(
-            prompt_tokens=entry.prompt_tokens,
-            completion_tokens=entry.completion_tokens,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            cost_usd=0.0,
-            cached=True,
-            model=key_model(role),
-            role=role.name,
-            step=step,
-            attempts=0,
-        )
+        usage = _usage(role, step, started, prompt_tokens=entry.prompt_tokens,
+                       completion_tokens=entry.completion_tokens, cost_usd=0.0, cached=True,
+                       attempts=0)
         self._account(usage)
         return CallResult(data=data, text=entry.text, usage=usage, key=key)
 
@@ -447,6 +430,13 @@ class Gateway:
             executor = self._executor
         async with sem:
             return await loop.run_in_executor(executor, call)
+
+
+def _usage(role: RoleConfig, step: str, started: float, **spent: Any) -> Usage:
+    """The Usage of a call of ``role`` for ``step`` that began at ``started`` (perf_counter);
+    ``spent``: its tokens, cost, attempts, cache hit and error."""
+    return Usage(latency_ms=(time.perf_counter() - started) * 1000.0, model=key_model(role),
+                 role=role.name, step=step, **spent)
 
 
 def _check_messages(messages: Sequence[Mapping[str, Any]]) -> None:
