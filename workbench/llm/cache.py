@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from workbench.llm.usage import Usage
+
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -39,6 +41,13 @@ class CachedResponse:
     completion_tokens: int
     latency_ms: float
     cost_usd: float | None
+
+    @classmethod
+    def answered(cls, key: str, request: Mapping[str, Any], text: str, usage: Usage) -> CachedResponse:
+        """The entry for an accepted answer, keeping what its call cost (``usage``)."""
+        return cls(key=key, request=request, text=text, model=usage.model, role=usage.role,
+                   prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                   latency_ms=usage.latency_ms, cost_usd=usage.cost_usd)
 
 
 @runtime_checkable

@@ -294,19 +294,7 @@ class Gateway:
                 self._account(usage)
 
         if use_cache and self.cache is not None:
-            self._store(
-                CachedResponse(
-                    key=key,
-                    request=request,
-                    text=raw.text,
-                    model=usage.model,
-                    role=role.name,
-                    prompt_tokens=usage.prompt_tokens,
-                    completion_tokens=usage.completion_tokens,
-                    latency_ms=usage.latency_ms,
-                    cost_usd=usage.cost_usd,
-                )
-            )
+            self._store(CachedResponse.answered(key, request, raw.text, usage))
         return CallResult(data=data, text=raw.text, usage=usage, key=key)
 
     def _from_cache(
