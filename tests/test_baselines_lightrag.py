@@ -30,7 +30,12 @@ from workbench.audit.complibench import import_complibench  # noqa: E402
 from workbench.audit.coverage_curve import covers  # noqa: E402
 from workbench.audit.pipeline import AuditOptions, audit_case  # noqa: E402
 from workbench.audit.policy import AuditIndex  # noqa: E402
-from workbench.audit.strategies import STRATEGIES, LightragStrategy, get_strategy  # noqa: E402
+from workbench.audit.strategies import (  # noqa: E402
+    STRATEGIES,
+    LightragStrategy,
+    get_strategy,
+    needs_gateway,
+)
 from workbench.graph import PolicyIndex  # noqa: E402
 from workbench.llm.config import load_config  # noqa: E402
 from workbench.llm.gateway import Gateway  # noqa: E402
@@ -209,6 +214,15 @@ def test_get_strategy_is_cheap_until_used():
     # The registry builds strategies eagerly (runner, curve, sweep): no index, no model yet.
     s = get_strategy("lightrag")
     assert s._retriever is None and s.uses_keywords
+
+
+def test_get_strategy_hands_the_gateway_only_to_strategies_that_call_the_model():
+    gw = Gateway(load_config(env={}), transport=Scripted(), sleep=lambda s: None)
+    lightrag = get_strategy("lightrag", gw)
+    assert lightrag.retriever.indexes.gateway is gw
+    lightrag.retriever.indexes.close()
+    assert needs_gateway("lightrag") and not needs_gateway("cdg")
+    assert get_strategy("cdg", gw).name == "cdg"  # takes no gateway: built as before
 
 
 @pytest.mark.slow  # loads the real all-MiniLM-L6-v2 encoder (torch)
