@@ -202,14 +202,18 @@ def iter_cases(lines: Iterable[str], origin: str = "cases") -> Iterator[AuditCas
             data = loads_json(line, origin, number)
         except InputError as exc:
             raise CaseFormatError(str(exc)) from None
-        case = case_from_dict(data, f"{origin}:{number}")
-        if case.id in seen:
-            raise CaseFormatError(
-                f"{origin}:{number}: duplicate case id {case.id!r} (first on line "
-                f"{seen[case.id]}); ids must be unique"
-            )
-        seen[case.id] = number
-        yield case
+        where = f"{origin}:{number}"
+        yield _unique(case_from_dict(data, where), seen, number, where, "on line")
+
+
+def _unique(case: AuditCase, seen: dict[str, int], at: int, where: str, first: str) -> AuditCase:
+    """``case``, after checking no earlier line/row (``seen``: id -> position) had its id."""
+    if case.id in seen:
+        raise CaseFormatError(
+            f"{where}: duplicate case id {case.id!r} (first {first} {seen[case.id]}); ids must be unique"
+        )
+    seen[case.id] = at
+    return case
 
 
 def load_cases(path: str | Path) -> list[AuditCase]:
@@ -230,14 +234,8 @@ def read_parquet_cases(path: Path) -> list[AuditCase]:
     out = []
     try:
         for row, data in parquet.json_rows(path, parquet.CASE_COLUMN, "cases"):
-            case = case_from_dict(data, f"{path} row {row}")
-            if case.id in seen:
-                raise CaseFormatError(
-                    f"{path} row {row}: duplicate case id {case.id!r} (first in row "
-                    f"{seen[case.id]}); ids must be unique"
-                )
-            seen[case.id] = row
-            out.append(case)
+            where = f"{path} row {row}"
+            out.append(_unique(case_from_dict(data, where), seen, row, where, "in row"))
     except parquet.ParquetFormatError as exc:
         raise CaseFormatError(str(exc)) from None
     return out
