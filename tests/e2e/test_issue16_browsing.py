@@ -124,10 +124,10 @@ def test_wheel_over_a_graph_scrolls_the_page_not_the_zoom(browser, server, where
             goto(page, server, f"replay?dataset=demo&case={case}")
             page.get_by_text(re.compile(r"^4 · Closure")).wait_for()
         top_before, top_after, scale_before, scale_after = _wheel_over_graph(page)
-        assert top_after < top_before - 100, (
-            f"the page did not scroll: the graph stayed at y={top_after:.0f} (was {top_before:.0f})")
         assert scale_after == pytest.approx(scale_before, rel=1e-9), (
             f"the wheel zoomed the graph: scale {scale_before} -> {scale_after}")
+        assert top_after < top_before - 100, (
+            f"the page did not scroll: the graph stayed at y={top_after:.0f} (was {top_before:.0f})")
         assert_no_exception(page, server)
     finally:
         context.close()
