@@ -120,6 +120,14 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
     return rows
 
 
+def _step_page(key: str, step: int) -> None:
+    """Button callback: move the page box of table ``key`` by ``step`` pages, within the pages
+    its filter left (callbacks run before the box is drawn again, so they may set it)."""
+    pages = int(st.session_state.get(f"{key}_pages", 1))
+    current = min(int(st.session_state.get(f"{key}_page") or 1), pages)
+    st.session_state[f"{key}_page"] = min(max(1, current + step), pages)
+
+
 def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_size: int = 50,
                     columns: Sequence[str] = CASE_COLUMNS, pick_into: str | None = None) -> None:
     """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``; or a
@@ -139,7 +147,16 @@ def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_si
     page = c4.number_input("Page", min_value=1, value=1, step=1, key=f"{key}_page")
     shown, matching, pages = filter_sort_page(frame, text, sort_by, descending, int(page),
                                               page_size)
-    st.caption(f"{matching} of {len(frame)} rows match · page {min(int(page), pages)} of {pages}")
+    st.session_state[f"{key}_pages"] = pages  # the page buttons' callbacks clamp to it
+    current = min(int(page), pages)
+    # The page box is too narrow in its column for Streamlit to draw its +/- buttons, so
+    # paging needed typing a number: these buttons are the "next page" a user looks for.
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.button("Previous page", key=f"{key}_prev", on_click=_step_page, args=(key, -1),
+                  disabled=current <= 1)
+        st.button("Next page", key=f"{key}_next", on_click=_step_page, args=(key, 1),
+                  disabled=current >= pages)
+        st.caption(f"{matching} of {len(frame)} rows match · page {current} of {pages}")
     config = {"open": st.column_config.LinkColumn(
         "open", display_text="Replay ↗", help="Open this case on the Replay page")}
     if pick_into is None:

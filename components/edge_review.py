@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from components import identity
 from components.errors import show_error
 from components.safe import md
 from store import edge_review, repo
@@ -51,10 +52,16 @@ def review_panel(engine: Engine, skill: SkillGraph, version: int, author: str) -
     if edge.evidence is not None:
         st.text(f"Evidence: {skill.source[edge.evidence.start:edge.evidence.end][:200]}"
                 + (f" ({edge.note})" if edge.note else ""))
+    # A decision saves a new graph version (accept) or steers later extractions (reject):
+    # an edit of the graph, so the same role as saving one.
+    may_edit = identity.allowed("edit graphs")
+    if not may_edit:
+        identity.explain_refusal("edit graphs")
     c1, c2 = st.columns(2)
-    accept = c1.button("Accept (a)", key="edge_accept", shortcut="a", type="primary")
-    reject = c2.button("Reject (x)", key="edge_reject", shortcut="x")
-    if accept or reject:
+    accept = c1.button("Accept (a)", key="edge_accept", shortcut="a", type="primary",
+                       disabled=not may_edit)
+    reject = c2.button("Reject (x)", key="edge_reject", shortcut="x", disabled=not may_edit)
+    if (accept or reject) and may_edit:
         try:
             return edge_review.decide_edge(engine, skill.name, version, edge.pair, accept, author)
         except repo.StaleVersion as stale:

@@ -11,11 +11,11 @@ from components import annotation as ui
 from components import queue_nav
 from components.spans import show_source
 from pages._annotate_queue import ensure_queue
-from pages._annotate_session import blind_view, flash, leave_flash, signed_in
+from pages._annotate_session import flash, leave_flash, signed_in
 from store import annotation as store
 from workbench.annotation.items import rule_items
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Annotator, Label, LabelError
-from workbench.annotation.resolution import current_labels
+from workbench.annotation.resolution import current_labels, visible_labels
 from workbench.graph import Rule
 
 
@@ -102,7 +102,7 @@ def rule_correctness(eng: Engine, skill, version: int, who: Annotator) -> None:
 
 def _labels_of_item(item: str, labels: list[Label], decided: Adjudication | None,
                     who: Annotator) -> None:
-    seen = blind_view(current_labels(labels), who, item, RULE_CORRECTNESS)
+    seen = visible_labels(current_labels(labels), who, item, RULE_CORRECTNESS)
     own = [lab for lab in seen if lab.annotator == who.name]
     if own:
         st.text(f"Your label: {ui.describe(own[0].value, own[0].error_type)}")

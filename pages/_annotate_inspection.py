@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from components import annotation as ui
 from components.safe import md
-from pages._annotate_session import blind_view, flash, leave_flash, signed_in
+from pages._annotate_session import flash, leave_flash, signed_in
 from store import annotation as store
 from store import repo
 from store.annotation_cases import audit_result_count, inspection_cases
@@ -23,7 +23,7 @@ from workbench.annotation.labels import (
     LabelError,
     inspection_item,
 )
-from workbench.annotation.resolution import current_labels
+from workbench.annotation.resolution import current_labels, visible_labels
 
 
 def _load_cases(eng: Engine):
@@ -83,7 +83,7 @@ def inspection_panel(eng: Engine, who: Annotator) -> None:
         st.form_submit_button("Adjudicate" if who.is_reviewer else "Submit inspection",
                               on_click=_submit_inspection, args=(eng, list(items.values())))
     for criterion, item in items.items():
-        seen = blind_view(current_labels(labels), who, item, CDG_INSPECTION)
+        seen = visible_labels(current_labels(labels), who, item, CDG_INSPECTION)
         if seen:  # a reviewer sees everyone's; an annotator only their own (blind)
             st.text(ui.CRITERION_TEXT[criterion])
             st.dataframe(ui.labels_frame(seen), hide_index=True, key=f"insp_labels/{item}")

@@ -8,15 +8,13 @@ see every label and adjudicate, so they annotate as the annotation store's ``rev
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components import identity, queue_nav
 from components.safe import md
 from store import annotation as store
-from workbench.annotation.labels import Annotator, Label, LabelError
+from workbench.annotation.labels import Annotator, LabelError
 from workbench.roles import may
 
 FLASH = "ann_flash"
@@ -70,12 +68,3 @@ def leave_flash(kind: str, text: str) -> None:
 def signed_in_caption(who: Annotator) -> None:
     mode = "see every label and adjudicate" if who.is_reviewer else "label blind"
     st.caption(md(f"Annotating as {who.name}: you {mode}. Sign out or switch in the sidebar."))
-
-
-def blind_view(labels: Iterable[Label], viewer: Annotator, item: str,
-               task: str | None = None) -> list[Label]:
-    """The labels of ``item`` that ``viewer`` may see: all of them for a reviewer (or admin),
-    only their own for an annotator — never another annotator's or a model's, not even
-    after labelling (``workbench.roles``: "see all labels" is the reviewer's)."""
-    return [lab for lab in labels if lab.item == item and (task is None or lab.task == task)
-            and (viewer.is_reviewer or lab.annotator == viewer.name)]

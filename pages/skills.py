@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components import identity
 from components.extraction_report import reference_panel, report_panel
 from components.glossary import column_help
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
@@ -31,9 +32,16 @@ DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / 
 st.title("Skills")
 eng = engine()
 
+# Extracting a SKILL saves a graph version and deleting one hides every version: both edit
+# graphs, so they need the role that saving a graph edit needs.
+may_edit = identity.allowed("edit graphs")
+
 with st.expander("Upload SKILLs and extract their rule graphs", expanded=not repo.skill_names(eng)):
+    if not may_edit:
+        identity.explain_refusal("edit graphs")
     uploads = st.file_uploader("SKILL.md files or .zip archives (a folder per SKILL)",
-                               type=["md", "zip"], accept_multiple_files=True, key="skills_upload")
+                               type=["md", "zip"], accept_multiple_files=True, key="skills_upload",
+                               disabled=not may_edit)
     max_block = st.number_input("Block size (tokens per extractor call)", 200, 12000, 1200,
                                 step=100, key="skills_max_block",
                                 help=help_for("largest block")
@@ -50,7 +58,7 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
     if big_job and big_job[0] == signature:
         st.warning(md(big_job[1]))
         confirmed = st.checkbox("Extract anyway", key="skills_confirm_big")
-    if uploads and st.button("Extract", type="primary", key="skills_extract"):
+    if uploads and may_edit and st.button("Extract", type="primary", key="skills_extract"):
         from store.extraction import SqlStepStore
         from workbench.extract import SkillSourceError, extract_skill, load_sources
         from workbench.extract.blocks import plan_blocks
@@ -156,6 +164,8 @@ reference_panel(skills[chosen], os.environ.get("WORKBENCH_REFERENCE_INDEX", str(
 
 with st.expander(f"Delete {chosen}"):
     st.caption("Hides every version (rows stay for the audit trail). Re-upload to extract again.")
-    if st.button(f"Delete {chosen}", key="skills_delete"):
+    if not may_edit:
+        identity.explain_refusal("edit graphs")
+    if st.button(f"Delete {chosen}", key="skills_delete", disabled=not may_edit) and may_edit:
         repo.delete_skill(eng, chosen, author=user_name())
         st.rerun()

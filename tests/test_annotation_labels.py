@@ -142,13 +142,21 @@ LABELS = [
 def test_blind_mode_hides_other_annotators_labels_before_submitting():
     # bob has not labelled R1: he sees neither ann's label nor the model's.
     assert visible_labels(LABELS, BOB, "R1") == []
+    assert visible_labels(LABELS, BOB, "R2") == []
+
+
+def test_blind_mode_keeps_others_hidden_after_submitting():
+    """Labelling an item does not unlock the others' labels of it (the Annotate pages' rule:
+    an annotator sees only their own labels; the reviewer adjudicates disagreements). The
+    old rule showed everyone's labels once the viewer had submitted one: an annotator could
+    label, look, and relabel to agree."""
     submitted = [*LABELS, rc("R1", "bob", "correct", minute=4)]
-    # ann has submitted R1, so she sees the others' labels (including bob's, now given).
-    assert {lab.annotator for lab in visible_labels(submitted, ANN, "R1")} == {
-        "ann", "judge", "bob"}
-    # bob, after submitting, sees everyone's R1 labels but still nothing of R2.
-    assert {lab.annotator for lab in visible_labels(submitted, BOB, "R1")} == {
-        "ann", "judge", "bob"}
+    assert [lab.annotator for lab in visible_labels(submitted, BOB, "R1")] == ["bob"]
+    assert [lab.annotator for lab in visible_labels(submitted, ANN, "R1")] == ["ann"]
+    # a relabel stays one's own: both of bob's records, nobody else's
+    relabelled = [*submitted, rc("R1", "bob", "incorrect", "hallucinated", minute=5)]
+    assert [lab.value for lab in visible_labels(relabelled, BOB, "R1")] == [
+        "correct", "incorrect"]
     assert visible_labels(submitted, BOB, "R2") == []
 
 

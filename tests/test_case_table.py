@@ -61,3 +61,29 @@ def test_replay_picker_lists_every_case_with_its_newest_trace():
     # A selected row position maps to the case shown there; stale positions pick nothing.
     assert picked([1], ["c7", "c9"]) == "c9"
     assert picked([], ["c7"]) is None and picked([5], ["c7"]) is None
+
+
+def _paged_table() -> None:
+    from components.case_table import show_case_table
+
+    show_case_table([{"case": f"c{i:03d}", "verdict": "violation" if i % 2 else "compliant"}
+                     for i in range(120)], key="t", page_size=50, columns=("case", "verdict"))
+
+
+def test_next_and_previous_page_buttons_move_within_the_pages_there_are():
+    """The page box's own +/- are not drawn in its narrow column: without these buttons a
+    user had to type a page number."""
+    at = AppTest.from_function(_paged_table).run()
+    assert at.button(key="t_prev").disabled and not at.button(key="t_next").disabled
+    at.button(key="t_next").click().run()
+    assert "page 2 of 3" in at.caption[0].value
+    assert at.dataframe[0].value["case"].iloc[0] == "c050"
+    at.button(key="t_next").click().run()
+    assert "page 3 of 3" in at.caption[0].value and at.button(key="t_next").disabled
+    assert len(at.dataframe[0].value) == 20
+    # A filter leaves 60 rows (2 pages): page 3 shows as 2, and Previous goes to 1 from there.
+    at.text_input(key="t_filter").set_value("compliant").run()
+    assert "60 of 120 rows match · page 2 of 2" in at.caption[0].value
+    at.button(key="t_prev").click().run()
+    assert "page 1 of 2" in at.caption[0].value
+    assert at.dataframe[0].value["case"].iloc[0] == "c000"

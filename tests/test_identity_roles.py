@@ -1,6 +1,6 @@
 """Identity and roles on the pages (issue #16, item 11): a signed-in annotator cannot save a
 graph edit; an analyst may decide reviews but an author may not; nobody signed in locally is
-single-user mode."""
+single-user mode; deleting, extracting and edge decisions need the graph editor's role too."""
 
 from __future__ import annotations
 
@@ -77,3 +77,43 @@ def test_signed_in_graph_author_is_the_identity(db):  # noqa: F811
     assert [t.key for t in author.text_input if t.key == "graph_author"] == []
     assert any("the author" in c.value and "signed in" in c.value for c in author.caption)
     assert [t.key for t in _as(GRAPH, None).text_input if t.key == "graph_author"] == ["graph_author"]
+
+
+def test_only_graph_editors_may_delete_a_skill_or_upload_one(db):  # noqa: F811
+    """Deleting a SKILL and extracting new ones change graphs like a saved edit does, but the
+    Skills page let any role do both (an analyst could delete every SKILL)."""
+    skills = str(Path(__file__).resolve().parents[1] / "pages" / "skills.py")
+    analyst = _as(skills, "analyst")
+    assert not analyst.exception
+    assert analyst.button(key="skills_delete").disabled
+    assert any("edit graphs" in i.value for i in analyst.info)
+    for role in ("author", "admin", None):
+        at = _as(skills, role)
+        assert not at.button(key="skills_delete").disabled, role
+        assert not any("edit graphs" in i.value for i in at.info), role
+
+
+def test_only_graph_editors_may_decide_a_proposed_edge(tmp_path, monkeypatch):
+    """Accepting a proposed edge saves a new graph version: an annotator must not."""
+    from store import edge_review, repo
+    from store.db import make_engine
+    from tests.test_page_graph_review import skill
+
+    url = f"sqlite:///{tmp_path / 'graph.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    try:
+        s = skill()
+        v = repo.save_skill(eng, s, author="extract").version
+        edge_review.save_edge_trust(eng, "desk", v, s)
+        annotator = _as(GRAPH, "annotator")
+        assert annotator.button(key="edge_accept").disabled
+        assert annotator.button(key="edge_reject").disabled
+        assert not annotator.exception
+        assert repo.versions(eng, "desk")[-1].version == v
+        author = _as(GRAPH, "author")
+        assert not author.button(key="edge_accept").disabled
+        author.button(key="edge_accept").click().run()
+        assert repo.versions(eng, "desk")[-1].version == v + 1
+    finally:
+        eng.dispose()

@@ -7,7 +7,8 @@ Chromium against a real server and checked for the fixed behaviour:
 7. junk uploads (empty, binary) are refused by name, and no SKILL is saved;
 9. metrics carry plain-word help, and the glossary explains the terms.
 
-(1: test_graph_versions; 4, 5, 10: test_deep_links; 8: test_dark_contrast; 11: test_roles.)
+(1: test_graph_versions; 4, 5, 10: test_deep_links and test_issue16_browsing; 8:
+test_dark_contrast; 11: test_roles.)
 The server answers model calls only from an empty recordings file: a model call these flows
 must not make fails loudly instead of starting the embedded model.
 """

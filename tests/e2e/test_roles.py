@@ -1,7 +1,8 @@
 """Issue #16, item 11 (who is who), in real Chromium against a real server, signed in through
 the sidebar: annotator B never sees annotator A's labels on any Annotate view (not even after
 labelling the same rule), while a reviewer does; an annotator cannot save a graph edit; an
-analyst gets no control that changes settings."""
+analyst cannot delete a SKILL, while an author can; an analyst gets no control that changes
+settings (there is none for anyone: settings live in workbench.toml and WORKBENCH_* variables)."""
 
 from __future__ import annotations
 
@@ -128,3 +129,43 @@ def test_annotator_cannot_save_a_graph_and_analyst_cannot_change_settings(server
     labels = {t.strip() for t in main.get_by_role("button").all_inner_texts()} - {""}  # icons
     assert labels <= {"Test connection"}, labels
     main.get_by_text("Change them in workbench.toml").wait_for()
+
+
+def test_only_a_graph_editor_may_delete_a_skill(server, page, browser):
+    """An analyst sees the Skills page's Delete disabled with the reason, and no upload; an
+    author in another browser deletes the SKILL (the positive control: the check can fail)."""
+    from store import repo
+    from store.db import make_engine
+
+    page.goto(f"{server.url}/skills")
+    settle(page)
+    sign_in(page, "al", "analyst")
+    box = page.locator("[data-testid='stExpander']", has_text="Delete refunds")
+    box.locator("summary").click()
+    settle(page)
+    expect(box.get_by_role("button", name="Delete refunds")).to_be_disabled()
+    expect(box).to_contain_text("to edit graphs you need the role author or admin")
+    uploads = page.locator("[data-testid='stExpander']", has_text="Upload SKILLs")
+    expect(uploads).to_contain_text("to edit graphs you need the role", use_inner_text=False)
+    assert_no_exception(page, server)
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        author = context.new_page()
+        author.goto(f"{server.url}/skills")
+        settle(author)
+        sign_in(author, "otto", "author")
+        author.locator("[data-testid='stExpander'] summary", has_text="Delete refunds").click()
+        settle(author)
+        delete = author.get_by_role("button", name="Delete refunds")
+        expect(delete).to_be_enabled()
+        delete.click()
+        settle(author)
+        assert_no_exception(author, server)
+    finally:
+        context.close()
+    eng = make_engine(server.db_url)
+    try:
+        assert repo.skill_names(eng) == []
+    finally:
+        eng.dispose()

@@ -48,19 +48,17 @@ def current_labels(labels: Iterable[Label]) -> list[Label]:
 
 def visible_labels(labels: Iterable[Label], viewer: Annotator, item: str,
                    task: str | None = None) -> list[Label]:
-    """The labels of ``item`` that ``viewer`` may see under blind annotation.
-
-    Viewers always see their own labels. Other annotators' labels (humans and models alike)
-    are shown only once the viewer has submitted a label for this item, or to a reviewer.
+    """The labels of ``item`` that ``viewer`` may see under blind annotation: all of them for
+    a reviewer, only the viewer's own for an annotator — never another annotator's or a
+    model's, not even after labelling the item (else one could label, look, and relabel to
+    agree; disagreements go to a reviewer). The Annotate pages show labels through this.
     ``task`` restricts the result to one task type when item keys could repeat across tasks.
     """
-    for_item = [
-        lab for lab in labels if lab.item == item and (task is None or lab.task == task)
+    return [
+        lab for lab in labels
+        if lab.item == item and (task is None or lab.task == task)
+        and (viewer.is_reviewer or lab.annotator == viewer.name)
     ]
-    own = [lab for lab in for_item if lab.annotator == viewer.name]
-    if viewer.is_reviewer or own:
-        return for_item
-    return own
 
 
 @dataclass(frozen=True)

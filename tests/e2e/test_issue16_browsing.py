@@ -1,0 +1,262 @@
+"""Issue #16, items 5 and 10, in real Chromium against one real server: the mouse wheel over a
+rule graph (Graph page, Replay's closure) scrolls the page and leaves the graph's zoom alone;
+the Graph page's rule search narrows the "Rules shown" table; the Review queue's list view
+pages and filters a queue that needs several pages.
+
+Each check reads what would differ if the fix were undone: the vis-network scale inside the
+graph's iframe and the iframe's position on screen; the table's row count (the grid's
+accessibility table, since glide-data-grid draws its cells on a canvas) and its ids; the
+list's "N of M rows match · page p of P" counter and the cells of its first rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from .flows import (
+    assert_no_exception,
+    demo_cases,
+    demo_index_data,
+    goto,
+    import_index,
+    settle,
+    start_server,
+)
+from .test_analyst_flow import RUN, violation_trace
+
+pytestmark = pytest.mark.e2e
+
+BIG = "big"  # a Review queue of QUEUE cases: three pages of the list's 50 rows
+QUEUE = 120
+DECIDED = 7  # the first DECIDED cases carry a decision by "rev"
+
+
+def _seed(eng) -> None:
+    from store import audit_repo
+    from store import review as review_store
+    from workbench.audit import AuditTrace, Verdict
+    from workbench.review import ReviewDecision
+
+    index = demo_index_data()
+    cases = demo_cases()
+    import_index(eng, index, author="demo")
+    audit_repo.save_cases(eng, "demo", cases)
+    audit_repo.save_trace(eng, violation_trace(index, {c.id for c in cases}), RUN, "demo")
+
+    # Every case's gold is "violation"; even cases are judged violation (queued: flagged), odd
+    # ones compliant (queued: the judge disagrees with gold). So the list holds both verdicts.
+    violation = next(c.label for c in cases if c.label == "negative")
+    big = [dataclasses.replace(cases[i % len(cases)], id=f"case-{i:04d}", label=violation)
+           for i in range(QUEUE)]
+    audit_repo.save_cases(eng, BIG, big)
+    audit_repo.save_traces(eng, [AuditTrace(id=c.id, strategy="cdg", label=c.label,
+                                            verdict=Verdict(i % 2 == 0, "r", []))
+                                 for i, c in enumerate(big)], "bench", BIG)
+    for c in big[:DECIDED]:
+        review_store.add_decision(eng, ReviewDecision(BIG, "bench", c.id, "cdg", "rev", "confirm"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = start_server(tmp_path_factory.mktemp("issue16_browsing"), _seed)
+    yield srv
+    srv.stop()
+
+
+# -- the wheel over a graph ------------------------------------------------------------------
+
+def _graph_frame(page):
+    """The iframe element holding a drawn vis-network, and its frame."""
+    page.wait_for_function("""() => [...document.querySelectorAll('iframe')].some(f => {
+        try { return !!f.contentWindow.network; } catch (e) { return false; } })""")
+    for el in page.locator("iframe").element_handles():
+        frame = el.content_frame()
+        if frame is not None and frame.evaluate("() => typeof network !== 'undefined' && !!network"):
+            return el, frame
+    raise AssertionError("no iframe with a drawn graph")
+
+
+def _settled_scale(frame) -> float:
+    """The graph's zoom once its first layout and fit are over (two equal readings)."""
+    last = None
+    for _ in range(20):
+        scale = frame.evaluate("() => network.getScale()")
+        if scale == last:
+            return scale
+        last = scale
+        time.sleep(0.3)
+    raise AssertionError(f"the graph's zoom kept changing (last {last})")
+
+
+def _wheel_over_graph(page) -> tuple[float, float, float, float]:
+    """Centre the graph in the window, turn the wheel over its middle; returns the iframe's
+    top on screen and the graph's scale, before and after."""
+    el, frame = _graph_frame(page)
+    el.evaluate("e => e.scrollIntoView({block: 'center'})")
+    scale_before = _settled_scale(frame)
+    box = el.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.wheel(0, 400)
+    top_after = box["y"]
+    for _ in range(20):  # the page scrolls (smoothly) a moment after the event
+        time.sleep(0.2)
+        top_after = el.bounding_box()["y"]
+        if top_after < box["y"] - 100:
+            break
+    return box["y"], top_after, scale_before, frame.evaluate("() => network.getScale()")
+
+
+@pytest.mark.parametrize("where", ["graph", "replay"])
+def test_wheel_over_a_graph_scrolls_the_page_not_the_zoom(browser, server, where):
+    """Issue #16 item 5: the wheel zoomed the graph and trapped the page's scrolling."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        if where == "graph":
+            goto(page, server, "graph?skill=airline-policy")
+        else:
+            case = violation_trace(demo_index_data(), {c.id for c in demo_cases()})["id"]
+            goto(page, server, f"replay?dataset=demo&case={case}")
+            page.get_by_text(re.compile(r"^4 · Closure")).wait_for()
+        top_before, top_after, scale_before, scale_after = _wheel_over_graph(page)
+        assert scale_after == pytest.approx(scale_before, rel=1e-9), (
+            f"the wheel zoomed the graph: scale {scale_before} -> {scale_after}")
+        assert top_after < top_before - 100, (
+            f"the page did not scroll: the graph stayed at y={top_after:.0f} (was {top_before:.0f})")
+        assert_no_exception(page, server)
+    finally:
+        context.close()
+
+
+# -- the rule search narrows the rules table ------------------------------------------------
+
+_COLUMN = """(box, name) => {
+  const grid = box.querySelector("table[role='grid']");
+  const heads = [...grid.querySelectorAll("th")].map(th => th.textContent.trim());
+  const i = heads.indexOf(name);
+  return [...grid.querySelectorAll("tbody tr")].map(tr => tr.querySelectorAll("td")[i])
+    .filter(td => td).map(td => td.textContent.trim());
+}"""
+
+
+def _expect_rows(table, n: int) -> None:
+    """Wait (up to the expect timeout) until the dataframe holds ``n`` data rows (its
+    accessibility table counts the header row too): the grid redraws a moment after the
+    script run that changed its data has finished."""
+    expect(table.locator("table[role='grid']")).to_have_attribute("aria-rowcount", str(n + 1))
+
+
+def _column(table, name: str) -> list[str]:
+    """The cells of column ``name`` in the rows the grid has rendered (its visible rows)."""
+    return table.evaluate(_COLUMN, name)
+
+
+def test_rule_search_narrows_the_rules_table(browser, server):
+    """Issue #16 item 5: the rule table listed all rules whatever the search said."""
+    from workbench.graph import PolicyIndex
+    from workbench.rule_search import search_rules
+
+    skill = PolicyIndex.from_dict(demo_index_data()).skills["airline-policy"]
+    query = "compensation"
+    hits = search_rules(skill, query)
+    first = next(iter(skill.graph.rules))
+    assert 0 < len(hits) < 10 and first not in hits  # the data this test relies on
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        goto(page, server, "graph?skill=airline-policy")
+        page.get_by_text("whole graph", exact=True).click()
+        settle(page)
+        page.get_by_text("Rules shown", exact=True).click()
+        table = page.locator("[data-testid='stExpander']", has_text="Rules shown").locator(
+            "[data-testid='stDataFrame']")
+        table.locator("table[role='grid']").wait_for(state="attached")
+        _expect_rows(table, len(skill.graph))
+        assert first in _column(table, "id")
+
+        search = page.get_by_label("Search rules")
+        search.fill(query)
+        search.press("Enter")
+        settle(page)
+        expect(page.get_by_text(f"{len(hits)} of {len(skill.graph)} rules match.")).to_be_visible()
+        _expect_rows(table, len(hits))
+        assert _column(table, "id") == hits  # only the matching rules; the first one is gone
+
+        search.fill("")
+        search.press("Enter")
+        settle(page)
+        _expect_rows(table, len(skill.graph))
+        assert first in _column(table, "id")
+        assert_no_exception(page, server)
+    finally:
+        context.close()
+
+
+# -- the Review queue's list view -------------------------------------------------------------
+
+def _first_cell(table, name: str, value: str, timeout: float = 15) -> None:
+    """Wait until the first row's cell of column ``name`` reads ``value``."""
+    deadline = time.time() + timeout
+    while (cells := _column(table, name))[:1] != [value]:
+        if time.time() > deadline:
+            raise AssertionError(f"first {name!r} cell is {cells[:1]}, expected {value!r}")
+        time.sleep(0.2)
+
+
+def test_review_list_pages_and_filters(browser, server):
+    """Issue #16 item 10: Review was one case at a time; its list view pages and filters."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        goto(page, server, f"review?dataset={BIG}")
+        page.get_by_text(re.compile(r"^Queue list \(")).click()
+        settle(page)
+        listing = page.locator("[data-testid='stExpander']", has_text="Queue list")
+        table = listing.locator("[data-testid='stDataFrame']")
+        next_page = listing.get_by_role("button", name="Next page")
+        table.locator("table[role='grid']").wait_for(state="attached")
+        counter = page.get_by_text(re.compile(r"rows match · page \d+ of \d+"))
+        expect(counter).to_have_text(f"{QUEUE} of {QUEUE} rows match · page 1 of 3")
+        _expect_rows(table, 50)
+        _first_cell(table, "#", "1")
+        first_page = _column(table, "case")
+
+        next_page.click()
+        settle(page)
+        expect(counter).to_have_text(f"{QUEUE} of {QUEUE} rows match · page 2 of 3")
+        _expect_rows(table, 50)
+        _first_cell(table, "#", "51")
+        assert not set(_column(table, "case")) & set(first_page)
+
+        next_page.click()
+        settle(page)
+        expect(counter).to_have_text(f"{QUEUE} of {QUEUE} rows match · page 3 of 3")
+        _expect_rows(table, QUEUE - 100)
+        expect(next_page).to_be_disabled()
+
+        # Filter by verdict: only the compliant half; page 3 is clamped to the 2 there are.
+        box = page.get_by_label("Filter cases")
+        box.fill("compliant")
+        box.press("Enter")
+        settle(page)
+        expect(counter).to_have_text(f"{QUEUE // 2} of {QUEUE} rows match · page 2 of 2")
+        _expect_rows(table, QUEUE // 2 - 50)
+        verdicts = _column(table, "verdict")
+        assert verdicts and set(verdicts) == {"compliant"}
+
+        # Filter by decision: the verdicts "rev" confirmed, on one page.
+        box.fill("rev: confirm")
+        box.press("Enter")
+        settle(page)
+        expect(counter).to_have_text(f"{DECIDED} of {QUEUE} rows match · page 1 of 1")
+        _expect_rows(table, DECIDED)
+        assert sorted(_column(table, "case")) == [f"case-{i:04d}" for i in range(DECIDED)]
+        assert all(d == "rev: confirm" for d in _column(table, "decisions"))
+        assert_no_exception(page, server)
+    finally:
+        context.close()
