@@ -7,8 +7,11 @@ pairs (``workbench extract evaluate``), for:
 - ``v1 + filter + cues``: the same rules with the non-rule filter, and as edges only the
   deterministic text cues (direct ones, plus every proposal as if an author accepted it):
   what the text alone gives, with no model edge;
-- ``now``: the current recorded extraction (``fixtures/demo/extracted``), edges as extracted
-  (proposals not counted), and with its proposals accepted.
+- ``quotes``: issue 14's first pass, the quoting extractor (prompt ``extract_v1``, the model
+  copies each rule's sentence) with the non-rule filter and cues (``extracted/quotes``);
+- ``now``: the current recorded extraction (``fixtures/demo/extracted``: the units extractor,
+  prompt ``units_v1``), edges as extracted (proposals not counted), and with its proposals
+  accepted.
 
 No model is called. ``--path-credit`` also counts edges a reference path connects.
 
@@ -65,12 +68,15 @@ def main() -> int:
     args = parser.parse_args()
     reference = PolicyIndex.load(DEMO / "index.json")
     v1 = PolicyIndex.load(DEMO / "extracted" / "v1" / "index.embedded.json")
+    quotes = PolicyIndex.load(DEMO / "extracted" / "quotes" / "index.embedded.json")
     now = PolicyIndex.load(DEMO / "extracted" / "index.embedded.json")
     for name in SKILLS:
         ref = reference[name]
         print(line("v1 (before)", name, v1[name], ref, args.path_credit))
         cues, direct = cue_only(v1[name])
         print(line(f"v1 + filter + cues ({direct} direct)", name, cues, ref, args.path_credit))
+        if name in quotes.skills:
+            print(line("quotes (edges as extracted)", name, quotes[name], ref, args.path_credit))
         if name in now.skills:
             print(line("now (edges as extracted)", name, now[name], ref, args.path_credit))
             print(line("now + proposals accepted", name, accepted(now[name]), ref, args.path_credit))

@@ -104,3 +104,20 @@ def test_related_by_embedding_without_the_model_says_how_to_install(replay, tmp_
                  "--related-by", "embedding"])
     assert code == 2
     assert "--related-by embedding" in capsys.readouterr().err
+
+
+def test_the_cli_extracts_with_the_pipelines_default_prompt_unless_told(replay, tmp_path, monkeypatch):
+    import workbench.extract.pipeline as pipeline
+
+    seen = []
+    real = pipeline.extract_skill
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("extract_prompt"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("workbench.extract.extract_skill", spy)
+    assert main(["extract", str(FIX / "refund-desk"), "--out", str(tmp_path / "a.json"), "--quiet"]) == 0
+    assert main(["extract", str(FIX / "refund-desk"), "--out", str(tmp_path / "b.json"), "--quiet",
+                 "--extract-prompt", "extract_v1"]) == 0  # both modes are recorded for refund-desk
+    assert seen == [pipeline.EXTRACT_PROMPT, "extract_v1"]

@@ -33,9 +33,18 @@ INDEX, REPORTS = load(OUT)
 # (fuse_v2) and the non-rule filter. Replayed with the options of its time, so no request
 # changes; the report must now say which answers may have lost rules at the cap (counted from
 # extract_demo.jsonl: 7 of its 26 extraction answers listed as many rules as allowed).
-LEGACY = {"on_rule_cap": "report", "fuse_prompt": "fuse_v1", "cues": False, "drop_non_rules": False}
+LEGACY = {"extract_prompt": "extract_v1", "on_rule_cap": "report", "fuse_prompt": "fuse_v1", "cues": False,
+          "drop_non_rules": False}
 V1_INDEX, V1_REPORTS = load(OUT / "v1")
-CASES = [("v1", name, LEGACY) for name in V1_INDEX.skills] + [("now", name, {}) for name in INDEX.skills]
+# quotes/: issue 14's first pass, the quoting extractor (extract_v1: the model copies each
+# rule's sentence) with the rule-cap split, cues and the non-rule filter; the default is now
+# the units extractor (units_v1: the model judges pre-cut numbered sentences).
+QUOTES = {"extract_prompt": "extract_v1"}
+QUOTES_INDEX, QUOTES_REPORTS = load(OUT / "quotes")
+SAVED = {"v1": (V1_INDEX, V1_REPORTS), "quotes": (QUOTES_INDEX, QUOTES_REPORTS), "now": (INDEX, REPORTS)}
+CASES = ([("v1", name, LEGACY) for name in V1_INDEX.skills]
+         + [("quotes", name, QUOTES) for name in QUOTES_INDEX.skills]
+         + [("now", name, {}) for name in INDEX.skills])
 CAP_HITS = {("v1", "airline-policy"): 5, ("v1", "retail-policy"): 2}
 
 
@@ -47,7 +56,7 @@ def gateway() -> Gateway:
 
 @pytest.mark.parametrize(("which", "name", "options"), CASES)
 def test_demo_skill_rebuilds_from_recordings(which, name, options, gateway):
-    index, reports = (V1_INDEX, V1_REPORTS) if which == "v1" else (INDEX, REPORTS)
+    index, reports = SAVED[which]
     saved, report = index[name], reports[name]
     doc = parse_skill(saved.source, f"{name}/SKILL.md")
     limit = report["max_block_tokens"]

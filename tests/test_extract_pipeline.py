@@ -9,18 +9,24 @@ recordings) and test_extract_model.py (live, marked ``model``).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
 import pytest
 
-from workbench.extract import ExtractionProgress, JsonStepStore, MemoryStepStore, extract_skill
+from workbench.extract import ExtractionProgress, JsonStepStore, MemoryStepStore
+from workbench.extract import extract_skill as extract_with_options
 from workbench.llm import Gateway, ModelCallError, load_config
 from workbench.llm.transport import AttemptError, RawResponse
 from workbench.skill import parse_skill
 from workbench.tokens import count_tokens
 
 NORMATIVE = re.compile(r"\b(must|never|may|cannot|should|only)\b", re.I)
+
+# These tests drive the quoting extractor (prompt extract_v1: the model copies each rule's
+# sentence) with scripted answers; the default units extractor has test_extract_units.py.
+extract_skill = functools.partial(extract_with_options, extract_prompt="extract_v1")
 
 
 def sentences(text: str) -> list[str]:

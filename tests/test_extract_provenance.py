@@ -4,10 +4,12 @@ decisions survive re-extraction. A scripted model stands in for the HTTP exchang
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
-from workbench.extract import MemoryStepStore, extract_skill
+from workbench.extract import MemoryStepStore
+from workbench.extract import extract_skill as extract_with_options
 from workbench.extract.provenance import EdgeDecisions
 from workbench.graph import PolicyIndex
 from workbench.llm import Gateway, load_config
@@ -39,6 +41,10 @@ A final sale item must never be refunded to the card.
 
 The agent must greet every caller.
 """
+
+# These tests drive the quoting extractor (prompt extract_v1: the model copies each rule's
+# sentence) with scripted answers; the default units extractor has test_extract_units.py.
+extract_skill = functools.partial(extract_with_options, extract_prompt="extract_v1")
 
 
 class Model:

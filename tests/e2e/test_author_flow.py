@@ -30,7 +30,7 @@ SKILL_MD = ROOT / "fixtures" / "extract" / "refund-desk" / "SKILL.md"
 # requests are the recorded ones.
 RECORDING = "extract_refund_desk.jsonl"
 
-# Two stored cases that name the SKILL. The recorded extraction (fuse_v2) gives refund-desk
+# Two stored cases that name the SKILL. The recorded extraction (units_v1, fuse_v2) gives refund-desk
 # nine rules, no edge, and six proposed edges (each rule to the one before it in its section).
 # The author rejects the first three with the key "x" (no new version) and accepts the fourth,
 # refunds-R2 -> refunds-R1, with "a" (version 2). The first case's lexical seeds include
@@ -151,7 +151,7 @@ def test_upload_extract_edit_save_and_impact(server, page):
     expect(row).to_have_count(1)
     # The last cell links the case to its Replay view (issue #16: case ids were not links).
     expect(row.locator("td")).to_have_text(
-        ["desk-001-refund-over-200", "identity-R1", "", "5", "6",
+        ["desk-001-refund-over-200", "identity-R1", "", "4", "5",
          "/replay?dataset=desk&case=desk-001-refund-over-200"])
     assert page.external_requests == []
 

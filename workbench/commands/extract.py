@@ -36,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-block-tokens", type=int, default=None,
                    help="split blocks longer than this (default 12000; the embedded model "
                    "works best around 300)")
+    p.add_argument("--extract-prompt", choices=["units_v1", "extract_v1"], default="units_v1",
+                   help="units_v1 (default): the text is cut into numbered sentences and the model "
+                   "judges each, so every span is exact; extract_v1: the model lists rules and "
+                   "copies each one's sentence (a strong model may find rules inside sentences)")
     p.add_argument("--no-fuse", action="store_true", help="skip cross-block fusion")
     p.add_argument("--related-by", choices=["words", "embedding"], default="words",
                    help="how fusion picks the known rules shown with a new block, besides text "
@@ -180,7 +184,7 @@ def _extract(args: argparse.Namespace) -> int:
                 decisions = load_decisions(engine, doc.name)
             skill, report = extract_skill(
                 doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse,
-                decisions=decisions, similarity=similarity,
+                decisions=decisions, similarity=similarity, extract_prompt=args.extract_prompt,
             )
         except ModelCallError as exc:
             raise CliError(

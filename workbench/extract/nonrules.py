@@ -13,7 +13,10 @@ The test is on the quoted source text, not on the model's paraphrase:
 - ``description item``: it is a list item without a normative word, not written as a
   sentence, under a lead-in line that has none either (a list of attributes, not of
   conditions: the items under "a flight can be cancelled if any of the following is true:"
-  are conditions and stay).
+  are conditions and stay);
+- ``enumeration``: it names the values a thing can take ("There are three membership
+  levels: ...", "The status of an order can be: ...") and asks nothing else: vocabulary a
+  rule may use (and link to), not a rule.
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ _NORMATIVE = re.compile(
     r"make sure|do|don't|avoid|refuse|deny|confirm|ask|check|verify)\b", re.I)
 _EXAMPLE = re.compile(r"^\W*(for example|for instance|e\.g\.|example:)", re.I)
 _ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+")
+_ENUMERATION = re.compile(
+    r"^\W*there (?:are|is) (?:two|three|four|five|six|seven|eight|nine|ten|\d+|several)\b[^:]*:"
+    r"|\bcan be:", re.I)
+_DEONTIC = re.compile(
+    r"\b(must|should|shall|need|needs|only|never|not|always|cannot|can't|allowed|if|unless)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -44,13 +52,21 @@ def _line_at(source: str, pos: int) -> tuple[int, int]:
     return start, len(source) if end < 0 else end
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
 def _lead_in(source: str, item_start: int) -> str:
-    """The nearest line above a list item that is not itself an item (or blank)."""
+    """The line a list item hangs under: its parent item (the nearest item above indented
+    less) or else the nearest line above that is not an item. For "- 0 free bags" under
+    "- If the user is a regular member:" that is the condition, not the list's title."""
+    start, end = _line_at(source, item_start)
+    depth = _indent(source[start:end])
     pos = item_start
     while pos > 0:
         start, end = _line_at(source, pos - 1)
         line = source[start:end]
-        if line.strip() and not _ITEM.match(line):
+        if line.strip() and (not _ITEM.match(line) or _indent(line) < depth):
             return line
         pos = start
     return ""
@@ -69,6 +85,8 @@ def non_rule_reason(source: str, rule: Rule) -> str | None:
         return "example"
     if quote.endswith(":") and not _NORMATIVE.search(quote):
         return "lead-in"
+    if _ENUMERATION.search(quote) and not _DEONTIC.search(quote):
+        return "enumeration"
     item = _ITEM.sub("", line).strip()
     # Attributes are noun phrases; an item written as a sentence ("Each extra bag is 50
     # dollars.") may well be a rule.

@@ -55,13 +55,22 @@ from workbench.extract.schema import (
     validate_fusion,
 )
 from workbench.extract.steps import MemoryStepStore, StepStore, step_key
+from workbench.extract.units import (
+    chunks,
+    merge_answers,
+    opening,
+    render_units,
+    split_units,
+    units_schema,
+    validate_units_answer,
+)
 from workbench.graph import PolicyIndex, SkillGraph
 from workbench.llm import Gateway, ModelCallError
 from workbench.skill import SkillDoc
 from workbench.tokens import count_tokens
 
 DEFAULT_MAX_BLOCK_TOKENS = 12_000
-EXTRACT_PROMPT = "extract_v1"
+EXTRACT_PROMPT = "units_v1"
 FUSE_PROMPT = "fuse_v2"
 # Failures that a smaller request can fix: the answer was cut off or malformed, or the
 # prompt did not fit. Anything else (server down, auth) stops the run; stored steps remain.
@@ -70,6 +79,7 @@ SPLITTABLE = frozenset({"invalid_output", "context_overflow"})
 TOKENIZER_SLACK = 0.85
 TOKENS_PER_RULE = 120
 EXTRACT_SCHEMA_NAME = "rules"
+UNITS_PROMPT_NAME = "units"
 FUSE_SCHEMA_NAME = "fusion"  # answer tokens one extracted rule takes, generously
 
 
@@ -122,6 +132,7 @@ class _Extracted:
     cached: bool
     errors: list[str] = field(default_factory=list)
     reused_tokens: int = 0
+    requests: int = 1  # model requests the block took (pieces, or chunks of units)
     cap_splits: int = 0  # answers that hit the rule cap and were asked again in halves
     capped: int = 0  # answers at the cap whose text was too short to split
 
@@ -208,6 +219,9 @@ class _Run:
     def __init__(self, doc, gateway, store, progress, opts: ExtractOptions) -> None:
         self.doc, self.gateway, self.store, self.progress, self.opts = doc, gateway, store, progress, opts
         self.xprompt = load_prompt(opts.extract_prompt)
+        # A "units" prompt answers with sentence numbers over a pre-cut text (units.py)
+        # instead of quotes the model copies; the prompt decides the answer's form.
+        self.by_units = self.xprompt.name == UNITS_PROMPT_NAME
         self.fprompt = load_prompt(opts.fuse_prompt)
         self.xsettings = _settings(gateway, "extractor")
         self.fsettings = _settings(gateway, "fuser")
@@ -321,6 +335,7 @@ class _Run:
                     BlockExtraction.from_dict(stored["extraction"]), True,
                     reused_tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
                     cap_splits=int(cap.get("splits", 0)), capped=int(cap.get("capped", 0)),
+                    requests=int(stored.get("requests", len(stored["extraction"].get("pieces", [])) or 1)),
                 )
             self.done += 1
             self._emit("extract", block, cached=True)
@@ -343,8 +358,53 @@ class _Run:
                 raise
         return results
 
+    def _extract_units(self, block: PlannedBlock) -> _Extracted:
+        """Ask the extractor which of the block's numbered units are rules, a chunk of units
+        at a time; a chunk the model cannot answer for is asked again in halves."""
+        units = split_units(block.text)
+        queue = chunks(units)
+        answers, errors = [], []
+        prompt_tokens = completion_tokens = requests = 0
+        while queue:
+            chosen = queue.pop(0)
+            messages = self.xprompt.render(section=block.section,
+                                           text=render_units(block.text, units, chosen))
+
+            def check(data, chosen=chosen):
+                return validate_units_answer(data, block.text, units, chosen)
+
+            try:
+                res = self.gateway.complete_json(
+                    role="extractor", messages=messages,
+                    schema=units_schema([opening(block.text, units[i]) for i in chosen]),
+                    schema_name=EXTRACT_SCHEMA_NAME, step=f"extract:{self.doc.name}/{block.key}",
+                    validate=check,
+                )
+            except ModelCallError as exc:
+                if exc.kind not in SPLITTABLE:
+                    raise
+                if len(chosen) > 1:
+                    queue[:0] = [chosen[: len(chosen) // 2], chosen[len(chosen) // 2 :]]
+                else:
+                    u = units[chosen[0]]
+                    errors.append(f"chars {u.start}-{u.end}: {exc.kind} ({exc.detail[:160]})")
+                continue
+            requests += 1
+            prompt_tokens += res.usage.prompt_tokens
+            completion_tokens += res.usage.completion_tokens
+            answers.append(check(res.data))
+        result = merge_answers(answers, units)
+        if not errors:
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+            self.store.put(self._extract_key(block), "extract",
+                           {"extraction": result.to_dict(), "usage": usage, "block": block.key,
+                            "requests": requests})
+        return _Extracted(result, False, errors, requests=requests)
+
     def _extract_block(self, block: PlannedBlock) -> _Extracted:
         """Ask the extractor for one block, halving pieces the model cannot answer for."""
+        if self.by_units:
+            return self._extract_units(block)
         role = self.gateway.config.role("extractor")
         whole = (0, len(block.text))
         queue = [whole]
@@ -401,7 +461,8 @@ class _Run:
             self.store.put(self._extract_key(block), "extract",
                            {"extraction": result.to_dict(), "usage": usage, "block": block.key,
                             "cap": {"splits": capped_splits, "capped": len(capped)}})
-        return _Extracted(result, False, errors, cap_splits=capped_splits, capped=len(capped))
+        return _Extracted(result, False, errors, requests=max(1, len(result.pieces)),
+                          cap_splits=capped_splits, capped=len(capped))
 
     # -- rebase and fusion ----------------------------------------------------------------
     def _fuse_block(
@@ -413,7 +474,7 @@ class _Run:
             tokens=block.tokens, rules_proposed=len(ex.extraction.rules),
             rules_kept=len(rebased.rules), exact_spans=rebased.exact,
             normalised_spans=rebased.normalised, span_errors=len(rebased.span_errors),
-            edges=len(rebased.edges), pieces=max(1, len(ex.extraction.pieces)),
+            edges=len(rebased.edges), pieces=max(1, ex.requests),
             extract_cached=ex.cached, problems=list(ex.extraction.problems),
             error="; ".join(ex.errors), cap_splits=ex.cap_splits, capped=ex.capped,
         )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from workbench.extract.blocks import PlannedBlock
 from workbench.extract.report import SpanError
 from workbench.extract.schema import BlockExtraction
-from workbench.extract.spans import locate, min_quote_ok
+from workbench.extract.spans import Located, locate, min_quote_ok
 from workbench.graph import Edge, Rule, Span
 
 EXACT_SPAN_CONFIDENCE = 0.9
@@ -50,7 +50,13 @@ def rebase_block(block: PlannedBlock, extraction: BlockExtraction) -> RebasedBlo
     pieces = extraction.pieces or [(0, len(block.text))]
     for r in extraction.rules:
         a, b = pieces[r.piece] if 0 <= r.piece < len(pieces) else (0, len(block.text))
-        found = locate(r.quote, block.text[a:b])
+        # A quote that is its whole piece (a unit cut by units.py) is exact whatever its length.
+        piece = block.text[a:b]
+        if r.quote.strip() and piece.strip() == r.quote.strip():
+            lead = len(piece) - len(piece.lstrip())
+            found = Located(((lead, lead + len(r.quote.strip())),), "exact")
+        else:
+            found = locate(r.quote, piece)
         if found is None and (a, b) != (0, len(block.text)):
             found, a = locate(r.quote, block.text), 0
         if found is None:

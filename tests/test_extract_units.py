@@ -1,0 +1,181 @@
+"""Extraction over numbered units (``extract_prompt="units_v1"``): the cutting, the answer's
+validation, and the pipeline on a scripted model. The recorded embedded-model run is in
+test_extract_demo.py."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from workbench.extract import MemoryStepStore, extract_skill
+from workbench.extract.units import (
+    UNITS_PER_REQUEST,
+    chunks,
+    opening,
+    render_units,
+    split_units,
+    units_schema,
+    validate_units_answer,
+)
+from workbench.llm import Gateway, load_config
+from workbench.llm.transport import RawResponse
+from workbench.skill import parse_skill
+
+TEXT = """## Book flight
+
+The agent must first obtain the user id. The agent should then ask for the trip type, e.g. one way.
+
+Payment:
+- Each reservation can use at most one travel certificate.
+- All payment methods must already be in the
+  user profile.
+
+Checked bags:
+- If the user is a gold member:
+  - 2 free checked bags for each economy passenger
+  - 3 free checked bags for each business passenger
+- Each extra bag is 50 dollars.
+
+```
+do_not_split_code(): must not be a rule.
+```
+"""
+
+
+def texts(text: str) -> list[str]:
+    return [text[u.start:u.end] for u in split_units(text)]
+
+
+def test_units_are_sentences_and_list_items_with_their_nesting():
+    units = split_units(TEXT)
+    assert texts(TEXT) == [
+        "The agent must first obtain the user id.",
+        "The agent should then ask for the trip type, e.g. one way.",  # no cut after "e.g."
+        "Payment:",  # a one-word lead-in stays: its items need it
+        "Each reservation can use at most one travel certificate.",
+        "All payment methods must already be in the\n  user profile.",  # continuation line
+        "Checked bags:",
+        "If the user is a gold member:",
+        "2 free checked bags for each economy passenger",
+        "3 free checked bags for each business passenger",
+        "Each extra bag is 50 dollars.",
+    ]  # the heading and the code fence are not units
+    assert [u.depth for u in units] == [0, 0, 0, 1, 1, 0, 1, 2, 2, 1]
+    assert [u.lead for u in units] == [False, False, True, False, False, True, True, False, False, False]
+
+
+def test_a_chunk_never_ends_on_a_lead_in_and_shows_the_lead_ins_above_it():
+    units = split_units(TEXT)
+    runs = chunks(units, size=7)
+    assert [i for run in runs for i in run] == list(range(len(units)))
+    assert all(not units[run[-1]].lead for run in runs[:-1])
+    assert runs[1][0] == 5  # "Checked bags:" moved to the run of its items
+    # A run starting inside the gold-member list shows its lead-ins first, unnumbered.
+    assert render_units(TEXT, units, [8, 9]).splitlines() == [
+        "(context) Checked bags:",
+        "  (context) If the user is a gold member:",
+        "    [1] 3 free checked bags for each business passenger",
+        "  [2] Each extra bag is 50 dollars.",
+    ]
+
+
+def test_the_answer_needs_a_verdict_for_every_number_and_quotes_the_unit_exactly():
+    units = split_units(TEXT)
+    chosen = [0, 1, 2, 3]
+    openings = [opening(TEXT, units[i]) for i in chosen]
+    assert openings[:3] == ["The agent must first obtain", "The agent should then ask", "Payment:"]
+    schema = units_schema(openings)
+    assert schema["required"] == ["1", "2", "3", "4"] and schema["additionalProperties"] is False
+    yes, no = schema["properties"]["2"]["anyOf"]
+    assert yes["properties"]["sentence"]["enum"] == ["The agent should then ask"]
+    assert no["required"] == ["sentence", "kind"]
+    with pytest.raises(ValueError, match="no verdict for sentence"):
+        validate_units_answer({"1": {"kind": "other"}}, TEXT, units, chosen)
+    out = validate_units_answer({
+        "1": {"sentence": openings[0], "kind": "rule", "condition": "booking", "action": "obtain the user id",
+              "modality": "required"},
+        "2": {"sentence": openings[1], "kind": "rule", "condition": "booking", "action": "ask the trip type",
+              "modality": "sometimes"},
+        # A server that does not enforce the schema: the verdict under 3 is about sentence 4.
+        "3": {"sentence": openings[3], "kind": "rule", "condition": "paying", "action": "one certificate",
+              "modality": "required"},
+        "4": {"sentence": "Something never shown", "kind": "rule", "condition": "c", "action": "a",
+              "modality": "required"},
+    }, TEXT, units, chosen)
+    assert [(r.quote, r.piece) for r in out.rules] == [
+        ("The agent must first obtain the user id.", 0),
+        ("Each reservation can use at most one travel certificate.", 3),
+    ]
+    assert len(out.problems) == 2 and "sentence 2" in out.problems[0] and "not shown" in out.problems[1]
+    assert out.pieces[4] == (units[4].start, units[4].end)
+
+
+def respond_units(request) -> dict:
+    """A scripted extractor: every numbered sentence with a normative word is a rule."""
+    name = request["response_format"]["json_schema"]["name"]
+    if name != "rules":
+        return {"merges": [], "edges": []}
+    numbered = re.findall(r"^\s*\[(\d+)\] (.*)$", request["messages"][-1]["content"], re.M)
+    verdicts = request["response_format"]["json_schema"]["schema"]["properties"]
+    out = {}
+    for n, line in numbered:
+        words = verdicts[n]["anyOf"][0]["properties"]["sentence"]["enum"][0]
+        assert line.startswith(words)  # the anchor is the sentence shown under that number
+        out[n] = ({"sentence": words, "kind": "rule", "condition": "always", "action": line[:40],
+                   "modality": "required"} if re.search(r"\b(must|should|can|free|is)\b", line)
+                  else {"sentence": words, "kind": "other"})
+    return out
+
+
+class Scripted:
+    def __init__(self, respond):
+        self.respond, self.requests = respond, []
+
+    def endpoint(self, role) -> str:
+        return "scripted"
+
+    def send(self, request, role, *, key):
+        self.requests.append(request)
+        out = self.respond(request)
+        if isinstance(out, RawResponse):
+            return out
+        return RawResponse(json.dumps(out), "stop", 100, 40, None, "s")
+
+
+def run(transport, text=TEXT, **options):
+    doc = parse_skill(f"---\nname: booking\ndescription: booking rules\n---\n{text}")
+    gw = Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
+    return doc, *extract_skill(doc, gw, MemoryStepStore(), extract_prompt="units_v1", **options)
+
+
+def test_units_mode_gives_every_rule_its_unit_as_an_exact_span():
+    transport = Scripted(respond_units)
+    doc, skill, report = run(transport)
+    quoted = {doc.source[r.spans[0].start:r.spans[0].end] for r in skill.graph.rules.values()}
+    assert "Each extra bag is 50 dollars." in quoted
+    assert "3 free checked bags for each business passenger" in quoted  # kept: under a condition
+    assert "Payment:" not in quoted  # a lead-in is not a rule (taken out as a non-rule)
+    assert not report.span_errors
+    assert all(len(r.spans) == 1 for r in skill.graph.rules.values())
+    asked = [r for r in transport.requests if r["response_format"]["json_schema"]["name"] == "rules"]
+    assert len(asked) == 1 and len(split_units(TEXT)) <= UNITS_PER_REQUEST
+
+
+def test_a_chunk_the_model_cannot_answer_is_asked_again_in_halves():
+    calls = []
+
+    def respond(request):
+        if request["response_format"]["json_schema"]["name"] != "rules":
+            return {"merges": [], "edges": []}
+        shown = len(re.findall(r"^\s*\[\d+\]", request["messages"][-1]["content"], re.M))
+        calls.append(shown)
+        if shown > 5:
+            return RawResponse('{"1": {"rule": "ye', "length", 100, 2048, None, "s")  # cut off
+        return respond_units(request)
+
+    doc, skill, report = run(Scripted(respond))
+    assert calls[0] == 10 and calls[-2:] == [5, 5]  # halved after the cut-off answer(s)
+    assert len(skill.graph.rules) >= 6
+    assert not any(b.error for b in report.blocks)
