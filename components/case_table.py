@@ -139,9 +139,11 @@ def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_si
     if frame.empty:
         st.caption("No stored cases to list yet.")
         return
-    c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
-    text = c1.text_input("Filter cases", key=f"{key}_filter",
+    # The filter gets a row of its own: sharing one with the sort, toggle and page, the
+    # toggle's seventh of the row cut its label to "D…" at 1024 px.
+    text = st.text_input("Filter cases", key=f"{key}_filter",
                          placeholder="case id, verdict, gold, strategy or run")
+    c2, c3, c4 = st.columns([2, 1.3, 1], vertical_alignment="bottom")
     sort_by = c2.selectbox("Sort by", [c for c in columns if c != "open"], key=f"{key}_sort")
     descending = c3.toggle("Descending", key=f"{key}_desc")
     page = c4.number_input("Page", min_value=1, value=1, step=1, key=f"{key}_page")

@@ -16,6 +16,7 @@ from components.errors import show_error
 from components.safe import md
 from store import edge_review, repo
 from workbench.graph import PROVENANCES, SkillGraph
+from workbench.roles import Actor, NotAllowed
 
 
 def provenance_filter(skill: SkillGraph, key: str) -> list[str]:
@@ -33,7 +34,7 @@ def provenance_filter(skill: SkillGraph, key: str) -> list[str]:
     )
 
 
-def review_panel(engine: Engine, skill: SkillGraph, version: int, author: str) -> int | None:
+def review_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor) -> int | None:
     """The next proposed edge with Accept (a) / Reject (x); returns the version to show after
     a decision, or None when nothing was decided in this run."""
     pending = sorted(skill.proposed, key=lambda e: (-(e.confidence or 0), e.source, e.target))
@@ -63,7 +64,7 @@ def review_panel(engine: Engine, skill: SkillGraph, version: int, author: str) -
     reject = c2.button("Reject (x)", key="edge_reject", shortcut="x", disabled=not may_edit)
     if (accept or reject) and may_edit:
         try:
-            return edge_review.decide_edge(engine, skill.name, version, edge.pair, accept, author)
-        except repo.StaleVersion as stale:
-            show_error(stale)
+            return edge_review.decide_edge(engine, skill.name, version, edge.pair, accept, actor)
+        except (repo.StaleVersion, NotAllowed) as exc:  # the store checks the role too
+            show_error(exc)
     return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from components.safe import md
-from workbench.roles import ROLES, may, refusal
+from workbench.roles import ROLES, Actor, may, refusal
 
 _KEY = "identity"
 
@@ -63,6 +63,19 @@ def allowed(action: str) -> bool:
     if who is None:
         return not oidc_configured()
     return may(who.role, action)
+
+
+def actor(name: str | None = None) -> Actor:
+    """The acting identity to pass to a store write, which checks the role itself
+    (``workbench.roles.require``): the signed-in person; nobody (refused) when OIDC is
+    configured and nobody signed in; else single-user mode, recorded as ``name`` (the name
+    typed on the page) or the session's name."""
+    who = current()
+    if who is not None:
+        return Actor.signed_in(who.name, who.role)
+    if oidc_configured():
+        return Actor.nobody()
+    return Actor.single_user(name or st.session_state.get("user_name") or "analyst")
 
 
 def explain_refusal(action: str) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
+from components import identity
 from components.safe import md
 from workbench.audit.trace import AuditTrace
 from workbench.vocabulary import JudgeMode, KeywordMethod, verdict_word
@@ -90,9 +91,10 @@ def trace_diff(stored: AuditTrace | None, new: AuditTrace) -> list[str]:
 
 
 def show_rerun_preview(strategy: str, stored: AuditTrace | None,
-                       new: AuditTrace, key: str) -> bool:
+                       new: AuditTrace, key: str, may_store: bool = True) -> bool:
     """The stored and the new verdict side by side with their differences; returns ``True``
-    when the user asks to store the new result."""
+    when the user asks to store the new result. Without ``may_store`` (the role may not
+    store audit results) there is no Store button, only the reason."""
     with st.container(border=True, key=f"preview_{key}"):
         st.markdown(f"**Preview of a new audit — {md(strategy)}**")
         c1, c2 = st.columns(2)
@@ -107,5 +109,8 @@ def show_rerun_preview(strategy: str, stored: AuditTrace | None,
         if reason:
             with st.expander("New reason"):
                 st.text(str(reason))
+        if not may_store:
+            identity.explain_refusal("store audit results")
+            return False
         return st.button("Store this result", key=f"preview_store_{key}",
                          help="Saves the new trace as a run of its own; the stored one is kept.")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from components import identity, links
 from components.edge_review import provenance_filter, review_panel
+from components.errors import show_error
 from components.graph_view import legend, provenance_legend, show_graph
 from components.replay_state import policy_index
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
@@ -17,6 +18,7 @@ from workbench.audit import AuditOptions
 from workbench.audit.strategies import ContextOptions
 from workbench.editing import apply_edits
 from workbench.impact import closure_changes, reaudit, with_skill
+from workbench.roles import NotAllowed
 from workbench.rule_search import search_rules
 from workbench.vocabulary import Seeding
 
@@ -121,7 +123,7 @@ with st.expander("Rules shown"):
     st.dataframe(with_rule_links(rules_frame(skill, listed), name, version=pinned),
                  hide_index=True, width="stretch", column_config=RULE_LINK_CONFIG)
 
-decided = review_panel(eng, skill, version, user_name())
+decided = review_panel(eng, skill, version, identity.actor(user_name()))
 if decided is not None:
     st.session_state["graph_show_version"] = decided
     st.rerun()
@@ -171,7 +173,10 @@ if st.button("Save as new version", type="primary", key="graph_save", disabled=n
         summary = (f"restored from version {version}; " if restore else "") + result.summary
         try:
             saved = repo.save_skill(eng, result.skill, author=author or "analyst",
-                                    note=note or summary, base_version=built_on)
+                                    note=note or summary, base_version=built_on,
+                                    actor=identity.actor(author))
+        except NotAllowed as refused:  # the store checks the role too
+            show_error(refused)
         except repo.StaleVersion as stale:
             st.error(md(f"Nothing was saved: this edit was made on version {stale.base}, but "
                         f"version {stale.latest} is the latest. Saving would undo what changed "
@@ -235,7 +240,12 @@ else:
                           for c in changes], hide_index=True, width="stretch", key="impact_table",
                          column_config={"open": st.column_config.LinkColumn(
                              "open", display_text="Replay ↗", help="Open this case on Replay")})
-            if st.button("Re-audit these cases with the judge", key="impact_reaudit"):
+            # The re-audit stores its traces (a run of its own): an annotator may not.
+            may_store = identity.allowed("store audit results")
+            if not may_store:
+                identity.explain_refusal("store audit results")
+            if st.button("Re-audit these cases with the judge", key="impact_reaudit",
+                         disabled=not may_store):
                 from components.state import model_gateway
 
                 latest = audit_repo.latest_traces(eng, impact_ds, strategy="cdg")
@@ -247,7 +257,7 @@ else:
                                     model_gateway(),
                                     options=AuditOptions(context=impact_opts.context))
                 audit_repo.save_traces(eng, [f.trace for f in flips], f"impact-{name}-v{version}",
-                                       impact_ds)
+                                       impact_ds, actor=identity.actor(author))
                 st.dataframe([{"case": f.case_id, "before": f.before, "after": f.after,
                                "flipped": f.flipped} for f in flips],
                              hide_index=True, width="stretch", key="impact_flips")

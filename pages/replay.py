@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from components import links
+from components import identity, links
 from components.case_table import picker_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
@@ -20,6 +20,7 @@ from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
 from store import audit_repo
 from workbench.audit import AuditOptions, AuditTrace, CaseFormatError, audit_case, case_from_dict
+from workbench.errors import WorkbenchError
 from workbench.glossary import gold_word
 from workbench.inputs import InputError, loads_json
 from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
@@ -133,7 +134,11 @@ def store(strategy: str, new: AuditTrace) -> None:
     """Keep a previewed trace, in a run of its own: never mixed into a batch run. (The
     cached traces follow by themselves: the stored row changes the data version.)"""
     run_id = f"replay-{case.id}-{strategy}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    audit_repo.save_trace(eng, new, run_id=run_id, dataset=dataset)
+    try:
+        audit_repo.save_trace(eng, new, run_id=run_id, dataset=dataset, actor=identity.actor())
+    except WorkbenchError as exc:  # roles.NotAllowed: the store checks the role too
+        show_error(exc)
+        return
     st.session_state.pop(preview_key(strategy), None)
     st.session_state["replay_flash"] = f"Stored the new {strategy} result as run {run_id}."
     links.publish("run", None)  # show the newest trace, which is now this one
@@ -155,7 +160,9 @@ with right:
     if dataset != PASTE:
         for s in chosen:
             new = preview(s)
-            if new is not None and show_rerun_preview(s, stored(s), new, key=s):
+            # Annotators preview a re-run but store no verdict (workbench.roles).
+            may_store = identity.allowed("store audit results")
+            if new is not None and show_rerun_preview(s, stored(s), new, key=s, may_store=may_store):
                 store(s, new)
     trace_a = stored(strategy_a) or preview(strategy_a)
     if trace_a is None:

@@ -66,7 +66,11 @@ def store_uploaded_cases() -> None:
     upload = st.file_uploader("Cases JSONL (normalised schema: id, context, model_response, ...)",
                               type=["jsonl", "ndjson"], key="rv_cases_file")
     name = st.text_input("Store as dataset", key="rv_cases_name", placeholder="e.g. airline-may")
-    if st.button("Store cases", key="rv_cases_store"):
+    # Storing a case again under its id replaces it, gold label included (workbench.roles).
+    may_import = identity.allowed("import cases")
+    if not may_import:
+        identity.explain_refusal("import cases")
+    if st.button("Store cases", key="rv_cases_store", disabled=not may_import):
         if upload is None or not name.strip():
             st.error("Choose a cases file and name the dataset first.")
             return
@@ -75,7 +79,11 @@ def store_uploaded_cases() -> None:
         except CaseFormatError as exc:
             show_error(exc, lead="Nothing was stored: ")
             return
-        n = audit_repo.save_cases(eng, name.strip(), cases)
+        try:
+            n = audit_repo.save_cases(eng, name.strip(), cases, actor=identity.actor(user_name()))
+        except WorkbenchError as exc:  # roles.NotAllowed: the store checks the role too
+            show_error(exc)
+            return
         audit_cache.clear()  # a case stored again under its id changed in place
         st.success(md(f"Stored {n} cases as dataset {name.strip()}."))
 
@@ -93,7 +101,11 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
                  "(`workbench import INDEX.json`, or the Skills page).")
         return
     # The run's stored traces are the sink's: what it holds is what a resumed run skips.
-    sink = audit_repo.StoreSink(eng, run_id, dataset)
+    try:
+        sink = audit_repo.StoreSink(eng, run_id, dataset, actor=identity.actor(user_name()))
+    except WorkbenchError as exc:  # roles.NotAllowed, before any model call
+        show_error(exc)
+        return
     done_keys, _ = sink_done_keys(sink)
     ids = dict.fromkeys(c.id for c in cases)  # a duplicate id is audited once
     pending = sum((i, strategy, judge_mode, keywords) not in done_keys for i in ids)
@@ -156,7 +168,10 @@ def audit_panel() -> None:
     run_id = st.text_input("Run id", key="rv_run_id",
                            help="Audit again with the same run id to resume: cases already "
                                 "audited in it (same strategy, judge and keywords) are skipped.")
-    if st.button("Audit", key="rv_audit_run", type="primary"):
+    may_store = identity.allowed("store audit results")
+    if not may_store:
+        identity.explain_refusal("store audit results")
+    if st.button("Audit", key="rv_audit_run", type="primary", disabled=not may_store):
         if not run_id.strip():
             st.error("Give the run a name (run id).")
         else:
@@ -170,7 +185,10 @@ def load_panel() -> None:
     dataset = cols[0].text_input("Dataset", key="rv_traces_dataset",
                                  placeholder="the dataset the cases belong to")
     run_id = cols[1].text_input("Run id", key="rv_traces_run", placeholder="default: the file name")
-    if st.button("Store traces", key="rv_traces_store"):
+    may_store = identity.allowed("store audit results")
+    if not may_store:
+        identity.explain_refusal("store audit results")
+    if st.button("Store traces", key="rv_traces_store", disabled=not may_store):
         if upload is None or not dataset.strip():
             st.error("Choose a traces file and name its dataset first.")
             return
@@ -184,7 +202,12 @@ def load_panel() -> None:
             st.warning(md(f"{len(problems)} line(s) skipped: " + "; ".join(problems[:5])))
         if traces:
             run = run_id.strip() or Path(upload.name).stem
-            n = audit_repo.save_traces(eng, traces, run, dataset.strip())
+            try:
+                n = audit_repo.save_traces(eng, traces, run, dataset.strip(),
+                                           actor=identity.actor(user_name()))
+            except WorkbenchError as exc:  # roles.NotAllowed: the store checks the role too
+                show_error(exc)
+                return
             st.success(md(f"Stored {n} traces as run {run} of dataset {dataset.strip()}."))
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from components import identity
+from components.errors import show_error
 from components.extraction_report import reference_panel, report_panel
 from components.glossary import column_help
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
@@ -18,6 +19,7 @@ from components.safe import md
 from components.state import engine, model_gateway, user_name
 from store import edge_review, repo
 from workbench.glossary import help_for
+from workbench.roles import NotAllowed
 from workbench.skill_upload import (
     CONFIRM_ABOVE_SECONDS,
     describe_duration,
@@ -113,8 +115,12 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 st.error(md(f"{doc.name}: extraction stopped: {public_text(str(exc), uploaded)}. "
                             "Finished blocks are kept; press Extract again to resume."))
                 continue
-            saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
-                                    report=report.to_dict())
+            try:
+                saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
+                                        report=report.to_dict(), actor=identity.actor(user_name()))
+            except NotAllowed as exc:  # the store checks the role too
+                show_error(exc)
+                continue
             edge_review.save_edge_trust(eng, doc.name, saved.version, graph)
             state = f"version {saved.version}" if saved.created else "unchanged (same as latest)"
             st.success(md(f"{doc.name}: {len(graph.graph)} rules, {len(graph.graph.edges)} edges "
@@ -167,5 +173,9 @@ with st.expander(f"Delete {chosen}"):
     if not may_edit:
         identity.explain_refusal("edit graphs")
     if st.button(f"Delete {chosen}", key="skills_delete", disabled=not may_edit) and may_edit:
-        repo.delete_skill(eng, chosen, author=user_name())
-        st.rerun()
+        try:
+            repo.delete_skill(eng, chosen, identity.actor(user_name()))
+        except NotAllowed as exc:  # the store checks the role too
+            show_error(exc)
+        else:
+            st.rerun()

@@ -10,6 +10,10 @@ or as ``(run_id, AuditTrace)`` (``run_traces``), never as dicts; ``StoreSink`` l
 write into a stored run and resume from it. Every write holds the write lock from its first
 read (``write_session``):
 concurrent importers and audits of one dataset neither collide nor lose rows.
+
+Roles (issue #16): ``save_cases`` needs "import cases" and every trace write ("store audit
+results") the acting ``workbench.roles.Actor``; pages pass theirs (``components.identity.actor``),
+the command line and batch tools the default ``COMMAND_LINE`` (single user).
 """
 
 from __future__ import annotations
@@ -27,10 +31,14 @@ from store.session import retry_conflicts, where_given, write_session
 from workbench.audit.cases import AuditCase, case_from_dict
 from workbench.audit.trace import AuditTrace, TraceFormatError, case_and_strategy, latest_per_case
 from workbench.llm.errors import bound_message
+from workbench.roles import COMMAND_LINE, Actor, require
 
 
-def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase]) -> int:
-    """Insert or update cases of ``dataset`` by case id. Returns how many were written."""
+def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase],
+               actor: Actor = COMMAND_LINE) -> int:
+    """Insert or update cases of ``dataset`` by case id. Returns how many were written.
+    Raises ``roles.NotAllowed`` (nothing written) when ``actor`` may not import cases."""
+    require(actor, "import cases")
     chosen = list(cases)
 
     def write() -> int:
@@ -68,17 +76,21 @@ def datasets(engine: Engine) -> list[str]:
         return sorted(session.exec(select(CaseRow.dataset).distinct()).all())
 
 
-def save_trace(engine: Engine, trace: AuditTrace | dict[str, Any], run_id: str, dataset: str) -> int:
-    return save_traces(engine, [trace], run_id, dataset)
+def save_trace(engine: Engine, trace: AuditTrace | dict[str, Any], run_id: str, dataset: str,
+               actor: Actor = COMMAND_LINE) -> int:
+    return save_traces(engine, [trace], run_id, dataset, actor=actor)
 
 
 def save_traces(
-    engine: Engine, traces: Iterable[AuditTrace | dict[str, Any]], run_id: str, dataset: str
+    engine: Engine, traces: Iterable[AuditTrace | dict[str, Any]], run_id: str, dataset: str,
+    actor: Actor = COMMAND_LINE,
 ) -> int:
     """Append traces under ``run_id``. Returns how many were added: a trace equal to the
     newest stored one of its (dataset, run, case, strategy) is skipped, and so is a repeat
     within ``traces``. A dict (JSON held by a caller) is first read as an ``AuditTrace``
-    (raises ``TraceFormatError`` naming the field), so only valid traces are stored."""
+    (raises ``TraceFormatError`` naming the field), so only valid traces are stored.
+    Raises ``roles.NotAllowed`` (nothing written) when ``actor`` may not store audit results."""
+    require(actor, "store audit results")
     fields = []
     for t in traces:
         trace = t if isinstance(t, AuditTrace) else AuditTrace.from_dict(t)
@@ -197,15 +209,16 @@ class StoreSink:
     """A batch run's sink into one stored run (``workbench.audit.sinks``): each trace is
     saved as it finishes, and the run's stored traces are what a resumed run skips."""
 
-    def __init__(self, engine: Engine, run_id: str, dataset: str):
-        self.engine, self.run_id, self.dataset = engine, run_id, dataset
+    def __init__(self, engine: Engine, run_id: str, dataset: str, actor: Actor = COMMAND_LINE):
+        require(actor, "store audit results")  # before a batch starts, not at its first trace
+        self.engine, self.run_id, self.dataset, self.actor = engine, run_id, dataset, actor
         self.added = 0
 
     def traces(self) -> list[AuditTrace]:
         return load_traces(self.engine, run_id=self.run_id, dataset=self.dataset)
 
     def write(self, trace: AuditTrace) -> None:
-        self.added += save_trace(self.engine, trace, self.run_id, self.dataset)
+        self.added += save_trace(self.engine, trace, self.run_id, self.dataset, actor=self.actor)
 
 
 def runs(engine: Engine, dataset: str | None = None) -> list[str]:

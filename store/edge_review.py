@@ -22,6 +22,7 @@ from store import repo
 from store.models import utcnow
 from workbench.extract.provenance import EdgeDecisions
 from workbench.graph import Edge, RuleGraph, SkillGraph, Span
+from workbench.roles import Actor, require
 
 
 class EdgeTrustRow(SQLModel, table=True):
@@ -139,14 +140,18 @@ def _trust_rows(engine: Engine, name: str, version: int) -> tuple[list[EdgeTrust
 
 
 def decide_edge(
-    engine: Engine, name: str, version: int, pair: tuple[str, str], accept: bool, author: str
+    engine: Engine, name: str, version: int, pair: tuple[str, str], accept: bool, actor: Actor
 ) -> int:
     """Record a verdict on ``pair`` and apply it: accepting a proposed edge adds it (as an
     ``author`` edge) in a new version; rejecting an edge of the graph removes it in a new
     version; rejecting a proposal only records the verdict. Returns the version now showing
     the decision. Raises ``repo.StaleVersion`` when ``version`` is not the latest and the
     graph would change, ``repo.NotFound`` for an unknown SKILL or version, ``ValueError``
-    when ``pair`` names a rule the version does not have."""
+    when ``pair`` names a rule the version does not have, ``roles.NotAllowed`` (nothing
+    recorded) when ``actor`` may not edit graphs: a rejection steers later extractions, so
+    even one that leaves the graph as it is needs the graph editor's role."""
+    require(actor, "edit graphs")
+    author = actor.name
     skill = with_trust(engine, name, version, repo.load_skill(engine, name, version))
     unknown = [r for r in pair if r not in skill.graph.rules]
     if unknown:
@@ -179,7 +184,7 @@ def decide_edge(
                          [e for e in skill.proposed if e.pair != pair])
     # An edge decision is an edit built on ``version``: refused (StaleVersion) when a later
     # version exists, so accepting an edge on an old version never reverts newer edits.
-    saved = repo.save_skill(engine, changed, author=author, base_version=version,
+    saved = repo.save_skill(engine, changed, author=author, base_version=version, actor=actor,
                             note=f"{verb} edge {pair[0]} -> {pair[1]}")
     save_edge_trust(engine, name, saved.version, changed)
     record()  # only once the graph change is saved: a refused stale save records nothing

@@ -19,6 +19,7 @@ from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
 from store.session import retry_conflicts, write_session
 from workbench.errors import WorkbenchError
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
+from workbench.roles import COMMAND_LINE, Actor, require
 
 
 class NotFound(WorkbenchError, LookupError):
@@ -64,14 +65,19 @@ def save_skill(
     note: str = "",
     report: dict | None = None,
     base_version: int | None = None,
+    actor: Actor = COMMAND_LINE,
 ) -> SavedVersion:
     """Store ``skill`` as a new version of its name, unless it equals the latest version.
+
+    ``actor`` must be allowed to "edit graphs" (``roles.NotAllowed`` otherwise, nothing
+    saved); pages pass the signed-in one, and ``author`` (recorded) is its name.
 
     ``base_version`` is the version an edit was built on: when it is given and is not the
     latest, nothing is saved and :class:`StaleVersion` is raised (an edit of an old version
     must never revert later ones). Imports and extractions pass none: their content is new.
     The version number is taken under the write lock, so concurrent saves never collide.
     """
+    require(actor, "edit graphs")
     src_sha, g_sha = _sha(skill.source), graph_fingerprint(skill)
 
     def write() -> SavedVersion:
@@ -234,8 +240,11 @@ def export_index(engine: Engine, names: Iterable[str] | None = None) -> PolicyIn
     return PolicyIndex(load_skill(engine, n) for n in chosen)
 
 
-def delete_skill(engine: Engine, name: str, author: str = "system") -> int:
-    """Hide every version of a SKILL (rows are kept for the audit trail). Returns the count."""
+def delete_skill(engine: Engine, name: str, actor: Actor) -> int:
+    """Hide every version of a SKILL (rows are kept for the audit trail), recorded for
+    ``actor``. Returns the count. Raises ``roles.NotAllowed`` when ``actor`` may not edit
+    graphs, ``NotFound`` for an unknown name."""
+    require(actor, "edit graphs")
     with Session(engine) as session:
         rows = session.exec(select(SkillVersion).where(SkillVersion.name == name)).all()
         if not rows:
@@ -244,7 +253,7 @@ def delete_skill(engine: Engine, name: str, author: str = "system") -> int:
             r.deleted = True
             session.add(r)
         session.add(EditRecord(name=name, from_version=max(r.version for r in rows),
-                               to_version=0, author=author, summary="deleted"))
+                               to_version=0, author=actor.name, summary="deleted"))
         session.commit()
         return len(rows)
 

@@ -117,3 +117,18 @@ def test_only_graph_editors_may_decide_a_proposed_edge(tmp_path, monkeypatch):
         assert repo.versions(eng, "desk")[-1].version == v + 1
     finally:
         eng.dispose()
+
+
+def test_annotator_cannot_import_cases_or_traces_on_review_analyst_can(review_db):  # noqa: F811
+    """Issue #16: "Store cases", "Store traces" and "Audit" write what others read as verdicts
+    and gold labels; an annotator finds them disabled with the reason, an analyst does not."""
+
+    for role, disabled in (("annotator", True), ("analyst", False)):
+        at = _as(REVIEW, role)
+        at.radio(key="rv_cases_source").set_value("Upload a cases JSONL").run()
+        assert not at.exception, role
+        assert at.button(key="rv_cases_store").disabled is disabled, role
+        assert at.button(key="rv_traces_store").disabled is disabled, role
+        reasons = " ".join(i.value for i in at.info)
+        assert ("import cases you need the role analyst or reviewer or admin" in reasons) is disabled
+        assert ("store audit results you need the role" in reasons) is disabled

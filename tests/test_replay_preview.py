@@ -77,3 +77,21 @@ def _runs(eng, case_id):
     from store import audit_repo
 
     return [(r, t) for r, t in audit_repo.run_traces(eng, "demo") if t.id == case_id]
+
+
+@pytest.mark.parametrize("role,may_store", [("annotator", False), ("analyst", True)])
+def test_only_a_role_that_stores_audit_results_gets_store_this_result(db, role, may_store):
+    """Issue #16: an annotator previews a re-run but gets no "Store this result", only the
+    reason; an analyst (the positive control) gets the button."""
+    eng, case = db
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["identity"] = {"name": f"the {role}", "role": role}
+    at.query_params.update({"dataset": "demo", "case": case.id})
+    at.run()
+    at.selectbox(key="replay_judge").set_value("none").run()
+    at.button(key="replay_run").click().run()
+    assert not at.exception
+    assert [m.label for m in at.metric if m.label == "New (not stored)"] == ["New (not stored)"]
+    assert any(b.key == "preview_store_cdg" for b in at.button) is may_store
+    refusal = any("store audit results you need the role" in i.value for i in at.info)
+    assert refusal is not may_store

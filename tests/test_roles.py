@@ -38,3 +38,18 @@ def test_unknown_role_or_action_is_an_error():
         may("boss", "edit graphs")
     with pytest.raises(RoleError, match="unknown action"):
         may("admin", "fly")
+
+
+def test_require_refuses_with_the_roles_needed_and_single_user_passes():
+    from workbench.roles import SINGLE_USER, Actor, NotAllowed, require
+
+    with pytest.raises(NotAllowed) as info:
+        require(Actor.signed_in("ann", "annotator"), "store audit results")
+    assert info.value.message.startswith("ann is signed in as annotator, which may not store")
+    assert "author or analyst or reviewer or admin" in info.value.hint
+    require(Actor.single_user(""), "change settings")  # nobody to keep out on one laptop
+    assert Actor.single_user("").name == "analyst" and Actor.single_user("").role == SINGLE_USER
+    with pytest.raises(RoleError, match="unknown role 'boss'"):
+        Actor.signed_in("x", "boss")
+    with pytest.raises(RoleError, match="unknown action"):
+        require(Actor.single_user("me"), "fly")  # a typo must not pass in single-user mode

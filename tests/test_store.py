@@ -6,6 +6,7 @@ import pytest
 
 from store import repo
 from workbench.graph import PolicyIndex, Rule, RuleGraph, SkillGraph
+from workbench.roles import COMMAND_LINE
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_missing_and_deleted_skills_say_what_exists(engine, refund_index_data):
         repo.load_skill(engine, "nope")
     with pytest.raises(repo.NotFound, match="version 9"):
         repo.load_skill(engine, "refunds", 9)
-    assert repo.delete_skill(engine, "refunds") == 1
+    assert repo.delete_skill(engine, "refunds", COMMAND_LINE) == 1
     assert repo.skill_names(engine) == []
     with pytest.raises(repo.NotFound, match="import an index first"):
         repo.load_skill(engine, "refunds")

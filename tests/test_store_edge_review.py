@@ -7,8 +7,10 @@ import pytest
 from store import edge_review, repo
 from store.db import make_engine
 from workbench.graph import Edge, Rule, RuleGraph, SkillGraph, Span
+from workbench.roles import Actor
 
 SOURCE = "Verify the id. Check the fare. Refund to the card."
+ANN, BOB = Actor.signed_in("ann", "author"), Actor.signed_in("bob", "author")
 
 
 def skill() -> SkillGraph:
@@ -46,7 +48,7 @@ def test_provenance_and_proposals_round_trip_through_the_store(eng):
 
 def test_accepting_a_proposal_adds_an_author_edge_in_a_new_version(eng):
     v = saved(eng)
-    v2 = edge_review.decide_edge(eng, "desk", v, ("C", "F"), accept=True, author="ann")
+    v2 = edge_review.decide_edge(eng, "desk", v, ("C", "F"), accept=True, actor=ANN)
     assert v2 == v + 1
     after = edge_review.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
     added = {e.pair: e for e in after.graph.edges}[("C", "F")]
@@ -56,14 +58,14 @@ def test_accepting_a_proposal_adds_an_author_edge_in_a_new_version(eng):
 
 def test_rejecting_a_proposal_hides_it_everywhere_and_is_kept_for_re_extraction(eng):
     v = saved(eng)
-    assert edge_review.decide_edge(eng, "desk", v, ("C", "F"), accept=False, author="ann") == v
+    assert edge_review.decide_edge(eng, "desk", v, ("C", "F"), accept=False, actor=ANN) == v
     assert edge_review.with_trust(eng, "desk", v, repo.load_skill(eng, "desk", v)).proposed == []
     assert edge_review.load_decisions(eng, "desk").rejected == {("C", "F")}
     # Rejecting a kept edge removes it in a new version.
-    v2 = edge_review.decide_edge(eng, "desk", v, ("F", "V"), accept=False, author="ann")
+    v2 = edge_review.decide_edge(eng, "desk", v, ("F", "V"), accept=False, actor=ANN)
     assert repo.load_skill(eng, "desk", v2).graph.edges == []
     # The latest verdict on a pair wins.
-    edge_review.decide_edge(eng, "desk", v2, ("F", "V"), accept=True, author="bob")
+    edge_review.decide_edge(eng, "desk", v2, ("F", "V"), accept=True, actor=BOB)
     decisions = edge_review.load_decisions(eng, "desk")
     assert ("F", "V") in decisions.accepted and ("F", "V") not in decisions.rejected
 
@@ -71,7 +73,7 @@ def test_rejecting_a_proposal_hides_it_everywhere_and_is_kept_for_re_extraction(
 def test_a_verdict_on_an_unknown_rule_is_refused(eng):
     v = saved(eng)
     with pytest.raises(ValueError, match="no rule X"):
-        edge_review.decide_edge(eng, "desk", v, ("X", "V"), accept=True, author="ann")
+        edge_review.decide_edge(eng, "desk", v, ("X", "V"), accept=True, actor=ANN)
 
 
 def test_a_version_saved_by_an_edit_keeps_provenance_and_marks_new_edges_author(eng):
@@ -90,9 +92,9 @@ def test_a_graph_changing_decision_on_an_old_version_is_refused_and_not_recorded
     # Accepting an edge saves a new version built on the one shown: from an old version that
     # would silently drop what later versions changed (the stale-save data loss of issue 16).
     v1 = saved(eng)
-    v2 = edge_review.decide_edge(eng, "desk", v1, ("F", "V"), accept=False, author="ann")
+    v2 = edge_review.decide_edge(eng, "desk", v1, ("F", "V"), accept=False, actor=ANN)
     assert v2 == v1 + 1  # the procedure edge removed in v2
     with pytest.raises(repo.StaleVersion):
-        edge_review.decide_edge(eng, "desk", v1, ("C", "F"), accept=True, author="bob")
+        edge_review.decide_edge(eng, "desk", v1, ("C", "F"), accept=True, actor=BOB)
     assert repo.versions(eng, "desk")[-1].version == v2
     assert ("C", "F") not in edge_review.load_decisions(eng, "desk").accepted

@@ -21,6 +21,7 @@ from workbench.cli import main
 from workbench.editing import apply_edits
 from workbench.graph import PolicyIndex
 from workbench.llm.errors import MAX_MESSAGE_CHARS, ModelCallError, bound_message
+from workbench.roles import COMMAND_LINE
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
 NO_JUDGE = AuditOptions(judge_mode="none")
@@ -72,7 +73,7 @@ def test_save_from_an_old_version_is_refused_with_what_changed_since(engine, ref
 def test_version_numbers_are_never_reused_after_a_delete(engine, refund_index_data):
     index = PolicyIndex.from_dict(refund_index_data)
     repo.import_index(engine, index)
-    repo.delete_skill(engine, "refunds")
+    repo.delete_skill(engine, "refunds", COMMAND_LINE)
     assert repo.import_index(engine, index)[0].version == 2
 
 

@@ -260,3 +260,51 @@ def test_review_list_pages_and_filters(browser, server):
         assert_no_exception(page, server)
     finally:
         context.close()
+
+
+_CLIPPED_JS = """(root) => {
+    // The label's text and every box around it up to the widget: a label cut to "D…" has a
+    // box narrower than its text (scrollWidth > clientWidth) under overflow hidden/ellipsis.
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    let node, found = null;
+    while ((node = walker.nextNode())) if (node.textContent.trim() === "Descending") found = node;
+    if (!found) return {error: "no Descending text"};
+    const range = document.createRange();
+    range.selectNodeContents(found);
+    const text = range.getBoundingClientRect();
+    const boxes = [];
+    for (let el = found.parentElement; el && el !== root.parentElement; el = el.parentElement) {
+        const r = el.getBoundingClientRect();
+        boxes.push({tag: el.tagName, testid: el.dataset.testid || "", scroll: el.scrollWidth,
+                    client: el.clientWidth, left: r.left, right: r.right,
+                    overflow: getComputedStyle(el).overflowX});
+    }
+    return {textLeft: text.left, textRight: text.right, textWidth: text.width, boxes};
+}"""
+
+
+def test_descending_toggle_label_is_readable_at_1024_px(browser, server):
+    """Issue #16 item 10: at 1024 px the case list's "Descending" toggle label was cut to
+    "D…". Its text must fit the boxes around it: none clips it (scroll width over client
+    width with overflow hidden) and the text lies inside the toggle's own box."""
+    context = browser.new_context(viewport={"width": 1024, "height": 900})
+    page = context.new_page()
+    try:
+        goto(page, server, f"review?dataset={BIG}")
+        page.get_by_text(re.compile(r"^Queue list \(")).click()
+        settle(page)
+        listing = page.locator("[data-testid='stExpander']", has_text="Queue list")
+        toggle = listing.locator("[data-testid='stCheckbox']", has_text="Descending")
+        toggle.wait_for()
+        toggle.screenshot(path=str(server.log.parent / "descending-1024.png"))
+        listing.locator("[data-testid='stHorizontalBlock']").first.screenshot(
+            path=str(server.log.parent / "list-controls-1024.png"))
+        m = toggle.evaluate(_CLIPPED_JS)
+        assert "error" not in m, m
+        clipped = [b for b in m["boxes"] if b["overflow"] != "visible" and b["scroll"] > b["client"] + 1]
+        assert clipped == [], m
+        widget = m["boxes"][-1]
+        assert widget["left"] - 1 <= m["textLeft"] and m["textRight"] <= widget["right"] + 1, m
+        assert_no_exception(page, server)
+    finally:
+        context.close()

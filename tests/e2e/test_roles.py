@@ -2,10 +2,12 @@
 the sidebar: annotator B never sees annotator A's labels on any Annotate view (not even after
 labelling the same rule), while a reviewer does; an annotator cannot save a graph edit; an
 analyst cannot delete a SKILL, while an author can; an analyst gets no control that changes
-settings (there is none for anyone: settings live in workbench.toml and WORKBENCH_* variables)."""
+settings (there is none for anyone: settings live in workbench.toml and WORKBENCH_* variables);
+an annotator gets no "Store this result" on Replay, while an analyst stores the re-run."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from playwright.sync_api import expect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
-from .flows import assert_no_exception, import_index, settle, start_server  # noqa: E402
+from .flows import assert_no_exception, goto, import_index, settle, start_server  # noqa: E402
 from .identity import sign_in, sign_out  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -167,5 +169,63 @@ def test_only_a_graph_editor_may_delete_a_skill(server, page, browser):
     eng = make_engine(server.db_url)
     try:
         assert repo.skill_names(eng) == []
+    finally:
+        eng.dispose()
+
+
+def _seed_replay(eng) -> None:
+    from store import audit_repo
+
+    from .flows import demo_cases, demo_index_data
+
+    import_index(eng, demo_index_data())
+    audit_repo.save_cases(eng, "demo", demo_cases())
+
+
+@pytest.fixture
+def replay_server(tmp_path):
+    srv = start_server(tmp_path, _seed_replay)
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("role,may_store", [("annotator", False), ("analyst", True)])
+def test_only_an_analyst_may_store_a_replay_result(replay_server, browser, role, may_store):
+    """Issue #16: a re-run on Replay is a preview; storing it writes an audit result, which an
+    annotator may not do (no "Store this result", the reason instead) and an analyst may (the
+    positive control: the check can fail). The analyst's press stores a run of its own."""
+    from store import audit_repo
+    from store.db import make_engine
+
+    from .flows import choose, demo_cases
+
+    server = replay_server
+    case = demo_cases()[0].id
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        goto(page, server, f"replay?dataset=demo&case={case}")
+        sign_in(page, f"the {role}", role)
+        choose(page, "Judge", "none")  # no model call: the preview is the closure alone
+        page.get_by_role("button", name=re.compile(r"Run audit \(preview\)")).click()
+        settle(page)
+        page.get_by_text("New (not stored)").first.wait_for()
+        store = page.get_by_role("button", name="Store this result")
+        reason = page.get_by_text("to store audit results you need the role")
+        assert_no_exception(page, server)
+        if not may_store:
+            expect(store).to_have_count(0)
+            reason.first.wait_for()
+            return
+        expect(reason).to_have_count(0)
+        store.first.click()
+        settle(page)
+        page.get_by_text("Stored the new cdg result").wait_for()
+        assert_no_exception(page, server)
+    finally:
+        context.close()
+    eng = make_engine(server.db_url)
+    try:
+        assert [r for r in audit_repo.runs(eng, "demo") if r.startswith(f"replay-{case}-")]
     finally:
         eng.dispose()
