@@ -31,11 +31,7 @@ def sign_in(page, name: str, role: str) -> None:
             page.keyboard.press("Escape")
             settle(page)
     form.get_by_role("button", name="Sign in").click()
-    try:
-        sidebar.get_by_text(f"Signed in as {name} ({role})").wait_for(timeout=30_000)
-    except Exception:
-        page.screenshot(path="/tmp/wtC_signin.png", full_page=True)
-        raise
+    sidebar.get_by_text(f"Signed in as {name} ({role})").wait_for(timeout=30_000)
     settle(page)
 
 
