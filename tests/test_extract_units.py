@@ -179,3 +179,26 @@ def test_a_chunk_the_model_cannot_answer_is_asked_again_in_halves():
     assert calls[0] == 10 and calls[-2:] == [5, 5]  # halved after the cut-off answer(s)
     assert len(skill.graph.rules) >= 6
     assert not any(b.error for b in report.blocks)
+
+
+def test_units_rerun_after_a_one_section_edit_asks_only_that_section_and_keeps_rejections():
+    from workbench.extract.provenance import EdgeDecisions
+
+    text = TEXT + ("\n## Refunds\n\nRefunds must go to the original card. "
+                   "A refund over 200 dollars needs a supervisor.\n")
+    doc = parse_skill(f"---\nname: booking\ndescription: booking rules\n---\n{text}")
+    store = MemoryStepStore()
+    first_t = Scripted(respond_units)
+    gw = Gateway(load_config(env={}), transport=first_t, sleep=lambda s: None)
+    first, _ = extract_skill(doc, gw, store, extract_prompt="units_v1")
+    rejected = first.proposed[0].pair
+    decisions = EdgeDecisions()
+    decisions.decide(rejected, accept=False)
+    edited = parse_skill(doc.source.replace("200 dollars", "250 dollars"))
+    again_t = Scripted(respond_units)
+    gw2 = Gateway(load_config(env={}), transport=again_t, sleep=lambda s: None)
+    second, report = extract_skill(edited, gw2, store, extract_prompt="units_v1", decisions=decisions)
+    asked = [r for r in again_t.requests if r["response_format"]["json_schema"]["name"] == "rules"]
+    assert len(asked) == 1 and "250 dollars" in asked[0]["messages"][-1]["content"]
+    assert rejected not in {e.pair for e in second.proposed} | {e.pair for e in second.graph.edges}
+    assert set(second.graph.rules) == set(first.graph.rules)
