@@ -1,9 +1,9 @@
 """``workbench baselines``: build the outside-library baselines' indexes and show their cost.
 
-``workbench baselines index --strategy lightrag --index INDEX`` indexes every SKILL of the
-policy index with LightRAG (through the gateway's ``extractor`` role; resumable, cached under
-``.workbench/baselines``) and prints what it cost beside the CDG extraction cost when
-``--extraction-reports`` names the extraction's reports.
+``workbench baselines index --strategy lightrag|graphrag --index INDEX`` indexes every SKILL
+of the policy index with LightRAG or Microsoft GraphRAG (through the gateway's ``extractor``
+role; resumable, cached under ``.workbench/baselines/<strategy>``) and prints what it cost
+beside the CDG extraction cost when ``--extraction-reports`` names the extraction's reports.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import argparse
 
 from workbench.commands._common import command_group
 
-STRATEGIES = ("lightrag",)
+STRATEGIES = ("lightrag", "graphrag")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     actions = command_group(
-        sub, "baselines", help="index SKILLs for the library baselines (LightRAG) and show the cost",
-        description="Build the LightRAG baseline's index of each SKILL and report its indexing "
-        "cost next to the CDG extraction cost.", dest="baselines_action")
+        sub, "baselines",
+        help="index SKILLs for the library baselines (LightRAG, GraphRAG) and show the cost",
+        description="Build a library baseline's (LightRAG, GraphRAG) index of each SKILL and "
+        "report its indexing cost next to the CDG extraction cost.", dest="baselines_action")
     p = actions.add_parser("index", help="index SKILLs with a baseline library (resumable)")
     p.add_argument("--strategy", choices=STRATEGIES, default="lightrag")
     p.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--root", default=None,
                    help="where indexes live (default .workbench/baselines/<strategy>)")
     p.add_argument("--no-cache", action="store_true",
-                   help="do not use the workbench response cache (LightRAG keeps its own)")
+                   help="do not use the workbench response cache (the libraries keep their own)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=_index)
 
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _index(args) -> int:
     import json
 
-    from workbench.audit.baselines import LightragIndexes
+    from workbench.audit.baselines import GraphragIndexes, LightragIndexes
     from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
     from workbench.cli import CliError
     from workbench.commands.audit import _gateway
@@ -57,8 +58,13 @@ def _index(args) -> int:
         if not isinstance(reports, list) or not all(isinstance(r, dict) for r in reports):
             raise CliError(f"{args.extraction_reports} is not a list of extraction reports",
                            "give the reports.json that `workbench extract` wrote")
+    make = GraphragIndexes if args.strategy == "graphrag" else LightragIndexes
     gateway = _gateway(args)
-    indexes = LightragIndexes(gateway=gateway, root=args.root)
+    try:
+        indexes = make(gateway=gateway, root=args.root)
+    except BaseException:  # the library is missing: its error names the install
+        gateway.close()
+        raise
     costs = []
     try:
         for name in names:
