@@ -270,6 +270,11 @@ graphrag_installed = pytest.mark.skipif(
     reason="the graphrag baseline's library is an optional overlay: make install-graphrag")
 
 
+def real_library(test):
+    """Runs GraphRAG's pipeline (its import alone takes tens of seconds)."""
+    return pytest.mark.slow(graphrag_installed(test))
+
+
 def indexes(root, transport):
     from workbench.audit.baselines.graphrag_index import GraphragIndexes
 
@@ -281,7 +286,7 @@ def _cost(root: Path) -> dict:
     return json.loads(path.read_text())
 
 
-@graphrag_installed
+@real_library
 def test_index_local_search_spans_and_cost(tmp_path, demo):
     t = Scripted()
     idx = indexes(tmp_path, t)
@@ -316,7 +321,7 @@ def test_index_local_search_spans_and_cost(tmp_path, demo):
     again.close()
 
 
-@graphrag_installed
+@real_library
 def test_failed_run_resumes_without_repaying_finished_calls(tmp_path, demo):
     from workbench.audit.baselines.graphrag_index import GraphragIndexError
 
@@ -344,7 +349,7 @@ def test_failed_run_resumes_without_repaying_finished_calls(tmp_path, demo):
     assert [r["status"] for r in _cost(tmp_path / "res")["runs"]] == ["failed", "processed"]
 
 
-@graphrag_installed
+@real_library
 def test_target_tokens_caps_the_real_context(tmp_path, demo):
     idx = indexes(tmp_path, Scripted())
     r = GraphragRetriever(idx)
@@ -355,7 +360,7 @@ def test_target_tokens_caps_the_real_context(tmp_path, demo):
     idx.close()
 
 
-@graphrag_installed
+@real_library
 def test_strategy_audits_and_the_curve_and_sweep_take_it(tmp_path, monkeypatch):
     from workbench.audit.cases import load_cases
     from workbench.audit.complibench import import_complibench
@@ -390,7 +395,7 @@ def test_strategy_audits_and_the_curve_and_sweep_take_it(tmp_path, monkeypatch):
     retriever.indexes.close()
 
 
-@graphrag_installed
+@real_library
 def test_cli_indexes_and_audits_through_the_given_gateway(tmp_path, monkeypatch, capsys):
     """`workbench baselines index --strategy graphrag` reports the cost beside CDG's, and
     `workbench audit --strategy graphrag --no-judge` indexes through the audit's own gateway."""
