@@ -129,6 +129,36 @@ def test_cli_without_the_library_says_how_to_install(monkeypatch, capsys, tmp_pa
     assert not any(tmp_path.iterdir())  # nothing half-built
 
 
+def test_cli_attach_points_the_indexing_gateway_at_a_running_model(monkeypatch, tmp_path):
+    """`--attach URL` (the lead's `workbench model serve`) reaches the gateway that indexes."""
+    import workbench.audit.baselines as baselines
+    from workbench.cli import main
+
+    seen = []
+
+    class Recording:
+        def __init__(self, gateway, root):
+            seen.append(gateway)
+
+        def open(self, skill, source):
+            pass
+
+        def cost(self, skill, source):
+            return None
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(baselines, "GraphragIndexes", Recording)
+    url = "http://127.0.0.1:8765/v1"
+    code = main(["baselines", "index", "--strategy", "graphrag", "--index", str(DEMO),
+                 "--skills", "airline-policy", "--root", str(tmp_path), "--no-cache",
+                 "--attach", url])
+    assert code == 0
+    (gw,) = seen
+    assert gw.config.embedded.url == url
+
+
 def test_messages_in_every_shape_graphrag_sends():
     assert as_messages("hi") == [{"role": "user", "content": "hi"}]
     obj = SimpleNamespace(role="assistant", content="earlier answer")
@@ -401,6 +431,7 @@ def test_cli_indexes_and_audits_through_the_given_gateway(tmp_path, monkeypatch,
     `workbench audit --strategy graphrag --no-judge` indexes through the audit's own gateway."""
     import workbench.audit.dense as dense
     import workbench.commands.audit as audit_command
+    import workbench.commands.baselines as baselines_command
     from workbench.audit.complibench import import_complibench
     from workbench.cli import main
 
@@ -411,6 +442,7 @@ def test_cli_indexes_and_audits_through_the_given_gateway(tmp_path, monkeypatch,
         return made[-1]
 
     monkeypatch.setattr(audit_command, "_worker_gateway", audit_gateway)
+    monkeypatch.setattr(baselines_command, "_gateway", lambda args: audit_gateway(args.no_cache))
     monkeypatch.setattr(dense, "default_encoder", HashEncoder)  # no torch
     monkeypatch.setenv("WORKBENCH_BASELINES_DIR", str(tmp_path / "baselines"))
     monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'wb.db'}")

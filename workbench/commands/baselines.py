@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "to show their cost beside the baseline's")
     p.add_argument("--root", default=None,
                    help="where indexes live (default .workbench/baselines/<strategy>)")
+    p.add_argument("--attach", metavar="URL",
+                   help="use a running `workbench model serve` (http://127.0.0.1:PORT/v1) for "
+                   "embedded roles instead of starting a model in this process")
     p.add_argument("--no-cache", action="store_true",
                    help="do not use the workbench response cache (the libraries keep their own)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -42,7 +45,6 @@ def _index(args) -> int:
     from workbench.audit.baselines import GraphragIndexes, LightragIndexes
     from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
     from workbench.cli import CliError
-    from workbench.commands.audit import _gateway
     from workbench.commands.graph import load_index_or_fail
     from workbench.inputs import read_json
 
@@ -77,3 +79,20 @@ def _index(args) -> int:
     rows = cost_rows([c for c in costs if c is not None], reports)
     print(json.dumps(rows, indent=1) if args.json else format_cost_rows(rows, args.strategy))
     return 0
+
+
+def _gateway(args):
+    """The audit's kind of gateway (database cache and usage log unless --no-cache), attached
+    to a running model server with --attach."""
+    from workbench.llm.config import load_config
+    from workbench.llm.gateway import Gateway
+
+    config = load_config()
+    if args.attach:
+        config = config.attached_to(args.attach)
+    if args.no_cache:
+        return Gateway.from_env(config)
+    from store.db import make_engine
+    from store.llm_cache import persistent_gateway
+
+    return persistent_gateway(make_engine(), config)
