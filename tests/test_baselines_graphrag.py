@@ -266,6 +266,15 @@ def test_token_target_is_met_by_lowering_graphrags_limit(demo):
     assert asked[0] == 12000 and min(asked) < count_tokens(full) // 2
 
 
+def test_token_target_holds_over_several_skills(demo):
+    skills = ["airline-policy", "retail-policy"]
+    r = GraphragRetriever(FakeIndexes())
+    for target in (101, 333, 1001):
+        text, units, _ = r.context(QUERY, skills, demo, target_tokens=target)
+        assert count_tokens(text) <= target
+        assert {u.skill for u in units} == set(skills)  # each SKILL got its share
+
+
 def test_kg_section_without_sources():
     assert kg_section("-----Reports-----\nid|title\n1|T\n\n-----Sources-----\nid|text\n1|x") == \
         "-----Reports-----\nid|title\n1|T"

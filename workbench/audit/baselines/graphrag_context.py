@@ -89,6 +89,8 @@ class GraphragRetriever:
                     got = self.skill_units(s, source, query, limit)
                 got = _fit(got, share)
             units += got
+        if target_tokens is not None:  # the separators between SKILLs count too
+            units = _fit(units, target_tokens)
         text = "\n\n".join(u.text for u in units)
         chunk_ids = [u.id for u in units if not u.id.endswith("#graphrag-kg")]
         return text, units, chunk_ids
