@@ -59,6 +59,7 @@ class StrategyName(StrEnum):
     NO_CLOSURE = "no-closure"
     NO_KEYWORDS = "no-keywords"
     LIGHTRAG = "lightrag"
+    GRAPHRAG = "graphrag"
 
 
 class Split(StrEnum):

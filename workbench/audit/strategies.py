@@ -13,6 +13,8 @@ comparison is like for like.
 ``dense``     Dense-RAG: the ``top_k`` passages by all-MiniLM-L6-v2 cosine similarity
 ``lightrag``  LightRAG (the real library): its knowledge-graph index of each routed SKILL,
               queried with the audit keywords, context only (see ``audit/baselines``)
+``graphrag``  Microsoft GraphRAG (the real library, an optional overlay): its local-search
+              context over each routed SKILL's index, context only
 ============  ====================================================================
 
 Seeding (``ContextOptions.seeding``): ``scored`` (default) ranks every rule of the routed
@@ -424,6 +426,40 @@ class LightragStrategy:
                              options)
 
 
+class GraphragStrategy:
+    """GraphRAG's local-search context (reports, entities, relationships, text units) for the
+    case, context only.
+
+    The index of each routed SKILL is built on first use through the audit's model gateway
+    (role ``extractor``) and cached under ``.workbench/baselines/graphrag``; local search
+    embeds the retrieval query (the dense encoder), so querying makes no model call and needs
+    no audit keywords. ``gateway`` None: one from the environment on first need.
+    """
+
+    name = StrategyName.GRAPHRAG
+    uses_keywords = False
+    uses_gateway = True  # indexing calls the model: get_strategy hands it the audit's gateway
+
+    def __init__(self, retriever=None, gateway=None):
+        self._retriever = retriever
+        self._gateway = gateway
+
+    @property
+    def retriever(self):
+        if self._retriever is None:
+            from workbench.audit.baselines.graphrag_context import GraphragRetriever
+            from workbench.audit.baselines.graphrag_index import GraphragIndexes
+
+            self._retriever = GraphragRetriever(GraphragIndexes(gateway=self._gateway))
+        return self._retriever
+
+    def build(self, case, keywords, skills, index, options) -> PolicyContext:
+        text, units, chunks = self.retriever.context(
+            retrieval_query(case), skills, index, options.target_tokens)
+        return _check_budget(PolicyContext(text, count_tokens(text), units, passages=chunks),
+                             options)
+
+
 STRATEGIES: dict[str, type] = {
     StrategyName.CDG: CdgStrategy,
     StrategyName.RAW: RawStrategy,
@@ -432,6 +468,7 @@ STRATEGIES: dict[str, type] = {
     StrategyName.NO_CLOSURE: NoClosureStrategy,
     StrategyName.NO_KEYWORDS: NoKeywordsStrategy,
     StrategyName.LIGHTRAG: LightragStrategy,
+    StrategyName.GRAPHRAG: GraphragStrategy,
 }
 
 

@@ -1,9 +1,9 @@
 """``workbench baselines``: build the outside-library baselines' indexes and show their cost.
 
-``workbench baselines index --strategy lightrag --index INDEX`` indexes every SKILL of the
-policy index with LightRAG (through the gateway's ``extractor`` role; resumable, cached under
-``.workbench/baselines``) and prints what it cost beside the CDG extraction cost when
-``--extraction-reports`` names the extraction's reports.
+``workbench baselines index --strategy lightrag|graphrag --index INDEX`` indexes every SKILL
+of the policy index with LightRAG or Microsoft GraphRAG (through the gateway's ``extractor``
+role; resumable, cached under ``.workbench/baselines/<strategy>``) and prints what it cost
+beside the CDG extraction cost when ``--extraction-reports`` names the extraction's reports.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import argparse
 
 from workbench.commands._common import command_group
 
-STRATEGIES = ("lightrag",)
+STRATEGIES = ("lightrag", "graphrag")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     actions = command_group(
-        sub, "baselines", help="index SKILLs for the library baselines (LightRAG) and show the cost",
-        description="Build the LightRAG baseline's index of each SKILL and report its indexing "
-        "cost next to the CDG extraction cost.", dest="baselines_action")
+        sub, "baselines",
+        help="index SKILLs for the library baselines (LightRAG, GraphRAG) and show the cost",
+        description="Build a library baseline's (LightRAG, GraphRAG) index of each SKILL and "
+        "report its indexing cost next to the CDG extraction cost.", dest="baselines_action")
     p = actions.add_parser("index", help="index SKILLs with a baseline library (resumable)")
     p.add_argument("--strategy", choices=STRATEGIES, default="lightrag")
     p.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
@@ -29,8 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "to show their cost beside the baseline's")
     p.add_argument("--root", default=None,
                    help="where indexes live (default .workbench/baselines/<strategy>)")
+    p.add_argument("--attach", metavar="URL",
+                   help="use a running `workbench model serve` (http://127.0.0.1:PORT/v1) for "
+                   "embedded roles instead of starting a model in this process")
     p.add_argument("--no-cache", action="store_true",
-                   help="do not use the workbench response cache (LightRAG keeps its own)")
+                   help="do not use the workbench response cache (the libraries keep their own)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=_index)
 
@@ -38,10 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _index(args) -> int:
     import json
 
-    from workbench.audit.baselines import LightragIndexes
+    from workbench.audit.baselines import GraphragIndexes, LightragIndexes
     from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
     from workbench.cli import CliError
-    from workbench.commands.audit import _gateway
     from workbench.commands.graph import load_index_or_fail
     from workbench.inputs import read_json
 
@@ -57,8 +60,13 @@ def _index(args) -> int:
         if not isinstance(reports, list) or not all(isinstance(r, dict) for r in reports):
             raise CliError(f"{args.extraction_reports} is not a list of extraction reports",
                            "give the reports.json that `workbench extract` wrote")
+    make = GraphragIndexes if args.strategy == "graphrag" else LightragIndexes
     gateway = _gateway(args)
-    indexes = LightragIndexes(gateway=gateway, root=args.root)
+    try:
+        indexes = make(gateway=gateway, root=args.root)
+    except BaseException:  # the library is missing: its error names the install
+        gateway.close()
+        raise
     costs = []
     try:
         for name in names:
@@ -71,3 +79,20 @@ def _index(args) -> int:
     rows = cost_rows([c for c in costs if c is not None], reports)
     print(json.dumps(rows, indent=1) if args.json else format_cost_rows(rows, args.strategy))
     return 0
+
+
+def _gateway(args):
+    """The audit's kind of gateway (database cache and usage log unless --no-cache), attached
+    to a running model server with --attach."""
+    from workbench.llm.config import load_config
+    from workbench.llm.gateway import Gateway
+
+    config = load_config()
+    if args.attach:
+        config = config.attached_to(args.attach)
+    if args.no_cache:
+        return Gateway.from_env(config)
+    from store.db import make_engine
+    from store.llm_cache import persistent_gateway
+
+    return persistent_gateway(make_engine(), config)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from workbench.audit.baselines.lightrag_index import IndexCost
+from workbench.audit.baselines.index_store import IndexCost
 
 COLUMNS = ("calls", "prompt_tokens", "completion_tokens", "wall_s")
 

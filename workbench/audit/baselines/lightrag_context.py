@@ -20,20 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.audit.baselines.index_store import locate
 from workbench.audit.baselines.lightrag_index import LightragIndexes
 from workbench.audit.judge import ContextUnit
 from workbench.tokens import count_tokens
 
 MODE = "hybrid"
-
-
-def locate(source: str, chunk: str) -> tuple[int, int] | None:
-    """Where ``chunk`` (LightRAG strips its chunks) sits in ``source``, or None."""
-    text = chunk.strip()
-    if not text:
-        return None
-    at = source.find(text)
-    return (at, at + len(text)) if at >= 0 else None
 
 
 def _entity_line(e: dict[str, Any]) -> str:

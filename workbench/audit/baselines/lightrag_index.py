@@ -21,15 +21,24 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import threading
 import time
 from collections.abc import Coroutine, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.audit.baselines.index_store import (  # noqa: F401 (IndexCost: kept importable here)
+    COST_FILE,
+    IndexCost,
+    IndexRun,
+    append_run,
+    index_key,
+    read_cost,
+    run_from_usage,
+    slug,
+)
+from workbench.audit.baselines.index_store import default_root as store_root
 from workbench.errors import WorkbenchError
 
 LIBRARY = "lightrag-hku"
@@ -44,8 +53,6 @@ EMBED_DIM = 384
 # a chunk's own vector (only used by LightRAG's naive/mix modes) then reads its first 256
 # word pieces, as MiniLM truncates. So we declare the chunk size and keep LightRAG's default.
 CHUNK_TOKENS = 1200
-ROOT_ENV = "WORKBENCH_BASELINES_DIR"
-COST_FILE = "cost.json"
 
 
 class LightragUnavailable(WorkbenchError, RuntimeError):
@@ -81,64 +88,7 @@ def _lightrag():
 
 
 def default_root() -> Path:
-    return Path(os.environ.get(ROOT_ENV) or Path(".workbench") / "baselines") / "lightrag"
-
-
-def index_key(source: str, model: str, embedder: str, version: str) -> str:
-    """What an index depends on, hashed: a change to any part means a new index."""
-    parts = [hashlib.sha256(source.encode("utf-8")).hexdigest(), model, embedder, version]
-    return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass
-class IndexRun:
-    """One indexing run (a resumed index has several)."""
-
-    started_at: float
-    wall_s: float
-    calls: int
-    cached_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    status: str
-
-
-def _summed(name: str) -> property:
-    """A read-only total of one :class:`IndexRun` field over an index's runs."""
-    return property(lambda cost: sum(getattr(r, name) for r in cost.runs),
-                    doc=f"{name} summed over the runs")
-
-
-@dataclass
-class IndexCost:
-    """What building one SKILL's LightRAG index cost, summed over its runs."""
-
-    skill: str
-    key: str
-    library_version: str
-    model: str
-    embedder: str
-    source_sha256: str
-    source_tokens: int
-    runs: list[IndexRun] = field(default_factory=list)
-
-    calls = _summed("calls")
-    prompt_tokens = _summed("prompt_tokens")
-    completion_tokens = _summed("completion_tokens")
-    wall_s = _summed("wall_s")
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.update(calls=self.calls, prompt_tokens=self.prompt_tokens,
-                   completion_tokens=self.completion_tokens, wall_s=round(self.wall_s, 3))
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> IndexCost:
-        runs = [IndexRun(**r) for r in data.get("runs", [])]
-        keep = {k: data[k] for k in ("skill", "key", "library_version", "model", "embedder",
-                                     "source_sha256", "source_tokens")}
-        return cls(**keep, runs=runs)
+    return store_root("lightrag")
 
 
 class _LoopThread:
@@ -251,10 +201,7 @@ class LightragIndexes:
         return self._loop.run(coro)
 
     def cost(self, skill: str, source: str) -> IndexCost | None:
-        path = self.folder(skill, source) / COST_FILE
-        if not path.is_file():
-            return None
-        return IndexCost.from_json(json.loads(path.read_text(encoding="utf-8")))
+        return read_cost(self.folder(skill, source))
 
     def open(self, skill: str, source: str) -> Any:
         """The SKILL's LightRAG instance, indexed (built or resumed here when needed).
@@ -309,8 +256,6 @@ class LightragIndexes:
         return self.lib["DocStatus"](status) if status is not None else None
 
     async def _index(self, rag, usage: list[Any], skill, source, folder: Path, status) -> None:
-        from workbench.tokens import count_tokens
-
         started, t0 = time.time(), time.perf_counter()
         if status is not None:
             # Failed or interrupted: LightRAG's ainsert skips a known document, so delete it
@@ -319,23 +264,11 @@ class LightragIndexes:
         await rag.ainsert(source, ids=[skill], file_paths=[skill])
         now = await self._status(rag, skill)
         ok = now == self.lib["DocStatus"].PROCESSED
-        run = IndexRun(
-            started_at=started, wall_s=round(time.perf_counter() - t0, 3),
-            calls=sum(1 for u in usage if not u.cached),
-            cached_calls=sum(1 for u in usage if u.cached),
-            prompt_tokens=sum(u.prompt_tokens for u in usage if not u.cached),
-            completion_tokens=sum(u.completion_tokens for u in usage if not u.cached),
-            status=str(getattr(now, "value", now)),
-        )
+        run = run_from_usage(list(usage), started, time.perf_counter() - t0,
+                             str(getattr(now, "value", now)))
         usage.clear()
-        cost = self.cost(skill, source) or IndexCost(
-            skill, folder.name.rsplit("-", 1)[-1], self.lib["version"], self.model,
-            self.embedder_name, hashlib.sha256(source.encode("utf-8")).hexdigest(),
-            count_tokens(source))
-        cost.runs.append(run)
-        tmp = folder / (COST_FILE + ".tmp")
-        tmp.write_text(json.dumps(cost.to_json(), indent=1), encoding="utf-8")
-        tmp.replace(folder / COST_FILE)
+        append_run(folder, run, skill=skill, source=source, library_version=self.lib["version"],
+                   model=self.model, embedder=self.embedder_name)
         if not ok:
             doc = await rag.doc_status.get_by_id(skill) or {}
             why = doc.get("error_msg") or doc.get("error") if isinstance(doc, dict) else ""
@@ -361,5 +294,4 @@ def _workspace(folder: Path) -> str:
     return "ws-" + hashlib.sha256(str(folder.resolve()).encode("utf-8")).hexdigest()[:12]
 
 
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60] or "skill"
+_slug = slug  # the name this module's callers knew
