@@ -237,3 +237,23 @@ def test_a_file_that_is_not_utf8_is_refused_with_the_fix(tmp_path):
     path.write_bytes(b"[roles.judge]\nmodel = \"caf\xe9\"\n")
     with pytest.raises(LlmConfigError, match="re-save it as UTF-8"):
         read_settings_file(path)
+
+
+def test_the_documented_example_keeps_every_line_but_the_changed_ones(tmp_path):
+    example = Path(__file__).resolve().parents[1] / "workbench.toml.example"
+    path = tmp_path / "workbench.toml"
+    path.write_text(example.read_text(encoding="utf-8"), encoding="utf-8")
+    save(path, "judge", {"temperature": 0.25, "concurrency": 4})
+    save(path, "fuser", {"model": "openai/Qwen2.5-7B-Instruct",
+                         "api_base": "http://gpu-box:8000/v1"})
+    old, new = example.read_text().splitlines(), path.read_text().splitlines()
+    removed = [line for line in old if line not in new]
+    added = [line for line in new if line not in old]
+    assert removed == ["temperature = 0.01"]  # [roles.judge]'s line; [defaults] has none
+    assert sorted(added) == sorted(["temperature = 0.25", "concurrency = 4",
+                                    'model = "openai/Qwen2.5-7B-Instruct"',
+                                    'api_base = "http://gpu-box:8000/v1"'])
+    assert len(new) == len(old) + 3
+    config = load_config(path, env=ENV)
+    assert config.role("judge").concurrency == 4 and config.role("extractor").concurrency == 2
+    assert config.role("fuser").api_base == "http://gpu-box:8000/v1"
