@@ -8,6 +8,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from workbench.llm import LlmConfigError, load_config
 from workbench.llm.config_file import (
@@ -257,3 +259,31 @@ def test_the_documented_example_keeps_every_line_but_the_changed_ones(tmp_path):
     config = load_config(path, env=ENV)
     assert config.role("judge").concurrency == 4 and config.role("extractor").concurrency == 2
     assert config.role("fuser").api_base == "http://gpu-box:8000/v1"
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=st.text(st.characters(exclude_categories=()), min_size=1, max_size=40))
+@example(model="judge\ud800")  # a lone surrogate: hypothesis' text() rarely draws one
+@example(model='a"\\\n\x7f\x00#[roles.x]')
+def test_any_model_text_round_trips_or_is_refused_cleanly(tmp_path_factory, model):
+    """Model strings come from a text field: whatever is typed either reads back exactly as
+    typed or is refused with an LlmConfigError, and a refusal leaves the file as it was."""
+    path = tmp_path_factory.mktemp("fuzz") / "workbench.toml"
+    path.write_text(ORIGINAL, encoding="utf-8")
+    try:
+        save(path, "judge", {"model": model})
+    except LlmConfigError:
+        assert path.read_text(encoding="utf-8") == ORIGINAL
+        return
+    assert load_config(path, env=ENV).role("judge").model == model
+
+
+def test_a_path_that_cannot_be_written_is_explained(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the settings folder should be")
+    path = blocker / "workbench.toml"
+    with pytest.raises(LlmConfigError, match="cannot write .*nothing was saved") as err:
+        save(path, "judge", {"temperature": 0.2}, base="absent")
+    assert "WORKBENCH_CONFIG" in err.value.hint
+    assert blocker.read_text() == "a file where the settings folder should be"

@@ -114,6 +114,16 @@ def save_role_settings(
     env = os.environ if env is None else env
     path = Path(path)
     _check_changes(changes)
+    try:
+        return _save_locked(path, role, changes, base_hash, env)
+    except OSError as exc:  # the folder or file cannot be written (permissions, a full disk)
+        raise LlmConfigError(f"cannot write {path}: {exc.strerror or exc}; nothing was saved",
+                             "check that the folder exists and is writable by the workbench, "
+                             "or point WORKBENCH_CONFIG at a file that is") from None
+
+
+def _save_locked(path: Path, role: str, changes: Mapping[str, Any], base_hash: str,
+                 env: Mapping[str, str]) -> LlmConfig:
     with _locked(path):
         current = read_settings_file(path)
         if current.content_hash != base_hash:
@@ -180,6 +190,12 @@ def _check_changes(changes: Mapping[str, Any]) -> None:
         if isinstance(value, float) and not math.isfinite(value):
             raise LlmConfigError(f"{key} = {value} is not a finite number",
                                  f"give {key} a finite value")
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: no file can hold it
+                raise LlmConfigError(f"{key} holds a character that is not valid text",
+                                     f"retype {key}") from None
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise LlmConfigError(f"{key} = {value!r} is not text or a number",
                                  f"give {key} a value like the one workbench.toml.example shows")
