@@ -287,3 +287,24 @@ def test_a_path_that_cannot_be_written_is_explained(tmp_path):
         save(path, "judge", {"temperature": 0.2}, base="absent")
     assert "WORKBENCH_CONFIG" in err.value.hint
     assert blocker.read_text() == "a file where the settings folder should be"
+
+
+def test_the_command_line_sets_typed_values_and_refuses_bad_ones(tmp_path, monkeypatch, capsys):
+    from workbench.cli import main
+
+    path = tmp_path / "workbench.toml"
+    path.write_text(ORIGINAL)
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(path))
+    for var in ("WORKBENCH_JUDGE_TEMPERATURE", "WORKBENCH_JUDGE_MAX_TOKENS",
+                "WORKBENCH_DEFAULT_TEMPERATURE", "WORKBENCH_DEFAULT_MAX_TOKENS"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["model", "set", "judge", "temperature=0.2", "max_tokens=700"]) == 0
+    assert "temperature = 0.2, max_tokens = 700" in capsys.readouterr().out
+    assert "temperature = 0.2\n" in path.read_text() and "max_tokens = 700\n" in path.read_text()
+    before = path.read_bytes()
+    for bad, said in [("max_tokens=lots", "max_tokens='lots' is not a number"),
+                      ("api_key=sk-1", "never written"), ("temperature", "is not SETTING=VALUE"),
+                      ("temperature=9", "outside 0..2")]:
+        assert main(["model", "set", "judge", bad]) == 2, bad
+        assert said in capsys.readouterr().err, bad
+        assert path.read_bytes() == before

@@ -42,7 +42,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from workbench.llm.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, LlmConfig, config_from_text
+from workbench.llm.config import (
+    CONFIG_ENV,
+    DEFAULT_CONFIG_FILE,
+    ROLE_FIELDS,
+    LlmConfig,
+    config_from_text,
+)
 from workbench.llm.errors import LlmConfigError
 from workbench.roles import Actor, require
 
@@ -143,6 +149,30 @@ def _save_locked(path: Path, role: str, changes: Mapping[str, Any], base_hash: s
         _check_overrides(config, role, changes, env, where)
         _write_atomically(path, new_text)
     return config
+
+
+def parse_setting(assignment: str) -> tuple[str, Any]:
+    """``"temperature=0.2"`` -> ``("temperature", 0.2)``: text from a command line, typed as
+    the :data:`EDITABLE` setting it names (numbers as numbers, so the file holds ``0.2``, not
+    ``"0.2"``). Raises LlmConfigError naming the setting."""
+    key, sep, text = assignment.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise LlmConfigError(f"{assignment!r} is not SETTING=VALUE",
+                             "write it like temperature=0.2 or api_base=http://gpu-box:8000/v1")
+    _check_changes({key: ""})  # an unknown setting or an API key: refused by name
+    kind = str(ROLE_FIELDS[key].type)
+    text = text.strip()
+    try:
+        if kind.startswith("int"):
+            return key, int(text)
+        if kind.startswith("float"):
+            return key, float(text)
+    except ValueError:
+        raise LlmConfigError(f"{key}={text!r} is not a number",
+                             f"give {key} a {'whole ' if kind.startswith('int') else ''}number"
+                             ) from None
+    return key, text
 
 
 def edit_role_table(text: str, role: str, changes: Mapping[str, Any]) -> str:
