@@ -78,7 +78,7 @@ def role_settings_editor(config: LlmConfig, env: Mapping[str, str] | None = None
         st.button("Reload settings", key="settings_reload", on_click=_reload)
     role = config.role(st.selectbox("Role to change", list(config.roles), key="settings_edit_role"))
     overrides = overriding_variables(role.name, env)
-    st.caption(md(f"Saved to `{path}` "
+    st.caption(md(f"Saved to {path} "
                   f"({'exists' if snapshot.exists else 'created by the first save'}). "
                   "API keys are never written there."))
     # The base hash in the keys: after a save or a reload the fields start from the file.
