@@ -308,3 +308,16 @@ def test_the_command_line_sets_typed_values_and_refuses_bad_ones(tmp_path, monke
         assert main(["model", "set", "judge", bad]) == 2, bad
         assert said in capsys.readouterr().err, bad
         assert path.read_bytes() == before
+
+
+def test_a_fleet_role_with_a_multi_line_array_gets_the_new_key_after_it(tmp_path):
+    path = tmp_path / "workbench.toml"
+    path.write_text('[roles.judge]\nmodel = "openai/Qwen2.5-7B-Instruct"\nendpoints = [\n'
+                    '    "http://gpu-1:8000/v1",\n    "http://gpu-2:8000/v1",\n]\n\n'
+                    '[embedded]\nparallel = 2\n')
+    save(path, "judge", {"concurrency": 32})
+    judge = load_config(path, env=ENV).role("judge")
+    assert judge.concurrency == 32 and len(judge.endpoints) == 2
+    assert path.read_text().endswith(']\nconcurrency = 32\n\n[embedded]\nparallel = 2\n')
+    with pytest.raises(LlmConfigError, match="either api_base .* or endpoints"):
+        save(path, "judge", {"api_base": "http://gpu-3:8000/v1"})  # load_config's own check

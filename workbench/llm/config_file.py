@@ -193,10 +193,11 @@ def edit_role_table(text: str, role: str, changes: Mapping[str, Any]) -> str:
     last_setting = start
     pending = dict(changes)
     for i in range(start + 1, end):
+        if lines[i].strip() and not lines[i].lstrip().startswith("#"):
+            last_setting = i  # also the closing line of a multi-line array: add after it
         match = re.match(r"^\s*([A-Za-z0-9_-]+)\s*=", lines[i])
         if not match:
             continue
-        last_setting = i
         key = match.group(1)
         if key in pending:
             lines[i] = f"{key} = {_toml_value(pending.pop(key))}\n"
