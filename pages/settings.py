@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from components.errors import show_error
+from components.role_settings import role_settings_editor
 from components.state import engine, model_gateway
 from store.llm_cache import SqlResponseCache, SqlUsageLog
 from store.llm_endpoints import SqlEndpointLog
@@ -29,9 +30,10 @@ except LlmConfigError as exc:
 
 mode = os.environ.get("WORKBENCH_LLM_MODE", "live")
 st.caption(
-    f"Model roles from {config.source} (mode: {mode}). Change them in workbench.toml or with "
-    "WORKBENCH_<ROLE>_<SETTING> variables; workbench.toml.example explains every setting. "
-    "API keys are read from the environment or .streamlit/secrets.toml and never shown."
+    f"Model roles from {config.source} (mode: {mode}). An admin changes a role below (saved "
+    "to workbench.toml); WORKBENCH_<ROLE>_<SETTING> variables override the file, and "
+    "workbench.toml.example explains every setting. API keys are read from the environment "
+    "or .streamlit/secrets.toml and never shown."
 )
 
 st.subheader("Roles")
@@ -56,6 +58,9 @@ st.dataframe(
     hide_index=True,
     width="stretch",
 )
+
+st.subheader("Change a role")
+role_settings_editor(config)
 
 emb = config.embedded
 server = current_embedded_server()

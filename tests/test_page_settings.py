@@ -124,3 +124,104 @@ def test_a_fleet_role_shows_each_endpoints_health_and_share(env, monkeypatch):
     if fleet.loc[dead, "calls"]:  # random routing may or may not have picked it
         assert fleet.loc[dead, "health"] == "cooling down"
         assert fleet.loc[dead, "last failure"] == "connection"
+
+
+# -- changing settings (issue #16: an admin may, nobody else) -------------------------------
+
+def signed_in(role: str | None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    if role is not None:
+        at.session_state["identity"] = {"name": f"the {role}", "role": role}
+    return at.run()
+
+
+def plain(markdown: str) -> str:
+    """Text the page Markdown-escaped (components.safe.md), as the reader sees it."""
+    return markdown.replace("\\", "")
+
+
+def field(at: AppTest, label: str):
+    found = [w for kind in ("number_input", "text_input") for w in getattr(at, kind)
+             if w.label == label]
+    assert len(found) == 1, f"no single field labelled {label!r}"
+    return found[0]
+
+
+def save_button(at: AppTest):
+    return next(b for b in at.button if b.label == "Save settings")
+
+
+@pytest.fixture
+def toml(env, tmp_path, monkeypatch):
+    path = tmp_path / "conf" / "workbench.toml"
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(path))
+    path.parent.mkdir()
+    path.write_text("# kept\n[roles.judge]\nmax_tokens = 512\n")
+    return path
+
+
+def test_an_admin_changes_a_role_and_the_next_model_call_uses_it(env, toml):
+    at = signed_in("admin")
+    assert not at.exception
+    at.selectbox(key="settings_edit_role").set_value("judge").run()
+    field(at, "Temperature").set_value(0.3)
+    field(at, "Max tokens").set_value(300)
+    save_button(at).click().run()
+    assert not at.exception
+    flash = [plain(s.value) for s in at.success]
+    assert flash == ["Saved judge: temperature = 0.3, max_tokens = 300"]
+    assert toml.read_text() == "# kept\n[roles.judge]\nmax_tokens = 300\ntemperature = 0.3\n"
+    judge = at.dataframe[0].value.set_index("role").loc["judge"]
+    assert judge["temperature"] == pytest.approx(0.3) and judge["max tokens"] == 300
+    assert field(at, "Temperature").value == pytest.approx(0.3)  # the form shows the file
+    # The page's cached gateway follows the new configuration: the request carries it.
+    at.button(key="settings_test_judge").click().run()
+    assert not at.exception and len(env.requests) == 1
+    assert env.requests[0]["temperature"] == pytest.approx(0.3)
+
+
+def test_a_setting_from_the_environment_is_shown_but_not_changeable(env, toml):
+    at = signed_in("admin")
+    at.selectbox(key="settings_edit_role").set_value("judge").run()
+    assert field(at, "Timeout (s)").disabled  # role_env sets WORKBENCH_JUDGE_TIMEOUT
+    assert not field(at, "Temperature").disabled
+    assert any("timeout (WORKBENCH_JUDGE_TIMEOUT)" in plain(c.value) for c in at.caption)
+
+
+def test_an_invalid_value_is_explained_and_nothing_saved(env, toml):
+    before = toml.read_bytes()
+    at = signed_in(None)  # single-user mode: allowed, like the other guarded writes
+    at.selectbox(key="settings_edit_role").set_value("keyworder").run()
+    field(at, "Model").set_value("")
+    save_button(at).click().run()
+    assert not at.exception
+    assert any("Not saved" in e.value and "model must not be empty" in e.value for e in at.error)
+    assert toml.read_bytes() == before
+
+
+def test_a_save_over_a_newer_file_is_refused_with_reload(env, toml):
+    at = signed_in("admin")
+    at.selectbox(key="settings_edit_role").set_value("judge").run()
+    toml.write_text(toml.read_text() + "concurrency = 3\n")  # another admin, or by hand
+    field(at, "Temperature").set_value(0.5)
+    save_button(at).click().run()
+    assert not at.exception
+    assert any("changed since these settings were read" in e.value for e in at.error)
+    assert "temperature" not in toml.read_text() and "concurrency = 3" in toml.read_text()
+    at.button(key="settings_reload").click().run()
+    assert not at.exception and not at.warning
+    field(at, "Temperature").set_value(0.5)
+    save_button(at).click().run()
+    assert "temperature = 0.5" in toml.read_text() and "concurrency = 3" in toml.read_text()
+
+
+@pytest.mark.parametrize("role", ["analyst", "author", "annotator", "reviewer"])
+def test_a_non_admin_sees_the_settings_read_only_and_who_may_change_them(env, toml, role):
+    at = signed_in(role)
+    assert not at.exception
+    assert len(at.number_input) == 0 and len(at.text_input) == 0
+    assert not [b for b in at.button if b.label == "Save settings"]
+    assert [plain(i.value) for i in at.info if "change settings" in i.value] == [
+        f"Signed in as {role}: to change settings you need the role admin. Sign in with that "
+        "role (sidebar) or ask an admin."]
+    assert at.dataframe[0].value.set_index("role").loc["judge", "max tokens"] == 512

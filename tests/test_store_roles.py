@@ -113,7 +113,7 @@ def test_single_user_mode_and_the_command_line_may_do_every_write(engine):
 
 
 GUARDED_WRITES = {"save_skill", "delete_skill", "decide_edge", "save_cases", "save_trace",
-                  "save_traces", "StoreSink", "review_panel"}
+                  "save_traces", "StoreSink", "review_panel", "save_role_settings"}
 
 
 def test_every_page_write_passes_the_acting_identity():

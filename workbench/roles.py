@@ -6,7 +6,8 @@ changing settings. Pages ask :func:`may` before an action and show :func:`refusa
 
 The writes themselves check too, so a page that forgets cannot get past the role: every
 store function that saves what a role guards (deleting or saving a SKILL version, deciding a
-proposed edge, storing audit results, importing cases) takes the acting :class:`Actor` and
+proposed edge, storing audit results, importing cases), and the one writer of workbench.toml
+(``workbench.llm.config_file.save_role_settings``), takes the acting :class:`Actor` and
 calls :func:`require`, which raises :class:`NotAllowed` naming the role needed.
 
 Usage::

@@ -1,8 +1,8 @@
 """Issue #16, item 11 (who is who), in real Chromium against a real server, signed in through
 the sidebar: annotator B never sees annotator A's labels on any Annotate view (not even after
 labelling the same rule), while a reviewer does; an annotator cannot save a graph edit; an
-analyst cannot delete a SKILL, while an author can; an analyst gets no control that changes
-settings (there is none for anyone: settings live in workbench.toml and WORKBENCH_* variables);
+analyst cannot delete a SKILL, while an author can; an admin changes a role's temperature on
+Settings and sees it after a reload, while an analyst gets no control that changes settings;
 an annotator gets no "Store this result" on Replay, while an analyst stores the re-run."""
 
 from __future__ import annotations
@@ -17,8 +17,15 @@ from playwright.sync_api import expect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
-from .flows import assert_no_exception, goto, import_index, settle, start_server  # noqa: E402
-from .identity import sign_in, sign_out  # noqa: E402
+from .flows import (  # noqa: E402
+    assert_no_exception,
+    choose,
+    goto,
+    import_index,
+    settle,
+    start_server,
+)
+from .identity import sign_in  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -113,24 +120,71 @@ def test_annotator_b_never_sees_annotator_a_labels(server, page, browser):
         context.close()
 
 
-def test_annotator_cannot_save_a_graph_and_analyst_cannot_change_settings(server, page):
+def test_annotator_cannot_save_a_graph(server, page):
     page.goto(f"{server.url}/graph")
     settle(page)
     sign_in(page, "ann", "annotator")
     expect(page.get_by_role("button", name="Save as new version")).to_be_disabled()
     page.get_by_text("you need the role author or admin").wait_for()
 
-    sign_out(page)
-    sign_in(page, "al", "analyst")
-    open_page(page, "Settings")
-    assert_no_exception(page, server)
+
+@pytest.fixture
+def settings_server(tmp_path):
+    """A server whose settings file is a fresh one in tmp_path (never the checkout's)."""
+    config = tmp_path / "workbench.toml"
+    config.write_text("# the team's settings\n[roles.judge]\nmax_tokens = 512\n")
+    srv = start_server(tmp_path, env={"WORKBENCH_CONFIG": str(config)})
+    srv.config = config
+    yield srv
+    srv.stop()
+
+
+def test_only_an_admin_changes_settings(settings_server, page, browser):
+    """An admin changes the judge's temperature and sees it after a reload (the positive
+    control: a form that saved nothing, or a page that cached the old configuration, fails
+    here); an analyst in another browser sees the same settings with no control to change
+    them and the line saying who may."""
+    server = settings_server
+    goto(page, server, "settings")
+    sign_in(page, "ada", "admin")
     main = page.locator("[data-testid='stMain']")
-    # Settings come from workbench.toml and WORKBENCH_* variables; the page only reads them
-    # and offers no control that changes one (only connection tests).
-    assert main.locator("input, textarea, [role='combobox'], [role='switch']").count() == 0
-    labels = {t.strip() for t in main.get_by_role("button").all_inner_texts()} - {""}  # icons
-    assert labels <= {"Test connection"}, labels
-    main.get_by_text("Change them in workbench.toml").wait_for()
+    choose(page, "Role to change", "judge")
+    temperature = main.get_by_role("spinbutton", name="Temperature")
+    expect(temperature).to_have_value("0.01")
+    temperature.fill("0.35")
+    temperature.press("Tab")  # a number input applies its value on blur
+    settle(page)
+    main.get_by_role("button", name="Save settings").click()
+    settle(page)
+    main.get_by_text("Saved judge").wait_for()
+    assert_no_exception(page, server)
+    assert "temperature = 0.35\n" in server.config.read_text()
+    assert server.config.read_text().startswith("# the team's settings\n")
+
+    page.reload()  # a new session: what it shows comes from the file, not from the form
+    settle(page)
+    page.locator("[data-testid='stDataFrame'] td", has_text="0.35").first.wait_for(
+        state="attached")
+    sign_in(page, "ada", "admin")
+    choose(page, "Role to change", "judge")
+    expect(main.get_by_role("spinbutton", name="Temperature")).to_have_value("0.35")
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        analyst = context.new_page()
+        goto(analyst, server, "settings")
+        sign_in(analyst, "al", "analyst")
+        assert_no_exception(analyst, server)
+        other = analyst.locator("[data-testid='stMain']")
+        other.get_by_text("to change settings you need the role admin").wait_for()
+        other.locator("[data-testid='stDataFrame'] td", has_text="0.35").first.wait_for(
+            state="attached")  # the same settings, read-only
+        assert other.locator("input, textarea, [role='combobox'], [role='switch']").count() == 0
+        labels = {t.strip() for t in other.get_by_role("button").all_inner_texts()} - {""}
+        assert labels <= {"Test connection"}, labels  # no Save settings, no Reload
+    finally:
+        context.close()
+    assert "temperature = 0.35\n" in server.config.read_text()
 
 
 def test_only_a_graph_editor_may_delete_a_skill(server, page, browser):
@@ -197,7 +251,7 @@ def test_only_an_analyst_may_store_a_replay_result(replay_server, browser, role,
     from store import audit_repo
     from store.db import make_engine
 
-    from .flows import choose, demo_cases
+    from .flows import demo_cases
 
     server = replay_server
     case = demo_cases()[0].id

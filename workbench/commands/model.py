@@ -1,4 +1,4 @@
-"""``workbench model serve`` and ``workbench model check``: the model endpoints of the roles."""
+"""``workbench model serve``, ``check`` and ``set``: the model endpoints of the roles."""
 
 from __future__ import annotations
 
@@ -33,6 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"seconds to wait for the answer (default: the role's timeout, at most {CHECK_TIMEOUT_CAP_S:g})",
     )
     check.set_defaults(func=_check)
+
+    change = msub.add_parser(
+        "set", help="change a role's settings in workbench.toml (checked before it is written)")
+    change.add_argument("role", help="the role, e.g. judge")
+    change.add_argument("settings", nargs="+", metavar="SETTING=VALUE",
+                        help="model, api_base, temperature, max_tokens, concurrency or timeout, "
+                             "e.g. temperature=0.2")
+    change.set_defaults(func=_set)
     p.set_defaults(func=lambda _args: _usage(p))
 
 
@@ -53,6 +61,27 @@ def _config():
         return load_config()
     except LlmConfigError as exc:
         raise CliError(f"{exc}") from None
+
+
+def _set(args: argparse.Namespace) -> int:
+    """The Settings page's write, headless: the command line's user owns the file, so it is
+    single-user (``COMMAND_LINE``); the base is the file as read just now."""
+    from workbench.llm.config_file import (
+        parse_setting,
+        read_settings_file,
+        save_role_settings,
+        settings_file_path,
+    )
+    from workbench.roles import COMMAND_LINE
+
+    changes = dict(parse_setting(a) for a in args.settings)
+    path = settings_file_path()
+    config = save_role_settings(path, args.role, changes, actor=COMMAND_LINE,
+                                base_hash=read_settings_file(path).content_hash)
+    role = config.role(args.role)
+    print(f"{path}: [roles.{args.role}] " + ", ".join(
+        f"{key} = {getattr(role, key)!r}" for key in changes))
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -169,18 +169,26 @@ def load_config(
     """Read the configuration. Raises LlmConfigError naming the bad file, key or variable."""
     env = os.environ if env is None else env
     file_path = _config_path(path, env)
-    data: dict[str, Any] = {}
+    text = ""
     if file_path is not None:
         try:
-            data = tomllib.loads(file_path.read_text(encoding="utf-8"))
+            text = file_path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise LlmConfigError(
                 f"configuration file {file_path} does not exist; create it from "
                 f"workbench.toml.example or unset {CONFIG_ENV}"
             ) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise LlmConfigError(f"{file_path} is not valid TOML: {exc}") from None
-    where = str(file_path) if file_path else "built-in defaults"
+    return config_from_text(text, str(file_path) if file_path else "built-in defaults", env)
+
+
+def config_from_text(text: str, where: str, env: Mapping[str, str] | None = None) -> LlmConfig:
+    """The configuration a workbench.toml with ``text`` gives (``where`` names it in errors):
+    what :func:`load_config` reads, and what the Settings page checks before it writes."""
+    env = os.environ if env is None else env
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LlmConfigError(f"{where} is not valid TOML: {exc}") from None
 
     file_defaults = _table(data, "defaults", where)
     file_roles = _table(data, "roles", where)
