@@ -11,7 +11,6 @@ all-MiniLM-L6-v2 (same shape: 384-d unit vectors).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import re
@@ -19,22 +18,15 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
+from tests.scripted import HashEncoder, ScriptedTransport, scripted_gateway
 from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
 from workbench.audit.baselines.graphrag_context import GraphragRetriever, kg_section
-from workbench.audit.baselines.graphrag_index import (
-    GatewayCall,
-    GraphragUnavailable,
-    _graphrag,
-    as_messages,
-)
+from workbench.audit.baselines.graphrag_index import GatewayCall, GraphragUnavailable, _graphrag, as_messages
 from workbench.audit.baselines.index_store import COST_FILE, IndexCost, IndexRun
 from workbench.audit.strategies import STRATEGIES, GraphragStrategy, get_strategy, needs_gateway
-from workbench.llm.config import load_config
 from workbench.llm.gateway import Gateway
-from workbench.llm.transport import AttemptError, RawResponse
 from workbench.tokens import count_tokens
 from workbench.vocabulary import StrategyName, values
 
@@ -70,36 +62,10 @@ def graphrag_answer(request) -> str:
     return "Merged description of the policy section."
 
 
-class Scripted:
+class Scripted(ScriptedTransport):
     def __init__(self, fail_on: int | None = None) -> None:
-        self.requests: list[dict] = []
-        self.fail_on = fail_on  # fail the n-th call (1-based), as a dropped connection would
-
-    def endpoint(self, role) -> str:
-        return "scripted"
-
-    def send(self, request, role, *, key):
-        self.requests.append(request)
-        if self.fail_on is not None and len(self.requests) == self.fail_on:
-            raise AttemptError("connection", "scripted outage", retryable=False)
-        return RawResponse(graphrag_answer(request), "stop", PROMPT_TOKENS, OUTPUT_TOKENS,
-                           None, "scripted")
-
-
-class HashEncoder:
-    """Deterministic 384-d unit vectors (the dense encoder's contract, no torch)."""
-
-    def encode(self, texts):
-        out = []
-        for t in texts:
-            h = hashlib.sha256(t.encode()).digest()
-            v = np.frombuffer((h * 12)[:384], dtype=np.uint8).astype(np.float32) - 127.5
-            out.append(v / np.linalg.norm(v))
-        return np.stack(out) if out else np.zeros((0, 384), dtype=np.float32)
-
-
-def gateway(transport) -> Gateway:
-    return Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
+        super().__init__(graphrag_answer, fail_on=fail_on, prompt_tokens=PROMPT_TOKENS,
+                         output_tokens=OUTPUT_TOKENS)
 
 
 # --- adapter logic, without the library -------------------------------------------------
@@ -184,7 +150,7 @@ def test_gateway_call_accounts_usage_asks_json_for_structured_answers_and_record
 
     t = Scripted()
     usage, failures = [], []
-    call = GatewayCall(gateway(t), "airline-policy", usage, failures)
+    call = GatewayCall(scripted_gateway(t), "airline-policy", usage, failures)
     assert call("-Real Data-\nText: # Refunds\n## Fees") .endswith("<|COMPLETE|>")
     out = call([{"role": "user", "content": "write the report with findings"}], Report)
     assert Report.model_validate_json(out).title == REPORT["title"]
@@ -192,7 +158,7 @@ def test_gateway_call_accounts_usage_asks_json_for_structured_answers_and_record
     assert t.requests[0]["temperature"] == 0.01
     assert [u.prompt_tokens for u in usage] == [PROMPT_TOKENS, PROMPT_TOKENS]
 
-    broken = GatewayCall(gateway(Scripted(fail_on=1)), "s", [], failures)
+    broken = GatewayCall(scripted_gateway(Scripted(fail_on=1)), "s", [], failures)
     with pytest.raises(Exception, match="scripted outage"):
         broken("anything")
     # GraphRAG logs and skips a failed extraction: the failure must still be seen by us.
@@ -287,7 +253,7 @@ def test_registry_evaluate_lists_and_gateway_hand_over():
     assert isinstance(s, GraphragStrategy) and s._retriever is None  # cheap until used
     assert not s.uses_keywords  # local search embeds the query: no audit keywords needed
     assert needs_gateway("graphrag")
-    gw = gateway(Scripted())
+    gw = scripted_gateway(Scripted())
     assert get_strategy("graphrag", gw)._gateway is gw
 
 
@@ -317,7 +283,7 @@ def real_library(test):
 def indexes(root, transport):
     from workbench.audit.baselines.graphrag_index import GraphragIndexes
 
-    return GraphragIndexes(gateway=gateway(transport), encoder=HashEncoder(), root=root)
+    return GraphragIndexes(gateway=scripted_gateway(transport), encoder=HashEncoder(), root=root)
 
 
 def _cost(root: Path) -> dict:
@@ -447,7 +413,7 @@ def test_cli_indexes_and_audits_through_the_given_gateway(tmp_path, monkeypatch,
     scripted, made = Scripted(), []
 
     def audit_gateway(no_cache: bool) -> Gateway:
-        made.append(gateway(scripted))
+        made.append(scripted_gateway(scripted))
         return made[-1]
 
     monkeypatch.setattr(audit_command, "_worker_gateway", audit_gateway)

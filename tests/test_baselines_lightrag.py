@@ -7,41 +7,35 @@ stands in for all-MiniLM-L6-v2 (same shape: 384-d unit vectors).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-pytest.importorskip("lightrag", reason="the lightrag baseline needs lightrag-hku")
-
-from workbench.audit.baselines import (  # noqa: E402
+from tests.scripted import HashEncoder, ScriptedTransport, scripted_gateway
+from workbench.audit.baselines import (
     LightragIndexError,
     LightragIndexes,
     LightragRetriever,
     LightragUnavailable,
 )
-from workbench.audit.baselines.lightrag_index import COST_FILE, _lightrag  # noqa: E402
-from workbench.audit.cases import load_cases  # noqa: E402
-from workbench.audit.complibench import import_complibench  # noqa: E402
-from workbench.audit.coverage_curve import covers  # noqa: E402
-from workbench.audit.pipeline import AuditOptions, audit_case  # noqa: E402
-from workbench.audit.policy import AuditIndex  # noqa: E402
-from workbench.audit.strategies import (  # noqa: E402
-    STRATEGIES,
-    LightragStrategy,
-    get_strategy,
-    needs_gateway,
-)
-from workbench.graph import PolicyIndex  # noqa: E402
-from workbench.llm.config import load_config  # noqa: E402
-from workbench.llm.gateway import Gateway  # noqa: E402
-from workbench.llm.transport import AttemptError, RawResponse  # noqa: E402
-from workbench.tokens import count_tokens  # noqa: E402
-from workbench.vocabulary import JudgeMode, StrategyName, values  # noqa: E402
+from workbench.audit.baselines.lightrag_index import COST_FILE, _lightrag
+from workbench.audit.cases import load_cases
+from workbench.audit.complibench import import_complibench
+from workbench.audit.coverage_curve import covers
+from workbench.audit.pipeline import AuditOptions, audit_case
+from workbench.audit.policy import AuditIndex
+from workbench.audit.strategies import STRATEGIES, LightragStrategy, get_strategy, needs_gateway
+from workbench.graph import PolicyIndex
+from workbench.llm.config import load_config
+from workbench.llm.gateway import Gateway
+from workbench.tokens import count_tokens
+from workbench.vocabulary import JudgeMode, StrategyName, values
+
+# The library is imported on first use only (workbench.audit.baselines): skip without it.
+pytest.importorskip("lightrag", reason="the lightrag baseline needs lightrag-hku")
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "index.json"
@@ -66,37 +60,14 @@ def fake_lightrag_llm(request) -> str:
     return "\n".join([*rows, "<|COMPLETE|>"])
 
 
-class Scripted:
+class Scripted(ScriptedTransport):
     def __init__(self, fail_on: int | None = None) -> None:
-        self.requests: list[dict] = []
-        self.fail_on = fail_on  # fail the n-th call (1-based), as a dropped connection would
-
-    def endpoint(self, role) -> str:
-        return "scripted"
-
-    def send(self, request, role, *, key):
-        self.requests.append(request)
-        if self.fail_on is not None and len(self.requests) == self.fail_on:
-            raise AttemptError("connection", "scripted outage", retryable=False)
-        return RawResponse(fake_lightrag_llm(request), "stop", PROMPT_TOKENS, OUTPUT_TOKENS,
-                           None, "scripted")
-
-
-class HashEncoder:
-    """Deterministic 384-d unit vectors (the dense encoder's contract, no torch)."""
-
-    def encode(self, texts):
-        out = []
-        for t in texts:
-            h = hashlib.sha256(t.encode()).digest()
-            v = np.frombuffer((h * 12)[:384], dtype=np.uint8).astype(np.float32) - 127.5
-            out.append(v / np.linalg.norm(v))
-        return np.stack(out) if out else np.zeros((0, 384), dtype=np.float32)
+        super().__init__(fake_lightrag_llm, fail_on=fail_on, prompt_tokens=PROMPT_TOKENS,
+                         output_tokens=OUTPUT_TOKENS)
 
 
 def indexes(root, transport) -> LightragIndexes:
-    gw = Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
-    return LightragIndexes(gateway=gw, encoder=HashEncoder(), root=root)
+    return LightragIndexes(gateway=scripted_gateway(transport), encoder=HashEncoder(), root=root)
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +188,7 @@ def test_get_strategy_is_cheap_until_used():
 
 
 def test_get_strategy_hands_the_gateway_only_to_strategies_that_call_the_model():
-    gw = Gateway(load_config(env={}), transport=Scripted(), sleep=lambda s: None)
+    gw = scripted_gateway(Scripted())
     lightrag = get_strategy("lightrag", gw)
     assert lightrag.retriever.indexes.gateway is gw
     lightrag.retriever.indexes.close()
@@ -318,7 +289,7 @@ def test_cli_audit_indexes_through_the_audits_own_gateway(tmp_path, monkeypatch)
     scripted, made = Scripted(), []
 
     def audit_gateway(no_cache: bool) -> Gateway:
-        made.append(Gateway(load_config(env={}), transport=scripted, sleep=lambda s: None))
+        made.append(scripted_gateway(scripted))
         return made[-1]
 
     monkeypatch.setattr(audit_command, "_worker_gateway", audit_gateway)

@@ -396,8 +396,10 @@ class DenseStrategy(_RetrievalStrategy):
 class _LibraryBaseline:
     """What the LightRAG and GraphRAG strategies share: a retriever over per-SKILL indexes
     that the audit's gateway builds on first use (``retriever`` None: made on first need;
-    ``gateway`` None: one from the environment then)."""
+    ``gateway`` None: one from the environment then). A subclass says how to make its
+    retriever and whether it queries with the audit keywords (``uses_keywords``)."""
 
+    uses_keywords: bool
     uses_gateway = True  # indexing calls the model: get_strategy hands it the audit's gateway
 
     def __init__(self, retriever=None, gateway=None):
@@ -411,7 +413,10 @@ class _LibraryBaseline:
         return self._retriever
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
-        text, units, chunks = self._retrieve(case, keywords, skills, index, options.target_tokens)
+        # LightRAG queries with the audit keywords; GraphRAG embeds the query alone.
+        by_keywords = (keywords,) if self.uses_keywords else ()
+        text, units, chunks = self.retriever.context(
+            retrieval_query(case), *by_keywords, skills, index, options.target_tokens)
         return _check_budget(PolicyContext(text, count_tokens(text), units, passages=chunks),
                              options)
 
@@ -435,9 +440,6 @@ class LightragStrategy(_LibraryBaseline):
 
         return LightragRetriever(LightragIndexes(gateway=gateway))
 
-    def _retrieve(self, case, keywords, skills, index, target_tokens):
-        return self.retriever.context(retrieval_query(case), keywords, skills, index, target_tokens)
-
 
 class GraphragStrategy(_LibraryBaseline):
     """GraphRAG's local-search context (reports, entities, relationships, text units) for the
@@ -458,9 +460,6 @@ class GraphragStrategy(_LibraryBaseline):
         from workbench.audit.baselines.graphrag_index import GraphragIndexes
 
         return GraphragRetriever(GraphragIndexes(gateway=gateway))
-
-    def _retrieve(self, case, keywords, skills, index, target_tokens):
-        return self.retriever.context(retrieval_query(case), skills, index, target_tokens)
 
 
 STRATEGIES: dict[str, type] = {
