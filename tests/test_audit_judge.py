@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripted import ScriptedTransport, scripted_gateway
 from workbench.audit.cases import load_cases
 from workbench.audit.judge import (
     ContextUnit,
@@ -24,35 +25,17 @@ from workbench.audit.policy import AuditIndex
 from workbench.audit.trace import AuditTrace
 from workbench.graph import PolicyIndex
 from workbench.llm import Gateway, MissingRecording, Replayer, load_config
-from workbench.llm.transport import AttemptError, RawResponse
+from workbench.llm.transport import AttemptError
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
 
 
-class Scripted:
-    """Answers each request with ``answer(request)``: a dict (sent as JSON) or an exception."""
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.requests: list[dict] = []
-
-    def endpoint(self, role) -> str:
-        return "scripted"
-
-    def send(self, request, role, *, key):
-        self.requests.append(request)
-        out = self.answer(request)
-        if isinstance(out, Exception):
-            raise out
-        return RawResponse(json.dumps(out), "stop", 100, 10, None, "scripted")
-
-
-def gateway(answer, tmp_path) -> tuple[Gateway, Scripted]:
+def gateway(answer, tmp_path) -> tuple[Gateway, ScriptedTransport]:
     empty = tmp_path / "workbench.toml"
     empty.write_text("")
-    script = Scripted(answer)
+    script = ScriptedTransport(answer)
     cfg = load_config(empty, env={}).with_role("judge", retries=0)
-    return Gateway(cfg, transport=script, sleep=lambda s: None), script
+    return scripted_gateway(script, cfg), script
 
 
 @pytest.fixture(scope="module")

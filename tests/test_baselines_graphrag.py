@@ -11,7 +11,6 @@ all-MiniLM-L6-v2 (same shape: 384-d unit vectors).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import re
@@ -19,28 +18,21 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
-from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
+from tests.audit_data import long_sample
+from tests.library_baselines import assert_curve_and_sweep, assert_resumes, audit_first_case, index_cost
+from tests.scripted import HashEncoder, ScriptedTransport, scripted_gateway
+from workbench.audit.baselines.cost_report import format_cost_rows
 from workbench.audit.baselines.graphrag_context import GraphragRetriever, kg_section
-from workbench.audit.baselines.graphrag_index import (
-    GatewayCall,
-    GraphragUnavailable,
-    _graphrag,
-    as_messages,
-)
-from workbench.audit.baselines.index_store import COST_FILE, IndexCost, IndexRun
+from workbench.audit.baselines.graphrag_index import GatewayCall, GraphragUnavailable, _graphrag, as_messages
 from workbench.audit.strategies import STRATEGIES, GraphragStrategy, get_strategy, needs_gateway
-from workbench.llm.config import load_config
 from workbench.llm.gateway import Gateway
-from workbench.llm.transport import AttemptError, RawResponse
 from workbench.tokens import count_tokens
 from workbench.vocabulary import StrategyName, values
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "index.json"
-SAMPLE = ROOT / "fixtures" / "audit" / "complibench" / "airlines"
 PROMPT_TOKENS, OUTPUT_TOKENS = 100, 50  # what the scripted transport reports per call
 QUERY = "Can I cancel my basic economy flight for a refund?"
 REPORT = {"title": "Flight changes and refunds",
@@ -70,36 +62,10 @@ def graphrag_answer(request) -> str:
     return "Merged description of the policy section."
 
 
-class Scripted:
+class Scripted(ScriptedTransport):
     def __init__(self, fail_on: int | None = None) -> None:
-        self.requests: list[dict] = []
-        self.fail_on = fail_on  # fail the n-th call (1-based), as a dropped connection would
-
-    def endpoint(self, role) -> str:
-        return "scripted"
-
-    def send(self, request, role, *, key):
-        self.requests.append(request)
-        if self.fail_on is not None and len(self.requests) == self.fail_on:
-            raise AttemptError("connection", "scripted outage", retryable=False)
-        return RawResponse(graphrag_answer(request), "stop", PROMPT_TOKENS, OUTPUT_TOKENS,
-                           None, "scripted")
-
-
-class HashEncoder:
-    """Deterministic 384-d unit vectors (the dense encoder's contract, no torch)."""
-
-    def encode(self, texts):
-        out = []
-        for t in texts:
-            h = hashlib.sha256(t.encode()).digest()
-            v = np.frombuffer((h * 12)[:384], dtype=np.uint8).astype(np.float32) - 127.5
-            out.append(v / np.linalg.norm(v))
-        return np.stack(out) if out else np.zeros((0, 384), dtype=np.float32)
-
-
-def gateway(transport) -> Gateway:
-    return Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
+        super().__init__(graphrag_answer, fail_on=fail_on, prompt_tokens=PROMPT_TOKENS,
+                         output_tokens=OUTPUT_TOKENS)
 
 
 # --- adapter logic, without the library -------------------------------------------------
@@ -184,7 +150,7 @@ def test_gateway_call_accounts_usage_asks_json_for_structured_answers_and_record
 
     t = Scripted()
     usage, failures = [], []
-    call = GatewayCall(gateway(t), "airline-policy", usage, failures)
+    call = GatewayCall(scripted_gateway(t), "airline-policy", usage, failures)
     assert call("-Real Data-\nText: # Refunds\n## Fees") .endswith("<|COMPLETE|>")
     out = call([{"role": "user", "content": "write the report with findings"}], Report)
     assert Report.model_validate_json(out).title == REPORT["title"]
@@ -192,7 +158,7 @@ def test_gateway_call_accounts_usage_asks_json_for_structured_answers_and_record
     assert t.requests[0]["temperature"] == 0.01
     assert [u.prompt_tokens for u in usage] == [PROMPT_TOKENS, PROMPT_TOKENS]
 
-    broken = GatewayCall(gateway(Scripted(fail_on=1)), "s", [], failures)
+    broken = GatewayCall(scripted_gateway(Scripted(fail_on=1)), "s", [], failures)
     with pytest.raises(Exception, match="scripted outage"):
         broken("anything")
     # GraphRAG logs and skips a failed extraction: the failure must still be seen by us.
@@ -287,16 +253,14 @@ def test_registry_evaluate_lists_and_gateway_hand_over():
     assert isinstance(s, GraphragStrategy) and s._retriever is None  # cheap until used
     assert not s.uses_keywords  # local search embeds the query: no audit keywords needed
     assert needs_gateway("graphrag")
-    gw = gateway(Scripted())
+    gw = scripted_gateway(Scripted())
     assert get_strategy("graphrag", gw)._gateway is gw
 
 
 def test_cost_table_names_graphrag_and_puts_cdg_under_it():
-    c = IndexCost("s", "k", "3.3.0", "m", "e", "abc", 1000,
-                  [IndexRun(0.0, 10.0, 3, 0, 300, 90, "failed"),
-                   IndexRun(1.0, 5.5, 1, 2, 100, 30, "processed")])
-    rows = cost_rows([c], [{"skill": "s", "model_calls": 7, "prompt_tokens": 4000,
-                            "completion_tokens": 900, "wall_s": 60.0, "source_sha256": "abc"}])
+    from tests.library_baselines import resumed_cost_rows
+
+    rows = resumed_cost_rows("3.3.0", cdg_source_sha256="abc")
     lines = format_cost_rows(rows, "graphrag").splitlines()
     assert lines[1].split()[:7] == ["s", "1000", "graphrag", "4", "400", "120", "15.5"]
     assert lines[2].split() == ["cdg", "7", "4000", "900", "60.0"]
@@ -317,16 +281,11 @@ def real_library(test):
 def indexes(root, transport):
     from workbench.audit.baselines.graphrag_index import GraphragIndexes
 
-    return GraphragIndexes(gateway=gateway(transport), encoder=HashEncoder(), root=root)
-
-
-def _cost(root: Path) -> dict:
-    (path,) = root.glob(f"*/{COST_FILE}")
-    return json.loads(path.read_text())
+    return GraphragIndexes(gateway=scripted_gateway(transport), encoder=HashEncoder(), root=root)
 
 
 @real_library
-def test_index_local_search_spans_and_cost(tmp_path, demo):
+def test_index_local_search_spans_andindex_cost(tmp_path, demo):
     t = Scripted()
     idx = indexes(tmp_path, t)
     text, units, chunk_ids = GraphragRetriever(idx).context(QUERY, ["airline-policy"], demo)
@@ -344,7 +303,7 @@ def test_index_local_search_spans_and_cost(tmp_path, demo):
         if u.id in chunk_ids:  # GraphRAG's text units are verbatim slices of the source
             ((a, b),) = u.spans
             assert source[a:b] in u.text and b - a > 100
-    cost = _cost(tmp_path)
+    cost = index_cost(tmp_path)
     assert cost["calls"] == len(t.requests) and cost["runs"][0]["status"] == "processed"
     assert cost["prompt_tokens"] == PROMPT_TOKENS * len(t.requests)
     assert cost["completion_tokens"] == OUTPUT_TOKENS * len(t.requests)
@@ -356,7 +315,7 @@ def test_index_local_search_spans_and_cost(tmp_path, demo):
     t2 = Scripted()
     again = indexes(tmp_path, t2)
     assert GraphragRetriever(again).context(QUERY, ["airline-policy"], demo)[0] == text
-    assert t2.requests == [] and len(_cost(tmp_path)["runs"]) == 1
+    assert t2.requests == [] and len(index_cost(tmp_path)["runs"]) == 1
     again.close()
 
 
@@ -365,27 +324,7 @@ def test_failed_run_resumes_without_repaying_finished_calls(tmp_path, demo):
     from workbench.audit.baselines.graphrag_index import GraphragIndexError
 
     source = demo.skill("airline-policy").source
-    full = Scripted()
-    ref = indexes(tmp_path / "ref", full)
-    ref.open("airline-policy", source)
-    ref.close()
-    n = len(full.requests)
-    assert n >= 3
-
-    broken = Scripted(fail_on=n)  # the outage comes late: most calls have finished
-    idx = indexes(tmp_path / "res", broken)
-    with pytest.raises(GraphragIndexError, match="resumes"):
-        idx.open("airline-policy", source)
-    idx.close()
-    assert _cost(tmp_path / "res")["runs"][0]["status"] == "failed"
-
-    fixed = Scripted()
-    idx = indexes(tmp_path / "res", fixed)
-    idx.open("airline-policy", source)
-    idx.close()
-    # The calls that had finished before the outage come from GraphRAG's cache.
-    assert 0 < len(fixed.requests) < n
-    assert [r["status"] for r in _cost(tmp_path / "res")["runs"]] == ["failed", "processed"]
+    assert_resumes(indexes, Scripted, tmp_path, source, GraphragIndexError, min_calls=3)
 
 
 @real_library
@@ -401,36 +340,20 @@ def test_target_tokens_caps_the_real_context(tmp_path, demo):
 
 @real_library
 def test_strategy_audits_and_the_curve_and_sweep_take_it(tmp_path, monkeypatch):
-    from workbench.audit.cases import load_cases
-    from workbench.audit.complibench import import_complibench
-    from workbench.audit.coverage_curve import coverage_curve
-    from workbench.audit.length_sweep import run_sweep, sweep_levels
     from workbench.audit.pipeline import AuditOptions, audit_case
-    from workbench.audit.policy import AuditIndex
-    from workbench.graph import PolicyIndex
     from workbench.vocabulary import JudgeMode
 
     retriever = GraphragRetriever(indexes(tmp_path / "idx", Scripted()))
     monkeypatch.setitem(STRATEGIES, "graphrag", lambda: GraphragStrategy(retriever))
-    out = tmp_path / "long"
-    import_complibench(SAMPLE, out, long=True)
-    index = AuditIndex(PolicyIndex.load(out / "index.json"))
-    cases = [c for c in load_cases(out / "cases.jsonl") if c.gold_rules]
+    index, cases = long_sample(tmp_path / "long")
+    cases = [c for c in cases if c.gold_rules]
     trace = audit_case(cases[0], index, get_strategy("graphrag"), None,
                        AuditOptions(judge_mode=JudgeMode.NONE))
     assert trace.error is None and trace.strategy == "graphrag"
     assert trace.context_tokens == count_tokens(trace.context)
     assert [u for u in trace.unit_spans.values() if u["spans"]], "text units carry spans"
 
-    curve = coverage_curve(index, cases, (0.05, 0.5), ("graphrag",))
-    for p in curve.points:
-        assert p.cases and not p.errors and 0 < p.mean_tokens <= p.mean_target + 1e-9
-    assert curve.points[0].mean_tokens < curve.points[1].mean_tokens
-
-    foreign = ROOT / "fixtures" / "audit" / "merchant" / "SKILL.md"
-    levels, sweep_cases = sweep_levels(SAMPLE, (4000,), [foreign])
-    (row,) = run_sweep(levels, sweep_cases, ("graphrag",))
-    assert row.strategy == "graphrag" and not row.errors and row.mean_tokens > 0
+    assert_curve_and_sweep("graphrag", index, cases)
     retriever.indexes.close()
 
 
@@ -441,13 +364,12 @@ def test_cli_indexes_and_audits_through_the_given_gateway(tmp_path, monkeypatch,
     import workbench.audit.dense as dense
     import workbench.commands.audit as audit_command
     import workbench.commands.baselines as baselines_command
-    from workbench.audit.complibench import import_complibench
     from workbench.cli import main
 
     scripted, made = Scripted(), []
 
     def audit_gateway(no_cache: bool) -> Gateway:
-        made.append(gateway(scripted))
+        made.append(scripted_gateway(scripted))
         return made[-1]
 
     monkeypatch.setattr(audit_command, "_worker_gateway", audit_gateway)
@@ -465,14 +387,6 @@ def test_cli_indexes_and_audits_through_the_given_gateway(tmp_path, monkeypatch,
     cdg = next(r for r in json.loads(reports.read_text()) if r["skill"] == "airline-policy")
     assert row["cdg_calls"] == cdg["model_calls"] and row["same_source"] is True
 
-    data = tmp_path / "long"
-    import_complibench(SAMPLE, data, long=True)
-    traces = tmp_path / "traces.jsonl"
-    code = main(["audit", "--index", str(data / "index.json"), "--cases",
-                 str(data / "cases.jsonl"), "--strategy", "graphrag", "--no-judge", "--limit", "1",
-                 "--out", str(traces)])
-    assert code == 0
-    (trace,) = [json.loads(line) for line in traces.read_text().splitlines()]
-    assert trace["error"] is None and trace["strategy"] == "graphrag" and trace["context"]
+    audit_first_case(tmp_path, "graphrag")
     assert len(made) == 2
     assert {u.step.split(":")[0] for u in made[1].usage_log} == {"graphrag.index"}

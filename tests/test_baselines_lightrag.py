@@ -7,45 +7,38 @@ stands in for all-MiniLM-L6-v2 (same shape: 384-d unit vectors).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-pytest.importorskip("lightrag", reason="the lightrag baseline needs lightrag-hku")
-
-from workbench.audit.baselines import (  # noqa: E402
+from tests.audit_data import long_sample
+from tests.library_baselines import assert_curve_and_sweep, assert_resumes, audit_first_case, index_cost
+from tests.scripted import HashEncoder, ScriptedTransport, scripted_gateway
+from workbench.audit.baselines import (
     LightragIndexError,
     LightragIndexes,
     LightragRetriever,
     LightragUnavailable,
 )
-from workbench.audit.baselines.lightrag_index import COST_FILE, _lightrag  # noqa: E402
-from workbench.audit.cases import load_cases  # noqa: E402
-from workbench.audit.complibench import import_complibench  # noqa: E402
-from workbench.audit.coverage_curve import covers  # noqa: E402
-from workbench.audit.pipeline import AuditOptions, audit_case  # noqa: E402
-from workbench.audit.policy import AuditIndex  # noqa: E402
-from workbench.audit.strategies import (  # noqa: E402
-    STRATEGIES,
-    LightragStrategy,
-    get_strategy,
-    needs_gateway,
-)
-from workbench.graph import PolicyIndex  # noqa: E402
-from workbench.llm.config import load_config  # noqa: E402
-from workbench.llm.gateway import Gateway  # noqa: E402
-from workbench.llm.transport import AttemptError, RawResponse  # noqa: E402
-from workbench.tokens import count_tokens  # noqa: E402
-from workbench.vocabulary import JudgeMode, StrategyName, values  # noqa: E402
+from workbench.audit.baselines.lightrag_index import _lightrag
+from workbench.audit.coverage_curve import covers
+from workbench.audit.pipeline import AuditOptions, audit_case
+from workbench.audit.policy import AuditIndex
+from workbench.audit.strategies import STRATEGIES, LightragStrategy, get_strategy, needs_gateway
+from workbench.graph import PolicyIndex
+from workbench.llm.config import load_config
+from workbench.llm.gateway import Gateway
+from workbench.tokens import count_tokens
+from workbench.vocabulary import JudgeMode, StrategyName, values
+
+# The library is imported on first use only (workbench.audit.baselines): skip without it.
+pytest.importorskip("lightrag", reason="the lightrag baseline needs lightrag-hku")
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "index.json"
-SAMPLE = ROOT / "fixtures" / "audit" / "complibench" / "airlines"
 D = "<|#|>"
 PROMPT_TOKENS, OUTPUT_TOKENS = 100, 50  # what the scripted transport reports per call
 
@@ -66,37 +59,14 @@ def fake_lightrag_llm(request) -> str:
     return "\n".join([*rows, "<|COMPLETE|>"])
 
 
-class Scripted:
+class Scripted(ScriptedTransport):
     def __init__(self, fail_on: int | None = None) -> None:
-        self.requests: list[dict] = []
-        self.fail_on = fail_on  # fail the n-th call (1-based), as a dropped connection would
-
-    def endpoint(self, role) -> str:
-        return "scripted"
-
-    def send(self, request, role, *, key):
-        self.requests.append(request)
-        if self.fail_on is not None and len(self.requests) == self.fail_on:
-            raise AttemptError("connection", "scripted outage", retryable=False)
-        return RawResponse(fake_lightrag_llm(request), "stop", PROMPT_TOKENS, OUTPUT_TOKENS,
-                           None, "scripted")
-
-
-class HashEncoder:
-    """Deterministic 384-d unit vectors (the dense encoder's contract, no torch)."""
-
-    def encode(self, texts):
-        out = []
-        for t in texts:
-            h = hashlib.sha256(t.encode()).digest()
-            v = np.frombuffer((h * 12)[:384], dtype=np.uint8).astype(np.float32) - 127.5
-            out.append(v / np.linalg.norm(v))
-        return np.stack(out) if out else np.zeros((0, 384), dtype=np.float32)
+        super().__init__(fake_lightrag_llm, fail_on=fail_on, prompt_tokens=PROMPT_TOKENS,
+                         output_tokens=OUTPUT_TOKENS)
 
 
 def indexes(root, transport) -> LightragIndexes:
-    gw = Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
-    return LightragIndexes(gateway=gw, encoder=HashEncoder(), root=root)
+    return LightragIndexes(gateway=scripted_gateway(transport), encoder=HashEncoder(), root=root)
 
 
 @pytest.fixture(scope="module")
@@ -104,12 +74,7 @@ def demo():
     return AuditIndex(PolicyIndex.load(DEMO))
 
 
-def _cost(root: Path) -> dict:
-    (path,) = root.glob(f"*/{COST_FILE}")
-    return json.loads(path.read_text())
-
-
-def test_index_context_spans_and_cost(tmp_path, demo):
+def test_index_context_spans_andindex_cost(tmp_path, demo):
     t = Scripted()
     idx = indexes(tmp_path, t)
     r = LightragRetriever(idx)
@@ -125,7 +90,7 @@ def test_index_context_spans_and_cost(tmp_path, demo):
         assert source[a:b] in u.text and b - a > 100
     kg = [u for u in units if u.id.endswith("#lightrag-kg")]
     assert kg and kg[0].spans == () and "Entities:" in kg[0].text
-    cost = _cost(tmp_path)
+    cost = index_cost(tmp_path)
     assert cost["calls"] == len(t.requests)
     assert cost["prompt_tokens"] == PROMPT_TOKENS * len(t.requests)
     assert cost["completion_tokens"] == OUTPUT_TOKENS * len(t.requests)
@@ -140,33 +105,13 @@ def test_index_context_spans_and_cost(tmp_path, demo):
         "Can I cancel my basic economy flight for a refund?", ["cancel", "refund"],
         ["airline-policy"], demo)
     assert t2.requests == [] and text2 == text
-    assert len(_cost(tmp_path)["runs"]) == 1
+    assert len(index_cost(tmp_path)["runs"]) == 1
     again.close()
 
 
 def test_failed_insert_resumes_without_repaying_finished_calls(tmp_path, demo):
-    full = Scripted()
-    ref = indexes(tmp_path / "ref", full)
-    ref.open("airline-policy", demo.skill("airline-policy").source)
-    ref.close()
-    n = len(full.requests)
-    assert n >= 2
-
-    broken = Scripted(fail_on=n)  # the outage comes late: most calls have finished
-    idx = indexes(tmp_path / "res", broken)
-    with pytest.raises(LightragIndexError, match="resumes"):
-        idx.open("airline-policy", demo.skill("airline-policy").source)
-    idx.close()
-    assert _cost(tmp_path / "res")["runs"][0]["status"] == "failed"
-
-    fixed = Scripted()
-    idx = indexes(tmp_path / "res", fixed)
-    idx.open("airline-policy", demo.skill("airline-policy").source)
-    idx.close()
-    # The call that had finished before the outage comes from LightRAG's cache.
-    assert 0 < len(fixed.requests) < n
-    runs = _cost(tmp_path / "res")["runs"]
-    assert [r["status"] for r in runs] == ["failed", "processed"]
+    source = demo.skill("airline-policy").source
+    assert_resumes(indexes, Scripted, tmp_path, source, LightragIndexError, min_calls=2)
 
 
 def test_target_tokens_caps_the_context(tmp_path, demo):
@@ -185,10 +130,8 @@ def test_target_tokens_caps_the_context(tmp_path, demo):
 
 def test_strategy_in_registry_audit_and_coverage(tmp_path):
     assert StrategyName.LIGHTRAG in values(StrategyName) and "lightrag" in STRATEGIES
-    out = tmp_path / "long"
-    import_complibench(SAMPLE, out, long=True)
-    index = AuditIndex(PolicyIndex.load(out / "index.json"))
-    cases = [c for c in load_cases(out / "cases.jsonl") if c.gold_rules][:2]
+    index, cases = long_sample(tmp_path / "long")
+    cases = [c for c in cases if c.gold_rules][:2]
     strat = LightragStrategy(LightragRetriever(indexes(tmp_path / "idx", Scripted())))
     for case in cases:
         trace = audit_case(case, index, strat, None, AuditOptions(judge_mode=JudgeMode.NONE))
@@ -217,7 +160,7 @@ def test_get_strategy_is_cheap_until_used():
 
 
 def test_get_strategy_hands_the_gateway_only_to_strategies_that_call_the_model():
-    gw = Gateway(load_config(env={}), transport=Scripted(), sleep=lambda s: None)
+    gw = scripted_gateway(Scripted())
     lightrag = get_strategy("lightrag", gw)
     assert lightrag.retriever.indexes.gateway is gw
     lightrag.retriever.indexes.close()
@@ -266,14 +209,10 @@ def test_cli_names_an_unknown_skill(tmp_path, capsys):
 
 
 def test_cost_table_puts_cdg_under_the_baseline():
-    from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
-    from workbench.audit.baselines.lightrag_index import IndexCost, IndexRun
+    from tests.library_baselines import resumed_cost_rows
+    from workbench.audit.baselines.cost_report import format_cost_rows
 
-    c = IndexCost("s", "k", "1.5.7", "m", "e", "abc", 1000,
-                  [IndexRun(0.0, 10.0, 3, 0, 300, 90, "failed"),
-                   IndexRun(1.0, 5.5, 1, 2, 100, 30, "processed")])
-    rows = cost_rows([c], [{"skill": "s", "model_calls": 7, "prompt_tokens": 4000,
-                            "completion_tokens": 900, "wall_s": 60.0, "source_sha256": "x"}])
+    rows = resumed_cost_rows("1.5.7", cdg_source_sha256="x")
     # Runs add up: 3 + 1 calls, 300 + 100 prompt, 90 + 30 output, 10 + 5.5 s.
     assert (rows[0]["calls"], rows[0]["prompt_tokens"], rows[0]["completion_tokens"],
             rows[0]["wall_s"]) == (4, 400, 120, 15.5)
@@ -284,26 +223,11 @@ def test_cost_table_puts_cdg_under_the_baseline():
 
 
 def test_recall_tokens_curve_and_length_sweep_take_lightrag(tmp_path, monkeypatch):
-    from workbench.audit.coverage_curve import coverage_curve
-    from workbench.audit.length_sweep import run_sweep, sweep_levels
-
     # Both build strategies from the registry by name; give them the scripted model.
     retriever = LightragRetriever(indexes(tmp_path / "idx", Scripted()))
     monkeypatch.setitem(STRATEGIES, "lightrag", lambda: LightragStrategy(retriever))
-    out = tmp_path / "long"
-    import_complibench(SAMPLE, out, long=True)
-    index = AuditIndex(PolicyIndex.load(out / "index.json"))
-    cases = load_cases(out / "cases.jsonl")
-    curve = coverage_curve(index, cases, (0.05, 0.5), ("lightrag",))
-    assert [p.share for p in curve.points] == [0.05, 0.5]
-    for p in curve.points:
-        assert p.cases and not p.errors and 0 < p.mean_tokens <= p.mean_target + 1e-9
-    assert curve.points[0].mean_tokens < curve.points[1].mean_tokens
-
-    foreign = ROOT / "fixtures" / "audit" / "merchant" / "SKILL.md"
-    levels, sweep_cases = sweep_levels(SAMPLE, (4000,), [foreign])
-    (row,) = run_sweep(levels, sweep_cases, ("lightrag",))
-    assert row.strategy == "lightrag" and not row.errors and row.mean_tokens > 0
+    index, cases = long_sample(tmp_path / "long")
+    assert_curve_and_sweep("lightrag", index, cases)
     retriever.indexes.close()
 
 
@@ -313,12 +237,11 @@ def test_cli_audit_indexes_through_the_audits_own_gateway(tmp_path, monkeypatch)
     and lexical keywords, where nothing else needs a model."""
     import workbench.audit.dense as dense
     import workbench.commands.audit as audit_command
-    from workbench.cli import main
 
     scripted, made = Scripted(), []
 
     def audit_gateway(no_cache: bool) -> Gateway:
-        made.append(Gateway(load_config(env={}), transport=scripted, sleep=lambda s: None))
+        made.append(scripted_gateway(scripted))
         return made[-1]
 
     monkeypatch.setattr(audit_command, "_worker_gateway", audit_gateway)
@@ -328,14 +251,6 @@ def test_cli_audit_indexes_through_the_audits_own_gateway(tmp_path, monkeypatch)
     # A gateway made anywhere else from the environment finds no recordings and fails.
     monkeypatch.setenv("WORKBENCH_LLM_MODE", "replay")
     monkeypatch.setenv("WORKBENCH_LLM_RECORDINGS", str(tmp_path / "none.jsonl"))
-    data = tmp_path / "long"
-    import_complibench(SAMPLE, data, long=True)
-    traces = tmp_path / "traces.jsonl"
-    code = main(["audit", "--index", str(data / "index.json"), "--cases",
-                 str(data / "cases.jsonl"), "--strategy", "lightrag", "--no-judge", "--limit", "1",
-                 "--out", str(traces)])
-    assert code == 0
-    (trace,) = [json.loads(line) for line in traces.read_text().splitlines()]
-    assert trace["error"] is None and trace["strategy"] == "lightrag" and trace["context"]
+    audit_first_case(tmp_path, "lightrag")
     assert len(made) == 1 and scripted.requests, "indexing must go through the audit's gateway"
     assert {u.step.split(":")[0] for u in made[0].usage_log} == {"lightrag.index"}

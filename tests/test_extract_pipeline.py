@@ -15,6 +15,8 @@ import re
 
 import pytest
 
+from tests.scripted import ScriptedTransport
+from tests.scripted import scripted_gateway as gateway
 from workbench.extract import ExtractionProgress, JsonStepStore, MemoryStepStore
 from workbench.extract import extract_skill as extract_with_options
 from workbench.llm import Gateway, ModelCallError, load_config
@@ -47,26 +49,8 @@ def fake_extractor(user: str) -> dict:
     return {"rules": rules, "edges": edges}
 
 
-class Scripted:
-    """A transport answering with ``respond(request) -> str | dict | RawResponse``."""
-
-    def __init__(self, respond, fail_after: int | None = None) -> None:
-        self.respond = respond
-        self.requests: list[dict] = []
-        self.fail_after = fail_after
-
-    def endpoint(self, role) -> str:
-        return "scripted"
-
-    def send(self, request, role, *, key):
-        if self.fail_after is not None and len(self.requests) >= self.fail_after:
-            raise AttemptError("connection", "scripted outage", retryable=False)
-        self.requests.append(request)
-        out = self.respond(request)
-        if isinstance(out, RawResponse):
-            return out
-        text = out if isinstance(out, str) else json.dumps(out)
-        return RawResponse(text, "stop", 100, 50, None, "scripted")
+def scripted(respond) -> ScriptedTransport:
+    return ScriptedTransport(respond, output_tokens=50)
 
 
 def default_respond(request) -> dict:
@@ -77,11 +61,7 @@ def default_respond(request) -> dict:
     return {"merges": [], "edges": []}
 
 
-def gateway(transport) -> Gateway:
-    return Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
-
-
-def extract_calls(t: Scripted) -> list[dict]:
+def extract_calls(t: ScriptedTransport) -> list[dict]:
     return [r for r in t.requests if r["response_format"]["json_schema"]["name"] == "rules"]
 
 
@@ -93,7 +73,7 @@ TEN = "---\nname: ten\ndescription: Ten sections.\n---\n" + "".join(
 
 
 def test_graph_spans_are_verbatim_and_ids_readable():
-    t = Scripted(default_respond)
+    t = scripted(default_respond)
     skill, report = extract_skill(parse_skill(TEN), gateway(t), MemoryStepStore())
     assert len(skill.graph.rules) == 20
     for rule in skill.graph.rules.values():
@@ -106,15 +86,15 @@ def test_graph_spans_are_verbatim_and_ids_readable():
 
 def test_rerun_reuses_every_step_and_edit_reextracts_only_that_block(tmp_path):
     store = JsonStepStore(tmp_path / "steps")
-    first = Scripted(default_respond)
+    first = scripted(default_respond)
     skill1, _ = extract_skill(parse_skill(TEN), gateway(first), store)
-    again = Scripted(default_respond)
+    again = scripted(default_respond)
     skill2, report = extract_skill(parse_skill(TEN), gateway(again), store)
     assert again.requests == [] and report.blocks_cached == 10
     assert PolicyDict(skill1) == PolicyDict(skill2)
 
     edited = TEN.replace("check item 5 before", "check item 5 twice before")
-    third = Scripted(default_respond)
+    third = scripted(default_respond)
     skill3, report3 = extract_skill(parse_skill(edited), gateway(third), store)
     texts = [r["messages"][-1]["content"] for r in extract_calls(third)]
     assert len(texts) == 1 and "item 5 twice" in texts[0]
@@ -131,11 +111,19 @@ def PolicyDict(skill):
 
 def test_crash_loses_nothing_finished(tmp_path):
     store = JsonStepStore(tmp_path / "steps")
-    dying = Scripted(default_respond, fail_after=4)
+    answered: list[dict] = []
+
+    def answer_four_then_drop(request):  # the connection drops for good after 4 answers
+        if len(answered) >= 4:
+            return AttemptError("connection", "scripted outage", retryable=False)
+        answered.append(request)
+        return default_respond(request)
+
+    dying = scripted(answer_four_then_drop)
     with pytest.raises(ModelCallError) as err:
         extract_skill(parse_skill(TEN), gateway(dying), store, concurrency=1)
     assert err.value.kind == "connection"
-    resumed = Scripted(default_respond)
+    resumed = scripted(default_respond)
     _, report = extract_skill(parse_skill(TEN), gateway(resumed), store, concurrency=1)
     assert len(extract_calls(resumed)) == 6  # the 4 answered before the crash are reused
     assert report.blocks_cached == 4
@@ -149,7 +137,7 @@ def test_truncated_answer_splits_the_block_and_keeps_all_rules():
         return default_respond(request)
 
     doc = parse_skill("# Big\n\n" + "\n\n".join(f"The agent must do task {n} carefully." for n in range(6)))
-    t = Scripted(respond)
+    t = scripted(respond)
     skill, report = extract_skill(doc, gateway(t), MemoryStepStore())
     assert len(skill.graph.rules) == 6
     block = report.blocks[0]
@@ -175,7 +163,7 @@ CROWDED = "# Duties\n\n" + "\n".join(f"The agent must file form {n}." for n in r
 
 
 def test_an_answer_at_the_rule_cap_is_split_and_no_rule_is_lost():
-    t = Scripted(capped_respond)
+    t = scripted(capped_respond)
     skill, report = extract_skill(parse_skill(CROWDED), gateway(t), MemoryStepStore())
     schema = extract_calls(t)[0]["response_format"]["json_schema"]["schema"]
     first_cap = schema["properties"]["rules"]["maxItems"]
@@ -190,14 +178,14 @@ def test_an_answer_at_the_rule_cap_is_split_and_no_rule_is_lost():
 
 def test_an_answer_at_the_rule_cap_is_reported_when_splitting_is_off(tmp_path):
     store = JsonStepStore(tmp_path / "steps")
-    t = Scripted(capped_respond)
+    t = scripted(capped_respond)
     skill, report = extract_skill(parse_skill(CROWDED), gateway(t), store, on_rule_cap="report")
     assert len(extract_calls(t)) == 1 and len(skill.graph.rules) < 12
     assert report.blocks[0].capped == 1 and report.figures()["rule_cap_hits"] == 1
     assert any("hit the cap" in p for p in report.blocks[0].problems)
     assert any("rule cap" in line for line in report.summary_lines())
     # A re-run from stored steps still says so: the warning is not lost with the cache.
-    _, again = extract_skill(parse_skill(CROWDED), gateway(Scripted(capped_respond)), store,
+    _, again = extract_skill(parse_skill(CROWDED), gateway(scripted(capped_respond)), store,
                              on_rule_cap="report")
     assert again.blocks[0].extract_cached and again.blocks[0].capped == 1
     with pytest.raises(ValueError, match="on_rule_cap"):
@@ -211,7 +199,7 @@ def test_a_piece_that_never_parses_is_reported_not_fatal():
         return default_respond(request)
 
     doc = parse_skill("# A\n\nThe agent must do task 1.\n\n# B\n\nThe agent must do task 2.\n")
-    t = Scripted(respond)
+    t = scripted(respond)
     skill, report = extract_skill(doc, gateway(t), MemoryStepStore())
     assert list(skill.graph.rules) == ["a-R1"]
     assert "invalid_output" in report.blocks[1].error
@@ -227,7 +215,7 @@ def test_unknown_ids_and_cycles_from_the_model():
         return {"merges": [], "edges": []}
 
     doc = parse_skill("# A\n\nThe agent must greet. The agent must never shout.\n")
-    skill, report = extract_skill(doc, gateway(Scripted(respond)), MemoryStepStore())
+    skill, report = extract_skill(doc, gateway(scripted(respond)), MemoryStepStore())
     edges = {(e.source, e.target) for e in skill.graph.edges}
     assert edges == {("a-R2", "a-R1"), ("a-R1", "a-R2")}  # the cycle is kept
     assert any("unknown rule id" in p for p in report.blocks[0].problems)
@@ -245,7 +233,7 @@ def test_fusion_merges_and_cross_edges_are_applied():
         "# A\n\nThe agent must verify the customer identity first.\n\n"
         "# B\n\nThe agent must verify the customer identity again.\n"
     )
-    skill, report = extract_skill(doc, gateway(Scripted(respond)), MemoryStepStore())
+    skill, report = extract_skill(doc, gateway(scripted(respond)), MemoryStepStore())
     assert list(skill.graph.rules) == ["a-R1"]
     # The merged rule keeps both quotes; the edge became a self-loop and was dropped.
     assert len(skill.graph.rules["a-R1"].spans) == 2 and skill.graph.edges == []
@@ -258,7 +246,7 @@ def test_200k_token_document_is_never_sent_whole():
     text = "---\nname: huge\ndescription: A very long policy.\n---\n" + "\n\n".join([para] * 2200)
     doc = parse_skill(text)
     assert count_tokens(doc.source) > 150_000
-    t = Scripted(lambda r: {"rules": [], "edges": []} if "rules" in json.dumps(r["response_format"])
+    t = scripted(lambda r: {"rules": [], "edges": []} if "rules" in json.dumps(r["response_format"])
                  else {"merges": [], "edges": []})
     _, report = extract_skill(doc, gateway(t), MemoryStepStore(), max_block_tokens=12_000,
                               context_tokens=100_000)
@@ -271,7 +259,7 @@ def test_200k_token_document_is_never_sent_whole():
 
 
 def test_embedded_context_caps_the_block_size():
-    t = Scripted(default_respond)
+    t = scripted(default_respond)
     doc = parse_skill("# A\n\n" + "\n\n".join(f"The agent must do step {n}." for n in range(400)))
     # 2 slots of 4,096 tokens: a 12,000-token block would not fit one request
     small = Gateway(load_config(env={"WORKBENCH_EMBEDDED_CTX_SIZE": "8192"}), transport=t,
@@ -286,7 +274,7 @@ def test_embedded_context_caps_the_block_size():
     ["", "---\nname: empty\ndescription: nothing\n---\n", "---\nname: x\ndescription: d\n---\n# Title\n"],
 )
 def test_documents_without_rules_make_no_calls(text):
-    t = Scripted(default_respond)
+    t = scripted(default_respond)
     skill, report = extract_skill(parse_skill(text, "fixtures/empty/SKILL.md"), gateway(t), MemoryStepStore())
     assert t.requests == [] and len(skill.graph) == 0 and report.verbatim_span_rate is None
 
@@ -298,7 +286,7 @@ def test_no_headings_and_non_utf8(tmp_path):
     path.write_bytes("---\nname: cafe\ndescription: d\n---\nThe agent must greet every caf\xe9 guest.\n"
                      .encode("latin-1"))
     doc = read_skill(path)
-    skill, report = extract_skill(doc, gateway(Scripted(default_respond)), MemoryStepStore())
+    skill, report = extract_skill(doc, gateway(scripted(default_respond)), MemoryStepStore())
     assert list(skill.graph.rules) == ["intro-R1"]
     assert skill.rule_text("intro-R1") == "The agent must greet every caf\ufffd guest."
     assert any("not UTF-8" in w for w in report.warnings)
@@ -306,7 +294,7 @@ def test_no_headings_and_non_utf8(tmp_path):
 
 def test_progress_reports_every_step_in_order():
     events: list[ExtractionProgress] = []
-    extract_skill(parse_skill(TEN), gateway(Scripted(default_respond)), MemoryStepStore(),
+    extract_skill(parse_skill(TEN), gateway(scripted(default_respond)), MemoryStepStore(),
                   progress=events.append)
     done = [e.done for e in events]
     assert done == sorted(done) and events[-1].phase == "done" and events[-1].fraction == 1.0
@@ -315,4 +303,4 @@ def test_progress_reports_every_step_in_order():
 
 def test_unknown_option_is_refused():
     with pytest.raises(TypeError, match="max_blok"):
-        extract_skill(parse_skill(TEN), gateway(Scripted(default_respond)), max_blok=3)
+        extract_skill(parse_skill(TEN), gateway(scripted(default_respond)), max_blok=3)

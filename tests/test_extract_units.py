@@ -4,11 +4,11 @@ test_extract_demo.py."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
+from tests.scripted import ScriptedTransport, scripted_gateway
 from workbench.extract import MemoryStepStore, extract_skill
 from workbench.extract.units import (
     UNITS_PER_REQUEST,
@@ -19,7 +19,6 @@ from workbench.extract.units import (
     units_schema,
     validate_units_answer,
 )
-from workbench.llm import Gateway, load_config
 from workbench.llm.transport import RawResponse
 from workbench.skill import parse_skill
 
@@ -129,29 +128,18 @@ def respond_units(request) -> dict:
     return out
 
 
-class Scripted:
-    def __init__(self, respond):
-        self.respond, self.requests = respond, []
-
-    def endpoint(self, role) -> str:
-        return "scripted"
-
-    def send(self, request, role, *, key):
-        self.requests.append(request)
-        out = self.respond(request)
-        if isinstance(out, RawResponse):
-            return out
-        return RawResponse(json.dumps(out), "stop", 100, 40, None, "s")
+def scripted(respond) -> ScriptedTransport:
+    return ScriptedTransport(respond, output_tokens=40)
 
 
 def run(transport, text=TEXT, **options):
     doc = parse_skill(f"---\nname: booking\ndescription: booking rules\n---\n{text}")
-    gw = Gateway(load_config(env={}), transport=transport, sleep=lambda s: None)
+    gw = scripted_gateway(transport)
     return doc, *extract_skill(doc, gw, MemoryStepStore(), extract_prompt="units_v1", **options)
 
 
 def test_units_mode_gives_every_rule_its_unit_as_an_exact_span():
-    transport = Scripted(respond_units)
+    transport = scripted(respond_units)
     doc, skill, report = run(transport)
     quoted = {doc.source[r.spans[0].start:r.spans[0].end] for r in skill.graph.rules.values()}
     assert "Each extra bag is 50 dollars." in quoted
@@ -175,7 +163,7 @@ def test_a_chunk_the_model_cannot_answer_is_asked_again_in_halves():
             return RawResponse('{"1": {"rule": "ye', "length", 100, 2048, None, "s")  # cut off
         return respond_units(request)
 
-    doc, skill, report = run(Scripted(respond))
+    doc, skill, report = run(scripted(respond))
     assert calls[0] == 10 and calls[-2:] == [5, 5]  # halved after the cut-off answer(s)
     assert len(skill.graph.rules) >= 6
     assert not any(b.error for b in report.blocks)
@@ -188,15 +176,15 @@ def test_units_rerun_after_a_one_section_edit_asks_only_that_section_and_keeps_r
                    "A refund over 200 dollars needs a supervisor.\n")
     doc = parse_skill(f"---\nname: booking\ndescription: booking rules\n---\n{text}")
     store = MemoryStepStore()
-    first_t = Scripted(respond_units)
-    gw = Gateway(load_config(env={}), transport=first_t, sleep=lambda s: None)
+    first_t = scripted(respond_units)
+    gw = scripted_gateway(first_t)
     first, _ = extract_skill(doc, gw, store, extract_prompt="units_v1")
     rejected = first.proposed[0].pair
     decisions = EdgeDecisions()
     decisions.decide(rejected, accept=False)
     edited = parse_skill(doc.source.replace("200 dollars", "250 dollars"))
-    again_t = Scripted(respond_units)
-    gw2 = Gateway(load_config(env={}), transport=again_t, sleep=lambda s: None)
+    again_t = scripted(respond_units)
+    gw2 = scripted_gateway(again_t)
     second, report = extract_skill(edited, gw2, store, extract_prompt="units_v1", decisions=decisions)
     asked = [r for r in again_t.requests if r["response_format"]["json_schema"]["name"] == "rules"]
     assert len(asked) == 1 and "250 dollars" in asked[0]["messages"][-1]["content"]

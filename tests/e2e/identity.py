@@ -3,6 +3,9 @@ as a person would: open the "Sign in" box, type a name, pick a role, submit."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .flows import settle
 
 
@@ -38,3 +41,19 @@ def sign_in(page, name: str, role: str) -> None:
 def sign_out(page) -> None:
     page.locator("[data-testid='stSidebar']").get_by_role("button", name="Sign out").click()
     settle(page)
+
+
+@contextmanager
+def signed_in_elsewhere(browser, server, url_path: str, name: str, role: str) -> Iterator:
+    """A second person in a browser of their own (a fresh context: no session shared with
+    the test's page), on ``url_path`` and signed in as ``name`` with ``role``; yields the
+    page and closes that browser after."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/{url_path}")
+        settle(page)
+        sign_in(page, name, role)
+        yield page
+    finally:
+        context.close()

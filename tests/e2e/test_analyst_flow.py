@@ -55,20 +55,22 @@ def violation_trace(index: dict, case_ids: set[str]) -> dict:
     return trace.to_dict()
 
 
+def seed_demo(eng, index: dict, cases, trace: dict) -> None:
+    """The demo index and cases, and ``trace`` stored in run ``RUN``."""
+    from store import audit_repo
+
+    import_index(eng, index, author="demo")
+    audit_repo.save_cases(eng, "demo", cases)
+    audit_repo.save_trace(eng, trace, RUN, "demo")
+
+
 @pytest.fixture
 def flow(tmp_path):
     index = demo_index_data()
     cases = demo_cases()
     trace = violation_trace(index, {c.id for c in cases})
 
-    def seed(eng) -> None:
-        from store import audit_repo
-
-        import_index(eng, index, author="demo")
-        audit_repo.save_cases(eng, "demo", cases)
-        audit_repo.save_trace(eng, trace, RUN, "demo")
-
-    srv = start_server(tmp_path, seed)
+    srv = start_server(tmp_path, lambda eng: seed_demo(eng, index, cases, trace))
     case = next(c for c in cases if c.id == trace["id"])
     yield srv, trace, case, index
     srv.stop()

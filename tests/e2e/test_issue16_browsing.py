@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import expect
@@ -23,11 +24,10 @@ from .flows import (
     demo_cases,
     demo_index_data,
     goto,
-    import_index,
     settle,
     start_server,
 )
-from .test_analyst_flow import RUN, violation_trace
+from .test_analyst_flow import seed_demo, violation_trace
 
 pytestmark = pytest.mark.e2e
 
@@ -44,9 +44,7 @@ def _seed(eng) -> None:
 
     index = demo_index_data()
     cases = demo_cases()
-    import_index(eng, index, author="demo")
-    audit_repo.save_cases(eng, "demo", cases)
-    audit_repo.save_trace(eng, violation_trace(index, {c.id for c in cases}), RUN, "demo")
+    seed_demo(eng, index, cases, violation_trace(index, {c.id for c in cases}))
 
     # Every case's gold is "violation"; even cases are judged violation (queued: flagged), odd
     # ones compliant (queued: the judge disagrees with gold). So the list holds both verdicts.
@@ -208,15 +206,24 @@ def _first_cell(table, name: str, value: str, timeout: float = 15) -> None:
         time.sleep(0.2)
 
 
-def test_review_list_pages_and_filters(browser, server):
-    """Issue #16 item 10: Review was one case at a time; its list view pages and filters."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+@contextmanager
+def _queue_list(browser, server, width: int, height: int):
+    """The big queue's Review page in a fresh browser of ``width`` x ``height`` with its
+    "Queue list" open: yields the page and that expander; the browser closes after."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     try:
+        page = context.new_page()
         goto(page, server, f"review?dataset={BIG}")
         page.get_by_text(re.compile(r"^Queue list \(")).click()
         settle(page)
-        listing = page.locator("[data-testid='stExpander']", has_text="Queue list")
+        yield page, page.locator("[data-testid='stExpander']", has_text="Queue list")
+    finally:
+        context.close()
+
+
+def test_review_list_pages_and_filters(browser, server):
+    """Issue #16 item 10: Review was one case at a time; its list view pages and filters."""
+    with _queue_list(browser, server, 1400, 1000) as (page, listing):
         table = listing.locator("[data-testid='stDataFrame']")
         next_page = listing.get_by_role("button", name="Next page")
         table.locator("table[role='grid']").wait_for(state="attached")
@@ -258,8 +265,6 @@ def test_review_list_pages_and_filters(browser, server):
         assert sorted(_column(table, "case")) == [f"case-{i:04d}" for i in range(DECIDED)]
         assert all(d == "rev: confirm" for d in _column(table, "decisions"))
         assert_no_exception(page, server)
-    finally:
-        context.close()
 
 
 _CLIPPED_JS = """(root) => {
@@ -287,13 +292,7 @@ def test_descending_toggle_label_is_readable_at_1024_px(browser, server):
     """Issue #16 item 10: at 1024 px the case list's "Descending" toggle label was cut to
     "D…". Its text must fit the boxes around it: none clips it (scroll width over client
     width with overflow hidden) and the text lies inside the toggle's own box."""
-    context = browser.new_context(viewport={"width": 1024, "height": 900})
-    page = context.new_page()
-    try:
-        goto(page, server, f"review?dataset={BIG}")
-        page.get_by_text(re.compile(r"^Queue list \(")).click()
-        settle(page)
-        listing = page.locator("[data-testid='stExpander']", has_text="Queue list")
+    with _queue_list(browser, server, 1024, 900) as (page, listing):
         toggle = listing.locator("[data-testid='stCheckbox']", has_text="Descending")
         toggle.wait_for()
         toggle.screenshot(path=str(server.log.parent / "descending-1024.png"))
@@ -306,5 +305,3 @@ def test_descending_toggle_label_is_readable_at_1024_px(browser, server):
         widget = m["boxes"][-1]
         assert widget["left"] - 1 <= m["textLeft"] and m["textRight"] <= widget["right"] + 1, m
         assert_no_exception(page, server)
-    finally:
-        context.close()

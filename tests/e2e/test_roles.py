@@ -25,7 +25,7 @@ from .flows import (  # noqa: E402
     settle,
     start_server,
 )
-from .identity import sign_in  # noqa: E402
+from .identity import sign_in, signed_in_elsewhere  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -103,12 +103,7 @@ def test_annotator_b_never_sees_annotator_a_labels(server, page, browser):
 
     # The same views, for a reviewer in another browser, do show ada's labels: the checks
     # above can fail.
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    try:
-        rita = context.new_page()
-        rita.goto(f"{server.url}/annotate")
-        settle(rita)
-        sign_in(rita, "rita", "reviewer")
+    with signed_in_elsewhere(browser, server, "annotate", "rita", "reviewer") as rita:
         # R1 is now a disagreement (ada: incorrect, bob: correct), first in the reviewer's queue.
         expect(rita.locator("[data-testid='wb-rule-card']")).to_contain_text("R1", timeout=30_000)
         rita.locator("[data-testid='stDataFrame'] td", has_text=SECRET_NOTE).first.wait_for(
@@ -116,8 +111,6 @@ def test_annotator_b_never_sees_annotator_a_labels(server, page, browser):
         task(rita, "Reference inventory")
         rita.locator("[data-testid='stDataFrame'] td", has_text=SECRET_RULE).first.wait_for(
             state="attached")
-    finally:
-        context.close()
 
 
 def test_annotator_cannot_save_a_graph(server, page):
@@ -205,12 +198,7 @@ def test_only_a_graph_editor_may_delete_a_skill(server, page, browser):
     expect(uploads).to_contain_text("to edit graphs you need the role", use_inner_text=False)
     assert_no_exception(page, server)
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    try:
-        author = context.new_page()
-        author.goto(f"{server.url}/skills")
-        settle(author)
-        sign_in(author, "otto", "author")
+    with signed_in_elsewhere(browser, server, "skills", "otto", "author") as author:
         author.locator("[data-testid='stExpander'] summary", has_text="Delete refunds").click()
         settle(author)
         delete = author.get_by_role("button", name="Delete refunds")
@@ -218,8 +206,6 @@ def test_only_a_graph_editor_may_delete_a_skill(server, page, browser):
         delete.click()
         settle(author)
         assert_no_exception(author, server)
-    finally:
-        context.close()
     eng = make_engine(server.db_url)
     try:
         assert repo.skill_names(eng) == []

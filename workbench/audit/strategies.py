@@ -393,7 +393,35 @@ class DenseStrategy(_RetrievalStrategy):
         return [p for *_, p in scored[: options.top_k]]
 
 
-class LightragStrategy:
+class _LibraryBaseline:
+    """What the LightRAG and GraphRAG strategies share: a retriever over per-SKILL indexes
+    that the audit's gateway builds on first use (``retriever`` None: made on first need;
+    ``gateway`` None: one from the environment then). A subclass says how to make its
+    retriever and whether it queries with the audit keywords (``uses_keywords``)."""
+
+    uses_keywords: bool
+    uses_gateway = True  # indexing calls the model: get_strategy hands it the audit's gateway
+
+    def __init__(self, retriever=None, gateway=None):
+        self._retriever = retriever
+        self._gateway = gateway
+
+    @property
+    def retriever(self):
+        if self._retriever is None:
+            self._retriever = self._new_retriever(self._gateway)
+        return self._retriever
+
+    def build(self, case, keywords, skills, index, options) -> PolicyContext:
+        # LightRAG queries with the audit keywords; GraphRAG embeds the query alone.
+        by_keywords = (keywords,) if self.uses_keywords else ()
+        text, units, chunks = self.retriever.context(
+            retrieval_query(case), *by_keywords, skills, index, options.target_tokens)
+        return _check_budget(PolicyContext(text, count_tokens(text), units, passages=chunks),
+                             options)
+
+
+class LightragStrategy(_LibraryBaseline):
     """LightRAG's retrieval (entities, relations, chunks) for the case, context only.
 
     The index of each routed SKILL is built on first use through the audit's model gateway
@@ -404,29 +432,16 @@ class LightragStrategy:
 
     name = StrategyName.LIGHTRAG
     uses_keywords = True
-    uses_gateway = True  # indexing calls the model: get_strategy hands it the audit's gateway
 
-    def __init__(self, retriever=None, gateway=None):
-        self._retriever = retriever
-        self._gateway = gateway
+    @staticmethod
+    def _new_retriever(gateway):
+        from workbench.audit.baselines.lightrag_context import LightragRetriever
+        from workbench.audit.baselines.lightrag_index import LightragIndexes
 
-    @property
-    def retriever(self):
-        if self._retriever is None:
-            from workbench.audit.baselines.lightrag_context import LightragRetriever
-            from workbench.audit.baselines.lightrag_index import LightragIndexes
-
-            self._retriever = LightragRetriever(LightragIndexes(gateway=self._gateway))
-        return self._retriever
-
-    def build(self, case, keywords, skills, index, options) -> PolicyContext:
-        text, units, chunks = self.retriever.context(
-            retrieval_query(case), keywords, skills, index, options.target_tokens)
-        return _check_budget(PolicyContext(text, count_tokens(text), units, passages=chunks),
-                             options)
+        return LightragRetriever(LightragIndexes(gateway=gateway))
 
 
-class GraphragStrategy:
+class GraphragStrategy(_LibraryBaseline):
     """GraphRAG's local-search context (reports, entities, relationships, text units) for the
     case, context only.
 
@@ -438,26 +453,13 @@ class GraphragStrategy:
 
     name = StrategyName.GRAPHRAG
     uses_keywords = False
-    uses_gateway = True  # indexing calls the model: get_strategy hands it the audit's gateway
 
-    def __init__(self, retriever=None, gateway=None):
-        self._retriever = retriever
-        self._gateway = gateway
+    @staticmethod
+    def _new_retriever(gateway):
+        from workbench.audit.baselines.graphrag_context import GraphragRetriever
+        from workbench.audit.baselines.graphrag_index import GraphragIndexes
 
-    @property
-    def retriever(self):
-        if self._retriever is None:
-            from workbench.audit.baselines.graphrag_context import GraphragRetriever
-            from workbench.audit.baselines.graphrag_index import GraphragIndexes
-
-            self._retriever = GraphragRetriever(GraphragIndexes(gateway=self._gateway))
-        return self._retriever
-
-    def build(self, case, keywords, skills, index, options) -> PolicyContext:
-        text, units, chunks = self.retriever.context(
-            retrieval_query(case), skills, index, options.target_tokens)
-        return _check_budget(PolicyContext(text, count_tokens(text), units, passages=chunks),
-                             options)
+        return GraphragRetriever(GraphragIndexes(gateway=gateway))
 
 
 STRATEGIES: dict[str, type] = {

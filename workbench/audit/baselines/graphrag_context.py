@@ -20,6 +20,7 @@ from typing import Any
 
 from workbench.audit.baselines.graphrag_index import GraphragIndexes, context_params, text_tables
 from workbench.audit.baselines.index_store import locate
+from workbench.audit.baselines.skill_indexes import IndexedRetriever
 from workbench.audit.judge import ContextUnit
 from workbench.tokens import count_tokens
 
@@ -35,17 +36,11 @@ def kg_section(context_chunks: Any) -> str:
     return (text[:at] if at >= 0 else text).strip()
 
 
-class GraphragRetriever:
-    """Builds the context text and units for a query over routed SKILLs."""
+class GraphragRetriever(IndexedRetriever):
+    """Builds the context text and units for a query over routed SKILLs (``indexes``: a
+    :class:`GraphragIndexes`, made on first need when None)."""
 
-    def __init__(self, indexes: GraphragIndexes | None = None) -> None:
-        self._indexes = indexes
-
-    @property
-    def indexes(self) -> GraphragIndexes:
-        if self._indexes is None:
-            self._indexes = GraphragIndexes()
-        return self._indexes
+    indexes_class = GraphragIndexes
 
     def skill_units(self, skill: str, source: str, query: str,
                     max_tokens: int | None) -> list[ContextUnit]:

@@ -30,22 +30,20 @@ import asyncio
 import functools
 import json
 import os
-import threading
 import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.audit.baselines.index_store import (
-    append_run,
-    default_root,
-    index_key,
-    read_cost,
-    run_from_usage,
-    slug,
+from workbench.audit.baselines.index_store import append_run, read_cost, run_from_usage, slug
+from workbench.audit.baselines.skill_indexes import (
+    EMBED_DIM,
+    EMBEDDER,
+    ROLE,
+    LoopThread,
+    SkillIndexes,
 )
-from workbench.audit.baselines.lightrag_index import EMBED_DIM, EMBEDDER, ROLE, _LoopThread
 from workbench.errors import WorkbenchError
 
 LIBRARY = "graphrag"
@@ -87,13 +85,8 @@ def _graphrag() -> dict[str, Any]:
         import graphrag.api as api
         from graphrag.config.embeddings import entity_description_embedding
         from graphrag.config.load_config import load_config
+        from graphrag.query import indexer_adapters
         from graphrag.query.factory import get_local_search_engine
-        from graphrag.query.indexer_adapters import (
-            read_indexer_entities,
-            read_indexer_relationships,
-            read_indexer_reports,
-            read_indexer_text_units,
-        )
         from graphrag.utils.api import get_embedding_store
         from graphrag_llm.completion.completion import LLMCompletion
         from graphrag_llm.completion.completion_factory import register_completion
@@ -107,11 +100,7 @@ def _graphrag() -> dict[str, Any]:
     return dict(
         version=version("graphrag"), api=api, load_config=load_config,
         entity_description_embedding=entity_description_embedding,
-        get_local_search_engine=get_local_search_engine,
-        read_indexer_entities=read_indexer_entities,
-        read_indexer_relationships=read_indexer_relationships,
-        read_indexer_reports=read_indexer_reports,
-        read_indexer_text_units=read_indexer_text_units,
+        get_local_search_engine=get_local_search_engine, indexer_adapters=indexer_adapters,
         get_embedding_store=get_embedding_store, LLMCompletion=LLMCompletion,
         register_completion=register_completion, LLMEmbedding=LLMEmbedding,
         register_embedding=register_embedding, with_middleware_pipeline=with_middleware_pipeline,
@@ -172,25 +161,39 @@ def _model_classes(lib: dict[str, Any]) -> tuple[type, type]:
     """GraphRAG completion and embedding classes over a :class:`GatewayCall` and an encoder.
     Built on first use: their bases come from the optional library."""
 
-    class GatewayCompletion(lib["LLMCompletion"]):
-        def __init__(self, *, call: GatewayCall, model_config, tokenizer, metrics_store,
-                     metrics_processor=None, cache=None, cache_key_creator=None, **_: Any):
-            self._tokenizer, self._metrics_store = tokenizer, metrics_store
+    class Piped:
+        """What both classes share: GraphRAG's own middleware (its JSON cache is what makes
+        indexing resumable) around a plain function; no retries or rate limits here, the
+        gateway has its own."""
 
-            def base(**kw: Any):
-                return lib["create_completion_response"](call(kw.get("messages"),
-                                                              kw.get("response_format")))
+        def _pipe(self, base, request_type: str, *, model_config, tokenizer, metrics_store,
+                  metrics_processor=None, cache=None, cache_key_creator=None, **_: Any) -> None:
+            self._tokenizer, self._metrics_store = tokenizer, metrics_store
 
             async def abase(**kw: Any):
                 return await asyncio.to_thread(base, **kw)
 
-            # GraphRAG's own middleware: its JSON cache is what makes indexing resumable.
-            # No retries or rate limits here: the gateway has its own.
             self._sync, self._async = lib["with_middleware_pipeline"](
                 model_config=model_config, model_fn=base, async_model_fn=abase,
                 metrics_processor=metrics_processor, cache=cache,
-                cache_key_creator=cache_key_creator, request_type="chat", tokenizer=tokenizer,
-                rate_limiter=None, retrier=None)
+                cache_key_creator=cache_key_creator, request_type=request_type,
+                tokenizer=tokenizer, rate_limiter=None, retrier=None)
+
+        @property
+        def metrics_store(self):
+            return self._metrics_store
+
+        @property
+        def tokenizer(self):
+            return self._tokenizer
+
+    class GatewayCompletion(Piped, lib["LLMCompletion"]):
+        def __init__(self, *, call: GatewayCall, **config: Any):
+            def base(**kw: Any):
+                return lib["create_completion_response"](call(kw.get("messages"),
+                                                              kw.get("response_format")))
+
+            self._pipe(base, "chat", **config)
 
         def _finish(self, response, response_format):
             if response_format is not None:
@@ -208,19 +211,8 @@ def _model_classes(lib: dict[str, Any]) -> tuple[type, type]:
             kwargs.pop("metrics", None)
             return self._finish(await self._async(**kwargs), fmt)
 
-        @property
-        def metrics_store(self):
-            return self._metrics_store
-
-        @property
-        def tokenizer(self):
-            return self._tokenizer
-
-    class EncoderEmbedding(lib["LLMEmbedding"]):
-        def __init__(self, *, encoder: Any, name: str, model_config, tokenizer, metrics_store,
-                     metrics_processor=None, cache=None, cache_key_creator=None, **_: Any):
-            self._tokenizer, self._metrics_store = tokenizer, metrics_store
-
+    class EncoderEmbedding(Piped, lib["LLMEmbedding"]):
+        def __init__(self, *, encoder: Any, name: str, **config: Any):
             def base(**kw: Any):
                 texts = kw.get("input")
                 texts = [texts] if isinstance(texts, str) else [str(t) for t in texts or []]
@@ -231,14 +223,7 @@ def _model_classes(lib: dict[str, Any]) -> tuple[type, type]:
                           for i, v in enumerate(vectors)],
                     usage={"prompt_tokens": 0, "total_tokens": 0})
 
-            async def abase(**kw: Any):
-                return await asyncio.to_thread(base, **kw)
-
-            self._sync, self._async = lib["with_middleware_pipeline"](
-                model_config=model_config, model_fn=base, async_model_fn=abase,
-                metrics_processor=metrics_processor, cache=cache,
-                cache_key_creator=cache_key_creator, request_type="embedding",
-                tokenizer=tokenizer, rate_limiter=None, retrier=None)
+            self._pipe(base, "embedding", **config)
 
         def embedding(self, /, **kwargs: Any):
             kwargs.pop("metrics", None)
@@ -247,14 +232,6 @@ def _model_classes(lib: dict[str, Any]) -> tuple[type, type]:
         async def embedding_async(self, /, **kwargs: Any):
             kwargs.pop("metrics", None)
             return await self._async(**kwargs)
-
-        @property
-        def metrics_store(self):
-            return self._metrics_store
-
-        @property
-        def tokenizer(self):
-            return self._tokenizer
 
     return GatewayCompletion, EncoderEmbedding
 
@@ -279,54 +256,22 @@ def settings(folder: Path, completion_type: str, embedding_type: str, model: str
     }
 
 
-class GraphragIndexes:
-    """Opens (building or resuming when needed) one GraphRAG index per SKILL.
+class GraphragIndexes(SkillIndexes):
+    """Opens (building or resuming when needed) one GraphRAG index per SKILL; the arguments
+    are :class:`~workbench.audit.baselines.skill_indexes.SkillIndexes`'.
 
-    ``gateway``: a Gateway (None: ``Gateway.from_env()`` on first need); ``encoder``: anything
-    with ``encode(texts) -> (n, 384) unit vectors`` (None: the dense baseline's encoder);
-    ``root``: where indexes live (default ``.workbench/baselines/graphrag``).
+    ``failures``: every failed model call or workflow of this object's indexing runs.
     """
+
+    library = LIBRARY
 
     def __init__(self, gateway: Any = None, encoder: Any = None,
                  root: str | os.PathLike[str] | None = None, embedder_name: str = EMBEDDER) -> None:
-        self.lib = _graphrag()
-        self._gateway = gateway
-        self._encoder = encoder
-        self.embedder_name = embedder_name
-        self.root = Path(root) if root is not None else default_root(LIBRARY)
-        self._loop = _LoopThread()
-        self._open: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        super().__init__(gateway, encoder, root, embedder_name)
         self.failures: list[str] = []
 
-    @property
-    def gateway(self) -> Any:
-        if self._gateway is None:
-            from workbench.llm.gateway import Gateway
-
-            self._gateway = Gateway.from_env()
-        return self._gateway
-
-    @property
-    def encoder(self) -> Any:
-        if self._encoder is None:
-            from workbench.audit.dense import default_encoder
-
-            self._encoder = default_encoder()
-        return self._encoder
-
-    @property
-    def model(self) -> str:
-        from workbench.llm.transport import key_model
-
-        return key_model(self.gateway.config.role(ROLE))
-
-    def folder(self, skill: str, source: str) -> Path:
-        key = index_key(source, self.model, self.embedder_name, self.lib["version"])
-        return self.root / f"{slug(skill)}-{key}"
-
-    def cost(self, skill: str, source: str):
-        return read_cost(self.folder(skill, source))
+    def load_library(self) -> dict[str, Any]:
+        return _graphrag()
 
     def open(self, skill: str, source: str) -> Any:
         """The SKILL's local-search context builder, indexed (built or resumed when needed).
@@ -408,27 +353,25 @@ class GraphragIndexes:
         communities = table("communities")
         store = lib["get_embedding_store"](config=config.vector_store,
                                            embedding_name=lib["entity_description_embedding"])
+        adapters = lib["indexer_adapters"]  # GraphRAG's parquet tables -> its query types
         engine = lib["get_local_search_engine"](
             config=config,
-            reports=lib["read_indexer_reports"](table("community_reports"), communities,
-                                                COMMUNITY_LEVEL),
-            text_units=lib["read_indexer_text_units"](table("text_units")),
-            entities=lib["read_indexer_entities"](table("entities"), communities, COMMUNITY_LEVEL),
-            relationships=lib["read_indexer_relationships"](table("relationships")),
+            reports=adapters.read_indexer_reports(table("community_reports"), communities,
+                                                  COMMUNITY_LEVEL),
+            text_units=adapters.read_indexer_text_units(table("text_units")),
+            entities=adapters.read_indexer_entities(table("entities"), communities, COMMUNITY_LEVEL),
+            relationships=adapters.read_indexer_relationships(table("relationships")),
             covariates={"claims": []},
             description_embedding_store=store,
             response_type="multiple paragraphs",
         )
         return engine
 
-    def run(self, coro) -> Any:
-        return self._loop.run(coro)
-
     def close(self) -> None:
         with self._lock:
             self._open = {}
         self._loop.stop()
-        self._loop = _LoopThread()  # still usable after close (a later open starts afresh)
+        self._loop = LoopThread()  # still usable after close (a later open starts afresh)
 
 
 def context_params(engine: Any, max_tokens: int) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any
 
 from workbench.audit.baselines.index_store import locate
 from workbench.audit.baselines.lightrag_index import LightragIndexes
+from workbench.audit.baselines.skill_indexes import IndexedRetriever
 from workbench.audit.judge import ContextUnit
 from workbench.tokens import count_tokens
 
@@ -37,17 +38,11 @@ def _relation_line(r: dict[str, Any]) -> str:
             f"{r.get('description', '')}")
 
 
-class LightragRetriever:
-    """Builds the context text and units for a query over routed SKILLs."""
+class LightragRetriever(IndexedRetriever):
+    """Builds the context text and units for a query over routed SKILLs (``indexes``: a
+    :class:`LightragIndexes`, made on first need when None)."""
 
-    def __init__(self, indexes: LightragIndexes | None = None) -> None:
-        self._indexes = indexes
-
-    @property
-    def indexes(self) -> LightragIndexes:
-        if self._indexes is None:
-            self._indexes = LightragIndexes()
-        return self._indexes
+    indexes_class = LightragIndexes
 
     def retrieve(self, skill: str, source: str, query: str, keywords: Sequence[str]) -> dict:
         """LightRAG's retrieval data for one SKILL (entities, relationships, chunks)."""

@@ -22,31 +22,32 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import threading
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.audit.baselines.index_store import (  # noqa: F401 (IndexCost: kept importable here)
+from workbench.audit.baselines.index_store import (  # noqa: F401 (kept importable here)
     COST_FILE,
     IndexCost,
     IndexRun,
     append_run,
-    index_key,
-    read_cost,
     run_from_usage,
     slug,
 )
 from workbench.audit.baselines.index_store import default_root as store_root
+from workbench.audit.baselines.skill_indexes import (  # noqa: F401 (kept importable here)
+    EMBED_DIM,
+    EMBEDDER,
+    ROLE,
+    LoopThread,
+    SkillIndexes,
+)
 from workbench.errors import WorkbenchError
 
 LIBRARY = "lightrag-hku"
 INSTALL_HINT = "The lightrag baseline needs the LightRAG library: pip install lightrag-hku==1.5.7"
-ROLE = "extractor"  # same model as CDG extraction: a user choosing a method pays one of them
 STEP = "lightrag.index"
-EMBEDDER = "all-MiniLM-L6-v2"
-EMBED_DIM = 384
 # LightRAG splits every chunk to fit its embedder's max_token_size; declaring MiniLM's 256
 # would cut the library's 1,200-token chunks into ~6x as many (and 6x the extraction calls).
 # Keyword ("hybrid") retrieval searches entity and relation vectors, whose texts are short;
@@ -91,34 +92,6 @@ def default_root() -> Path:
     return store_root("lightrag")
 
 
-class _LoopThread:
-    """One event loop on its own thread: LightRAG's storages belong to the loop that opened
-    them, and callers (the runner's threads, Streamlit, Ray) may already run a loop."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                        name="lightrag-loop")
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def stop(self) -> None:
-        # LightRAG refuses a workspace whose objects belong to a loop still open, and leaves
-        # worker tasks waiting on queues: cancel them, then close the loop.
-        async def cancel_rest() -> None:
-            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for t in rest:
-                t.cancel()
-            await asyncio.gather(*rest, return_exceptions=True)
-
-        self.run(cancel_rest())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join()
-        self.loop.close()
-
-
 def gateway_llm(gateway: Any, skill: str, usage: list[Any]):
     """LightRAG's ``llm_model_func``: every call goes through the gateway; each call's
     :class:`Usage` is appended to ``usage``. A plain function, not an object holding the
@@ -151,57 +124,14 @@ def encoder_embedding(encoder: Any):
     return embed
 
 
-class LightragIndexes:
-    """Opens (building or resuming when needed) one LightRAG index per SKILL.
+class LightragIndexes(SkillIndexes):
+    """Opens (building or resuming when needed) one LightRAG index per SKILL; the arguments
+    are :class:`~workbench.audit.baselines.skill_indexes.SkillIndexes`'."""
 
-    ``gateway``: a Gateway (None: ``Gateway.from_env()`` on first need); ``encoder``: anything
-    with ``encode(texts) -> (n, 384) unit vectors`` (None: the dense baseline's encoder);
-    ``root``: where indexes live (default ``.workbench/baselines/lightrag`` or
-    ``$WORKBENCH_BASELINES_DIR/lightrag``).
-    """
+    library = "lightrag"
 
-    def __init__(self, gateway: Any = None, encoder: Any = None,
-                 root: str | os.PathLike[str] | None = None, embedder_name: str = EMBEDDER) -> None:
-        self.lib = _lightrag()
-        self._gateway = gateway
-        self._encoder = encoder
-        self.embedder_name = embedder_name
-        self.root = Path(root) if root is not None else default_root()
-        self._loop = _LoopThread()
-        self._open: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def gateway(self) -> Any:
-        if self._gateway is None:
-            from workbench.llm.gateway import Gateway
-
-            self._gateway = Gateway.from_env()
-        return self._gateway
-
-    @property
-    def encoder(self) -> Any:
-        if self._encoder is None:
-            from workbench.audit.dense import default_encoder
-
-            self._encoder = default_encoder()
-        return self._encoder
-
-    @property
-    def model(self) -> str:
-        from workbench.llm.transport import key_model
-
-        return key_model(self.gateway.config.role(ROLE))
-
-    def folder(self, skill: str, source: str) -> Path:
-        key = index_key(source, self.model, self.embedder_name, self.lib["version"])
-        return self.root / f"{_slug(skill)}-{key}"
-
-    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        return self._loop.run(coro)
-
-    def cost(self, skill: str, source: str) -> IndexCost | None:
-        return read_cost(self.folder(skill, source))
+    def load_library(self) -> dict[str, Any]:
+        return _lightrag()
 
     def open(self, skill: str, source: str) -> Any:
         """The SKILL's LightRAG instance, indexed (built or resumed here when needed).
@@ -283,7 +213,7 @@ class LightragIndexes:
         for rag in opened:
             self.run(rag.finalize_storages())
         self._loop.stop()
-        self._loop = _LoopThread()  # still usable after close (a later open starts afresh)
+        self._loop = LoopThread()  # still usable after close (a later open starts afresh)
 
 
 def _workspace(folder: Path) -> str:

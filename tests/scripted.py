@@ -1,0 +1,67 @@
+"""Test doubles for the model and the encoder: no model, no network, no torch.
+
+``ScriptedTransport`` stands where ``workbench.llm.transport`` would talk to a server, so the
+real :class:`~workbench.llm.gateway.Gateway` (validation, repair, retries, usage) runs over
+answers a test writes; ``HashEncoder`` keeps the dense encoder's contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from workbench.llm.config import load_config
+from workbench.llm.gateway import Gateway
+from workbench.llm.transport import AttemptError, RawResponse
+
+
+class ScriptedTransport:
+    """Answers each request with ``respond(request)``: a string is the model's text, a
+    :class:`RawResponse` is sent as it is, an exception is raised (as the transport would),
+    anything else is sent as JSON. ``fail_on`` fails the n-th call (1-based) as a dropped
+    connection would; every request is kept in ``requests``, the failed one too."""
+
+    def __init__(self, respond: Callable[[dict], Any], *, fail_on: int | None = None,
+                 prompt_tokens: int = 100, output_tokens: int = 10) -> None:
+        self.respond = respond
+        self.requests: list[dict] = []
+        self.fail_on = fail_on
+        self.prompt_tokens, self.output_tokens = prompt_tokens, output_tokens
+
+    def endpoint(self, role) -> str:
+        return "scripted"
+
+    def send(self, request, role, *, key):
+        self.requests.append(request)
+        if self.fail_on is not None and len(self.requests) == self.fail_on:
+            raise AttemptError("connection", "scripted outage", retryable=False)
+        out = self.respond(request)
+        if isinstance(out, Exception):
+            raise out
+        if isinstance(out, RawResponse):
+            return out
+        text = out if isinstance(out, str) else json.dumps(out)
+        return RawResponse(text, "stop", self.prompt_tokens, self.output_tokens, None, "scripted")
+
+
+def scripted_gateway(transport, config=None) -> Gateway:
+    """A gateway over ``transport`` that never sleeps between retries (``config``: the
+    default configuration without environment when None)."""
+    return Gateway(config if config is not None else load_config(env={}), transport=transport,
+                   sleep=lambda s: None)
+
+
+class HashEncoder:
+    """Deterministic 384-d unit vectors (the dense encoder's contract, no torch)."""
+
+    def encode(self, texts):
+        out = []
+        for t in texts:
+            h = hashlib.sha256(t.encode()).digest()
+            v = np.frombuffer((h * 12)[:384], dtype=np.uint8).astype(np.float32) - 127.5
+            out.append(v / np.linalg.norm(v))
+        return np.stack(out) if out else np.zeros((0, 384), dtype=np.float32)
