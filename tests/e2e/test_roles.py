@@ -17,14 +17,7 @@ from playwright.sync_api import expect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
-from .flows import (  # noqa: E402
-    assert_no_exception,
-    choose,
-    goto,
-    import_index,
-    settle,
-    start_server,
-)
+from .flows import assert_no_exception, choose, goto, import_index, settle, start_server  # noqa: E402
 from .identity import sign_in, signed_in_elsewhere  # noqa: E402
 
 pytestmark = pytest.mark.e2e
