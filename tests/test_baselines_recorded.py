@@ -66,3 +66,37 @@ def test_lightrag_demo_index_rebuilds_from_the_embedded_models_recording(tmp_pat
     assert sum(c.calls for c in costs) == calls
     assert sum(c.prompt_tokens for c in costs) == prompt
     assert sum(c.completion_tokens for c in costs) == completion == 8 * 2048  # all at the cap
+
+
+GRAPHRAG = ROOT / "fixtures" / "recordings" / "graphrag_demo.jsonl"
+
+
+@pytest.mark.slow
+def test_graphrag_demo_index_fails_as_recorded_and_says_so(tmp_path):
+    """GraphRAG on the demo airline SKILL with the embedded model (recorded 2026-11-30 with
+    `workbench baselines index --strategy graphrag --attach ...`): extraction, gleaning and two
+    description summaries succeed, but the community report never closes its JSON, not even
+    when the gateway asks again with twice the answer room (2,048 then 4,096 tokens). The
+    index run is recorded as failed, with the answered calls' cost, and the error names the
+    fix."""
+    pytest.importorskip("graphrag", reason="the graphrag baseline needs `make install-graphrag`")
+    from workbench.audit.baselines import GraphragIndexError, GraphragIndexes
+    from workbench.audit.baselines.index_store import read_cost
+
+    source = PolicyIndex.load(DEMO)["airline-policy"].source
+    gateway = Gateway(load_config(env={}), recorder=Replayer(GRAPHRAG))
+    indexes = GraphragIndexes(gateway=gateway, root=tmp_path)
+    try:
+        with pytest.raises(GraphragIndexError, match="cut off") as err:
+            indexes.open("airline-policy", source)
+        assert "run again" in err.value.hint
+    finally:
+        indexes.close()
+    (folder,) = [p.parent for p in tmp_path.glob("**/settings.yaml")]
+    run = read_cost(folder).runs[-1]
+    calls, prompt, completion = recorded_cost(GRAPHRAG)
+    assert calls == 8 and run.status == "failed"
+    # The run counts the 6 answered calls; the report's two cut-off attempts (2 x 3,391 prompt,
+    # 2,048 + 4,096 output tokens) were paid too but are not in it.
+    assert (run.calls, run.prompt_tokens, run.completion_tokens) == (6, 14_324, 4_450)
+    assert (prompt - run.prompt_tokens, completion - run.completion_tokens) == (2 * 3_391, 2_048 + 4_096)
