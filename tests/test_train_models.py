@@ -34,3 +34,43 @@ def test_the_embedded_gguf_tokenizer_loads_with_its_chat_template():
     where, extra = _source(path)
     tok = AutoTokenizer.from_pretrained(where, **extra)
     assert tok.eos_token == "<|im_end|>" and tok.chat_template
+
+
+def _tiny_qwen2(layers: int = 3):
+    torch = pytest.importorskip("torch")
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(5)
+    return Qwen2ForCausalLM(Qwen2Config(vocab_size=50, hidden_size=16, intermediate_size=32,
+                                        num_hidden_layers=layers, num_attention_heads=2,
+                                        num_key_value_heads=1, tie_word_embeddings=True))
+
+
+def test_lora_on_the_last_layers_trains_only_those_and_leaves_the_head_alone():
+    pytest.importorskip("peft")
+    from workbench.train.models import LoraSettings, lora_targets, with_lora
+
+    assert lora_targets(_tiny_qwen2(), 0) == "all-linear"
+    model = with_lora(_tiny_qwen2(), LoraSettings(rank=2, alpha=4, layers=2))
+    trained = {n.split(".layers.")[1].split(".")[0] for n, p in model.named_parameters() if p.requires_grad}
+    assert trained == {"1", "2"}  # of layers 0, 1, 2
+    per_layer = [n for n, p in model.named_parameters() if p.requires_grad and ".layers.2." in n]
+    assert len(per_layer) == 2 * 7  # A and B for q, k, v, o, gate, up, down
+    with pytest.raises(ModelLoadError, match="--lora-layers 4 but the model has 3 layers"):
+        lora_targets(_tiny_qwen2(), 4)
+
+
+def test_completion_logits_are_the_full_logits_at_the_completion_positions():
+    torch = pytest.importorskip("torch")
+    from workbench.train.models import Samples, completion_logits
+
+    model = _tiny_qwen2().eval()
+    seq = torch.tensor([[0, 7, 8, 9, 3, 4], [5, 6, 7, 8, 1, 2]])
+    att = torch.tensor([[0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0]])
+    s = Samples(seq, att, 4, seq[:, 4:], att[:, 4:].bool(), ["", ""])
+    with torch.no_grad():
+        got = completion_logits(model, s)
+        pos = (att.cumsum(dim=1) - 1).clamp(min=0)
+        full = model(input_ids=seq, attention_mask=att, position_ids=pos).logits
+    assert got.shape == (2, 2, 50)
+    torch.testing.assert_close(got, full[:, 3:5, :])

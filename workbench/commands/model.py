@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 CHECK_TIMEOUT_CAP_S = 120.0
 
@@ -22,6 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--parallel", type=int, help="parallel request slots")
     serve.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
     serve.add_argument("--verbose", action="store_true", help="show llama.cpp's log")
+    serve.add_argument("--lora", metavar="ADAPTER.gguf",
+                       help="apply a trained LoRA adapter (`workbench train export`); the "
+                       "server is then named <model>+lora-<hash>, so its answers are cached "
+                       "apart from the base model's")
     serve.set_defaults(func=_serve)
 
     check = msub.add_parser("check", help="send one small request through each role (or --role) and report")
@@ -107,7 +112,12 @@ def _serve(args: argparse.Namespace) -> int:
             f"each of the {embedded.parallel} slots would hold only {embedded.slot_ctx} tokens; "
             "raise --ctx-size or lower --parallel"
         )
-    server = ensure_embedded_server(embedded, progress=_progress, quiet=not args.verbose)
+    adapter = None
+    if args.lora:
+        adapter = Path(args.lora)
+        if not adapter.is_file():
+            raise CliError(f"--lora {adapter}: no such file; write it with `workbench train export`")
+    server = ensure_embedded_server(embedded, progress=_progress, quiet=not args.verbose, adapter=adapter)
     info = server.info
     assert info is not None
     print(f"{info.url}/v1", flush=True)

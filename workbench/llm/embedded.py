@@ -52,9 +52,10 @@ class ServerInfo:
 class EmbeddedServer:
     """A started server. Use :func:`ensure_embedded_server` rather than building one."""
 
-    def __init__(self, config: EmbeddedConfig, quiet: bool = True) -> None:
+    def __init__(self, config: EmbeddedConfig, quiet: bool = True, adapter: Path | None = None) -> None:
         self.config = config
         self.quiet = quiet
+        self.adapter = adapter
         self._server: Any = None
         self.info: ServerInfo | None = None
 
@@ -87,7 +88,14 @@ class EmbeddedServer:
 
         params = xllamacpp.CommonParams()
         params.model.path = str(model_path)
-        params.model_alias = {MODEL_ALIAS}
+        alias = MODEL_ALIAS
+        if self.adapter is not None:
+            lora = xllamacpp.CommonAdapterLoraInfo()
+            lora.path = str(self.adapter)
+            lora.scale = 1.0
+            params.lora_adapters = [lora]
+            alias = adapter_alias(self.adapter)
+        params.model_alias = {alias}
         params.hostnames = ["127.0.0.1"]
         params.port = self.config.port  # 0: the server picks a free port
         params.n_ctx = self.config.ctx_size
@@ -106,6 +114,11 @@ class EmbeddedServer:
         try:
             server = xllamacpp.Server(params)
         except Exception as exc:
+            if self.adapter is not None:
+                raise EmbeddedModelUnavailable(
+                    f"the embedded server did not start with the adapter {self.adapter} ({exc}); "
+                    "export it again with `workbench train export` from a run on this model"
+                ) from exc
             raise EmbeddedModelUnavailable(
                 f"the embedded server did not start ({exc}); the model file is {model_path}. "
                 f"Delete it to have it assembled again, and check free memory (~2 GB needed)"
@@ -121,7 +134,7 @@ class EmbeddedServer:
         self.info = ServerInfo(
             url=url,
             model_path=model_path,
-            alias=MODEL_ALIAS,
+            alias=alias,
             slots=int(props.get("total_slots") or self.config.parallel),
             slot_ctx=slot_ctx or self.config.slot_ctx,
             threads=self.config.n_threads,
@@ -147,6 +160,16 @@ class EmbeddedServer:
         # inference threads (about 0.1 s).
         self._server = None
         self.info = None
+
+
+def adapter_alias(adapter: Path) -> str:
+    """The served model name with a LoRA adapter applied: the base alias plus the adapter
+    file's content hash, so request keys (cache, recordings) of the adapted model never
+    answer for the base model or for another adapter."""
+    import hashlib
+
+    digest = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
+    return f"{MODEL_ALIAS}+lora-{digest}"
 
 
 def _get_json(url: str, timeout: float) -> tuple[int, Any]:
@@ -183,16 +206,19 @@ def ensure_embedded_server(
     config: EmbeddedConfig | None = None,
     progress: Callable[[str], None] | None = None,
     quiet: bool = True,
+    adapter: Path | None = None,
 ) -> EmbeddedServer:
     """The process's embedded server, started (assembling the model once) if needed.
 
-    The first caller's configuration wins for the life of the process. Raises
+    The first caller's configuration wins for the life of the process. ``adapter``: a
+    llama.cpp LoRA adapter GGUF (``workbench train export``) applied to every request; the
+    server is then named by :func:`adapter_alias`. Raises
     EmbeddedModelUnavailable with the fix when it cannot run.
     """
     global _instance
     with _lock:
         if _instance is None or not _instance.running:
-            server = EmbeddedServer(config or EmbeddedConfig(), quiet=quiet)
+            server = EmbeddedServer(config or EmbeddedConfig(), quiet=quiet, adapter=adapter)
             server.start(progress)
             _instance = server
         return _instance

@@ -76,6 +76,7 @@ class TrainConfig:
     save_every: int = 10
     max_steps: int | None = None
     seed: int = 17
+    dtype: str = "float32"  # student and teacher weights; bfloat16 for a CPU run
     lora: LoraSettings = field(default_factory=LoraSettings)
     # GRPO
     group: int = 8
@@ -145,7 +146,7 @@ class _Run:
                  resume: bool, extra: dict[str, Any]):
         config.check(kind)
         self.kind, self.config, self.run_dir = kind, config, Path(run_dir)
-        base, self.tokenizer = load_model(student, trainable=True)
+        base, self.tokenizer = load_model(student, trainable=True, dtype=config.dtype)
         torch.manual_seed(config.seed)  # LoRA's A matrices start random: same seed, same run
         self.model = with_lora(base, config.lora)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -263,7 +264,7 @@ def train_opd(
     if not prompts:
         raise ValueError("no prompts to train on; check the records file")
     run = _Run("opd", student, run_dir, cfg, resume, {"teacher": str(teacher), "prompts": len(prompts)})
-    teacher_model, teacher_tok = load_model(teacher, trainable=False)
+    teacher_model, teacher_tok = load_model(teacher, trainable=False, dtype=cfg.dtype)
     if teacher_tok.get_vocab() != run.tokenizer.get_vocab():
         raise ValueError(
             f"teacher {teacher} and student {student} use different tokenizers; the teacher "
