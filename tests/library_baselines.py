@@ -86,15 +86,15 @@ def assert_resumes(make_indexes, scripted, root: Path, source: str, error: type[
 
 
 def resumed_cost_rows(library_version: str, cdg_source_sha256: str) -> list[dict]:
-    """The cost table's rows for a SKILL (source hash "abc") indexed in a failed run and the
-    resumed one (3 + 1 calls, 300 + 100 prompt and 90 + 30 output tokens, 10 + 5.5 s), with
-    the CDG extraction of the source hashed ``cdg_source_sha256`` under it (7 calls, 4,000
-    prompt and 900 output tokens, 60 s)."""
+    """The cost table's rows for a SKILL (source hash "abc") indexed in a failed run (its last
+    call failed) and the resumed one (3 + 1 calls, 300 + 100 prompt and 90 + 30 output tokens,
+    10 + 5.5 s), with the CDG extraction of the source hashed ``cdg_source_sha256`` under it
+    (7 calls, 4,000 prompt and 900 output tokens, 60 s)."""
     from workbench.audit.baselines.cost_report import cost_rows
     from workbench.audit.baselines.index_store import IndexCost, IndexRun
 
     cost = IndexCost("s", "k", library_version, "m", "e", "abc", 1000,
-                     [IndexRun(0.0, 10.0, 3, 0, 300, 90, "failed"),
+                     [IndexRun(0.0, 10.0, 3, 0, 300, 90, "failed", failed_calls=1),
                       IndexRun(1.0, 5.5, 1, 2, 100, 30, "processed")])
     return cost_rows([cost], [{"skill": "s", "model_calls": 7, "prompt_tokens": 4000,
                                "completion_tokens": 900, "wall_s": 60.0,

@@ -262,7 +262,7 @@ def test_cost_table_names_graphrag_and_puts_cdg_under_it():
 
     rows = resumed_cost_rows("3.3.0", cdg_source_sha256="abc")
     lines = format_cost_rows(rows, "graphrag").splitlines()
-    assert lines[1].split()[:7] == ["s", "1000", "graphrag", "4", "400", "120", "15.5"]
+    assert lines[1].split()[:9] == ["s", "1000", "graphrag", "4", "(1", "failed)", "400", "120", "15.5"]
     assert lines[2].split() == ["cdg", "7", "4000", "900", "60.0"]
 
 

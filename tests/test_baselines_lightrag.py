@@ -216,9 +216,9 @@ def test_cost_table_puts_cdg_under_the_baseline():
     # Runs add up: 3 + 1 calls, 300 + 100 prompt, 90 + 30 output, 10 + 5.5 s.
     assert (rows[0]["calls"], rows[0]["prompt_tokens"], rows[0]["completion_tokens"],
             rows[0]["wall_s"]) == (4, 400, 120, 15.5)
-    assert rows[0]["same_source"] is False
+    assert rows[0]["same_source"] is False and rows[0]["failed_calls"] == 1
     lines = format_cost_rows(rows).splitlines()
-    assert lines[1].split()[:7] == ["s", "1000", "lightrag", "4", "400", "120", "15.5"]
+    assert lines[1].split()[:9] == ["s", "1000", "lightrag", "4", "(1", "failed)", "400", "120", "15.5"]
     assert lines[2].split()[:2] == ["cdg", "(other"] and lines[2].split()[-4:] == ["7", "4000", "900", "60.0"]
 
 

@@ -96,7 +96,8 @@ def test_graphrag_demo_index_fails_as_recorded_and_says_so(tmp_path):
     run = read_cost(folder).runs[-1]
     calls, prompt, completion = recorded_cost(GRAPHRAG)
     assert calls == 8 and run.status == "failed"
-    # The run counts the 6 answered calls; the report's two cut-off attempts (2 x 3,391 prompt,
-    # 2,048 + 4,096 output tokens) were paid too but are not in it.
-    assert (run.calls, run.prompt_tokens, run.completion_tokens) == (6, 14_324, 4_450)
-    assert (prompt - run.prompt_tokens, completion - run.completion_tokens) == (2 * 3_391, 2_048 + 4_096)
+    # The run counts the 6 answered calls and the failed community report: one call whose two
+    # cut-off attempts (2 x 3,391 prompt, 2,048 + 4,096 output tokens) were paid for.
+    assert (run.calls, run.failed_calls) == (7, 1)
+    assert (run.prompt_tokens, run.completion_tokens) == (prompt, completion)
+    assert (prompt, completion) == (14_324 + 2 * 3_391, 4_450 + 2_048 + 4_096)

@@ -139,6 +139,7 @@ def test_persistent_faults_end_in_a_typed_error(server, fault, kind):
     assert "Check:" in str(info.value)
     # The failed call is accounted too, with its error kind.
     assert gw.usage_log[-1].error == kind and gw.usage_log[-1].step == "judge:case-3"
+    assert info.value.usage is gw.usage_log[-1]  # callers keeping their own books see it too
 
 
 @pytest.mark.parametrize("code,kind", [(400, "bad_request"), (401, "auth"), (404, "bad_request")])

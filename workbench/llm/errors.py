@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from workbench.errors import WorkbenchError
 
 # An error message ends up in every trace, the JSONL output and the database: a model that
@@ -51,6 +53,8 @@ class ModelCallError(WorkbenchError, RuntimeError):
         self.endpoint = endpoint
         self.kind = kind
         self.attempts = attempts
+        # The failed call's Usage (tokens of every attempt), set by the gateway: they were spent.
+        self.usage: Any = None
         message = bound_message(message)
         self.detail = message
         where = f"{role} call to {model}" if role else f"call to {model}"

@@ -255,6 +255,7 @@ class Gateway:
 
         spend = _Spend()
         error = ""
+        failed: BaseException | None = None
         try:
             raw = self._send(role, request, key, spend, step)
             try:
@@ -285,6 +286,7 @@ class Gateway:
                     ) from None
         except BaseException as exc:
             error = getattr(exc, "kind", "") or type(exc).__name__
+            failed = exc
             raise
         finally:
             usage = _usage(role, step, started, prompt_tokens=spend.prompt,
@@ -292,6 +294,8 @@ class Gateway:
                            attempts=spend.attempts, error=error)
             if spend.attempts:
                 self._account(usage)
+            if isinstance(failed, ModelCallError) and failed.usage is None:
+                failed.usage = usage  # a caller keeping its own books counts what failed too
 
         if use_cache and self.cache is not None:
             self._store(CachedResponse.answered(key, request, raw.text, usage))

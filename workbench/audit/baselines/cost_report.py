@@ -13,7 +13,7 @@ from typing import Any
 
 from workbench.audit.baselines.index_store import IndexCost
 
-COLUMNS = ("calls", "prompt_tokens", "completion_tokens", "wall_s")
+COLUMNS = ("calls", "failed_calls", "prompt_tokens", "completion_tokens", "wall_s")
 
 
 def cost_rows(costs: Iterable[IndexCost], reports: Iterable[Mapping[str, Any]] = ()) -> list[dict]:
@@ -40,7 +40,8 @@ def format_cost_rows(rows: list[dict], strategy: str = "lightrag") -> str:
     head = ["skill", "tokens", "method", "calls", "prompt tok", "output tok", "wall s"]
     table = [head]
     for r in rows:
-        table.append([r["skill"], str(r["source_tokens"]), strategy, str(r["calls"]),
+        calls = str(r["calls"]) + (f" ({r['failed_calls']} failed)" if r.get("failed_calls") else "")
+        table.append([r["skill"], str(r["source_tokens"]), strategy, calls,
                       str(r["prompt_tokens"]), str(r["completion_tokens"]), f"{r['wall_s']:.1f}"])
         if "cdg_calls" in r:
             note = "" if r["same_source"] else " (other source text)"

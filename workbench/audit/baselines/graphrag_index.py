@@ -152,6 +152,8 @@ class GatewayCall:
                 text = res.text
         except Exception as exc:
             self.failures.append(f"{type(exc).__name__}: {exc}")
+            if getattr(exc, "usage", None) is not None:
+                self.usage.append(exc.usage)  # a failed call's tokens were spent too
             raise
         self.usage.append(res.usage)  # list.append is atomic: calls finish on several threads
         return text

@@ -63,6 +63,7 @@ class IndexRun:
     prompt_tokens: int
     completion_tokens: int
     status: str
+    failed_calls: int = 0  # live calls that failed; their tokens are in the totals (spent)
 
 
 def _summed(name: str) -> property:
@@ -85,13 +86,14 @@ class IndexCost:
     runs: list[IndexRun] = field(default_factory=list)
 
     calls = _summed("calls")
+    failed_calls = _summed("failed_calls")
     prompt_tokens = _summed("prompt_tokens")
     completion_tokens = _summed("completion_tokens")
     wall_s = _summed("wall_s")
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        out.update(calls=self.calls, prompt_tokens=self.prompt_tokens,
+        out.update(calls=self.calls, failed_calls=self.failed_calls, prompt_tokens=self.prompt_tokens,
                    completion_tokens=self.completion_tokens, wall_s=round(self.wall_s, 3))
         return out
 
@@ -105,7 +107,8 @@ class IndexCost:
 
 def run_from_usage(usage: list[Any], started_at: float, wall_s: float, status: str) -> IndexRun:
     """An :class:`IndexRun` from the gateway :class:`Usage` records of its model calls:
-    calls the response cache answered are counted apart and cost no tokens."""
+    calls the response cache answered are counted apart and cost no tokens; failed calls
+    (``error`` set) count, with every attempt's tokens, because they were paid for."""
     return IndexRun(
         started_at=started_at, wall_s=round(wall_s, 3),
         calls=sum(1 for u in usage if not u.cached),
@@ -113,6 +116,7 @@ def run_from_usage(usage: list[Any], started_at: float, wall_s: float, status: s
         prompt_tokens=sum(u.prompt_tokens for u in usage if not u.cached),
         completion_tokens=sum(u.completion_tokens for u in usage if not u.cached),
         status=status,
+        failed_calls=sum(1 for u in usage if not u.cached and u.error),
     )
 
 

@@ -107,8 +107,13 @@ def gateway_llm(gateway: Any, skill: str, usage: list[Any]):
             messages.append({"role": str(m.get("role")), "content": str(m.get("content", ""))})
         messages.append({"role": "user", "content": prompt})
         step = f"{'lightrag.keywords' if keyword_extraction else STEP}:{skill}"
-        res = await asyncio.to_thread(gateway.complete_text, role=ROLE, messages=messages,
-                                      step=step)
+        try:
+            res = await asyncio.to_thread(gateway.complete_text, role=ROLE, messages=messages,
+                                          step=step)
+        except Exception as exc:
+            if getattr(exc, "usage", None) is not None:
+                usage.append(exc.usage)  # a failed call's tokens were spent too
+            raise
         usage.append(res.usage)  # list.append is atomic: calls may finish on several threads
         return res.text
 
