@@ -44,7 +44,7 @@ demo: install
 	for f in fixtures/demo/traces_*.jsonl; do \
 	  [ -f "$$f" ] && $(VENV)/bin/workbench import-traces "$$f" --dataset demo \
 	    --run-id "demo-$$(basename $$f .jsonl | sed 's/traces_//')"; done; true
-	$(VENV)/bin/workbench ui --port $(PORT)
+	WORKBENCH_TRAIN_RUNS=$${WORKBENCH_TRAIN_RUNS:-fixtures/training} $(VENV)/bin/workbench ui --port $(PORT)
 
 # Debian's PostgreSQL server binaries: the store tests also run against a throw-away cluster
 # that the test session starts in a temp folder (tests/pg_cluster.py).

@@ -55,6 +55,10 @@ def main() -> None:
     parser.add_argument("--cases", required=True)
     parser.add_argument("--before", required=True)
     parser.add_argument("--after", required=True)
+    parser.add_argument("--save", metavar="RUN_DIR",
+                        help="also keep the figures in RUN_DIR/evaluation.json under --part "
+                        "(the Evaluate page's Training runs section shows them)")
+    parser.add_argument("--part", default="held-out", help="name of this case set (held-out)")
     args = parser.parse_args()
     index = AuditIndex(PolicyIndex.load(args.index))
     cases = {c.id: c for c in load_cases(args.cases)}
@@ -86,6 +90,10 @@ def main() -> None:
     print(f"paired: {p['better']} better, {p['worse']} worse, {p['same']} same; "
           f"keywords changed on {p['changed_keywords']}")
     print(json.dumps(figures))
+    if args.save:
+        from workbench.train.runs import save_evaluation
+
+        save_evaluation(args.save, args.part, figures)
 
 
 if __name__ == "__main__":

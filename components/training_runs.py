@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from workbench.train.runs import DEFAULT_RUNS_ROOT, list_runs, read_metrics
+from workbench.train.runs import DEFAULT_RUNS_ROOT, evaluation_rows, list_runs, read_metrics
 
 CURVES = ("reward_mean", "kl", "verdict_accuracy", "zero_advantage_share", "gated_share")
 
@@ -31,7 +31,20 @@ def training_section(key: str = "train") -> None:
                      key=f"{key}_table")
         names = [r["run"] for r in runs]
         chosen = st.selectbox("Run", names, key=f"{key}_run")
-        metrics = pd.DataFrame(read_metrics(runs[names.index(chosen)]["path"]))
+        path = runs[names.index(chosen)]["path"]
+        before_after = evaluation_rows(path)
+        if before_after:
+            st.dataframe(pd.DataFrame(before_after), hide_index=True, width="stretch",
+                         key=f"{key}_evaluation",
+                         column_config={
+                             "gold rules in context": st.column_config.NumberColumn(
+                                 help="mean share of each case's gold governing rules in the "
+                                 "closure the model's keywords lead to", format="%.3f"),
+                             "every gold rule in context": st.column_config.NumberColumn(
+                                 help="share of cases whose context holds all their gold rules",
+                                 format="%.3f"),
+                         })
+        metrics = pd.DataFrame(read_metrics(path))
         shown = [c for c in CURVES if c in metrics.columns and metrics[c].notna().any()]
         if metrics.empty or not shown:
             st.caption("This run has logged no steps yet.")

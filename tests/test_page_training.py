@@ -47,3 +47,20 @@ def test_evaluate_page_shows_training_runs_without_audit_runs(tmp_path, monkeypa
     assert spec["layout"]["title"]["text"] == "&lt;i&gt;opd"
     assert {t["name"] for t in spec["data"]} == {"kl", "gated_share"}
     assert "No stored audit runs" in at.info[0].value  # the rest of the page is unchanged
+
+
+def test_the_demo_run_shows_its_before_and_after_figures(tmp_path, monkeypatch):
+    """The real CPU GRPO run kept in fixtures/training: its curve and the audit coverage of
+    the base and the trained keyworder on held-out and training cases."""
+    monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'e.db'}")
+    monkeypatch.setenv("WORKBENCH_TRAIN_RUNS", str(ROOT / "fixtures" / "training"))
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    runs, figures = at.dataframe[0].value, at.dataframe[1].value
+    assert list(runs["run"]) == ["grpo-keyworder-complibench"] and int(runs["steps"][0]) == 16
+    rows = {(c, m): g for c, m, g in zip(figures["cases"], figures["model"],
+                                         figures["gold rules in context"], strict=True)}
+    assert rows[("held-out (24)", "before")] == 0.7083 and rows[("held-out (24)", "after")] == 0.8333
+    assert rows[("training (16)", "after")] == 1.0
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert "reward_mean" in {t["name"] for t in spec["data"]}

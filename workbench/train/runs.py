@@ -124,6 +124,45 @@ def load_checkpoint(path: Path, model: Any, optimizer: Any) -> dict[str, Any]:
 DEFAULT_RUNS_ROOT = Path(".workbench") / "train"
 
 
+EVALUATION = "evaluation.json"
+
+
+def save_evaluation(run_dir: str | Path, part: str, figures: dict[str, Any]) -> None:
+    """Keep before/after figures of the trained model on one case set (``part``) in the run
+    folder, beside the others already there (``bench/keyworder_gain.py --save``)."""
+    path = Path(run_dir) / EVALUATION
+    data = read_evaluation(run_dir)
+    data[part] = figures
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
+def read_evaluation(run_dir: str | Path) -> dict[str, Any]:
+    """``{part: {"before": {...}, "after": {...}, ...}}``; empty when there is none or it is
+    unreadable (a half-edited file must not hide the run)."""
+    try:
+        data = json.loads((Path(run_dir) / EVALUATION).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def evaluation_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+    """One row per case set and side (before / after) for a table."""
+    rows = []
+    for part, figures in read_evaluation(run_dir).items():
+        for side in ("before", "after"):
+            f = figures.get(side) if isinstance(figures, dict) else None
+            if isinstance(f, dict):
+                rows.append({"cases": part, "model": side, "n": f.get("cases"),
+                             "gold rules in context": f.get("gold_share"),
+                             "every gold rule in context": f.get("all_gold_in_context"),
+                             "context tokens": f.get("context_tokens"),
+                             "failed": f.get("failed")})
+    return rows
+
+
 def list_runs(root: str | Path) -> list[dict[str, Any]]:
     """Summaries of the run folders under ``root`` (``root`` itself when it is one): name,
     kind, steps done of total, the last reward / KL / verdict accuracy, and whether the
