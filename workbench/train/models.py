@@ -58,9 +58,10 @@ def _source(path: str | Path) -> tuple[str, dict[str, str]]:
 def load_model(path: str | Path, *, trainable: bool, dtype: str = "float32") -> tuple[Any, Any]:
     """(model, tokenizer) from ``path`` (see :func:`_source`); float32 by default, so a
     quantised GGUF is dequantised (about 6 GB of memory for the 1.5B model); ``bfloat16``
-    halves that and, on a CPU with AVX-512 BF16, doubles matmul speed (LoRA weights stay
-    float32: PEFT keeps adapters in full precision). Raises :class:`ModelLoadError` naming
-    the path."""
+    is faster on a CPU with AVX-512 BF16 (measured on the 1.5B, 617-token prompt, 2 cores:
+    sampling 4 x 24 tokens 35 s vs 56 s, forward + backward 54 s vs 72 s). LoRA weights stay
+    float32 either way: PEFT keeps adapters in full precision. Raises :class:`ModelLoadError`
+    naming the path."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if dtype not in DTYPES:
