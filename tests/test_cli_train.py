@@ -45,3 +45,14 @@ def test_user_errors_exit_2(tmp_path, capsys):
     assert main(["train", "opd", "--records", str(records), "--teacher", str(tmp_path / "no"),
                  "--student", str(tmp_path / "no"), "--run-dir", str(tmp_path / "o")]) == 2
     assert "could not load a causal LM" in capsys.readouterr().err
+
+
+def test_export_and_serve_refuse_what_is_not_an_adapter(tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "adapter").mkdir(parents=True)  # a run folder whose adapter was never written
+    assert main(["train", "export", str(run), "--out", str(tmp_path / "k.gguf")]) == 2
+    err = capsys.readouterr().err
+    assert "adapter is not a PEFT adapter folder" in err and "checkpoint" in err
+    assert not (tmp_path / "k.gguf").exists()
+    assert main(["model", "serve", "--lora", str(tmp_path / "k.gguf")]) == 2
+    assert "write it with `workbench train export`" in capsys.readouterr().err
