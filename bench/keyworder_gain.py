@@ -28,7 +28,7 @@ from workbench.graph import PolicyIndex  # noqa: E402
 def gold_share(trace, case) -> float:
     if trace.error is not None or not case.gold_rules:
         return 0.0
-    inside = set(trace.units) | {r for ids in trace.closure.values() for r in ids}
+    inside = set(trace.units) | set(trace.closure_ids)
     gold = set(case.gold_rules)
     return len(gold & inside) / len(gold)
 
