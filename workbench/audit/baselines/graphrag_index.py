@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.audit.baselines.index_store import append_run, read_cost, run_from_usage, slug
+from workbench.audit.baselines.index_store import append_run, booked, read_cost, run_from_usage, slug
 from workbench.audit.baselines.skill_indexes import (
     EMBED_DIM,
     EMBEDDER,
@@ -141,22 +141,19 @@ class GatewayCall:
     def __call__(self, messages: Any, response_format: Any = None) -> str:
         msgs = as_messages(messages)
         step = f"{self.step}:{self.skill}"
+        def call() -> Any:
+            if response_format is None:
+                return self.gateway.complete_text(role=ROLE, messages=msgs, step=step)
+            return self.gateway.complete_json(role=ROLE, messages=msgs, step=step,
+                                              schema=schema_of(response_format),
+                                              schema_name=response_format.__name__)
+
         try:
-            if response_format is not None:
-                res = self.gateway.complete_json(role=ROLE, messages=msgs,
-                                                 schema=schema_of(response_format),
-                                                 schema_name=response_format.__name__, step=step)
-                text = json.dumps(res.data)
-            else:
-                res = self.gateway.complete_text(role=ROLE, messages=msgs, step=step)
-                text = res.text
+            res = booked(self.usage, call)
         except Exception as exc:
             self.failures.append(f"{type(exc).__name__}: {exc}")
-            if getattr(exc, "usage", None) is not None:
-                self.usage.append(exc.usage)  # a failed call's tokens were spent too
             raise
-        self.usage.append(res.usage)  # list.append is atomic: calls finish on several threads
-        return text
+        return res.text if response_format is None else json.dumps(res.data)
 
 
 def _model_classes(lib: dict[str, Any]) -> tuple[type, type]:

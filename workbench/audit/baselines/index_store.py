@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,19 @@ def run_from_usage(usage: list[Any], started_at: float, wall_s: float, status: s
         status=status,
         failed_calls=sum(1 for u in usage if not u.cached and u.error),
     )
+
+
+def booked(usage: list[Any], call: Callable[[], Any]) -> Any:
+    """Make one gateway call and append its :class:`Usage` to ``usage``; a failed call's
+    too (the gateway puts it on the error), because its tokens were paid for."""
+    try:
+        res = call()
+    except Exception as exc:
+        if getattr(exc, "usage", None) is not None:
+            usage.append(exc.usage)
+        raise
+    usage.append(res.usage)  # list.append is atomic: calls may finish on several threads
+    return res
 
 
 def read_cost(folder: Path) -> IndexCost | None:

@@ -32,6 +32,7 @@ from workbench.audit.baselines.index_store import (  # noqa: F401 (kept importab
     IndexCost,
     IndexRun,
     append_run,
+    booked,
     run_from_usage,
     slug,
 )
@@ -107,14 +108,8 @@ def gateway_llm(gateway: Any, skill: str, usage: list[Any]):
             messages.append({"role": str(m.get("role")), "content": str(m.get("content", ""))})
         messages.append({"role": "user", "content": prompt})
         step = f"{'lightrag.keywords' if keyword_extraction else STEP}:{skill}"
-        try:
-            res = await asyncio.to_thread(gateway.complete_text, role=ROLE, messages=messages,
-                                          step=step)
-        except Exception as exc:
-            if getattr(exc, "usage", None) is not None:
-                usage.append(exc.usage)  # a failed call's tokens were spent too
-            raise
-        usage.append(res.usage)  # list.append is atomic: calls may finish on several threads
+        res = await asyncio.to_thread(booked, usage, lambda: gateway.complete_text(
+            role=ROLE, messages=messages, step=step))
         return res.text
 
     return complete
