@@ -114,15 +114,11 @@ class EmbeddedServer:
         try:
             server = xllamacpp.Server(params)
         except Exception as exc:
-            if self.adapter is not None:
-                raise EmbeddedModelUnavailable(
-                    f"the embedded server did not start with the adapter {self.adapter} ({exc}); "
-                    "export it again with `workbench train export` from a run on this model"
-                ) from exc
-            raise EmbeddedModelUnavailable(
-                f"the embedded server did not start ({exc}); the model file is {model_path}. "
-                f"Delete it to have it assembled again, and check free memory (~2 GB needed)"
-            ) from exc
+            why = (f"with the adapter {self.adapter} ({exc}); export it again with `workbench train "
+                   "export` from a run on this model" if self.adapter is not None else
+                   f"({exc}); the model file is {model_path}. Delete it to have it assembled "
+                   "again, and check free memory (~2 GB needed)")
+            raise EmbeddedModelUnavailable(f"the embedded server did not start {why}") from exc
         url = str(server.listening_address).rstrip("/")
         self._server = server
         try:
