@@ -73,8 +73,6 @@ def make_engine(url: str | None = None) -> Engine:
 # Any fixed number: the key of the advisory lock that serialises schema changes on PostgreSQL.
 SCHEMA_LOCK_KEY = 0x5C11CD6
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-# The revision that equals the schema `create_all` made before migrations existed.
-BASELINE_REVISION = "0001"
 
 
 def _create_schema(engine: Engine) -> None:

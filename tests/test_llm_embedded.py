@@ -3,6 +3,7 @@ litellm with a JSON schema. Slow on a small CPU (~20-40 s), so one tiny request 
 
 from __future__ import annotations
 
+import hashlib
 import urllib.error
 import urllib.request
 
@@ -10,7 +11,7 @@ import pytest
 
 from workbench.llm import Gateway, load_config
 from workbench.llm.embedded import current_embedded_server, stop_embedded_server
-from workbench.llm.weights import MODEL_SHA256, assembled_path, sha256_of
+from workbench.llm.weights import MODEL_SHA256, assembled_path
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -29,7 +30,8 @@ def test_embedded_model_answers_a_structured_request_through_litellm(monkeypatch
     for var in ("WORKBENCH_CONFIG", "WORKBENCH_LLM_MODE"):
         monkeypatch.delenv(var, raising=False)
     path = assembled_path()  # once per machine; later runs reuse the verified file
-    assert sha256_of([path]) == MODEL_SHA256
+    with open(path, "rb") as f:
+        assert hashlib.file_digest(f, "sha256").hexdigest() == MODEL_SHA256
 
     config = load_config(env={"WORKBENCH_EXTRACTOR_MAX_TOKENS": "24"})
     gw = Gateway(config)

@@ -22,7 +22,6 @@ from workbench.review import (
     latest_records,
     metrics_rows,
     review_progress,
-    unjudged,
     validate_decision,
 )
 
@@ -72,7 +71,7 @@ def test_queue_reasons_use_the_newest_trace_per_case_and_strategy():
     first = items[0]
     assert first.key == ("run-c", "c1", "cdg") and first.dataset == "demo"
     assert first.others == {"raw": True}
-    assert unjudged(RECORDS) == 1  # c3/raw has no verdict and is not reviewable
+    assert ("c3", "raw") not in reasons_of(items)  # it has no verdict: nothing to confirm
 
 
 def test_gold_labels_given_override_those_in_traces():

@@ -173,7 +173,7 @@ def build_queue(
     ``records``: ``(run_id, trace)`` oldest first. ``labels``: gold labels by case id
     (they override the label stored in a trace). ``texts``: extra searchable text per case
     (conversation, reply). Traces without a verdict (errors, judge mode ``none``) carry
-    nothing to confirm and are left out; see :func:`unjudged`.
+    nothing to confirm and are left out.
     """
     latest = latest_records(records)
     by_case: dict[str, dict[str, bool | None]] = {}
@@ -203,11 +203,6 @@ def build_queue(
         items.append(QueueItem(dataset, run_id, cid, strategy, t, label, tuple(reasons), others,
                                search.casefold()))
     return items
-
-
-def unjudged(records: Iterable[Record]) -> int:
-    """How many newest traces (per case and strategy) have no verdict."""
-    return sum(1 for _run, t in latest_records(records) if t.verdict is None)
 
 
 def filter_queue(

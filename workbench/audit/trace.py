@@ -130,10 +130,6 @@ class AuditTrace:
         return sum(c.prompt_tokens + c.completion_tokens for c in self.usage)
 
     @property
-    def model_latency_ms(self) -> float:
-        return sum(c.latency_ms for c in self.usage)
-
-    @property
     def closure_ids(self) -> list[str]:
         return [rid for ids in self.closure.values() for rid in ids]
 

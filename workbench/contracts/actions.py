@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 ActionKind = Literal["tool", "assistant", "user"]
-ACTION_KINDS: tuple[ActionKind, ...] = ("tool", "assistant", "user")
 
 
 @dataclass(frozen=True)

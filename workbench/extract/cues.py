@@ -33,8 +33,6 @@ from workbench.extract.fusion import rule_words
 from workbench.graph import Rule, Span
 from workbench.skill import Block, SkillDoc
 
-CUE_KINDS = ("procedure", "definition", "cross-reference", "heading", "continuation")
-
 _ITEM = re.compile(r"^([ \t]*)(\d{1,3})[.)][ \t]+\S", re.M)
 _STEP_HEADING = re.compile(r"^((?:step|phase|stage)\s+)?(\d{1,3})\b", re.I)
 _PROCEDURE_HEADING = re.compile(r"procedure|process|steps|workflow|phases|how to", re.I)

@@ -29,10 +29,6 @@ class Usage:
     attempts: int = 1
     error: str = ""  # the ModelCallError kind when the call failed; "" when it succeeded
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -15,7 +15,7 @@ import hashlib
 import importlib
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,13 +154,3 @@ def _assemble(spec: ModelSpec, target: Path) -> None:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def sha256_of(paths: Sequence[Path]) -> str:
-    """sha256 of the concatenation of ``paths`` (used by tests and `model check --verify`)."""
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as src:
-            while chunk := src.read(_CHUNK):
-                digest.update(chunk)
-    return digest.hexdigest()

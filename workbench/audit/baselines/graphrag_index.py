@@ -47,7 +47,6 @@ from workbench.audit.baselines.skill_indexes import (
 from workbench.errors import WorkbenchError
 
 LIBRARY = "graphrag"
-VERSION_PIN = "3.3.0"
 INSTALL_HINT = ("The graphrag baseline needs Microsoft GraphRAG, an optional overlay: run "
                 "`make install-graphrag` (pip install --no-deps -r requirements-graphrag.txt)")
 STEP = "graphrag.index"

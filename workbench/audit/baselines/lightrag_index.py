@@ -27,26 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.audit.baselines.index_store import (  # noqa: F401 (kept importable here)
-    COST_FILE,
-    IndexCost,
-    IndexRun,
-    append_run,
-    booked,
-    run_from_usage,
-    slug,
-)
-from workbench.audit.baselines.index_store import default_root as store_root
-from workbench.audit.baselines.skill_indexes import (  # noqa: F401 (kept importable here)
-    EMBED_DIM,
-    EMBEDDER,
-    ROLE,
-    LoopThread,
-    SkillIndexes,
-)
+from workbench.audit.baselines.index_store import append_run, booked, run_from_usage
+from workbench.audit.baselines.skill_indexes import EMBED_DIM, ROLE, LoopThread, SkillIndexes
 from workbench.errors import WorkbenchError
 
-LIBRARY = "lightrag-hku"
 INSTALL_HINT = "The lightrag baseline needs the LightRAG library: pip install lightrag-hku==1.5.7"
 STEP = "lightrag.index"
 # LightRAG splits every chunk to fit its embedder's max_token_size; declaring MiniLM's 256
@@ -87,10 +71,6 @@ def _lightrag():
         "QueryParam": QueryParam, "DocStatus": DocStatus, "EmbeddingFunc": EmbeddingFunc,
         "Tokenizer": Tokenizer, "initialize_pipeline_status": initialize_pipeline_status,
     }
-
-
-def default_root() -> Path:
-    return store_root("lightrag")
 
 
 def gateway_llm(gateway: Any, skill: str, usage: list[Any]):
@@ -223,5 +203,3 @@ def _workspace(folder: Path) -> str:
     path. Its files live in ``<folder>/<workspace>/``; a moved root is indexed again."""
     return "ws-" + hashlib.sha256(str(folder.resolve()).encode("utf-8")).hexdigest()[:12]
 
-
-_slug = slug  # the name this module's callers knew
