@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.audit import AuditIndex, AuditOptions, audit_case, load_cases  # noqa: E402
-from workbench.audit.coverage_curve import covers, gold_rules  # noqa: E402
+from workbench.audit.coverage_curve import covers  # noqa: E402
 from workbench.graph import PolicyIndex  # noqa: E402
 from workbench.llm import Gateway  # noqa: E402
 
@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args()
     index = AuditIndex(PolicyIndex.load(args.index))
-    cases = [c for c in load_cases(args.cases) if gold_rules(c)]
+    cases = [c for c in load_cases(args.cases) if c.gold_rules]
     sample = random.Random(args.seed).sample(cases, min(args.n, len(cases)))
     gateway = Gateway.from_env()
     rows = []

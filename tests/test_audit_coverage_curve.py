@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from workbench.audit.cases import load_cases
 from workbench.audit.complibench import import_complibench
-from workbench.audit.coverage_curve import coverage_curve, format_curve, gold_rules
+from workbench.audit.coverage_curve import coverage_curve, format_curve
 from workbench.audit.curve_figure import curve_figure, sweep_figure
 from workbench.audit.length_sweep import foreign_clauses, run_sweep, sweep_levels
 from workbench.audit.policy import AuditIndex
@@ -34,7 +34,7 @@ def long_sample(tmp_path_factory):
 def test_curve_counts_rules_by_id_and_passages_by_span(long_sample):
     index, cases = long_sample
     curve = coverage_curve(index, cases, (0.1, 0.5), ("cdg", "no-closure", "bm25", "raw"))
-    n = sum(1 for c in cases if gold_rules(c))
+    n = sum(1 for c in cases if c.gold_rules)
     assert n and all(p.cases == n for p in curve.points)
     for p in curve.points:
         if p.strategy != "raw":
@@ -66,7 +66,7 @@ def test_length_sweep_keeps_gold_and_grows_with_inapplicable_clauses():
                 # Spans still point at their rule's text after clauses were inserted.
                 assert skill.rule_text(rid).strip() and rule.spans[0].end <= len(skill.source)
         for c in cases:
-            for rid in gold_rules(c):
+            for rid in c.gold_rules:
                 assert rid in lv.index[c.skills[0]].graph.rules
     # The largest SKILLs needed the other domain's clauses (the sample has 3 workflows).
     assert any(r.startswith("other.") for s in levels[-1].index for r in s.graph.rules)

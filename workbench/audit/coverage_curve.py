@@ -27,14 +27,9 @@ CURVE_STRATEGIES: tuple[str, ...] = (StrategyName.CDG, StrategyName.NO_CLOSURE, 
 DEFAULT_SHARES = (0.05, 0.10, 0.15, 0.20, 0.30)
 
 
-def gold_rules(case: AuditCase) -> list[str]:
-    """Gold governing rule ids of a case: ``AuditCase.gold_rules`` (kept for its callers)."""
-    return case.gold_rules
-
-
 def covers(trace: Any, case: AuditCase, index: AuditIndex) -> bool:
     """Whether the trace's context holds every gold rule of ``case`` (id, else source span)."""
-    gold = gold_rules(case)
+    gold = case.gold_rules
     if not gold or trace.error is not None:
         return False
     in_context = set(trace.units) | {r for ids in trace.closure.values() for r in ids}
@@ -119,7 +114,7 @@ def coverage_curve(
     base = options or AuditOptions(judge_mode=JudgeMode.NONE)
     if base.judge_mode != "none":
         base = replace(base, judge_mode=JudgeMode.NONE)
-    gold_cases = [c for c in cases if gold_rules(c)]
+    gold_cases = [c for c in cases if c.gold_rules]
     strats = {name: get_strategy(name) for name in strategies}
     points: list[CurvePoint] = []
     raw_sizes = [sum(index.raw_tokens(s) for s in case.skills or [] if s in index)

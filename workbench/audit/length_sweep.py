@@ -200,13 +200,13 @@ def run_sweep(
     (``options``: an AuditOptions; the judge is never called here)."""
     from dataclasses import replace
 
-    from workbench.audit.coverage_curve import gold_rules, tally
+    from workbench.audit.coverage_curve import tally
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
     from workbench.audit.strategies import get_strategy
 
     opts = replace(options or AuditOptions(), judge_mode=JudgeMode.NONE)
-    gold_cases = [c for c in cases if gold_rules(c)]
+    gold_cases = [c for c in cases if c.gold_rules]
     rows = []
     for level in levels:
         index = AuditIndex(level.index)

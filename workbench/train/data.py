@@ -75,11 +75,6 @@ class TrainingRecord:
         return out
 
 
-def gold_rules(case: AuditCase) -> list[str]:
-    """Gold governing rule ids: ``AuditCase.gold_rules`` (kept for its callers)."""
-    return case.gold_rules
-
-
 def _violated_rules(case: AuditCase) -> list[str]:
     gold = case.extra.get("gold")
     if not isinstance(gold, dict):
@@ -144,7 +139,7 @@ def materialise(
                 id=case.id,
                 session=pseudonymise(case.session or case.id, salt),
                 label=case.label,
-                gold_rules=gold_rules(case),
+                gold_rules=case.gold_rules,
                 complexity=float(complexity_of[known]),
                 skills=list(names),
                 strategy=trace.strategy,
