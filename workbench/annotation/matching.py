@@ -95,6 +95,13 @@ def tfidf_cosine_similarity(left: Sequence[str], right: Sequence[str]) -> np.nda
     return vectors[: len(left)] @ vectors[len(left):].T
 
 
+def f1_of(precision: float | None, recall: float | None) -> float | None:
+    """Harmonic mean of precision and recall; None when either is undefined, 0 when both are 0."""
+    if precision is None or recall is None:
+        return None
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
 @dataclass(frozen=True)
 class MatchedPair:
     extracted: int  # index into the extracted inventory
@@ -127,10 +134,7 @@ class InventoryAgreement:
 
     @property
     def f1(self) -> float | None:
-        p, r = self.precision, self.recall
-        if p is None or r is None:
-            return None
-        return 2 * p * r / (p + r) if p + r else 0.0
+        return f1_of(self.precision, self.recall)
 
     def as_dict(self) -> dict:
         return {

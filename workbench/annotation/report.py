@@ -44,6 +44,7 @@ from workbench.annotation.matching import (
     DEFAULT_POOLING,
     POOLING_MODES,
     Similarity,
+    f1_of,
     jaccard_similarity,
     match_inventories,
     match_pooled,
@@ -200,12 +201,6 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def _f1(p: float | None, r: float | None) -> float | None:
-    if p is None or r is None:
-        return None
-    return 2 * p * r / (p + r) if p + r else 0.0
-
-
 def _skill_row(skill: SkillGraph, labels: list[Label], adjudications: list[Adjudication], *,
                similarity: Similarity, threshold: float, annotators: Sequence[str] | None,
                min_annotators: int, confirm: Confirm | None,
@@ -236,7 +231,7 @@ def _skill_row(skill: SkillGraph, labels: list[Label], adjudications: list[Adjud
         matched=matched,
         precision=precision,
         recall=recall,
-        f1=_f1(precision, recall),
+        f1=f1_of(precision, recall),
         correct=correctness.correct,
         incorrect=correctness.incorrect,
         unresolved=correctness.unresolved,
@@ -267,7 +262,7 @@ def _pooled_inventory_match(row: SkillRow, inventories: Sequence[tuple[list, lis
         matched += confirmed is not False
     precision = _ratio(matched, len(extracted))
     recall = _ratio(matched, len(references))
-    return replace(row, matched=matched, precision=precision, recall=recall, f1=_f1(precision, recall))
+    return replace(row, matched=matched, precision=precision, recall=recall, f1=f1_of(precision, recall))
 
 
 def _pooled(rows: Sequence[SkillRow]) -> SkillRow:
@@ -283,7 +278,7 @@ def _pooled(rows: Sequence[SkillRow]) -> SkillRow:
         matched=matched,
         precision=precision,
         recall=recall,
-        f1=_f1(precision, recall),
+        f1=f1_of(precision, recall),
         correct=correct,
         incorrect=incorrect,
         unresolved=sum(r.unresolved for r in rows),

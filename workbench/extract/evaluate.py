@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from workbench.annotation.matching import jaccard_similarity
+from workbench.annotation.matching import f1_of, jaccard_similarity
 from workbench.graph import PolicyIndex, SkillGraph, Span
 
 MIN_OVERLAP = 0.5
@@ -49,7 +49,7 @@ def _ratio_of(numerator: str, denominator: str) -> property:
 
 
 def _f1_of(precision: str, recall: str) -> property:
-    return property(lambda self: _f1(getattr(self, precision), getattr(self, recall)))
+    return property(lambda self: f1_of(getattr(self, precision), getattr(self, recall)))
 
 
 @dataclass
@@ -94,12 +94,6 @@ class SkillEvaluation:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "figures": self.figures()}
-
-
-def _f1(p: float | None, r: float | None) -> float | None:
-    if p is None or r is None:
-        return None
-    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
 
 
 def _overlap(a: tuple[Span, ...], b: tuple[Span, ...]) -> int:
