@@ -368,12 +368,12 @@ def test_cli_indexes_and_audits_through_the_given_gateway(tmp_path, monkeypatch,
 
     scripted, made = Scripted(), []
 
-    def audit_gateway(no_cache: bool) -> Gateway:
+    def audit_gateway(no_cache: bool, attach: str = "") -> Gateway:
         made.append(scripted_gateway(scripted))
         return made[-1]
 
-    monkeypatch.setattr(audit_command, "_worker_gateway", audit_gateway)
-    monkeypatch.setattr(baselines_command, "_gateway", lambda args: audit_gateway(args.no_cache))
+    monkeypatch.setattr(audit_command, "cli_gateway", audit_gateway)
+    monkeypatch.setattr(baselines_command, "cli_gateway", audit_gateway)
     monkeypatch.setattr(dense, "default_encoder", HashEncoder)  # no torch
     monkeypatch.setenv("WORKBENCH_BASELINES_DIR", str(tmp_path / "baselines"))
     monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'wb.db'}")

@@ -1,5 +1,5 @@
 """What several command modules declare alike: a command group whose actions are
-subcommands, and the policy index + audit cases pair of inputs.
+subcommands, the policy index + audit cases pair of inputs, and the model gateway.
 
 Not a command itself: ``workbench.cli`` skips modules whose name starts with ``_``.
 """
@@ -29,3 +29,19 @@ def add_index_and_cases(parser: argparse.ArgumentParser, *, index_help: str = IN
     """The required ``--index`` and ``--cases`` of a command that audits or reads cases."""
     parser.add_argument("--index", required=True, help=index_help)
     parser.add_argument("--cases", required=True, help=cases_help)
+
+
+def cli_gateway(no_cache: bool, attach: str = ""):
+    """The gateway of a command and of each Ray worker (module-level, so Ray can pickle it by
+    name): the database response cache and usage log unless ``no_cache``; embedded roles use
+    the running `workbench model serve` at ``attach`` when given."""
+    from workbench.llm import Gateway
+    from workbench.llm.config import load_config
+
+    config = load_config().attached_to(attach) if attach else None
+    if no_cache:
+        return Gateway.from_env(config)
+    from store.db import make_engine
+    from store.llm_cache import persistent_gateway
+
+    return persistent_gateway(make_engine(), config)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from workbench.commands._common import add_index_and_cases
+from workbench.commands._common import add_index_and_cases, cli_gateway
 from workbench.vocabulary import (
     JUDGED_MODES,
     EmptySeedPolicy,
@@ -165,7 +165,7 @@ def _audit(args) -> int:
     # LightRAG indexes with the model even under --no-judge: it gets this audit's gateway.
     needs_model = (args.keywords == KeywordMethod.LLM or not args.no_judge
                    or needs_gateway(args.strategy))
-    gateway = _gateway(args) if needs_model else None
+    gateway = cli_gateway(args.no_cache) if needs_model else None
     from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink
 
     # Traces go straight where they belong: --out (resumable) or standard output, and with
@@ -216,7 +216,7 @@ def _ray_engine(args, index, needs_model: bool):
     if args.concurrency < 1:
         raise CliError("--concurrency must be at least 1 (the number of Ray workers)")
     env = {k: v for k, v in os.environ.items() if k.startswith("WORKBENCH_")}
-    factory = functools.partial(_worker_gateway, args.no_cache) if needs_model else None
+    factory = functools.partial(cli_gateway, args.no_cache) if needs_model else None
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -224,23 +224,6 @@ def _ray_engine(args, index, needs_model: bool):
                        "(or drop --engine ray to audit on local threads)") from None
     return RayEngine(index.to_dict(), factory, workers=args.concurrency, address=args.address,
                      env=env)
-
-
-def _worker_gateway(no_cache: bool):
-    """The gateway of the driver and of each Ray worker (a module-level function, so Ray can
-    pickle it by name)."""
-    from workbench.llm import Gateway
-
-    if no_cache:
-        return Gateway.from_env()
-    from store.db import make_engine
-    from store.llm_cache import persistent_gateway
-
-    return persistent_gateway(make_engine())
-
-
-def _gateway(args):
-    return _worker_gateway(args.no_cache)
 
 
 def _store_sink(args, cases):

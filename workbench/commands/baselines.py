@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.commands._common import command_group
+from workbench.commands._common import cli_gateway, command_group
 
 STRATEGIES = ("lightrag", "graphrag")
 
@@ -61,7 +61,7 @@ def _index(args) -> int:
             raise CliError(f"{args.extraction_reports} is not a list of extraction reports",
                            "give the reports.json that `workbench extract` wrote")
     make = GraphragIndexes if args.strategy == "graphrag" else LightragIndexes
-    gateway = _gateway(args)
+    gateway = cli_gateway(args.no_cache, args.attach)
     try:
         indexes = make(gateway=gateway, root=args.root)
     except BaseException:  # the library is missing: its error names the install
@@ -79,20 +79,3 @@ def _index(args) -> int:
     rows = cost_rows([c for c in costs if c is not None], reports)
     print(json.dumps(rows, indent=1) if args.json else format_cost_rows(rows, args.strategy))
     return 0
-
-
-def _gateway(args):
-    """The audit's kind of gateway (database cache and usage log unless --no-cache), attached
-    to a running model server with --attach."""
-    from workbench.llm.config import load_config
-    from workbench.llm.gateway import Gateway
-
-    config = load_config()
-    if args.attach:
-        config = config.attached_to(args.attach)
-    if args.no_cache:
-        return Gateway.from_env(config)
-    from store.db import make_engine
-    from store.llm_cache import persistent_gateway
-
-    return persistent_gateway(make_engine(), config)
