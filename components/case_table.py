@@ -23,7 +23,8 @@ from workbench.vocabulary import COMPLIANT, VIOLATION, verdict_word
 CASE_COLUMNS = ("case", "strategy", "run", "verdict", "gold", "agrees with gold", "open")
 
 
-def _verdict_word(trace: AuditTrace) -> str:
+def trace_verdict_word(trace: AuditTrace) -> str:
+    """What a stored trace says, in the analyst's words."""
     if trace.error is not None:
         return "error"
     if trace.verdict is None:
@@ -40,7 +41,7 @@ def case_rows(dataset: str, records: Iterable[tuple[str, AuditTrace]],
     rows = []
     for run_id, t in records:
         case_id = t.id
-        verdict = _verdict_word(t)
+        verdict = trace_verdict_word(t)
         gold = gold_word(labels.get(case_id, t.label))
         words = (VIOLATION, COMPLIANT)
         agrees = (verdict == gold) if verdict in words and gold in words else None
@@ -113,7 +114,7 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
     rows = []
     for n, item in enumerate(items, 1):
         rows.append({"#": n, "case": item.case_id, "strategy": item.strategy, "run": item.run_id,
-                     "verdict": _verdict_word(item.trace), "gold": gold_word(item.label),
+                     "verdict": trace_verdict_word(item.trace), "gold": gold_word(item.label),
                      "why queued": ", ".join(reason_text.get(r, r) for r in item.reasons),
                      "decisions": "; ".join(decided.get(item.key, [])) or "none yet",
                      "open": replay_link(dataset, item.case_id, item.run_id)})

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 import streamlit as st
 
 from components import identity
+from components.case_table import trace_verdict_word
 from components.safe import md
 from workbench.audit.trace import AuditTrace
-from workbench.vocabulary import JudgeMode, KeywordMethod, verdict_word
+from workbench.vocabulary import JudgeMode, KeywordMethod
 
 # Rough seconds per model call on the embedded model (Qwen2.5-Coder-1.5B on CPU): two judge
 # calls on Replay took about six minutes in the walk-through. Other endpoints are
@@ -49,13 +50,7 @@ def plan_text(strategies: Sequence[str], keywords: str, judge_mode: str, calls: 
 
 
 def _verdict_word(trace: AuditTrace | None) -> str:
-    if trace is None:
-        return "nothing stored"
-    if trace.error is not None:
-        return "error"
-    if trace.verdict is None:
-        return "not judged"
-    return verdict_word(trace.verdict.violation)
+    return "nothing stored" if trace is None else trace_verdict_word(trace)
 
 
 def _closure_ids(trace: AuditTrace) -> set[str]:

@@ -17,7 +17,6 @@ from store import repo
 from workbench.annotation.items import reference_item, rule_items
 from workbench.annotation.labels import (
     CDG_INSPECTION,
-    REFERENCE_RULE,
     RULE_CORRECTNESS,
     Annotator,
 )
@@ -37,16 +36,8 @@ from workbench.annotation.report import (
 )
 
 
-def _all_records(eng: Engine):
-    labels = [lab for task in (RULE_CORRECTNESS, REFERENCE_RULE, CDG_INSPECTION)
-              for lab in store.labels_for(eng, task)]
-    adjudications = [a for task in (RULE_CORRECTNESS, CDG_INSPECTION)
-                     for a in store.adjudications_for(eng, task)]
-    return labels, adjudications
-
-
 def progress_panel(eng: Engine, skill, version: int) -> None:
-    labels, adjudications = _all_records(eng)
+    labels, adjudications = store.all_records(eng)
     roster = [a.name for a in store.annotators(eng) if not a.is_reviewer]
     queue = ensure_queue(eng, RULE_CORRECTNESS, skill.name, version, list(rule_items(skill)))
     st.subheader("Progress per annotator")
@@ -86,7 +77,7 @@ def report_panel(eng: Engine, who: Annotator) -> None:
     people = sorted({a.name for a in store.annotators(eng)})
     only = st.multiselect("Reference rules of (empty: everyone, pooled)", people, key="rep_people")
     if st.button("Build report", key="rep_build", type="primary"):
-        labels, adjudications = _all_records(eng)
+        labels, adjudications = store.all_records(eng)
         try:
             with st.spinner("Matching inventories..."):
                 report = dataset_report(
@@ -111,7 +102,7 @@ def report_panel(eng: Engine, who: Annotator) -> None:
                          "text/csv", key="rep_dl_csv")
     d[2].download_button("Full report JSON", json.dumps(report.as_dict(), indent=1, ensure_ascii=False),
                          "annotation_report.json", "application/json", key="rep_dl_json")
-    labels, adjudications = _all_records(eng)
+    labels, adjudications = store.all_records(eng)
     d[3].download_button("Labels CSV", to_csv(label_rows(labels, adjudications), LABEL_COLUMNS),
                          "annotation_labels.csv", "text/csv", key="rep_dl_labels")
     with st.expander(f"Matched pairs for review ({len(report.pairs)})"):

@@ -25,6 +25,7 @@ from sqlmodel import Field, Index, Session, SQLModel, UniqueConstraint, select
 
 from store.session import insert_all, retry_conflicts, where_given, write_session
 from workbench.annotation.labels import (
+    TASK_TYPES,
     Adjudication,
     Annotator,
     Label,
@@ -197,6 +198,12 @@ def adjudications_for(engine: Engine, task: str, item_key: str | None = None) ->
     with Session(engine) as session:
         return [Adjudication(**_record_fields(row, Adjudication))
                 for row in session.exec(query.order_by(AnnotationAdjudication.id))]
+
+
+def all_records(engine: Engine) -> tuple[list[Label], list[Adjudication]]:
+    """Every label and adjudication of every task, oldest first within a task."""
+    return ([lab for task in TASK_TYPES for lab in labels_for(engine, task)],
+            [adj for task in TASK_TYPES for adj in adjudications_for(engine, task)])
 
 
 def add_task_items(engine: Engine, task: str, skill_name: str, skill_version: int,

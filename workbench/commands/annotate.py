@@ -193,15 +193,6 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     report.set_defaults(func=run_report)
 
 
-def _all_records(engine) -> tuple[list, list]:
-    from store.annotation import adjudications_for, labels_for
-    from workbench.annotation.labels import TASK_TYPES
-
-    labels = [lab for task in TASK_TYPES for lab in labels_for(engine, task)]
-    adjudications = [adj for task in TASK_TYPES for adj in adjudications_for(engine, task)]
-    return labels, adjudications
-
-
 def _write(path: str, text: str) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
@@ -238,7 +229,9 @@ def run_report(args: argparse.Namespace) -> int:
     if args.min_annotators < 1:
         raise CliError("--min-annotators must be at least 1")
     engine = make_engine(args.db)
-    labels, adjudications = _all_records(engine)
+    from store.annotation import all_records
+
+    labels, adjudications = all_records(engine)
     if not labels:
         print("warning: the database has no annotation labels yet; label rules on the Annotate "
               "page, or pass --db with the annotators' database", file=sys.stderr)
