@@ -11,10 +11,6 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel, create_engine
 
-# Re-exported: the session helpers live in store.session so that table modules can use them
-# without importing this module, which imports every table module (store.tables).
-from store.session import retry_conflicts, write_session  # noqa: F401
-
 DEFAULT_DB_PATH = Path(".workbench") / "workbench.db"
 
 

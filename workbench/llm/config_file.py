@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import math
 import os
 import re
@@ -311,19 +312,9 @@ def _toml_value(value: Any) -> str:
 
 
 def _toml_string(text: str) -> str:
-    escaped = []
-    for ch in text:
-        if ch in '"\\':
-            escaped.append("\\" + ch)
-        elif ch == "\n":
-            escaped.append("\\n")
-        elif ch == "\t":
-            escaped.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            escaped.append(f"\\u{ord(ch):04x}")
-        else:
-            escaped.append(ch)
-    return '"' + "".join(escaped) + '"'
+    # Every escape JSON writes (\" \\ \b \f \n \r \t \uXXXX) means the same in a TOML basic
+    # string; only DEL, which JSON leaves raw and TOML refuses, needs one more.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 @contextlib.contextmanager
