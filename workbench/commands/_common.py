@@ -24,6 +24,13 @@ def command_group(subparsers: Any, name: str, *, help: str, description: str, de
     return actions
 
 
+def action(actions: Any, name: str, func: Any, *, help: str, description: str) -> Any:
+    """One action of a command group, run by ``func(args)``; returns its parser."""
+    parser = actions.add_parser(name, help=help, description=description)
+    parser.set_defaults(func=func)
+    return parser
+
+
 def add_index_and_cases(parser: argparse.ArgumentParser, *, index_help: str = INDEX_HELP,
                         cases_help: str = CASES_HELP) -> None:
     """The required ``--index`` and ``--cases`` of a command that audits or reads cases."""

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from workbench.cli import CliError
-from workbench.commands._common import add_index_and_cases, command_group
+from workbench.commands._common import action, add_index_and_cases, command_group
 from workbench.vocabulary import StrategyName
 
 
@@ -22,8 +22,8 @@ def register(subparsers: Any) -> None:
         dest="train_command",
     )
 
-    data = sub.add_parser(
-        "data",
+    data = action(
+        sub, "data", run_data,
         help="materialise judge and keyword prompts with labels and gold rules",
         description="One record per audit case: the exact judge prompt of a strategy, the "
         "keyword prompt, label, gold rules, pseudonymised session and complexity.",
@@ -34,10 +34,9 @@ def register(subparsers: Any) -> None:
     data.add_argument("--salt", default="", help="secret salt for session pseudonyms")
     data.add_argument("--budget", type=int, default=None, help="context token budget")
     data.add_argument("--hf", metavar="DIR", help="also save a Hugging Face dataset here")
-    data.set_defaults(func=run_data)
 
-    grpo = sub.add_parser(
-        "grpo",
+    grpo = action(
+        sub, "grpo", run_grpo,
         help="GRPO on the keyword prompt with a graph-verified or coverage reward",
         description="K keyword candidates per case from the student; reward = format "
         "validity x non-empty closure x (judge verdict correct | gold-rule coverage minus "
@@ -53,10 +52,21 @@ def register(subparsers: Any) -> None:
                       help="λ of the coverage reward, per 1000 context tokens (default 0.05)")
     grpo.add_argument("--group", type=int, default=8, help="candidates per case K (default 8)")
     _common(grpo, max_new_tokens=48)
-    grpo.set_defaults(func=run_grpo)
 
-    opd = sub.add_parser(
-        "opd",
+    export = action(
+        sub, "export", run_export,
+        help="write a trained LoRA adapter as a llama.cpp adapter GGUF for the audit",
+        description="Converts a run's adapter (or a checkpoint's) into a llama.cpp LoRA adapter "
+        "checked against the base model GGUF; serve it with `workbench model serve --lora "
+        "OUT` and point a role (e.g. the keyworder) at that server.",
+    )
+    export.add_argument("adapter", help="a run folder (its adapter/ is used) or a PEFT adapter folder")
+    export.add_argument("--out", required=True, help="adapter GGUF to write")
+    export.add_argument("--base", default="embedded",
+                        help="base model GGUF the adapter was trained on (default: the embedded model)")
+
+    opd = action(
+        sub, "opd", run_opd,
         help="entropy-gated on-policy distillation of the judge from a teacher",
         description="The student answers the judge prompt; the frozen teacher scores its "
         "tokens; clipped k1 as a detached advantage on the top-entropy tokens plus the "
@@ -70,20 +80,6 @@ def register(subparsers: Any) -> None:
     opd.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
     opd.add_argument("--clip", type=float, default=5.0, help="k1 clip (default 5)")
     _common(opd, max_new_tokens=128)
-    opd.set_defaults(func=run_opd)
-
-    export = sub.add_parser(
-        "export",
-        help="write a trained LoRA adapter as a llama.cpp adapter GGUF for the audit",
-        description="Converts a run's adapter (or a checkpoint's) into a llama.cpp LoRA adapter "
-        "checked against the base model GGUF; serve it with `workbench model serve --lora "
-        "OUT` and point a role (e.g. the keyworder) at that server.",
-    )
-    export.add_argument("adapter", help="a run folder (its adapter/ is used) or a PEFT adapter folder")
-    export.add_argument("--out", required=True, help="adapter GGUF to write")
-    export.add_argument("--base", default="embedded",
-                        help="base model GGUF the adapter was trained on (default: the embedded model)")
-    export.set_defaults(func=run_export)
 
 
 def _common(p: argparse.ArgumentParser, max_new_tokens: int) -> None:
