@@ -27,6 +27,7 @@ from workbench.audit.baselines.cost_report import format_cost_rows
 from workbench.audit.baselines.graphrag_context import GraphragRetriever, kg_section
 from workbench.audit.baselines.graphrag_index import GatewayCall, GraphragUnavailable, _graphrag, as_messages
 from workbench.audit.strategies import STRATEGIES, GraphragStrategy, get_strategy, needs_gateway
+from workbench.llm.config import load_config
 from workbench.llm.gateway import Gateway
 from workbench.tokens import count_tokens
 from workbench.vocabulary import StrategyName, values
@@ -317,6 +318,26 @@ def test_index_local_search_spans_andindex_cost(tmp_path, demo):
     assert GraphragRetriever(again).context(QUERY, ["airline-policy"], demo)[0] == text
     assert t2.requests == [] and len(index_cost(tmp_path)["runs"]) == 1
     again.close()
+
+
+@real_library
+def test_reports_never_ask_for_more_than_the_extractor_may_answer(tmp_path, demo):
+    """GraphRAG asks for reports of up to 2,000 words; with an answer budget of 600 tokens the
+    prompt asks for 600 (descriptions keep their 500), and the default 2,048 keeps GraphRAG's."""
+    from workbench.audit.baselines.graphrag_index import GraphragIndexes
+
+    def limits(max_tokens: int) -> set[str]:
+        t = Scripted()
+        config = load_config(env={"WORKBENCH_EXTRACTOR_MAX_TOKENS": str(max_tokens)})
+        idx = GraphragIndexes(gateway=scripted_gateway(t, config), encoder=HashEncoder(),
+                              root=tmp_path / str(max_tokens))
+        GraphragRetriever(idx).context(QUERY, ["airline-policy"], demo)
+        idx.close()
+        prompts = " ".join(m["content"] for q in t.requests for m in q["messages"])
+        return set(re.findall(r"report length to (\d+) words", prompts))
+
+    assert limits(600) == {"600"}
+    assert limits(2048) == {"2000"}
 
 
 @real_library

@@ -234,11 +234,21 @@ def _model_classes(lib: dict[str, Any]) -> tuple[type, type]:
     return GatewayCompletion, EncoderEmbedding
 
 
+# GraphRAG's defaults for how long (in tokens, its config says; "words", its prompts say) a
+# community report and a merged entity description may be.
+REPORT_LENGTH, DESCRIPTION_LENGTH = 2000, 500
+
+
 def settings(folder: Path, completion_type: str, embedding_type: str, model: str,
-             embedder: str, concurrency: int) -> dict[str, Any]:
+             embedder: str, concurrency: int, max_answer_tokens: int = 0) -> dict[str, Any]:
     """A GraphRAG project's settings: the library's defaults except where our models, our
-    folder and offline storage must be named."""
+    folder and offline storage must be named, and report and description lengths, which never
+    ask for more than the extractor role may answer (``max_answer_tokens``; 0: no limit).
+    Asked for 2,000 words with room for 1,024 tokens, a report is cut off every time."""
+    cap = max_answer_tokens or REPORT_LENGTH
     return {
+        "community_reports": {"max_length": min(REPORT_LENGTH, cap)},
+        "summarize_descriptions": {"max_length": min(DESCRIPTION_LENGTH, cap)},
         "completion_models": {"default_completion_model": {
             "type": completion_type, "model_provider": "workbench", "model": model}},
         "embedding_models": {"default_embedding_model": {
@@ -296,7 +306,8 @@ class GraphragIndexes(SkillIndexes):
         self.lib["register_embedding"](etype, functools.partial(
             embedding_cls, encoder=self.encoder, name=self.embedder_name))
         role = self.gateway.config.role(ROLE)
-        conf = settings(folder, ctype, etype, self.model, self.embedder_name, role.concurrency)
+        conf = settings(folder, ctype, etype, self.model, self.embedder_name, role.concurrency,
+                        role.max_tokens)
         # JSON is YAML: GraphRAG reads settings.yaml from the project folder.
         (folder / "settings.yaml").write_text(json.dumps(conf, indent=1), encoding="utf-8")
         return self.lib["load_config"](folder)
