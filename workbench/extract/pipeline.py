@@ -396,7 +396,7 @@ class _Run:
             requests += 1
             prompt_tokens += res.usage.prompt_tokens
             completion_tokens += res.usage.completion_tokens
-            answers.append(check(res.data))
+            answers.append(res.checked)
         result = merge_answers(answers, units)
         if not errors:
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
@@ -458,7 +458,7 @@ class _Run:
                     "the cap may be missing (raise the extractor's max_tokens)"
                 )
                 capped.append((a, b))
-            result.extend(validate_extraction(res.data), (a, b))
+            result.extend(res.checked, (a, b))
         if not errors:
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
             # Only complete answers are stored: a block with a failed piece is asked again.
@@ -539,7 +539,7 @@ class _Run:
                 raise
             br.error = "; ".join(filter(None, [br.error, f"fusion failed: {exc.kind}"]))
             return None
-        answer = validate_fusion(res.data, new_ids, known_ids)
+        answer = res.checked
         usage = {"prompt_tokens": res.usage.prompt_tokens, "completion_tokens": res.usage.completion_tokens}
         self.store.put(key, "fuse", {"answer": answer.to_dict(), "usage": usage, "block": block.key})
         return answer

@@ -31,6 +31,7 @@ from workbench.llm.structured import (
     OutputProblem,
     Validator,
     check,
+    checked,
     repair_messages,
     response_format,
 )
@@ -46,12 +47,15 @@ _MESSAGE_ROLES = {"system", "user", "assistant"}
 @dataclass(frozen=True)
 class CallResult:
     """A finished call: ``data`` (the checked JSON object; None for free text), the raw
-    ``text``, its ``usage``, and the request ``key`` (for caches, recordings and traces)."""
+    ``text``, its ``usage``, the request ``key`` (for caches, recordings and traces), and
+    ``checked``: what the caller's ``validate`` returned (None without one), so a validator
+    that builds the typed answer is not run twice."""
 
     data: dict[str, Any] | None
     text: str
     usage: Usage
     key: str
+    checked: Any = None
 
 
 class _Spend:
@@ -259,7 +263,7 @@ class Gateway:
         try:
             raw = self._send(role, request, key, spend, step)
             try:
-                data = self._accept(raw, schema, validate)
+                data, valid = self._accept(raw, schema, validate)
             except OutputProblem as problem:
                 fixed = dict(request)
                 if problem.truncated and request.get("max_tokens"):
@@ -273,7 +277,7 @@ class Gateway:
                     )
                 raw = self._send(role, fixed, request_key(fixed), spend, step)
                 try:
-                    data = self._accept(raw, schema, validate)
+                    data, valid = self._accept(raw, schema, validate)
                 except OutputProblem as again:
                     raise ModelCallError(
                         f"the answer was unusable ({problem}), and again after one repair attempt ({again})",
@@ -299,7 +303,7 @@ class Gateway:
 
         if use_cache and self.cache is not None:
             self._store(CachedResponse.answered(key, request, raw.text, usage))
-        return CallResult(data=data, text=raw.text, usage=usage, key=key)
+        return CallResult(data=data, text=raw.text, usage=usage, key=key, checked=valid)
 
     def _from_cache(
         self,
@@ -319,7 +323,8 @@ class Gateway:
         if entry is None:
             return None
         try:
-            data = self._accept(RawResponse(entry.text, "stop", 0, 0, None, ""), schema, validate)
+            data, valid = self._accept(RawResponse(entry.text, "stop", 0, 0, None, ""), schema,
+                                       validate)
         except OutputProblem:
             # Stored under rules that have since changed: ask the model again.
             return None
@@ -327,7 +332,7 @@ class Gateway:
                        completion_tokens=entry.completion_tokens, cost_usd=0.0, cached=True,
                        attempts=0)
         self._account(usage)
-        return CallResult(data=data, text=entry.text, usage=usage, key=key)
+        return CallResult(data=data, text=entry.text, usage=usage, key=key, checked=valid)
 
     def _store(self, entry: CachedResponse) -> None:
         assert self.cache is not None
@@ -339,17 +344,12 @@ class Gateway:
     @staticmethod
     def _accept(
         raw: RawResponse, schema: dict[str, Any] | None, validate: Callable[[Any], Any] | None
-    ) -> dict[str, Any] | None:
+    ) -> tuple[dict[str, Any] | None, Any]:
         if schema is not None:
             return check(raw.text, raw.finish_reason, schema, validate)
         if not raw.text.strip():
             raise OutputProblem("the reply was empty")
-        if validate is not None:
-            try:
-                validate(raw.text)
-            except ValueError as exc:
-                raise OutputProblem(f"the answer is not acceptable: {exc}") from None
-        return None
+        return None, checked(validate, raw.text)
 
     def _send(
         self, role: RoleConfig, request: dict[str, Any], key: str, spend: _Spend, step: str

@@ -78,19 +78,25 @@ def check(
     finish_reason: str | None,
     schema: Mapping[str, Any] | None,
     validate: Validator | None,
-) -> dict[str, Any]:
-    """Parse, schema-check and semantically validate; raise OutputProblem on the first fault."""
+) -> tuple[dict[str, Any], Any]:
+    """Parse, schema-check and semantically validate; raise OutputProblem on the first fault.
+    Returns the object and what ``validate`` made of it (None without one)."""
     data = parse_object(text, finish_reason)
     if schema is not None:
         check_schema(data, schema)
-    if validate is not None:
-        try:
-            validate(data)
-        except OutputProblem:
-            raise
-        except ValueError as exc:
-            raise OutputProblem(f"the answer is not acceptable: {exc}") from None
-    return data
+    return data, checked(validate, data)
+
+
+def checked(validate: Validator | None, answer: Any) -> Any:
+    """``validate(answer)``, its ValueError turned into the OutputProblem a repair names."""
+    if validate is None:
+        return None
+    try:
+        return validate(answer)
+    except OutputProblem:
+        raise
+    except ValueError as exc:
+        raise OutputProblem(f"the answer is not acceptable: {exc}") from None
 
 
 def repair_messages(
