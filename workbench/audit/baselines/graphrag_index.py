@@ -140,6 +140,7 @@ class GatewayCall:
     def __call__(self, messages: Any, response_format: Any = None) -> str:
         msgs = as_messages(messages)
         step = f"{self.step}:{self.skill}"
+
         def call() -> Any:
             if response_format is None:
                 return self.gateway.complete_text(role=ROLE, messages=msgs, step=step)
@@ -240,15 +241,14 @@ REPORT_LENGTH, DESCRIPTION_LENGTH = 2000, 500
 
 
 def settings(folder: Path, completion_type: str, embedding_type: str, model: str,
-             embedder: str, concurrency: int, max_answer_tokens: int = 0) -> dict[str, Any]:
+             embedder: str, concurrency: int, max_answer_tokens: int) -> dict[str, Any]:
     """A GraphRAG project's settings: the library's defaults except where our models, our
     folder and offline storage must be named, and report and description lengths, which never
-    ask for more than the extractor role may answer (``max_answer_tokens``; 0: no limit).
+    ask for more than the extractor role may answer (``max_answer_tokens``).
     Asked for 2,000 words with room for 1,024 tokens, a report is cut off every time."""
-    cap = max_answer_tokens or REPORT_LENGTH
     return {
-        "community_reports": {"max_length": min(REPORT_LENGTH, cap)},
-        "summarize_descriptions": {"max_length": min(DESCRIPTION_LENGTH, cap)},
+        "community_reports": {"max_length": min(REPORT_LENGTH, max_answer_tokens)},
+        "summarize_descriptions": {"max_length": min(DESCRIPTION_LENGTH, max_answer_tokens)},
         "completion_models": {"default_completion_model": {
             "type": completion_type, "model_provider": "workbench", "model": model}},
         "embedding_models": {"default_embedding_model": {
