@@ -125,3 +125,39 @@ def test_numbered_headings_in_a_procedure_chain_phases():
         rules.append(Rule(rid, "always", sentence, "required", (Span(start, start + len(sentence)),)))
     direct = {(c.source, c.target) for c in find_candidates(doc, rules) if c.direct}
     assert direct == {("B", "A"), ("C", "B"), ("D", "B")}
+
+
+def _placed_rules(text: str, sentences: dict[str, str]) -> list[Rule]:
+    return [Rule(rid, "always", s, "required", (Span(text.index(s), text.index(s) + len(s)),))
+            for rid, s in sentences.items()]
+
+
+def test_a_sequence_word_links_only_from_a_rules_opening_words():
+    text = ("# Desk\n\n## Booking\n\nThe agent must first obtain the user id. "
+            "The agent should then ask for the trip type. "
+            "To transfer, the agent must call the transfer tool with a summary and then tell the user. "
+            "A closed ticket cannot be reopened afterwards.\n")
+    rules = _placed_rules(text, {
+        "A": "The agent must first obtain the user id.",
+        "B": "The agent should then ask for the trip type.",
+        "C": "To transfer, the agent must call the transfer tool with a summary and then tell the user.",
+        "D": "A closed ticket cannot be reopened afterwards.",
+    })
+    found = {(c.source, c.target): c for c in find_candidates(parse_skill(text, "desk.md"), rules)}
+    # "then" among B's opening words: B follows A, kept as an edge without asking a model.
+    assert found[("B", "A")].kind == "procedure" and found[("B", "A")].direct
+    # Later in the sentence the words order the rule's own clauses or effects: C and D are only
+    # offered their predecessor, as any rule is.
+    for pair in (("C", "B"), ("D", "C")):
+        assert found[pair].kind == "continuation" and not found[pair].direct
+
+
+def test_a_rule_opening_with_a_continuation_word_requires_the_one_before_directly():
+    text = ("# Desk\n\n## Cabin\n\nCabin cannot be changed once a flight has been flown. "
+            "Otherwise, any reservation can change cabin. Seats must be assigned by the tool.\n")
+    rules = _placed_rules(text, {"A": "Cabin cannot be changed once a flight has been flown.",
+                                 "B": "Otherwise, any reservation can change cabin.",
+                                 "C": "Seats must be assigned by the tool."})
+    found = {(c.source, c.target): c for c in find_candidates(parse_skill(text, "desk.md"), rules)}
+    assert found[("B", "A")].direct and found[("B", "A")].note == "opens with 'Otherwise'"
+    assert not found[("C", "B")].direct

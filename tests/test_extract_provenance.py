@@ -31,6 +31,10 @@ description: A returns desk.
 
 A final sale item must never be refunded to the card.
 
+### Exceptions
+
+A damaged item must be replaced at once.
+
 ## Exchange procedure
 
 1. The agent must verify the order number.
@@ -87,7 +91,7 @@ def rule_at(skill, text: str) -> str:
     return next(r for r in skill.graph.rules if text in skill.rule_text(r))
 
 
-def test_procedure_edges_are_direct_and_definitions_confirmed_by_the_fuser():
+def test_text_cue_edges_are_direct_and_a_fuser_answer_confirms_them():
     model = Model(confirm="defined here")
     skill, report = run(model)
     verify, check, create = (rule_at(skill, t) for t in ("verify the order", "check the packaging",
@@ -97,7 +101,8 @@ def test_procedure_edges_are_direct_and_definitions_confirmed_by_the_fuser():
     assert edges[(check, verify)].provenance == "procedure"
     assert edges[(create, check)].provenance == "procedure"
     # The returns rule shares no word with the definition's rule beyond the term, in another
-    # block: the fuser was shown it as a suggestion and confirmed it.
+    # block: the fuser was shown it as a suggestion, and its confirmation raises the confidence
+    # of the direct edge.
     assert any("defined here" in p for p in model.fusion_prompts)
     confirmed = edges[(refund, definition)]
     assert confirmed.provenance == "definition" and confirmed.confidence > 0.5
@@ -117,8 +122,14 @@ def test_procedure_edges_are_direct_and_definitions_confirmed_by_the_fuser():
 def test_an_unconfirmed_suggestion_is_only_proposed():
     skill, report = run(Model(confirm="nothing matches this"))
     definition, refund = rule_at(skill, "Final sale item"), rule_at(skill, "never be refunded")
-    assert (refund, definition) not in {e.pair for e in skill.graph.edges}
-    assert (refund, definition) in {e.pair for e in skill.proposed}
+    damaged = rule_at(skill, "damaged item")
+    edges = {e.pair: e for e in skill.graph.edges}
+    # A definition's use is direct: an edge without the fuser, at the cue's own confidence.
+    assert edges[(refund, definition)].provenance == "definition"
+    assert edges[(refund, definition)].confidence == 0.8
+    # An exceptions sub-section qualifies its section's rule only as a proposal.
+    assert (refund, damaged) not in edges
+    assert skill.proposed and (refund, damaged) in {e.pair for e in skill.proposed}
     assert report.proposed_edges == len(skill.proposed)
     greet = rule_at(skill, "greet every caller")
     assert all(greet not in e.pair for e in [*skill.graph.edges, *skill.proposed])
