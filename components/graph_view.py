@@ -60,6 +60,8 @@ def graph_html(
         # vis-network 9 shows a string title as plain text, and pyvis writes node data with
         # Jinja's tojson (which escapes '<'), so the raw text is both safe and readable here.
         tooltip = f"{rid} ({rule.modality})\nWhen: {rule.condition}\nThen: {rule.action}"
+        if rule.provenance == "obligation":  # the model called it no rule: an author should look
+            tooltip += "\nKept by its wording (the model did not call it a rule)"
         node = {
             "label": rid,
             "title": tooltip,

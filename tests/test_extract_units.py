@@ -190,3 +190,39 @@ def test_units_rerun_after_a_one_section_edit_asks_only_that_section_and_keeps_r
     assert len(asked) == 1 and "250 dollars" in asked[0]["messages"][-1]["content"]
     assert rejected not in {e.pair for e in second.proposed} | {e.pair for e in second.graph.edges}
     assert set(second.graph.rules) == set(first.graph.rules)
+
+
+def test_a_sentence_stating_a_duty_stays_a_rule_when_the_model_calls_it_other():
+    text = ("At the start you have to authenticate the user by email. Product ids and item ids "
+            "should not be confused. The store opens at nine.\n")
+    units = split_units(text)
+    chosen = [0, 1, 2]
+    other = {str(n): {"sentence": opening(text, units[i]), "kind": "other"} for n, i in enumerate(chosen, 1)}
+    out = validate_units_answer(other, text, units, chosen)
+    # "have to" and "should not" are duties in so many words; the opening hours are not.
+    assert [(r.quote, r.modality, r.provenance, r.id) for r in out.rules] == [
+        ("At the start you have to authenticate the user by email.", "required", "obligation", "R1"),
+        ("Product ids and item ids should not be confused.", "prohibited", "obligation", "R2"),
+    ]
+    assert out.rules[0].action == "At the start you have to authenticate the user by email."
+    assert ["'have to'" in out.problems[0], "'should not'" in out.problems[1]] == [True, True]
+    # A verdict of "rule" is the model's own, whatever the words.
+    said = dict(other, **{"3": {"sentence": opening(text, units[2]), "kind": "rule", "condition": "always",
+                                "action": "open at nine", "modality": "required"}})
+    assert [r.provenance for r in validate_units_answer(said, text, units, chosen).rules] == [
+        "obligation", "obligation", "model"]
+
+
+def test_a_rule_kept_by_its_wording_says_so_in_the_graph():
+    def overlooks_duties(request) -> dict:
+        answer = respond_units(request)
+        overlooked = {"sentence": "The agent must first obtain", "kind": "other"}
+        return {n: overlooked if v["sentence"] == overlooked["sentence"] else v for n, v in answer.items()}
+
+    doc, skill, report = run(scripted(overlooks_duties))
+    kept = [r for r in skill.graph.rules.values() if r.provenance == "obligation"]
+    quoted = [doc.source[r.spans[0].start:r.spans[0].end] for r in kept]
+    assert quoted == ["The agent must first obtain the user id."]
+    assert kept[0].confidence == 0.6 and kept[0].modality == "required"
+    assert all(r.provenance == "model" for r in skill.graph.rules.values() if r not in kept)
+    assert any("kept as a rule" in p for b in report.blocks for p in b.problems)

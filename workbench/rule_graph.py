@@ -23,10 +23,11 @@ FORMAT = "skillcdg/1"
 MODALITIES = ("required", "prohibited", "permitted")
 EDGE_TYPES = ("require",)
 # Where a rule or edge came from: the extractor/fuser model, a cue in the SKILL text
-# (workbench.extract.cues), or a person's edit or review. Optional in the file format: a
+# (workbench.extract.cues), a duty word the model overlooked (a rule's "obligation"), or a
+# person's edit or review. Optional in the file format: a
 # graph written before provenance existed reads as unknown ("").
 PROVENANCES = ("model", "definition", "cross-reference", "procedure", "heading", "continuation",
-               "author")
+               "author", "obligation")
 
 
 @dataclass(frozen=True, order=True)

@@ -17,6 +17,7 @@ from workbench.graph import Edge, Rule, Span
 
 EXACT_SPAN_CONFIDENCE = 0.9
 NORMALISED_SPAN_CONFIDENCE = 0.7
+OBLIGATION_CONFIDENCE = 0.6
 # Measured before cues existed: 1 of 56 (airline) and 1 of 52 (retail) edges of the embedded
 # model matched the hand-built demo graphs; a model edge alone is a guess until confirmed.
 MODEL_EDGE_CONFIDENCE = 0.5
@@ -85,7 +86,9 @@ def rebase_block(block: PlannedBlock, extraction: BlockExtraction) -> RebasedBlo
         # A quote found word for word is better evidence the rule is in the text than one
         # found only after normalising whitespace and quotes.
         trust = EXACT_SPAN_CONFIDENCE if found.method == "exact" else NORMALISED_SPAN_CONFIDENCE
-        out.rules.append(Rule(rid, r.condition, r.action, r.modality, spans, "model", trust))
+        if r.provenance != "model":  # the text's word against the model's verdict
+            trust = OBLIGATION_CONFIDENCE
+        out.rules.append(Rule(rid, r.condition, r.action, r.modality, spans, r.provenance, trust))
     pairs: set[tuple[str, str]] = set()
     for s, t in extraction.edges:
         if s not in kept or t not in kept:

@@ -9,7 +9,7 @@ dropped and reported, never trusted.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from workbench.graph import MODALITIES
 
@@ -77,6 +77,9 @@ class LocalRule:
     action: str
     modality: str
     piece: int = 0  # which piece of the block it came from (blocks split after a failure)
+    # "model", or "obligation": a unit the model called "other" whose text states a duty
+    # (workbench.extract.units.obligation_word), kept so a small model cannot drop it.
+    provenance: str = "model"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -117,7 +120,7 @@ class BlockExtraction:
         shift = len(self.rules)
         rename = {r.id: f"R{shift + n}" for n, r in enumerate(other.rules, 1)}
         for r in other.rules:
-            self.rules.append(LocalRule(rename[r.id], r.quote, r.condition, r.action, r.modality, index))
+            self.rules.append(replace(r, id=rename[r.id], piece=index))
         self.edges.extend((rename[s], rename[t]) for s, t in other.edges)
         self.problems.extend(f"piece {index + 1}: {p}" for p in other.problems)
 

@@ -20,7 +20,7 @@ opening with the lead-in lines its first items hang under, so the model sees the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workbench.extract.schema import CLAUSE_MAX, BlockExtraction, LocalRule, _closed_object, _text
 from workbench.graph import MODALITIES
@@ -40,6 +40,16 @@ _ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])[ \t]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*(?:[ \t]+|[ \t]*\n[ \t]*)(?=[A-Z\"“'(\[*])")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|no|mr|mrs|ms|dr|st)|\b[A-Z])\.$", re.I)
 _WORD = re.compile(r"\w+")
+# Words that make a sentence a duty whatever a model says of it. The 1.5B model called "other"
+# 3 sentences of the demo SKILLs holding one ("you have to authenticate the user", "the agent
+# must make sure the rules apply", "should not be confused"), all 3 rules of the hand-built
+# graphs; weaker words ("can", "may", "only") also describe and are left to the model.
+_OBLIGATION = re.compile(
+    r"\b(must|have to|has to|shall|should|never|do not|don't|cannot|can't|"
+    r"needs? to|(?:is|are) required to|(?:is|are) not allowed|prohibited|forbidden)\b", re.I)
+_PROHIBITION = re.compile(
+    r"\b(must not|mustn't|should not|shouldn't|shall not|never|do not|don't|cannot|can't|"
+    r"not allowed|prohibited|forbidden)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -219,6 +229,11 @@ def validate_units_answer(data: object, text: str, units: list[Unit], chosen: li
     for n, index in enumerate(chosen, 1):
         raw = data[str(n)]
         if str(raw.get("kind", "")).strip().lower() != "rule":
+            kept = obligation_rule(text, units[index], index)
+            if kept is not None:
+                out.rules.append(replace(kept, id=f"R{len(out.rules) + 1}"))
+                out.problems.append(f"sentence {n}: answered 'other' but it says "
+                                    f"'{obligation_word(_flat(text, units[index]))}'; kept as a rule")
             continue
         said = " ".join(str(raw.get("sentence", "")).split())
         if said and said != opening(text, units[index]):
@@ -237,12 +252,31 @@ def validate_units_answer(data: object, text: str, units: list[Unit], chosen: li
     return out
 
 
+def obligation_word(sentence: str) -> str | None:
+    """The words of ``sentence`` that state a prohibition or else a duty, if any."""
+    m = _PROHIBITION.search(sentence) or _OBLIGATION.search(sentence)
+    return m.group(1) if m else None
+
+
+def obligation_rule(text: str, unit: Unit, index: int) -> LocalRule | None:
+    """A rule for a unit that states a duty in so many words (a lead-in ending in ":" only
+    introduces its items), with provenance ``obligation``: its condition and action are the
+    sentence itself, since no model read them out of it."""
+    sentence = _flat(text, unit)
+    if unit.lead or obligation_word(sentence) is None:
+        return None
+    modality = "prohibited" if _PROHIBITION.search(sentence) else "required"  # "never", "do not"...
+    clause = sentence if len(sentence) <= CLAUSE_MAX else sentence[: CLAUSE_MAX - 1] + "…"
+    return LocalRule("R0", text[unit.start:unit.end], "as the sentence states", clause, modality,
+                     piece=index, provenance="obligation")
+
+
 def merge_answers(answers: list[BlockExtraction], units: list[Unit]) -> BlockExtraction:
     """One block's extraction from its chunks' answers: rules renumbered in unit order."""
     out = BlockExtraction(pieces=[(u.start, u.end) for u in units])
     rules = sorted((r for a in answers for r in a.rules), key=lambda r: r.piece)
     for n, r in enumerate(rules, 1):
-        out.rules.append(LocalRule(f"R{n}", r.quote, r.condition, r.action, r.modality, r.piece))
+        out.rules.append(replace(r, id=f"R{n}"))
     for a in answers:
         out.problems.extend(a.problems)
     return out
