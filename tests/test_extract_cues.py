@@ -4,6 +4,8 @@ spans would be), so every expected candidate is derived from the SKILL below by 
 
 from __future__ import annotations
 
+import pytest
+
 from workbench.extract.cues import defined_terms, find_candidates
 from workbench.graph import Rule, Span
 from workbench.skill import parse_skill
@@ -161,3 +163,36 @@ def test_a_rule_opening_with_a_continuation_word_requires_the_one_before_directl
     found = {(c.source, c.target): c for c in find_candidates(parse_skill(text, "desk.md"), rules)}
     assert found[("B", "A")].direct and found[("B", "A")].note == "opens with 'Otherwise'"
     assert not found[("C", "B")].direct
+
+
+PHASES = ["The agent must greet the caller by name.", "The agent must verify the account number.",
+          "The agent must restate the request.", "The agent must check the order date."]
+WORDS = ("one", "two", "three", "four")
+ORDINALS = ("", "Second, ", "Third, ", "Lastly, ")
+
+
+@pytest.mark.parametrize("layout", [
+    # (markup before the rule, the rule's own text, what follows) for phase n (1-based)
+    lambda n, s: (f"**Phase {n} - part.** ", s, "\n\n"),  # a step per paragraph, not a heading
+    lambda n, s: (f"Step {n}: ", s, "\n"),
+    lambda n, s: (f"### Phase {WORDS[n - 1]}\n\n", s, "\n\n"),  # headings spelling the number out
+    lambda n, s: ("", ORDINALS[n - 1] + (s if n == 1 else s[0].lower() + s[1:]), " "),  # ordinal openers
+])
+def test_every_layout_of_a_phased_procedure_chains_each_phase_to_the_one_before(layout):
+    text, rules = "# Desk\n\n## Handling a call\n\n", []
+    for n, sentence in enumerate(PHASES, 1):
+        before, unit, after = layout(n, sentence)
+        start = len(text) + len(before)
+        rules.append(Rule(f"P{n}", "always", unit, "required", (Span(start, start + len(unit)),)))
+        text += before + unit + after
+    direct = {(c.source, c.target) for c in find_candidates(parse_skill(text, "desk.md"), rules) if c.direct}
+    assert direct == {("P2", "P1"), ("P3", "P2"), ("P4", "P3")}
+
+
+def test_a_numbered_phrase_inside_a_sentence_is_no_step():
+    text = ("# Desk\n\n## Bags\n\nA bag over 23 kg must be checked in. Step 2 of the booking form "
+            "must show the fee. Step 1 is optional.\n")
+    rules = _placed_rules(text, {"A": "A bag over 23 kg must be checked in.",
+                                 "B": "Step 2 of the booking form must show the fee.",
+                                 "C": "Step 1 is optional."})
+    assert not [c for c in find_candidates(parse_skill(text, "desk.md"), rules) if c.direct]

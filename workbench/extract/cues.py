@@ -4,10 +4,12 @@ A ``require`` edge a small model cannot see (the two rules share no words, or si
 different blocks) is often written into the document's structure. Each finder maps such a
 cue onto the rules whose spans hold it:
 
-- ``procedure``: a numbered list (``1.`` ``2)``) or numbered sibling headings (``Step 2``,
-  ``Phase 3``): every rule of step *n* requires the rules of step *n-1*, so the closure of a
-  late step reaches every earlier one. Sequence words in prose (``then``, ``next``,
-  ``after that``) propose the previous rule of the same section.
+- ``procedure``: a numbered list (``1.`` ``2)``), numbered sibling headings (``Step 2``,
+  ``Phase three``) or lines that open with ``Step n``/``Phase n`` (``**Phase 2 - Verify.**``):
+  every rule of step *n* requires the rules of step *n-1*, so the closure of a late step
+  reaches every earlier one. A sequence word among a rule's opening words (``then``, ``next``,
+  ``after that``) or an ordinal opening it (``Second,``) links it to the previous rule of the
+  same section.
 - ``definition``: a term defined in one place (``X means ...``, ``X is defined as``, an item
   of a Definitions/Glossary section, a bold term followed by ``is``/``means``/``:``) and used
   by a rule elsewhere: the using rule requires the defining rule.
@@ -40,7 +42,17 @@ from workbench.graph import Rule, Span
 from workbench.skill import Block, SkillDoc
 
 _ITEM = re.compile(r"^([ \t]*)(\d{1,3})[.)][ \t]+\S", re.M)
-_STEP_HEADING = re.compile(r"^((?:step|phase|stage)\s+)?(\d{1,3})\b", re.I)
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                 "eleven", "twelve")
+_STEP_NUMBER = rf"(\d{{1,3}}|{'|'.join(_NUMBER_WORDS)})"
+_STEP_HEADING = re.compile(rf"^((?:step|phase|stage)\s+)?{_STEP_NUMBER}\b", re.I)
+# A step written as a paragraph or line of its own: "**Phase 2 - Verify.** The agent must ...",
+# "Step 3: Resolve the request."
+_STEP_LINE = re.compile(rf"^[ \t>]*(?:\*\*|__|\*|_)?(?:step|phase|stage)\s+{_STEP_NUMBER}\b", re.I | re.M)
+# "Second, the agent must ...": an ordinal only as a rule's first word ("the second passenger"
+# is no step).
+_ORDINAL_OPENER = re.compile(
+    r"^\W*(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|lastly)\b\s*,", re.I)
 _PROCEDURE_HEADING = re.compile(r"procedure|process|steps|workflow|phases|how to", re.I)
 _OPENING_WORDS = 6  # "The agent should then ask": a discourse word sits among the first few
 _SEQUENCE = re.compile(r"\b(then|next|afterwards|after that|finally|thereafter|subsequently)\b", re.I)
@@ -156,6 +168,25 @@ def _chain(steps: list[list[_Placed]], evidence: list[Span], kind: str, confiden
     return out
 
 
+def _step_number(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBER_WORDS.index(word.casefold()) + 1
+
+
+def _step_paragraphs(block: Block) -> list[tuple[int, int]]:
+    """Absolute ``(start, end)`` of the steps of a block written as lines that open with
+    ``Step 1``, ``Phase 2``... numbered from 1 without a break (the first run of them)."""
+    marks: list[int] = []
+    for m in _STEP_LINE.finditer(block.text):
+        if _step_number(m.group(1)) == len(marks) + 1:
+            marks.append(m.start())
+        elif marks:
+            break
+    if len(marks) < 2:
+        return []
+    ends = marks[1:] + [len(block.text)]
+    return [(block.start + a, block.start + b) for a, b in zip(marks, ends, strict=True)]
+
+
 def procedure_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandidate]:
     out: list[EdgeCandidate] = []
     for block in doc.blocks:
@@ -163,6 +194,10 @@ def procedure_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandi
             steps = [_inside(placed, a, b) for a, b in items]
             evidence = [Span(a, min(b, a + 4)) for a, b in items]
             out.extend(_chain(steps, evidence, "procedure", 0.9, True, "numbered step"))
+        if paragraphs := _step_paragraphs(block):
+            steps = [_inside(placed, a, b) for a, b in paragraphs]
+            evidence = [Span(a, min(b, a + 4)) for a, b in paragraphs]
+            out.extend(_chain(steps, evidence, "procedure", 0.85, True, "step"))
     # Numbered sibling headings (``## Step 1``, ``### Phase 2 - ...``) under one parent; bare
     # numbers (``### 2. Verify``) only under a procedure-like parent, since numbered sections
     # of a policy ("7. Returns", "8. Refunds") are not steps.
@@ -175,7 +210,7 @@ def procedure_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandi
         parent = parents[-1] if parents else None
         procedural = parent is not None and _PROCEDURE_HEADING.search(parent.heading or "")
         if m and (m.group(1) or procedural):
-            by_parent.setdefault(parent.index if parent else -1, []).append((int(m.group(2)), block))
+            by_parent.setdefault(parent.index if parent else -1, []).append((_step_number(m.group(2)), block))
         if block.heading is not None:
             parents.append(block)
     for seq in by_parent.values():
@@ -192,7 +227,7 @@ def procedure_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandi
     # the tool and then tells the customer") or its effects ("may not return it afterwards").
     for prev, cur in zip(placed, placed[1:], strict=False):
         if prev.block == cur.block and prev.rule.id != cur.rule.id:
-            m = _SEQUENCE.search(_opening(_text(doc, cur)))
+            m = _SEQUENCE.search(_opening(_text(doc, cur))) or _ORDINAL_OPENER.match(_text(doc, cur))
             if m:
                 at = cur.rule.spans[0].start
                 out.append(EdgeCandidate(cur.rule.id, prev.rule.id, "procedure", 0.7, Span(at, at + 1),
