@@ -196,3 +196,18 @@ def test_a_numbered_phrase_inside_a_sentence_is_no_step():
                                  "B": "Step 2 of the booking form must show the fee.",
                                  "C": "Step 1 is optional."})
     assert not [c for c in find_candidates(parse_skill(text, "desk.md"), rules) if c.direct]
+
+
+def test_a_conditions_section_of_its_own_qualifies_only_the_rules_on_its_topic():
+    text = ("# Desk\n\n## Handling a call\n\nThe agent must greet the caller by name. "
+            "If the line test fails, the agent must book a technician visit.\n\n"
+            "## Conditions\n\nTechnician visits can only be booked on weekdays. "
+            "A visit window must be at least four hours.\n")
+    rules = _placed_rules(text, {"G": "The agent must greet the caller by name.",
+                                 "B": "If the line test fails, the agent must book a technician visit.",
+                                 "W": "Technician visits can only be booked on weekdays.",
+                                 "H": "A visit window must be at least four hours."})
+    found = [c for c in find_candidates(parse_skill(text, "desk.md"), rules) if c.kind == "heading"]
+    # "technician" and "visit(s)" name the topic; one shared word ("visit") does not.
+    assert [(c.source, c.target, c.direct) for c in found] == [("B", "W", False)]
+    assert found[0].note == "'Conditions' qualifies rules on technician, visits"

@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from workbench.extract.fusion import rule_words
+from workbench.extract.fusion import content_words, rule_words
 from workbench.graph import Rule, Span
 from workbench.skill import Block, SkillDoc
 
@@ -74,6 +74,7 @@ _GLOSSARY_ITEM = re.compile(
 _GLOSSARY_HEADING = re.compile(r"definition|glossary|terms\b|terminology", re.I)
 _NESTED_HEADING = re.compile(r"exception|condition|eligib|requirement|restriction|limit", re.I)
 _SECTION_NUMBER = re.compile(r"^\s*(?:section\s+)?(\d+(?:\.\d+)*)\.?\s", re.I)
+_SHARED_TERMS = 2  # one shared word ("order", "refund") links half a policy; two name a topic
 _GENERIC_TERMS = frozenset({"the", "this", "that", "it", "a", "an", "note", "example", "for example"})
 
 
@@ -372,9 +373,32 @@ def heading_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandida
                 out.extend(EdgeCandidate(c.rule.id, owners[0].rule.id, "heading", 0.4, evidence, False,
                                          f"'{block.heading}' refines '{parent.heading}'")
                            for c in subs)
+        elif block.heading and _NESTED_HEADING.search(block.heading):
+            out.extend(_conditions_section(doc, placed, block))
         if block.heading is not None:
             parents.append(block)
     return out
+
+
+def _terms(text: str) -> dict[str, str]:
+    """A word's stem -> the word; five letters stand for the stem ("visits"/"visit")."""
+    return {w[:5]: w for w in sorted(content_words(text)) if len(w) > 2}
+
+
+def _conditions_section(doc: SkillDoc, placed: list[_Placed], block: Block) -> list[EdgeCandidate]:
+    """A section of its own titled as conditions, exceptions or limits ("## Conditions" after
+    the procedure) qualifies the rules elsewhere that speak of the same things: a rule sharing
+    at least :data:`_SHARED_TERMS` terms with one of its rules is offered that rule (the
+    fuser or an author confirms)."""
+    conditions = _inside(placed, block.start, block.end)
+    terms = {c.rule.id: _terms(_text(doc, c)) for c in conditions}
+    evidence = Span(block.start, block.start + 1)
+    return [EdgeCandidate(u.rule.id, c.rule.id, "heading", 0.4, evidence, False,
+                          f"'{block.heading}' qualifies rules on "
+                          f"{', '.join(sorted(terms[c.rule.id][t] for t in shared))}")
+            for u in placed if not block.start <= u.start < block.end
+            for c in conditions
+            if len(shared := _terms(_text(doc, u)).keys() & terms[c.rule.id].keys()) >= _SHARED_TERMS]
 
 
 def continuation_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandidate]:
