@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.extract.cues import defined_terms, find_candidates
+from workbench.extract.cues import EdgeCandidate, defined_terms, find_candidates
 from workbench.graph import Rule, Span
 from workbench.skill import parse_skill
 
@@ -129,9 +129,11 @@ def test_numbered_headings_in_a_procedure_chain_phases():
     assert direct == {("B", "A"), ("C", "B"), ("D", "B")}
 
 
-def _placed_rules(text: str, sentences: dict[str, str]) -> list[Rule]:
-    return [Rule(rid, "always", s, "required", (Span(text.index(s), text.index(s) + len(s)),))
-            for rid, s in sentences.items()]
+def found_in(text: str, sentences: dict[str, str]) -> dict[tuple[str, str], EdgeCandidate]:
+    """The candidates between rules placed on ``sentences`` of ``text``, by (source, target)."""
+    rules = [Rule(rid, "always", s, "required", (Span(text.index(s), text.index(s) + len(s)),))
+             for rid, s in sentences.items()]
+    return {(c.source, c.target): c for c in find_candidates(parse_skill(text, "desk.md"), rules)}
 
 
 def test_a_sequence_word_links_only_from_a_rules_opening_words():
@@ -139,13 +141,12 @@ def test_a_sequence_word_links_only_from_a_rules_opening_words():
             "The agent should then ask for the trip type. "
             "To transfer, the agent must call the transfer tool with a summary and then tell the user. "
             "A closed ticket cannot be reopened afterwards.\n")
-    rules = _placed_rules(text, {
+    found = found_in(text, {
         "A": "The agent must first obtain the user id.",
         "B": "The agent should then ask for the trip type.",
         "C": "To transfer, the agent must call the transfer tool with a summary and then tell the user.",
         "D": "A closed ticket cannot be reopened afterwards.",
     })
-    found = {(c.source, c.target): c for c in find_candidates(parse_skill(text, "desk.md"), rules)}
     # "then" among B's opening words: B follows A, kept as an edge without asking a model.
     assert found[("B", "A")].kind == "procedure" and found[("B", "A")].direct
     # Later in the sentence the words order the rule's own clauses or effects: C and D are only
@@ -157,10 +158,9 @@ def test_a_sequence_word_links_only_from_a_rules_opening_words():
 def test_a_rule_opening_with_a_continuation_word_requires_the_one_before_directly():
     text = ("# Desk\n\n## Cabin\n\nCabin cannot be changed once a flight has been flown. "
             "Otherwise, any reservation can change cabin. Seats must be assigned by the tool.\n")
-    rules = _placed_rules(text, {"A": "Cabin cannot be changed once a flight has been flown.",
-                                 "B": "Otherwise, any reservation can change cabin.",
-                                 "C": "Seats must be assigned by the tool."})
-    found = {(c.source, c.target): c for c in find_candidates(parse_skill(text, "desk.md"), rules)}
+    found = found_in(text, {"A": "Cabin cannot be changed once a flight has been flown.",
+                            "B": "Otherwise, any reservation can change cabin.",
+                            "C": "Seats must be assigned by the tool."})
     assert found[("B", "A")].direct and found[("B", "A")].note == "opens with 'Otherwise'"
     assert not found[("C", "B")].direct
 
@@ -190,12 +190,11 @@ def test_every_layout_of_a_phased_procedure_chains_each_phase_to_the_one_before(
 
 
 def test_a_numbered_phrase_inside_a_sentence_is_no_step():
-    text = ("# Desk\n\n## Bags\n\nA bag over 23 kg must be checked in. Step 2 of the booking form "
-            "must show the fee. Step 1 is optional.\n")
-    rules = _placed_rules(text, {"A": "A bag over 23 kg must be checked in.",
-                                 "B": "Step 2 of the booking form must show the fee.",
-                                 "C": "Step 1 is optional."})
-    assert not [c for c in find_candidates(parse_skill(text, "desk.md"), rules) if c.direct]
+    sentences = dict(zip("ABC", ("A bag over 23 kg must be checked in.",
+                                 "Step 2 of the booking form must show the fee.", "Step 1 is optional."),
+                         strict=True))
+    found = found_in("# Desk\n\n## Bags\n\n" + " ".join(sentences.values()) + "\n", sentences)
+    assert found and not [c for c in found.values() if c.direct]
 
 
 def test_a_conditions_section_of_its_own_qualifies_only_the_rules_on_its_topic():
@@ -203,11 +202,11 @@ def test_a_conditions_section_of_its_own_qualifies_only_the_rules_on_its_topic()
             "If the line test fails, the agent must book a technician visit.\n\n"
             "## Conditions\n\nTechnician visits can only be booked on weekdays. "
             "A visit window must be at least four hours.\n")
-    rules = _placed_rules(text, {"G": "The agent must greet the caller by name.",
-                                 "B": "If the line test fails, the agent must book a technician visit.",
-                                 "W": "Technician visits can only be booked on weekdays.",
-                                 "H": "A visit window must be at least four hours."})
-    found = [c for c in find_candidates(parse_skill(text, "desk.md"), rules) if c.kind == "heading"]
+    sentences = {"G": "The agent must greet the caller by name.",
+                 "B": "If the line test fails, the agent must book a technician visit.",
+                 "W": "Technician visits can only be booked on weekdays.",
+                 "H": "A visit window must be at least four hours."}
+    found = [c for c in found_in(text, sentences).values() if c.kind == "heading"]
     # "technician" and "visit(s)" name the topic; one shared word ("visit") does not.
     assert [(c.source, c.target, c.direct) for c in found] == [("B", "W", False)]
     assert found[0].note == "'Conditions' qualifies rules on technician, visits"
