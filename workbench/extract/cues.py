@@ -42,17 +42,6 @@ from workbench.graph import Rule, Span
 from workbench.skill import Block, SkillDoc
 
 _ITEM = re.compile(r"^([ \t]*)(\d{1,3})[.)][ \t]+\S", re.M)
-_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                 "eleven", "twelve")
-_STEP_NUMBER = rf"(\d{{1,3}}|{'|'.join(_NUMBER_WORDS)})"
-_STEP_HEADING = re.compile(rf"^((?:step|phase|stage)\s+)?{_STEP_NUMBER}\b", re.I)
-# A step written as a paragraph or line of its own: "**Phase 2 - Verify.** The agent must ...",
-# "Step 3: Resolve the request."
-_STEP_LINE = re.compile(rf"^[ \t>]*(?:\*\*|__|\*|_)?(?:step|phase|stage)\s+{_STEP_NUMBER}\b", re.I | re.M)
-# "Second, the agent must ...": an ordinal only as a rule's first word ("the second passenger"
-# is no step).
-_ORDINAL_OPENER = re.compile(
-    r"^\W*(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|lastly)\b\s*,", re.I)
 _PROCEDURE_HEADING = re.compile(r"procedure|process|steps|workflow|phases|how to", re.I)
 _OPENING_WORDS = 6  # "The agent should then ask": a discourse word sits among the first few
 _SEQUENCE = re.compile(r"\b(then|next|afterwards|after that|finally|thereafter|subsequently)\b", re.I)
@@ -167,6 +156,20 @@ def _chain(steps: list[list[_Placed]], evidence: list[Span], kind: str, confiden
                     out.append(EdgeCandidate(later.rule.id, earlier.rule.id, kind, confidence,
                                              evidence[n], direct, f"{note} {n + 1} after {n}"))
     return out
+
+
+# Steps written out: numbers as words, a line per step, ordinals.
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                 "eleven", "twelve")
+_STEP_NUMBER = rf"(\d{{1,3}}|{'|'.join(_NUMBER_WORDS)})"
+_STEP_HEADING = re.compile(rf"^((?:step|phase|stage)\s+)?{_STEP_NUMBER}\b", re.I)
+# A step written as a paragraph or line of its own: "**Phase 2 - Verify.** The agent must ...",
+# "Step 3: Resolve the request."
+_STEP_LINE = re.compile(rf"^[ \t>]*(?:\*\*|__|\*|_)?(?:step|phase|stage)\s+{_STEP_NUMBER}\b", re.I | re.M)
+# "Second, the agent must ...": an ordinal only as a rule's first word ("the second passenger"
+# is no step).
+_ORDINAL_OPENER = re.compile(
+    r"^\W*(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|lastly)\b\s*,", re.I)
 
 
 def _step_number(word: str) -> int:

@@ -40,16 +40,6 @@ _ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])[ \t]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*(?:[ \t]+|[ \t]*\n[ \t]*)(?=[A-Z\"“'(\[*])")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|no|mr|mrs|ms|dr|st)|\b[A-Z])\.$", re.I)
 _WORD = re.compile(r"\w+")
-# Words that make a sentence a duty whatever a model says of it. The 1.5B model called "other"
-# 3 sentences of the demo SKILLs holding one ("you have to authenticate the user", "the agent
-# must make sure the rules apply", "should not be confused"), all 3 rules of the hand-built
-# graphs; weaker words ("can", "may", "only") also describe and are left to the model.
-_OBLIGATION = re.compile(
-    r"\b(must|have to|has to|shall|should|never|do not|don't|cannot|can't|"
-    r"needs? to|(?:is|are) required to|(?:is|are) not allowed|prohibited|forbidden)\b", re.I)
-_PROHIBITION = re.compile(
-    r"\b(must not|mustn't|should not|shouldn't|shall not|never|do not|don't|cannot|can't|"
-    r"not allowed|prohibited|forbidden)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -250,6 +240,17 @@ def validate_units_answer(data: object, text: str, units: list[Unit], chosen: li
         out.rules.append(LocalRule(f"R{len(out.rules) + 1}", text[unit.start:unit.end], condition,
                                    action, modality, piece=index))
     return out
+
+
+# Words that make a sentence a duty whatever a model says of it. The 1.5B model called "other"
+# 3 sentences of the demo SKILLs holding one ("you have to authenticate the user", "the agent
+# must make sure the rules apply", "should not be confused"), all 3 rules of the hand-built
+# graphs; weaker words ("can", "may", "only") also describe and are left to the model.
+_PROHIBITING = ("must not", "mustn't", "should not", "shouldn't", "shall not", "never", "do not",
+                "don't", "cannot", "can't", "not allowed", "prohibited", "forbidden")
+_BINDING = ("must", "have to", "has to", "shall", "should", "needs? to", "(?:is|are) required to")
+_PROHIBITION = re.compile(rf"\b({'|'.join(_PROHIBITING)})\b", re.I)
+_OBLIGATION = re.compile(rf"\b({'|'.join(_PROHIBITING + _BINDING)})\b", re.I)
 
 
 def obligation_word(sentence: str) -> str | None:
