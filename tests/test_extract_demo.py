@@ -34,7 +34,7 @@ INDEX, REPORTS = load(OUT)
 # changes; the report must now say which answers may have lost rules at the cap (counted from
 # extract_demo.jsonl: 7 of its 26 extraction answers listed as many rules as allowed).
 LEGACY = {"extract_prompt": "extract_v1", "on_rule_cap": "report", "fuse_prompt": "fuse_v1", "cues": False,
-          "drop_non_rules": False}
+          "drop_non_rules": False, "model_edges": "keep"}
 V1_INDEX, V1_REPORTS = load(OUT / "v1")
 # quotes/: issue 14's first pass, the quoting extractor (extract_v1: the model copies each
 # rule's sentence) with the rule-cap split, cues and the non-rule filter; the default is now

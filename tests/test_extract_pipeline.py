@@ -215,10 +215,17 @@ def test_unknown_ids_and_cycles_from_the_model():
         return {"merges": [], "edges": []}
 
     doc = parse_skill("# A\n\nThe agent must greet. The agent must never shout.\n")
-    skill, report = extract_skill(doc, gateway(scripted(respond)), MemoryStepStore())
+    skill, report = extract_skill(doc, gateway(scripted(respond)), MemoryStepStore(), model_edges="keep")
     edges = {(e.source, e.target) for e in skill.graph.edges}
     assert edges == {("a-R2", "a-R1"), ("a-R1", "a-R2")}  # the cycle is kept
     assert any("unknown rule id" in p for p in report.blocks[0].problems)
+    # With the embedded model as fuser ("auto"), the edge no text cue supports is only proposed;
+    # the one a cue supports (R2 follows R1 in its section) stays an edge.
+    skill, _ = extract_skill(doc, gateway(scripted(respond)), MemoryStepStore())
+    assert [e.pair for e in skill.graph.edges] == [("a-R2", "a-R1")]
+    assert [(e.pair, e.provenance) for e in skill.proposed] == [(("a-R1", "a-R2"), "model")]
+    with pytest.raises(ValueError, match="model_edges"):
+        extract_skill(doc, gateway(scripted(respond)), MemoryStepStore(), model_edges="trust")
 
 
 def test_fusion_merges_and_cross_edges_are_applied():

@@ -16,7 +16,7 @@ def test_file_and_folder_and_folder_of_folders():
     assert [d.name for d in load_sources([FIX / "refund-desk" / "SKILL.md"])] == ["refund-desk"]
     assert [d.name for d in load_sources([FIX / "refund-desk"])] == ["refund-desk"]
     names = [d.name for d in load_sources([FIX], rename_duplicates=True)]
-    assert names == ["refund-desk", "refunds", "refunds-2"]
+    assert names == ["refund-desk", "refunds", "refunds-2", "support-call", "support-call-headings"]
 
 
 def test_two_skills_with_one_name_is_a_clear_error():

@@ -45,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how fusion picks the known rules shown with a new block, besides text "
                    "cues: shared words (default) or sentence-embedding similarity (needs the "
                    "embedding model package; reaches rules that share no word)")
+    p.add_argument("--model-edges", choices=["auto", "propose", "keep"], default="auto",
+                   help="edges the model found with no cue in the text behind them: kept as edges "
+                   "(keep), listed for review (propose), or auto: proposed when the fuser is the "
+                   "embedded 1.5B model, whose own edges were rarely right, kept for any other")
     p.add_argument("--rename-duplicates", action="store_true",
                    help="rename a second SKILL with a taken name to NAME-2 instead of failing")
     p.add_argument("--attach", metavar="URL",
@@ -185,6 +189,7 @@ def _extract(args: argparse.Namespace) -> int:
             skill, report = extract_skill(
                 doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse,
                 decisions=decisions, similarity=similarity, extract_prompt=args.extract_prompt,
+                model_edges=args.model_edges,
             )
         except ModelCallError as exc:
             raise CliError(

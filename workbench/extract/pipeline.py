@@ -69,7 +69,7 @@ from workbench.extract.units import (
     validate_units_answer,
 )
 from workbench.graph import PolicyIndex, SkillGraph
-from workbench.llm import Gateway, ModelCallError
+from workbench.llm import EMBEDDED, Gateway, ModelCallError
 from workbench.skill import SkillDoc
 from workbench.tokens import count_tokens
 
@@ -128,6 +128,11 @@ class ExtractOptions:
     similarity: Callable | None = None
     decisions: EdgeDecisions | None = None  # an author's accepted/rejected edges, kept
     drop_non_rules: bool = True  # headings, lead-ins, examples, attribute lists (nonrules.py)
+    # Edges the fuser or extractor found with no text cue behind them: "keep" them as edges,
+    # "propose" them for an author, or "auto": propose when the fuser is the embedded 1.5B
+    # model, whose own edges were 0 of 36 right on merchant-order-refund (not even on a
+    # reference path) and 2 of 108 on the first demo extraction; keep them for any other model.
+    model_edges: str = "auto"
 
 
 @dataclass
@@ -214,6 +219,8 @@ def extract_skill(
     opts = dataclasses.replace(opts, **overrides)
     if opts.on_rule_cap not in ("split", "report"):
         raise ValueError(f"on_rule_cap must be 'split' or 'report', got {opts.on_rule_cap!r}")
+    if opts.model_edges not in ("auto", "propose", "keep"):
+        raise ValueError(f"model_edges must be 'auto', 'propose' or 'keep', got {opts.model_edges!r}")
     store = step_store if step_store is not None else MemoryStepStore()
     run = _Run(doc, gateway, store, progress, opts)
     return run.execute()
@@ -274,7 +281,7 @@ class _Run:
         for block in blocks:
             report.blocks.append(
                 self._fuse_block(block, extracted[block.key], rebased[block.key], builder, report))
-        outcome = apply_cues(builder, self.cues, self.opts.decisions)
+        outcome = apply_cues(builder, self.cues, self.opts.decisions, self._propose_model_edges())
         report.cue_edges, report.cue_confirmed = outcome.direct, outcome.confirmed
         report.proposed_edges = len(outcome.proposed)
         report.decisions_applied = outcome.rejected_dropped + outcome.accepted_added
@@ -289,6 +296,11 @@ class _Run:
         report.wall_s = time.perf_counter() - started
         self._emit("done", None, cached=False)
         return skill, report
+
+    def _propose_model_edges(self) -> bool:
+        if self.opts.model_edges == "auto":
+            return self.gateway.config.role("fuser").model == EMBEDDED
+        return self.opts.model_edges == "propose"
 
     def _emit(self, phase: str, block: PlannedBlock | None, cached: bool) -> None:
         if self.progress is None:

@@ -47,6 +47,7 @@ class CueOutcome:
     proposed: list[Edge] = field(default_factory=list)
     rejected_dropped: int = 0
     accepted_added: int = 0
+    model_proposed: int = 0  # edges only the model found, kept as proposals
 
 
 def _edge(c: EdgeCandidate, provenance: str | None = None, confidence: float | None = None) -> Edge:
@@ -56,10 +57,13 @@ def _edge(c: EdgeCandidate, provenance: str | None = None, confidence: float | N
 
 
 def apply_cues(
-    builder: GraphBuilder, found: list[EdgeCandidate], decisions: EdgeDecisions | None = None
+    builder: GraphBuilder, found: list[EdgeCandidate], decisions: EdgeDecisions | None = None,
+    propose_model_edges: bool = False,
 ) -> CueOutcome:
     """Add direct cues, confirm model edges a cue supports, collect the rest as proposals, then
-    apply ``decisions``. Candidates name rule ids before merges; they are resolved here."""
+    apply ``decisions``. Candidates name rule ids before merges; they are resolved here. With
+    ``propose_model_edges``, an edge only the model found (no cue supports it) becomes a
+    proposal too: for a model that cannot judge edges (see ``ExtractOptions.model_edges``)."""
     out = CueOutcome()
     decisions = decisions or EdgeDecisions()
     rejected = {(builder.resolve(s), builder.resolve(t)) for s, t in decisions.rejected}
@@ -80,6 +84,13 @@ def apply_cues(
             out.direct += builder.add_edge(*pair, edge=_edge(c))
         elif pair not in proposals or c.confidence > (proposals[pair].confidence or 0):
             proposals[pair] = _edge(c)
+    if propose_model_edges:
+        alone = [e for e in builder.edges if e.provenance == "model"]
+        builder.drop_edges_pairs(e.pair for e in alone)
+        for e in alone:
+            if e.pair not in rejected:
+                proposals.setdefault(e.pair, e)
+        out.model_proposed = len(alone)
     out.rejected_dropped = len(suppressed | set(builder.drop_edges_pairs(decisions.rejected)))
     for s, t in sorted(decisions.accepted):
         pair = (builder.resolve(s), builder.resolve(t))
