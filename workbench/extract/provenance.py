@@ -47,7 +47,6 @@ class CueOutcome:
     proposed: list[Edge] = field(default_factory=list)
     rejected_dropped: int = 0
     accepted_added: int = 0
-    model_proposed: int = 0  # edges only the model found, kept as proposals
 
 
 def _edge(c: EdgeCandidate, provenance: str | None = None, confidence: float | None = None) -> Edge:
@@ -90,7 +89,6 @@ def apply_cues(
         for e in alone:
             if e.pair not in rejected:
                 proposals.setdefault(e.pair, e)
-        out.model_proposed = len(alone)
     out.rejected_dropped = len(suppressed | set(builder.drop_edges_pairs(decisions.rejected)))
     for s, t in sorted(decisions.accepted):
         pair = (builder.resolve(s), builder.resolve(t))
