@@ -15,6 +15,7 @@ from components import identity
 from components.errors import show_error
 from components.safe import md
 from store import edge_review, repo
+from workbench.glossary import help_for
 from workbench.graph import PROVENANCES, SkillGraph
 from workbench.roles import Actor, NotAllowed
 
@@ -29,8 +30,7 @@ def provenance_filter(skill: SkillGraph, key: str) -> list[str]:
     return st.multiselect(
         "Edges from", present, default=present, key=key,
         format_func=lambda p: f"{p or 'unknown'} ({counts[p]})",
-        help="Where each edge came from: the model, a cue in the text (definition, "
-        "cross-reference, procedure, heading, continuation), or an author's edit or review.",
+        help=help_for("edge provenance"),
     )
 
 
@@ -38,7 +38,7 @@ def review_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor) 
     """The next proposed edge with Accept (a) / Reject (x); returns the version to show after
     a decision, or None when nothing was decided in this run."""
     pending = sorted(skill.proposed, key=lambda e: (-(e.confidence or 0), e.source, e.target))
-    st.subheader("Review proposed edges")
+    st.subheader("Review proposed edges", help=help_for("proposed edge"))
     if not pending:
         st.caption("No proposed edge is waiting: every cue in the text is an edge or decided.")
         return None

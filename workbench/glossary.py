@@ -50,6 +50,13 @@ TERMS: tuple[Term, ...] = (
          "judge is shown.", "audit"),
     Term("require edge", "Rule A requires rule B when A cannot be judged without judging B "
          "first.", "audit"),
+    Term("proposed edge", "A require edge the extraction suggests but does not use: a weak text "
+         "cue, or one the default small model found alone. Dashed on the Graph page until an "
+         "author accepts (a) or rejects (x) it; a rejected edge is not proposed again.", "Graph"),
+    Term("edge provenance", "Where an edge came from: the model, a cue in the policy text "
+         "(definition, cross-reference, procedure step, heading, continuation word) or an "
+         "author. A rule kept by its wording ('must', 'never'...) although the model did not "
+         "call it a rule says so in its tooltip.", "Graph"),
     # -- SKILL structure (Skills page)
     Term("coupling I_c", "Require edges per rule: how much rules depend on each other. "
          "Higher means more rules must be judged together.", "Skills"),
