@@ -393,15 +393,15 @@ def _conditions_section(doc: SkillDoc, placed: list[_Placed], block: Block) -> l
     the procedure) qualifies the rules elsewhere that speak of the same things: a rule sharing
     at least :data:`_SHARED_TERMS` terms with one of its rules is offered that rule (the
     fuser or an author confirms)."""
-    conditions = _inside(placed, block.start, block.end)
-    terms = {c.rule.id: _terms(_text(doc, c)) for c in conditions}
+    conditions = [(c, _terms(_text(doc, c))) for c in _inside(placed, block.start, block.end)]
     evidence = Span(block.start, block.start + 1)
     return [EdgeCandidate(u.rule.id, c.rule.id, "heading", 0.4, evidence, False,
                           f"'{block.heading}' qualifies rules on "
-                          f"{', '.join(sorted(terms[c.rule.id][t] for t in shared))}")
-            for u in placed if not block.start <= u.start < block.end
-            for c in conditions
-            if len(shared := _terms(_text(doc, u)).keys() & terms[c.rule.id].keys()) >= _SHARED_TERMS]
+                          f"{', '.join(sorted(c_terms[t] for t in shared))}")
+            for u, u_terms in ((u, _terms(_text(doc, u))) for u in placed
+                               if not block.start <= u.start < block.end)
+            for c, c_terms in conditions
+            if len(shared := u_terms.keys() & c_terms.keys()) >= _SHARED_TERMS]
 
 
 def continuation_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandidate]:

@@ -221,9 +221,9 @@ def validate_units_answer(data: object, text: str, units: list[Unit], chosen: li
         if str(raw.get("kind", "")).strip().lower() != "rule":
             kept = obligation_rule(text, units[index], index)
             if kept is not None:
-                out.rules.append(replace(kept, id=f"R{len(out.rules) + 1}"))
-                out.problems.append(f"sentence {n}: answered 'other' but it says "
-                                    f"'{obligation_word(_flat(text, units[index]))}'; kept as a rule")
+                rule, word = kept
+                out.rules.append(replace(rule, id=f"R{len(out.rules) + 1}"))
+                out.problems.append(f"sentence {n}: answered 'other' but it says '{word}'; kept as a rule")
             continue
         said = " ".join(str(raw.get("sentence", "")).split())
         if said and said != opening(text, units[index]):
@@ -259,17 +259,18 @@ def obligation_word(sentence: str) -> str | None:
     return m.group(1) if m else None
 
 
-def obligation_rule(text: str, unit: Unit, index: int) -> LocalRule | None:
+def obligation_rule(text: str, unit: Unit, index: int) -> tuple[LocalRule, str] | None:
     """A rule for a unit that states a duty in so many words (a lead-in ending in ":" only
-    introduces its items), with provenance ``obligation``: its condition and action are the
-    sentence itself, since no model read them out of it."""
+    introduces its items), with provenance ``obligation``, and those words: its condition and
+    action are the sentence itself, since no model read them out of it."""
     sentence = _flat(text, unit)
-    if unit.lead or obligation_word(sentence) is None:
+    word = obligation_word(sentence)
+    if unit.lead or word is None:
         return None
     modality = "prohibited" if _PROHIBITION.search(sentence) else "required"  # "never", "do not"...
     clause = sentence if len(sentence) <= CLAUSE_MAX else sentence[: CLAUSE_MAX - 1] + "…"
     return LocalRule("R0", text[unit.start:unit.end], "as the sentence states", clause, modality,
-                     piece=index, provenance="obligation")
+                     piece=index, provenance="obligation"), word
 
 
 def merge_answers(answers: list[BlockExtraction], units: list[Unit]) -> BlockExtraction:
