@@ -28,7 +28,8 @@ def report_panel(report: dict, version: int) -> None:
     non_rules = report.get("non_rules", [])
     if non_rules:
         st.caption(md(f"{len(non_rules)} proposed rule(s) carried no obligation (headings, lead-in "
-                      "lines, examples, attribute lists) and were left out; see non_rules below."))
+                      "lines, examples, attribute lists, lists of what the agent can help with) "
+                      "and were left out; see non_rules below."))
     proposed = report.get("proposed_edges", 0)
     if proposed:
         st.caption(md(f"{proposed} edge(s) suggested by the text wait for review on the Graph page."))

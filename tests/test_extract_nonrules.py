@@ -24,6 +24,14 @@ Payment:
 There are three membership levels: **regular**, **silver**, **gold**.
 The status of an order can be: **pending**, **processed** or **delivered**.
 There are two rules: a gold member must never be charged for bags.
+
+Each variant item has the following attributes:
+- information about the value of the product options for this item.
+
+As a retail agent, you can help users:
+- **cancel or modify pending orders**
+- never share another user's orders
+The agent can only help the authenticated user.
 """
 
 
@@ -45,6 +53,12 @@ def rule_on(text: str) -> Rule:
     ("There are three membership levels: **regular**, **silver**, **gold**.", "enumeration"),
     ("The status of an order can be: **pending**, **processed** or **delivered**.", "enumeration"),
     ("There are two rules: a gold member must never be charged for bags.", None),  # asks something
+    # In lower case the item finishes its lead-in's sentence: an attribute, stop or none.
+    ("information about the value of the product options for this item.", "description item"),
+    ("As a retail agent, you can help users:", "scope"),
+    ("**cancel or modify pending orders**", "scope"),
+    ("never share another user's orders", None),  # a duty inside the scope list stays
+    ("The agent can only help the authenticated user.", None),  # "only" limits: a rule
 ])
 def test_non_rule_reasons(text, reason):
     assert non_rule_reason(SOURCE, rule_on(text)) == reason

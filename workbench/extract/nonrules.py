@@ -16,7 +16,12 @@ The test is on the quoted source text, not on the model's paraphrase:
   are conditions and stay);
 - ``enumeration``: it names the values a thing can take ("There are three membership
   levels: ...", "The status of an order can be: ...") and asks nothing else: vocabulary a
-  rule may use (and link to), not a rule.
+  rule may use (and link to), not a rule;
+- ``scope``: it says what the agent can help with ("As a retail agent, you can help users:",
+  "The agent can help customers with:") and asks nothing else, or is an item of such a list
+  without a duty word of its own. A role statement names the agent's tasks; the rules are
+  how each task is done (and "requests outside this scope must be declined", which stays).
+  All three hand-built demo graphs leave these out (13 extracted "rules" there were scope).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ _ENUMERATION = re.compile(
     r"|\bcan be:", re.I)
 _DEONTIC = re.compile(
     r"\b(must|should|shall|need|needs|only|never|not|always|cannot|can't|allowed|if|unless)\b", re.I)
+_SCOPE = re.compile(r"\b(?:you|the agent|agents?)\s+(?:can|may)\s+(?:help|assist)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,11 @@ def non_rule_reason(source: str, rule: Rule) -> str | None:
         return "lead-in"
     if _ENUMERATION.search(quote) and not _DEONTIC.search(quote):
         return "enumeration"
+    if _SCOPE.search(quote) and not _DEONTIC.search(quote):
+        return "scope"
     item = _ITEM.sub("", line).strip()
+    if _ITEM.match(line) and not _DEONTIC.search(line) and _SCOPE.search(_lead_in(source, line_start)):
+        return "scope"
     # Attributes are noun phrases; an item written as a sentence ("Each extra bag is 50
     # dollars.") may well be a rule.
     if _ITEM.match(line) and not _NORMATIVE.search(line) and not _is_sentence(item):
@@ -98,7 +108,10 @@ def non_rule_reason(source: str, rule: Rule) -> str | None:
 
 
 def _is_sentence(text: str) -> bool:
-    return len(text.split()) > 3 and text.rstrip().endswith((".", "!"))
+    """Four words or more, opening with a capital and closing with a stop: an item opening in
+    lower case ("- information about the value of the options.") finishes its lead-in line."""
+    text = text.strip("*_ ")
+    return len(text.split()) > 3 and not text[:1].islower() and text.endswith((".", "!"))
 
 
 def split_non_rules(source: str, rules: list[Rule]) -> tuple[list[Rule], list[NonRule]]:
