@@ -30,6 +30,7 @@ from store.models import AuditResultRow, CaseRow
 from store.session import retry_conflicts, where_given, write_session
 from workbench.audit.cases import AuditCase, case_from_dict
 from workbench.audit.trace import AuditTrace, TraceFormatError, case_and_strategy, latest_per_case
+from workbench.audit.trace_file import encode_trace
 from workbench.llm.errors import bound_message
 from workbench.roles import COMMAND_LINE, Actor, require
 
@@ -102,7 +103,7 @@ def save_traces(
             violation=trace.violation,
             error=None if trace.error is None
             else bound_message(f"{trace.error.kind}: {trace.error.message}"),
-            trace_json=json.dumps(trace.to_dict(), ensure_ascii=False),
+            trace_json=encode_trace(trace),  # a lone surrogate escaped: SQLite stores UTF-8 only
         ))
 
     def write() -> int:

@@ -150,6 +150,19 @@ def test_a_store_sink_resumes_and_retries_failed_cases(engine, index, cases):
     assert StoreSink(engine, "other-run", "ds").traces() == []  # a run resumes from itself only
 
 
+def test_a_trace_holding_a_lone_surrogate_is_stored_and_read_back(engine):
+    """The reader keeps text that is not valid Unicode (a JSON "\\udc80" escape); SQLite holds
+    UTF-8 only, so the stored JSON escapes it (it crashed the store write before)."""
+    line = json.loads(DEMO_TRACES.read_text(encoding="utf-8").splitlines()[0])
+    line["session"] = "chat-\udc80"
+    (trace,), problems = read_traces(text=json.dumps(line), origin="upload")
+    sink = StoreSink(engine, "R", "ds")
+    sink.write(trace)
+    assert problems == [] and [t.to_dict() for t in sink.traces()] == [trace.to_dict()]
+    sink.write(trace)  # the same trace again is recognised as stored
+    assert len(run_traces(engine, "ds")) == 1
+
+
 def test_stdout_sink_streams_lines_and_holds_nothing_to_resume(index, cases):
     stream = io.StringIO()
     sink = TeeSink(StdoutSink(stream), JsonlFileSink(Path(tempfile.mkdtemp()) / "copy.jsonl"))
