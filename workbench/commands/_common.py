@@ -13,7 +13,7 @@ INDEX_HELP = "skillcdg/1 policy index (JSON)"
 CASES_HELP = "cases JSONL in the normalised schema"
 
 
-def command_group(subparsers: Any, name: str, *, help: str, description: str, dest: str,
+def command_group(subparsers: Any, name: str, *, help: str, description: str | None = None, dest: str,
                   metavar: str = "ACTION") -> Any:
     """A command made of actions (``workbench train data``, ``workbench scaling fit``, ...);
     returns the subparsers to add the actions to. The bare command prints its help and
@@ -24,8 +24,9 @@ def command_group(subparsers: Any, name: str, *, help: str, description: str, de
     return actions
 
 
-def action(actions: Any, name: str, func: Any, *, help: str, description: str) -> Any:
-    """One action of a command group, run by ``func(args)``; returns its parser."""
+def action(actions: Any, name: str, func: Any, *, help: str, description: str | None = None) -> Any:
+    """One action of a command group (or a command of its own), run by ``func(args)``;
+    returns its parser."""
     parser = actions.add_parser(name, help=help, description=description)
     parser.set_defaults(func=func)
     return parser

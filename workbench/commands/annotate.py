@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from workbench.cli import CliError
-from workbench.commands._common import command_group
+from workbench.commands._common import action, command_group
 
 REQUIRED_COLUMNS = ("item", "annotator", "label")
 
@@ -40,8 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         description="Annotation statistics.", dest="annotate_command",
                         metavar="SUBCOMMAND")
 
-    agreement = sub.add_parser(
-        "agreement",
+    agreement = action(
+        sub, "agreement", run_agreement,
         help="inter-annotator agreement of a labels CSV",
         description="Inter-annotator agreement of nominal labels: percent agreement, Cohen's "
         "kappa (exactly two annotators), Fleiss' kappa (same number of labels per item) and "
@@ -54,7 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="CSV with a header and columns item,annotator,label; empty label = missing",
     )
     agreement.add_argument("--json", action="store_true", help="print one JSON object")
-    agreement.set_defaults(func=run_agreement)
     _register_report(sub)
     _register_export(sub)
 
@@ -157,8 +156,8 @@ DB_HELP = "SQLAlchemy URL of the labels (default: WORKBENCH_DB or .workbench/wor
 
 
 def _register_report(sub: argparse._SubParsersAction) -> None:
-    report = sub.add_parser(
-        "report",
+    report = action(
+        sub, "report", run_report,
         help="dataset report: rule-set agreement and rule correctness (Table 10)",
         description="Per SKILL of INDEX and pooled: extracted and reference rule counts, "
         "matched pairs, precision, recall, their F1 (the rule-set agreement) and rule "
@@ -190,7 +189,6 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--json", action="store_true", help="print the whole report as JSON")
     report.add_argument("--out-jsonl", metavar="FILE", help="write the table rows as JSONL")
     report.add_argument("--out-csv", metavar="FILE", help="write the table rows as CSV")
-    report.set_defaults(func=run_report)
 
 
 def _write(path: str, text: str) -> None:
@@ -304,8 +302,8 @@ TASKS = ("rule_correctness", "reference_rule", "cdg_inspection")
 
 
 def _register_export(sub: argparse._SubParsersAction) -> None:
-    export = sub.add_parser(
-        "export",
+    export = action(
+        sub, "export", run_export,
         help="write annotation labels as JSONL or CSV",
         description="Write the label records (append-only history, or --current: each "
         "annotator's latest label per item) as JSONL or CSV, with columns kind, task, item, "
@@ -321,7 +319,6 @@ def _register_export(sub: argparse._SubParsersAction) -> None:
                         help="append the reviewers' adjudications (kind=adjudication)")
     export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     export.add_argument("--out", metavar="FILE", help="write here instead of standard output")
-    export.set_defaults(func=run_export)
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from workbench.commands._common import add_index_and_cases, cli_gateway
+from workbench.commands._common import action, add_index_and_cases, cli_gateway
 from workbench.vocabulary import (
     JUDGED_MODES,
     EmptySeedPolicy,
@@ -24,8 +24,8 @@ STRATEGY_NAMES = values(StrategyName)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "audit",
+    p = action(
+        sub, "audit", _audit,
         help="audit agent replies (cases JSONL) against a policy index; writes traces JSONL",
         description="Audit each case under one policy-access strategy. Each output line is the "
         "case's AuditTrace as JSON. Re-running the same command skips cases already in --out.",
@@ -77,18 +77,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--address", default=None,
                    help="with --engine ray: a running Ray cluster (ray://HOST:10001 or auto); "
                    "default: start Ray on this machine")
-    p.set_defaults(func=_audit)
 
-    p = sub.add_parser("metrics", help="ACC, violation-F1, tokens and latency per strategy")
+    p = action(sub, "metrics", _metrics, help="ACC, violation-F1, tokens and latency per strategy")
     p.add_argument("traces", nargs="+", help="traces JSONL file(s) from `workbench audit`")
     p.add_argument("--cases", default=None, help="cases JSONL: labels and gold rules from here")
     p.add_argument("--index", default=None,
                    help="policy index: also measure gold coverage of passage/document contexts")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_metrics)
 
-    p = sub.add_parser(
-        "import-complibench",
+    p = action(
+        sub, "import-complibench", _import_complibench,
         help="turn CompliBench conversations into SKILLs, an index and audit cases",
     )
     p.add_argument("dir", help="folder with conversation_*.json (e.g. data/airlines)")
@@ -99,7 +97,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --long: number of distractor workflows per SKILL (default: all)")
     p.add_argument("--pseudonymise", metavar="SALT", default=None,
                    help="replace session ids by SHA-256(SALT + id)")
-    p.set_defaults(func=_import_complibench)
 
 
 def _judge_window():
@@ -125,6 +122,19 @@ def load_cases_or_fail(path: str):
         return load_cases(path)
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
+
+
+def audit_index_and_cases(args, strategy: str | None = None):
+    """``args.index`` as an ``AuditIndex`` and ``args.cases`` as audit cases, a problem with
+    either raised as a CLI error; with ``strategy``, first check that it names a strategy."""
+    from workbench.audit import AuditIndex
+    from workbench.audit.strategies import STRATEGIES
+    from workbench.cli import CliError
+    from workbench.commands.graph import load_index_or_fail
+
+    if strategy is not None and strategy not in STRATEGIES:
+        raise CliError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    return AuditIndex(load_index_or_fail(args.index)), load_cases_or_fail(args.cases)
 
 
 def _audit(args) -> int:

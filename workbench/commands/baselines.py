@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.commands._common import cli_gateway, command_group
+from workbench.commands._common import action, cli_gateway, command_group
 
 STRATEGIES = ("lightrag", "graphrag")
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="index SKILLs for the library baselines (LightRAG, GraphRAG) and show the cost",
         description="Build a library baseline's (LightRAG, GraphRAG) index of each SKILL and "
         "report its indexing cost next to the CDG extraction cost.", dest="baselines_action")
-    p = actions.add_parser("index", help="index SKILLs with a baseline library (resumable)")
+    p = action(actions, "index", _index, help="index SKILLs with a baseline library (resumable)")
     p.add_argument("--strategy", choices=STRATEGIES, default="lightrag")
     p.add_argument("--index", required=True, help="skillcdg/1 policy index (JSON)")
     p.add_argument("--skills", default="", help="comma-separated SKILL names (default: all)")
@@ -36,7 +36,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="do not use the workbench response cache (the libraries keep their own)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.set_defaults(func=_index)
 
 
 def _index(args) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli import CliError
-from workbench.commands._common import command_group
+from workbench.commands._common import action, command_group
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,16 +26,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         dest="contract_command", metavar="SUBCOMMAND",
     )
 
-    check = sub.add_parser(
-        "check", help="validate a contract file",
+    check = action(
+        sub, "check", run_check, help="validate a contract file",
         description="Validate a contract file; every problem is listed with its line.",
     )
     check.add_argument("contract", metavar="CONTRACT.yaml", help="the contract file")
     check.add_argument("--json", action="store_true", help="print one JSON object")
-    check.set_defaults(func=run_check)
 
-    replay = sub.add_parser(
-        "replay", help="replay trajectories against a contract",
+    replay = action(
+        sub, "replay", run_replay, help="replay trajectories against a contract",
         description="Replay recorded trajectories (tau-bench JSON, message lists, JSON Lines) "
         "against a contract: per trajectory accepted termination, rejected actions, milestones, "
         "credit and outcome; then PCR, RF-PCR, hint rate, outcome rate and PCR x outcome.",
@@ -51,7 +50,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "outcome-only and credit-only arms): same verdicts, hint rate 0")
     replay.add_argument("--show", metavar="ID", default=None,
                         help="also print every step of this trajectory with its feedback")
-    replay.set_defaults(func=run_replay)
 
 
 def _load_contract(path: str):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.commands._common import action
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "convert",
+    p = action(
+        sub, "convert", _convert,
         help="cases or traces between JSONL and Parquet (by file extension)",
         description="Convert audit cases or traces between JSONL and Parquet (.parquet). "
         "Traces from JSONL keep the newest trace per case, as a resumed run means them.",
@@ -15,7 +17,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("kind", choices=("cases", "traces"))
     p.add_argument("source", help="input file: .jsonl or .parquet")
     p.add_argument("target", help="output file: .jsonl or .parquet")
-    p.set_defaults(func=_convert)
 
 
 def _convert(args) -> int:

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.commands._common import action
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("db", help="database schema: upgrade, show the revision, write a migration")
     dsub = p.add_subparsers(dest="db_command", required=True)
-    up = dsub.add_parser("upgrade", help="upgrade WORKBENCH_DB (or --db) to the newest revision")
+    up = action(dsub, "upgrade", _upgrade, help="upgrade WORKBENCH_DB (or --db) to the newest revision")
     up.add_argument("--db", help="SQLAlchemy URL or SQLite path (default: WORKBENCH_DB)")
-    up.set_defaults(func=_upgrade)
-    rev = dsub.add_parser(
-        "revision",
+    rev = action(
+        dsub, "revision", _revision,
         help="write a new migration for the tables and columns the models add (developers)",
     )
     rev.add_argument("message", help="what the change is, e.g. 'review notes column'")
-    rev.set_defaults(func=_revision)
 
 
 def _upgrade(args) -> int:

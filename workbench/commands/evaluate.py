@@ -18,7 +18,7 @@ from typing import Any
 
 from workbench.audit.curve_figure import evaluations_dir
 from workbench.cli import CliError
-from workbench.commands._common import add_index_and_cases, command_group
+from workbench.commands._common import action, add_index_and_cases, command_group
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -45,9 +45,9 @@ def register(subparsers: Any) -> None:
         description="Measure how often each strategy puts the gold governing rules in context.",
         dest="evaluate_command")
 
-    r = sub.add_parser("retrieval", help="recall–tokens curve at matched context budgets",
-                       description="Gold coverage per strategy at context budgets given as "
-                       "shares of the routed SKILLs' RawSkill tokens.")
+    r = action(sub, "retrieval", _retrieval, help="recall–tokens curve at matched context budgets",
+               description="Gold coverage per strategy at context budgets given as "
+               "shares of the routed SKILLs' RawSkill tokens.")
     add_index_and_cases(r, cases_help="cases JSONL with gold governing rules")
     r.add_argument("--budgets", default="0.05,0.1,0.15,0.2,0.3",
                    help="shares of RawSkill tokens (default 0.05,0.1,0.15,0.2,0.3)")
@@ -56,12 +56,11 @@ def register(subparsers: Any) -> None:
     r.add_argument("--name", default=None, help="dataset name in the output (default: cases file)")
     r.add_argument("--out", default=None, help="JSON result (default: WORKBENCH_EVAL_DIR)")
     r.add_argument("--figure", default=None, help="also write the plotly figure as HTML here")
-    r.set_defaults(func=_retrieval)
 
-    s = sub.add_parser("length-sweep", help="coverage and tokens as the SKILLs grow",
-                       description="Rebuild each CompliBench case's SKILL at controlled lengths "
-                       "by adding inapplicable clauses (other intents' workflows, then other "
-                       "domains' policies from --foreign) and measure every strategy.")
+    s = action(sub, "length-sweep", _length_sweep, help="coverage and tokens as the SKILLs grow",
+               description="Rebuild each CompliBench case's SKILL at controlled lengths "
+               "by adding inapplicable clauses (other intents' workflows, then other "
+               "domains' policies from --foreign) and measure every strategy.")
     s.add_argument("dir", help="folder with CompliBench conversation_*.json files")
     s.add_argument("--lengths", default="4000,8000,12000,20000,28000,36000",
                    help="SKILL lengths in tokens (default: six from 4K to 36K)")
@@ -72,7 +71,6 @@ def register(subparsers: Any) -> None:
     s.add_argument("--limit", type=int, default=None, help="only the first N cases")
     s.add_argument("--out", default=None, help="JSON result (default: WORKBENCH_EVAL_DIR)")
     s.add_argument("--figure", default=None, help="also write the coverage figure as HTML here")
-    s.set_defaults(func=_length_sweep)
 
 
 def _write(result: dict[str, Any], out: str | None, default_name: str) -> Path:
@@ -90,14 +88,11 @@ def _retrieval(args) -> int:
     from workbench.audit.coverage_curve import coverage_curve, format_curve
     from workbench.audit.curve_figure import curve_figure
     from workbench.audit.dense import DenseUnavailable
-    from workbench.audit.policy import AuditIndex
-    from workbench.commands.audit import load_cases_or_fail
-    from workbench.commands.graph import load_index_or_fail
+    from workbench.commands.audit import audit_index_and_cases
 
     shares = _floats(args.budgets, "--budgets")
     names = _names(args.strategies)
-    index = AuditIndex(load_index_or_fail(args.index))
-    cases = load_cases_or_fail(args.cases)
+    index, cases = audit_index_and_cases(args)
     if args.limit is not None:
         cases = cases[: args.limit]
     dataset = args.name or Path(args.cases).parent.name or Path(args.cases).stem

@@ -12,12 +12,14 @@ import json
 import sys
 import time
 
+from workbench.commands._common import action
+
 DEFAULT_STEPS_DIR = ".workbench/steps"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "extract",
+    p = action(
+        sub, "extract", _extract,
         help="extract rule graphs (CDGs) from SKILL.md files, folders or zips with the model",
         description="Extract atomic rules and require edges block by block, fuse them across "
         "blocks, and write a skillcdg/1 index and/or save new SKILL versions in the store. "
@@ -61,7 +63,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="evaluate: also count an edge that a reference path connects")
     p.add_argument("--json", metavar="OUT.json",
                    help="evaluate: write the figures as JSON here ('-': stdout only)")
-    p.set_defaults(func=_extract)
 
 
 class ProgressBar:

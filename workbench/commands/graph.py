@@ -6,12 +6,14 @@ import argparse
 import json
 import sys
 
+from workbench.commands._common import action
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     graph = sub.add_parser("graph", help="inspect a policy index file (stats, closure, export)")
     gsub = graph.add_subparsers(dest="graph_command", metavar="ACTION", required=True)
 
-    p = gsub.add_parser("stats", help="rules, edges, coupling, depth, cycles, density, complexity")
+    p = action(gsub, "stats", _stats, help="rules, edges, coupling, depth, cycles, density, complexity")
     p.add_argument("index", help="skillcdg/1 JSON file")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument(
@@ -21,22 +23,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="tokenizer for I_d = T(rules) / T(source): cl100k (default) or the embedded "
         "model's own, read from its GGUF",
     )
-    p.set_defaults(func=_stats)
 
-    p = gsub.add_parser("closure", help="transitive require-closure of seed rules")
+    p = action(gsub, "closure", _closure, help="transitive require-closure of seed rules")
     p.add_argument("index")
     p.add_argument("--skill", required=True, help="SKILL name")
     p.add_argument("--seeds", required=True, help="comma-separated rule ids")
     p.add_argument("--budget", type=int, default=None, help="token budget for the rendered closure")
     p.add_argument("--json", action="store_true")
     p.add_argument("--render", action="store_true", help="also print the rendered context")
-    p.set_defaults(func=_closure)
 
-    p = gsub.add_parser("export", help="write the graph as GraphML or skillcdg/1 JSON")
+    p = action(gsub, "export", _export, help="write the graph as GraphML or skillcdg/1 JSON")
     p.add_argument("index")
     p.add_argument("--format", choices=["graphml", "json"], default="json")
     p.add_argument("--out", help="output file (default: standard output)")
-    p.set_defaults(func=_export)
 
 
 def load_index_or_fail(path: str):

@@ -10,14 +10,16 @@ import sys
 import time
 from pathlib import Path
 
+from workbench.commands._common import action, command_group
+
 CHECK_TIMEOUT_CAP_S = 120.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("model", help="run or check the models behind the roles")
-    msub = p.add_subparsers(dest="model_command", metavar="ACTION")
+    msub = command_group(sub, "model", help="run or check the models behind the roles", dest="model_command")
 
-    serve = msub.add_parser("serve", help="run the embedded model server in the foreground and print its URL")
+    serve = action(msub, "serve", _serve,
+                   help="run the embedded model server in the foreground and print its URL")
     serve.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     serve.add_argument("--ctx-size", type=int, help="total context, split over the slots")
     serve.add_argument("--parallel", type=int, help="parallel request slots")
@@ -27,9 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="apply a trained LoRA adapter (`workbench train export`); the "
                        "server is then named <model>+lora-<hash>, so its answers are cached "
                        "apart from the base model's")
-    serve.set_defaults(func=_serve)
 
-    check = msub.add_parser("check", help="send one small request through each role (or --role) and report")
+    check = action(msub, "check", _check,
+                   help="send one small request through each role (or --role) and report")
     check.add_argument("--role", help="check only this role (default: every role)")
     check.add_argument("--json", action="store_true", help="print JSON (one object per role)")
     check.add_argument(
@@ -37,35 +39,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=float,
         help=f"seconds to wait for the answer (default: the role's timeout, at most {CHECK_TIMEOUT_CAP_S:g})",
     )
-    check.set_defaults(func=_check)
 
-    change = msub.add_parser(
-        "set", help="change a role's settings in workbench.toml (checked before it is written)")
+    change = action(
+        msub, "set", _set, help="change a role's settings in workbench.toml (checked before it is written)")
     change.add_argument("role", help="the role, e.g. judge")
     change.add_argument("settings", nargs="+", metavar="SETTING=VALUE",
                         help="model, api_base, temperature, max_tokens, concurrency or timeout, "
                              "e.g. temperature=0.2")
-    change.set_defaults(func=_set)
-    p.set_defaults(func=lambda _args: _usage(p))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _config():
-    from workbench.cli import CliError
-    from workbench.llm import LlmConfigError, load_config
-
-    try:
-        return load_config()
-    except LlmConfigError as exc:
-        raise CliError(f"{exc}") from None
 
 
 def _set(args: argparse.Namespace) -> int:
@@ -93,19 +77,12 @@ def _serve(args: argparse.Namespace) -> int:
     import dataclasses
 
     from workbench.cli import CliError
+    from workbench.llm import load_config
     from workbench.llm.embedded import ensure_embedded_server, stop_embedded_server
 
-    config = _config()
-    changes = {
-        k: v
-        for k, v in {
-            "port": args.port,
-            "ctx_size": args.ctx_size,
-            "parallel": args.parallel,
-            "threads": args.threads,
-        }.items()
-        if v is not None
-    }
+    config = load_config()
+    keys = ("port", "ctx_size", "parallel", "threads")
+    changes = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     embedded = dataclasses.replace(config.embedded, **changes)
     if embedded.slot_ctx < 1024:
         raise CliError(
@@ -151,11 +128,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from workbench.cli import CliError
-    from workbench.llm import EmbeddedModelUnavailable, Gateway
-    from workbench.llm.check import check_role
+    from workbench.llm import EmbeddedModelUnavailable, Gateway, load_config
+    from workbench.llm.check import check_role, failed_result
     from workbench.llm.embedded import ensure_embedded_server
 
-    config = _config()
+    config = load_config()
     if args.role and args.role not in config.roles:
         raise CliError(f"unknown role '{args.role}'; configured roles: {', '.join(config.roles)}")
     roles = [args.role] if args.role else list(config.roles)
@@ -182,7 +159,7 @@ def _check(args: argparse.Namespace) -> int:
     results = []
     for name in roles:
         if startup_error and config.role(name).is_embedded:
-            results.append(_unavailable(name, startup_error))
+            results.append(failed_result(name, "embedded", "embedded", startup_error))
         else:
             results.append(check_role(gateway, name))
 
@@ -199,19 +176,6 @@ def _check(args: argparse.Namespace) -> int:
             else:
                 print(f"{r['role']:<10} FAILED  {r['model']}  {r['error']}")
     return 0 if all(r["ok"] for r in results) else 1
-
-
-def _unavailable(role: str, error: str) -> dict:
-    return {
-        "role": role,
-        "model": "embedded",
-        "ok": False,
-        "latency_ms": 0.0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "endpoint": "embedded",
-        "error": error,
-    }
 
 
 def _progress(message: str) -> None:

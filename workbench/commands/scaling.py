@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from workbench.cli import CliError
-from workbench.commands._common import command_group
+from workbench.commands._common import action, command_group
 from workbench.vocabulary import StrategyName
 
 
@@ -21,8 +21,8 @@ def register(subparsers: Any) -> None:
         dest="scaling_command",
     )
 
-    fit = sub.add_parser(
-        "fit",
+    fit = action(
+        sub, "fit", run_fit,
         help="fit the models, select one by grouped CV, bootstrap intervals, LOSO",
         description="Fit the full, nested and additive models to an outcomes table "
         "(CSV or JSONL with instance, dataset, session, params_b, complexity, correct). "
@@ -55,10 +55,9 @@ def register(subparsers: Any) -> None:
     )
     fit.add_argument("--no-loso", action="store_true", help="skip leave-one-scale-out")
     _add_maxiter(fit)
-    fit.set_defaults(func=run_fit)
 
-    select = sub.add_parser(
-        "select",
+    select = action(
+        sub, "select", run_select,
         help="select distillation samples by teacher-student headroom",
         description="Write two same-size training sets with identical (dataset, label) "
         "quotas: uniform within strata and highest-headroom within strata.",
@@ -105,7 +104,6 @@ def register(subparsers: Any) -> None:
     recovery.add_argument("--f1-uniform", type=float, metavar="F1", help="student trained on uniform.jsonl")
     recovery.add_argument("--f1-headroom", type=float, metavar="F1", help="student trained on headroom.jsonl")
     _add_maxiter(select)
-    select.set_defaults(func=run_select)
 
 
 def _add_maxiter(parser: argparse.ArgumentParser) -> None:
@@ -126,25 +124,16 @@ def _fit_options(args: argparse.Namespace):
     return FitOptions(maxiter=args.maxiter)
 
 
-def _load(path: str):
-    from workbench.scaling import OutcomesError, load_outcomes
-
-    try:
-        return load_outcomes(path)
-    except OutcomesError as exc:
-        raise CliError(f"{exc}") from None
-
-
 def _progress(message: str) -> None:
     print(f"… {message}", file=sys.stderr, flush=True)
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from workbench.scaling import DEFAULT_REFIT, AnalysisOptions, FitError, analyse_scaling
+    from workbench.scaling import DEFAULT_REFIT, AnalysisOptions, FitError, analyse_scaling, load_outcomes
 
     if args.bootstrap < 0:
         raise CliError("--bootstrap must be 0 or more replicates")
-    outcomes = _load(args.outcomes)
+    outcomes = load_outcomes(args.outcomes)
     options = AnalysisOptions(
         bootstrap=args.bootstrap,
         seed=args.seed,
@@ -196,16 +185,10 @@ def _select_cases(args: argparse.Namespace) -> list[dict]:
                 "(the policy index they were audited with) to build each case's judge prompt"
             )
         return cases
-    from workbench.audit import AuditIndex
-    from workbench.audit.strategies import STRATEGIES
-    from workbench.commands.audit import load_cases_or_fail
-    from workbench.commands.graph import load_index_or_fail
+    from workbench.commands.audit import audit_index_and_cases
     from workbench.train.data import materialise
 
-    if args.strategy not in STRATEGIES:
-        raise CliError(f"unknown strategy {args.strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    index = AuditIndex(load_index_or_fail(args.index))
-    audit_cases = load_cases_or_fail(args.cases)
+    index, audit_cases = audit_index_and_cases(args, args.strategy)
     return [r.to_dict() for r in materialise(audit_cases, index, args.strategy)]
 
 
@@ -215,6 +198,7 @@ def run_select(args: argparse.Namespace) -> int:
         SelectionError,
         cross_validate,
         fit_model,
+        load_outcomes,
         one_se_select,
         select_distillation,
         write_training_sets,
@@ -222,7 +206,7 @@ def run_select(args: argparse.Namespace) -> int:
 
     options = _fit_options(args)
     recovery = _recovery(args)  # checked before the (slow) fit
-    outcomes = _load(args.outcomes)
+    outcomes = load_outcomes(args.outcomes)
     sizes = sorted(outcomes["params_b"].unique())
     if len(sizes) < 2:
         raise CliError(

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli import CliError
+from workbench.commands._common import action
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "scaling-outcomes",
+    p = action(
+        subparsers, "scaling-outcomes", run,
         help="build a scaling outcomes table (CSV/JSONL) from audit traces of one or more judges",
         description="One row per labelled case and judge: instance, dataset, session, params_b, "
         "complexity (C of the case's SKILL graphs), correct (verdict matches the gold label; a "
@@ -36,7 +37,6 @@ def register(subparsers: Any) -> None:
                    help="use only traces of this strategy (needed when a file holds several)")
     p.add_argument("--out", required=True, metavar="OUTCOMES.csv",
                    help="output table, .csv or .jsonl")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

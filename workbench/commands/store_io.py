@@ -4,20 +4,33 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.commands._common import action
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="import a skillcdg/1 index into the workbench database")
+    p = action(sub, "import", _import, help="import a skillcdg/1 index into the workbench database")
     p.add_argument("index")
     p.add_argument("--db", help="SQLAlchemy URL (default: WORKBENCH_DB or .workbench/workbench.db)")
     p.add_argument("--author", default="import")
-    p.set_defaults(func=_import)
 
-    p = sub.add_parser("export-store", help="write the latest SKILL versions in the store as skillcdg/1")
+    p = action(sub, "export-store", _export,
+               help="write the latest SKILL versions in the store as skillcdg/1")
     p.add_argument("--out", required=True)
     p.add_argument("--db")
     p.add_argument("--skill", action="append", help="only this SKILL (repeatable)")
-    p.set_defaults(func=_export)
-    register_cases(sub)
+
+    p = action(sub, "import-cases", _import_cases,
+               help="store audit cases (JSONL or .parquet) under a dataset name")
+    p.add_argument("cases")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--db")
+
+    p = action(sub, "import-traces", _import_traces,
+               help="store audit traces (JSONL or .parquet) of a run; idempotent")
+    p.add_argument("traces")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--db")
 
 
 def _import(args) -> int:
@@ -44,21 +57,6 @@ def _export(args) -> int:
     index.save(args.out)
     print(f"wrote {len(index)} SKILL(s) to {args.out}")
     return 0
-
-
-def register_cases(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import-cases", help="store audit cases (JSONL or .parquet) under a dataset name")
-    p.add_argument("cases")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--db")
-    p.set_defaults(func=_import_cases)
-
-    p = sub.add_parser("import-traces", help="store audit traces (JSONL or .parquet) of a run; idempotent")
-    p.add_argument("traces")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--run-id", required=True)
-    p.add_argument("--db")
-    p.set_defaults(func=_import_traces)
 
 
 def _import_cases(args) -> int:

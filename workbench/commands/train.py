@@ -141,24 +141,12 @@ def _progress(row: dict[str, Any]) -> None:
     print("… " + ", ".join(parts), file=sys.stderr, flush=True)
 
 
-def _index_and_cases(args):
-    from workbench.audit import AuditIndex
-    from workbench.commands.audit import load_cases_or_fail
-    from workbench.commands.graph import load_index_or_fail
-
-    index = AuditIndex(load_index_or_fail(args.index))
-    cases = load_cases_or_fail(args.cases)
-    return index, cases
-
-
 def run_data(args: argparse.Namespace) -> int:
     from workbench.audit import AuditOptions
-    from workbench.audit.strategies import STRATEGIES
+    from workbench.commands.audit import audit_index_and_cases
     from workbench.train.data import materialise, to_hf_dataset, write_jsonl
 
-    if args.strategy not in STRATEGIES:
-        raise CliError(f"unknown strategy {args.strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    index, cases = _index_and_cases(args)
+    index, cases = audit_index_and_cases(args, args.strategy)
     options = AuditOptions().with_context(budget=args.budget)
     records = materialise(cases, index, args.strategy, options=options, salt=args.salt)
     try:
@@ -195,13 +183,14 @@ def _verified_judge():
 
 
 def run_grpo(args: argparse.Namespace) -> int:
+    from workbench.commands.audit import audit_index_and_cases
     from workbench.train.data import read_jsonl
     from workbench.train.rewards import coverage_reward, keyword_closure, verified_reward
     from workbench.train.trainers import train_grpo
     from workbench.vocabulary import label_violation
 
     config = _config(args)
-    index, cases = _index_and_cases(args)
+    index, cases = audit_index_and_cases(args)
     rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
     by_id = {c.id: c for c in cases}
     missing = [r["id"] for r in rows if r["id"] not in by_id]

@@ -8,15 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from workbench.commands._common import action
+
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ui", help="start the workbench web UI")
+    p = action(sub, "ui", _ui, help="start the workbench web UI")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--db", help="SQLAlchemy URL (sets WORKBENCH_DB for the app)")
-    p.set_defaults(func=_ui)
 
 
 def _ui(args) -> int:

@@ -146,12 +146,7 @@ class ActionRule:
         return self.text.matches(action.text)
 
     def arg_failures(self, action: Action, user_texts: Sequence[str]) -> list[str]:
-        out = []
-        for check in self.args:
-            reason = check.failure(action.args, user_texts)
-            if reason:
-                out.append(reason)
-        return out
+        return [reason for check in self.args if (reason := check.failure(action.args, user_texts))]
 
     def description(self) -> str:
         """How to satisfy this rule, in words: the author's ``describe`` or a generated one."""

@@ -289,16 +289,13 @@ class ContractRuntime:
                 blocked.append((f"moving from '{self.phase}' to '{target.id}' needs "
                                 f"{_words(unmet)}", self._how(unmet[0])))
                 continue
-            rule = self._first_satisfied(rules, action, blocked)
-            if rule is not None:
+            if self._first_satisfied(rules, action, blocked) is not None:
                 return _Decision(True, target.id, f"{self.phase} -> {target.id}", progress=True)
         own = [r for r in self.contract.phase(self.phase).admits if r.shape_matches(action)]
-        rule = self._first_satisfied(own, action, blocked)
-        if rule is not None:
+        if self._first_satisfied(own, action, blocked) is not None:
             return _Decision(True, self.phase, f"in {self.phase}", progress=True)
         anywhere = [r for r in self.contract.anywhere if r.shape_matches(action)]
-        rule = self._first_satisfied(anywhere, action, blocked)
-        if rule is not None:
+        if self._first_satisfied(anywhere, action, blocked) is not None:
             return _Decision(True, self.phase, "anywhere")
         if action.kind == "user":
             return _Decision(True, self.phase, "user turn")

@@ -245,15 +245,9 @@ class _Builder(SpecReader):
             elif req.key_arg and not milestone.keyed:
                 self.issue(path, line, f"milestone '{req.milestone}' has no 'key', so "
                                        f"'{req}' cannot be checked per {req.key_arg}; add key")
-        for transition, path, line in transitions:
-            for end in (transition.source, transition.target):
-                if end not in phase_ids:
-                    self.issue(path, line, f"unknown phase '{end}'; phases: {', '.join(phase_ids)}")
-        for phase_id in final_phases:
-            if phase_id not in phase_ids:
-                self.issue("termination.final_phases", line_of(root, "termination"),
-                           f"unknown phase '{phase_id}'; phases: {', '.join(phase_ids)}")
-        for phase_id, path, line in self._phase_refs:
+        ends = [(end, path, line) for t, path, line in transitions for end in (t.source, t.target)]
+        finals = [(p, "termination.final_phases", line_of(root, "termination")) for p in final_phases]
+        for phase_id, path, line in ends + finals + self._phase_refs:
             if phase_id not in phase_ids:
                 self.issue(path, line, f"unknown phase '{phase_id}'; phases: {', '.join(phase_ids)}")
         if tools:

@@ -145,13 +145,9 @@ class SpecReader:
         if node is None:
             return TextCheck()
         self._keys(node, path, ("pattern", "not_pattern"))
-        pattern = not_pattern = None
-        if "pattern" in node:
-            pattern = self._regex(node["pattern"], join_path(path, "pattern"), line_of(node, "pattern"))
-        if "not_pattern" in node:
-            not_pattern = self._regex(node["not_pattern"], join_path(path, "not_pattern"),
-                                      line_of(node, "not_pattern"))
-        return TextCheck(pattern, not_pattern)
+        regexes = {key: self._regex(node[key], join_path(path, key), line_of(node, key))
+                   for key in ("pattern", "not_pattern") if key in node}
+        return TextCheck(regexes.get("pattern"), regexes.get("not_pattern"))
 
     def requirement(self, value: Any, path: str, line: int | None) -> Requirement | None:
         match = _REQUIREMENT.match(value) if isinstance(value, str) else None

@@ -61,10 +61,7 @@ def read_input_bytes(path: str | Path, what: str = "file", max_bytes: int = MAX_
 
 def foreign_encoding(data: bytes) -> str | None:
     """The name of a UTF-16/32 byte-order mark at the start of ``data``, else None."""
-    for bom, name in _OTHER_BOMS:
-        if data.startswith(bom):
-            return name
-    return None
+    return next((name for bom, name in _OTHER_BOMS if data.startswith(bom)), None)
 
 
 def decode_text(data: bytes, origin: str, *, lenient: bool = False) -> tuple[str, list[str]]:

@@ -12,9 +12,8 @@ from typing import Any
 from workbench.inputs.decode import (
     MAX_INPUT_BYTES,
     InputError,
-    decode_text,
     line_of_offset,
-    read_input_bytes,
+    read_input_text,
     split_jsonl_lines,
 )
 
@@ -122,8 +121,7 @@ def loads_json(text: str, origin: str, first_line: int = 1, *, allow_surrogates:
 
 def read_json(path: str | Path, what: str = "JSON file", max_bytes: int = MAX_INPUT_BYTES) -> Any:
     """Read, decode, parse and check a JSON file; every problem is an InputError."""
-    text, _ = decode_text(read_input_bytes(path, what, max_bytes), str(path))
-    return loads_json(text, str(path))
+    return loads_json(read_input_text(path, what, max_bytes), str(path))
 
 
 def iter_jsonl(text: str, origin: str) -> Iterator[tuple[int, Any]]:

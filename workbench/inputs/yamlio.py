@@ -92,7 +92,6 @@ def check_expansion(root: yaml.Node) -> None:
         active.add(key)
         stack.append((node, depth, True))
         stack.extend((c, depth + 1, False) for c in children if id(c) not in size)
-    return None
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

@@ -103,7 +103,6 @@ def _retry_after(exc: BaseException) -> float | None:
     response = getattr(exc, "response", None)
     if not headers and response is not None:
         headers = getattr(response, "headers", None) or {}
-    value = None
     try:
         value = headers.get("retry-after") or headers.get("Retry-After")
     except AttributeError:
@@ -131,13 +130,11 @@ def to_raw(response: Any) -> RawResponse:
     choice = choices[0]
     message = getattr(choice, "message", None)
     text = getattr(message, "content", None)
-    if text is None:
-        text = ""
     usage = getattr(response, "usage", None)
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     return RawResponse(
-        text=str(text),
+        text="" if text is None else str(text),
         finish_reason=getattr(choice, "finish_reason", None),
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),

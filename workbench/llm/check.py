@@ -40,7 +40,7 @@ def check_role(gateway: Gateway, role: str) -> dict[str, Any]:
     try:
         cfg = gateway.config.role(role)
     except LlmConfigError as exc:
-        return _failed(role, "", "", started, str(exc))
+        return failed_result(role, "", "", str(exc), started)
     # No retries: a check answers "does this work now", within one timeout.
     probe = {"retries": 0, "max_tokens": CHECK_MAX_TOKENS}
     checker = gateway.with_config(gateway.config.with_role(role, **probe))
@@ -54,7 +54,7 @@ def check_role(gateway: Gateway, role: str) -> dict[str, Any]:
             use_cache=False,
         )
     except (ModelCallError, EmbeddedModelUnavailable, MissingRecording) as exc:
-        return _failed(role, cfg.model, checker.endpoint(role), started, str(exc))
+        return failed_result(role, cfg.model, checker.endpoint(role), str(exc), started)
     return {
         "role": role,
         "model": cfg.model,
@@ -66,12 +66,15 @@ def check_role(gateway: Gateway, role: str) -> dict[str, Any]:
     }
 
 
-def _failed(role: str, model: str, endpoint: str, started: float, error: str) -> dict[str, Any]:
+def failed_result(role: str, model: str, endpoint: str, error: str,
+                  started: float | None = None) -> dict[str, Any]:
+    """A failed check's dict; ``started`` is the ``perf_counter()`` the check began at (latency
+    0 for a role that was never asked, e.g. when the embedded server could not start)."""
     return {
         "role": role,
         "model": model,
         "ok": False,
-        "latency_ms": round((time.perf_counter() - started) * 1000.0, 1),
+        "latency_ms": 0.0 if started is None else round((time.perf_counter() - started) * 1000.0, 1),
         "prompt_tokens": 0,
         "completion_tokens": 0,
         "endpoint": endpoint,

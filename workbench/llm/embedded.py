@@ -40,7 +40,6 @@ XLLAMACPP_HINT = (
 @dataclass(frozen=True)
 class ServerInfo:
     url: str  # http://127.0.0.1:PORT (append /v1 for the OpenAI API)
-    model_path: Path
     alias: str
     slots: int
     slot_ctx: int
@@ -129,7 +128,6 @@ class EmbeddedServer:
         slot_ctx = int((props.get("default_generation_settings") or {}).get("n_ctx") or 0)
         self.info = ServerInfo(
             url=url,
-            model_path=model_path,
             alias=alias,
             slots=int(props.get("total_slots") or self.config.parallel),
             slot_ctx=slot_ctx or self.config.slot_ctx,

@@ -87,8 +87,6 @@ class MissingRecording(WorkbenchError, LookupError):
     def __init__(self, key: str, role: str, preview: str, source: str, record_hint: str) -> None:
         self.key = key
         self.role = role
-        self.preview = preview
-        self.source = source
         super().__init__(
             f"no recorded response for request {key} (role {role or '?'}) in {source}.\n"
             f"  request: {preview}\n"

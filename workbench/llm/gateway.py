@@ -64,14 +64,12 @@ class _Spend:
     def __init__(self) -> None:
         self.prompt = self.completion = self.attempts = 0
         self.cost: float | None = None
-        self.model = ""
 
     def add(self, raw: RawResponse) -> None:
         self.prompt += raw.prompt_tokens
         self.completion += raw.completion_tokens
         if raw.cost_usd is not None:
             self.cost = (self.cost or 0.0) + raw.cost_usd
-        self.model = raw.model or self.model
 
 
 def _hint(kind: str, role: RoleConfig, endpoint: str, step: str, attached: bool = False) -> str:
