@@ -268,8 +268,9 @@ def _check_text(field_name: str, value: object) -> None:
         raise LabelError(f"{field_name} {value!r} has surrounding whitespace; strip it")
 
 
-def _check_decision(task: str, item: str, value: object, error_type: object, note: object,
-                    created_at: object) -> TaskType:
+def _check_decision(record: Label | Adjudication) -> TaskType:
+    task, item, value = record.task, record.item, record.value
+    error_type, note = record.error_type, record.note
     kind = task_type(task)
     _check_text("item", item)
     if kind.name == CDG_INSPECTION:
@@ -300,7 +301,7 @@ def _check_decision(task: str, item: str, value: object, error_type: object, not
         raise LabelError(f"note must be text, got {type(note).__name__}")
     if len(note) > MAX_NOTE_CHARS:
         raise LabelError(f"note has {len(note)} characters; keep it under {MAX_NOTE_CHARS}")
-    if not isinstance(created_at, datetime) or created_at.tzinfo is None:
+    if not isinstance(record.created_at, datetime) or record.created_at.tzinfo is None:
         raise LabelError("created_at must be a timezone-aware datetime, e.g. datetime.now(UTC)")
     return kind
 
@@ -310,8 +311,7 @@ def validate_label(label: Label) -> Label:
     _check_text("annotator", label.annotator)
     if label.source not in SOURCES:
         raise LabelError(f"source {label.source!r} is unknown; use one of {', '.join(SOURCES)}")
-    _check_decision(label.task, label.item, label.value, label.error_type, label.note,
-                    label.created_at)
+    _check_decision(label)
     return label
 
 
@@ -330,8 +330,7 @@ def validate_adjudication(adjudication: Adjudication, reviewer: Annotator | None
             raise LabelError(
                 f"adjudication is signed by {adjudication.reviewer!r}, not by {reviewer.name!r}"
             )
-    kind = _check_decision(adjudication.task, adjudication.item, adjudication.value,
-                           adjudication.error_type, adjudication.note, adjudication.created_at)
+    kind = _check_decision(adjudication)
     if kind.inventory:
         raise LabelError(
             f"{kind.name} labels form an inventory and are not adjudicated; "

@@ -50,7 +50,7 @@ from workbench.annotation.matching import (
     match_pooled,
 )
 from workbench.annotation.resolution import current_labels, progress, resolve, rule_correctness_rate
-from workbench.graph import SkillGraph
+from workbench.graph import Rule, SkillGraph
 
 # A second opinion on a matched pair: (extracted rule text, reference rule text) -> same rule?
 Confirm = Callable[[str, str], bool]
@@ -92,9 +92,9 @@ def default_threshold(name: str) -> float:
     return 0.5
 
 
-def rule_statement(condition: str, action: str, modality: str) -> str:
+def rule_statement(rule: Rule | ReferenceRule) -> str:
     """One line a person or a judge reads: ``"When C: <modality> A"``."""
-    return f"When {condition}: {modality} {action}"
+    return f"When {rule.condition}: {rule.modality} {rule.action}"
 
 
 @dataclass(frozen=True)
@@ -213,8 +213,7 @@ def _skill_row(skill: SkillGraph, labels: list[Label], adjudications: list[Adjud
     matched = 0
     for pair in agreement.pairs:
         rule, entry = rules[pair.extracted], references[pair.reference]
-        extracted_text = rule_statement(rule.condition, rule.action, rule.modality)
-        reference_text = rule_statement(entry.rule.condition, entry.rule.action, entry.rule.modality)
+        extracted_text, reference_text = rule_statement(rule), rule_statement(entry.rule)
         confirmed = confirm(extracted_text, reference_text) if confirm is not None else None
         matched += confirmed is not False
         pairs.append(PairRow(skill.name, rule.id, extracted_text, entry.annotator, reference_text,
@@ -256,9 +255,7 @@ def _pooled_inventory_match(row: SkillRow, inventories: Sequence[tuple[list, lis
     matched = 0
     for pair in agreement.pairs:
         rule, entry = extracted[pair.extracted], references[pair.reference]
-        confirmed = (confirm(rule_statement(rule.condition, rule.action, rule.modality),
-                             rule_statement(entry.rule.condition, entry.rule.action, entry.rule.modality))
-                     if confirm is not None else None)
+        confirmed = confirm(rule_statement(rule), rule_statement(entry.rule)) if confirm is not None else None
         matched += confirmed is not False
     precision = _ratio(matched, len(extracted))
     recall = _ratio(matched, len(references))
@@ -478,15 +475,14 @@ def label_rows(labels: Iterable[Label], adjudications: Iterable[Adjudication] = 
     ``workbench annotate agreement``. Rows are in record order, adjudications last.
     """
     labels = list(labels)
-    chosen = current_labels(labels) if current_only else labels
     if current_only:  # keep record order
-        keep = {id(lab) for lab in chosen}
-        chosen = [lab for lab in labels if id(lab) in keep]
+        keep = {id(lab) for lab in current_labels(labels)}
+        labels = [lab for lab in labels if id(lab) in keep]
     rows = [
         {"kind": "label", "task": lab.task, "item": lab.item, "annotator": lab.annotator,
          "label": lab.value, "error_type": lab.error_type, "note": lab.note, "source": lab.source,
          "created_at": lab.created_at.isoformat()}
-        for lab in chosen
+        for lab in labels
     ]
     rows += [
         {"kind": "adjudication", "task": adj.task, "item": adj.item, "annotator": adj.reviewer,

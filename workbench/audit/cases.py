@@ -224,7 +224,11 @@ def load_cases(path: str | Path) -> list[AuditCase]:
         return read_parquet_cases(p)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such cases file (JSONL, one case per line)")
-    return parse_cases_bytes(read_bytes_or_fail(p), str(p))
+    try:
+        data = read_input_bytes(p, "cases file")
+    except InputError as exc:
+        raise CaseFormatError(str(exc)) from None
+    return parse_cases_bytes(data, str(p))
 
 
 def read_parquet_cases(path: Path) -> list[AuditCase]:
@@ -239,13 +243,6 @@ def read_parquet_cases(path: Path) -> list[AuditCase]:
     except parquet.ParquetFormatError as exc:
         raise CaseFormatError(str(exc)) from None
     return out
-
-
-def read_bytes_or_fail(path: Path) -> bytes:
-    try:
-        return read_input_bytes(path, "cases file")
-    except InputError as exc:
-        raise CaseFormatError(str(exc)) from None
 
 
 def parse_cases_bytes(data: bytes, origin: str) -> list[AuditCase]:
@@ -284,14 +281,10 @@ def render_state(case: AuditCase) -> str:
     return quote(bg, sort_keys=True)
 
 
-def render_reply(case: AuditCase) -> str:
-    """The agent's reply as one JSON string, quoted like the turns: the one prompt input
-    the audited agent writes freely, so it must not be able to end its block either."""
-    return quote(case.model_response)
-
-
 def prompt_fields(case: AuditCase) -> dict[str, str]:
     """The case as every audit prompt (keywords, judge, per-rule judge) quotes it, so the
-    prompts cannot drift apart in how they show the same case."""
+    prompts cannot drift apart in how they show the same case. The reply is one JSON string,
+    quoted like the turns: the one prompt input the audited agent writes freely, so it must
+    not be able to end its block either."""
     return {"state": render_state(case), "conversation": render_conversation(case),
-            "reply": render_reply(case)}
+            "reply": quote(case.model_response)}

@@ -45,6 +45,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -160,17 +161,13 @@ class RankedSkill:
         return cls(skill, ids, _Field(rule_docs), _Field(section_docs), sections,
                    stems(f"{name} {skill.description}"))
 
-    @property
+    @cached_property
     def position(self) -> dict[str, int]:
-        if not hasattr(self, "_position"):
-            self._position = {rid: i for i, rid in enumerate(self.ids)}
-        return self._position
+        return {rid: i for i, rid in enumerate(self.ids)}
 
-    @property
+    @cached_property
     def header_tokens(self) -> int:
-        if not hasattr(self, "_header_tokens"):
-            self._header_tokens = count_tokens(f"## SKILL: {self.skill.name}\n\n") + 1
-        return self._header_tokens
+        return count_tokens(f"## SKILL: {self.skill.name}\n\n") + 1
 
     def blocks(self, style: str) -> dict[str, str]:
         """Every rule rendered in ``style`` (rendered once: the index is built per run)."""

@@ -166,6 +166,7 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+@single_threaded_blas()
 def analyse_scaling(
     outcomes: pd.DataFrame,
     options: AnalysisOptions | None = None,
@@ -178,17 +179,8 @@ def analyse_scaling(
     leave-one-scale-out. ``progress(message)`` reports each stage.
     Raises ``FitError``/``ValueError`` when the data cannot support the analysis.
     """
-    with single_threaded_blas():
-        return _analyse(outcomes, options or AnalysisOptions(), progress or (lambda _m: None))
-
-
-def default_models(outcomes: pd.DataFrame) -> tuple[str, ...]:
-    """The families the data can support: the scaling families with two or more judge sizes,
-    the size-free ones with one."""
-    return SIMPLICITY_ORDER if outcomes["params_b"].nunique() >= 2 else SINGLE_SIZE_ORDER
-
-
-def _analyse(outcomes: pd.DataFrame, options: AnalysisOptions, say: Callable[[str], None]) -> ScalingReport:
+    options = options or AnalysisOptions()
+    say = progress or (lambda _m: None)
     models = options.models or default_models(outcomes)
     notes = [SINGLE_SIZE_NOTE] if outcomes["params_b"].nunique() < 2 else []
     say("fitting models on all rows")
@@ -215,3 +207,9 @@ def _analyse(outcomes: pd.DataFrame, options: AnalysisOptions, say: Callable[[st
         say("leave-one-scale-out")
         loso = leave_one_scale_out(outcomes, models, options=options.fit)
     return ScalingReport(fits, cv, selected, boot, loso, grid, len(outcomes), notes)
+
+
+def default_models(outcomes: pd.DataFrame) -> tuple[str, ...]:
+    """The families the data can support: the scaling families with two or more judge sizes,
+    the size-free ones with one."""
+    return SIMPLICITY_ORDER if outcomes["params_b"].nunique() >= 2 else SINGLE_SIZE_ORDER

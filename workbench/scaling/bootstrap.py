@@ -22,7 +22,7 @@ the default; ``refit="full"`` reproduces the paper's procedure.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -89,6 +89,7 @@ def percentile_intervals(draws: np.ndarray, names: list[str], level: float) -> d
     return {n: (float(a), float(b)) for n, a, b in zip(names, lo, hi, strict=True)}
 
 
+@single_threaded_blas()
 def bootstrap_intervals(
     outcomes: pd.DataFrame,
     fits: dict[str, ScalingFit],
@@ -111,30 +112,7 @@ def bootstrap_intervals(
     """
     if refit not in REFIT_MODES:
         raise ValueError(f"unknown bootstrap refit mode {refit!r}; choose one of {', '.join(REFIT_MODES)}")
-    with single_threaded_blas():
-        return _bootstrap(
-            outcomes, fits, derived, n_replicates, seed, level, options or FitOptions(), progress, refit
-        )
-
-
-def _bootstrap(
-    outcomes: pd.DataFrame,
-    fits: dict[str, ScalingFit],
-    derived: Callable[[ScalingFit], dict[str, float]] | None,
-    n_replicates: int,
-    seed: int,
-    level: float,
-    base: FitOptions,
-    progress: Callable[[int, int], None] | None,
-    refit: str,
-) -> dict[str, BootstrapResult]:
-    replicate_options = FitOptions(
-        maxiter=base.maxiter,
-        popsize=base.popsize,
-        tol=base.tol,
-        seed=base.seed,
-        global_search=refit == "full",
-    )
+    replicate_options = replace(options or FitOptions(), global_search=refit == "full")
     datasets = sorted(outcomes["dataset"].unique())
     problem = Problem(outcomes, datasets)
     names: dict[str, list[str]] = {}

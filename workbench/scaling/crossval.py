@@ -82,6 +82,7 @@ class CrossValidation:
     oof_prob: np.ndarray
 
 
+@single_threaded_blas()
 def cross_validate(
     outcomes: pd.DataFrame,
     models: Iterable[str] = SIMPLICITY_ORDER,
@@ -93,17 +94,6 @@ def cross_validate(
     """Session-grouped K-fold CV: each model is refitted (global search included) on K-1
     folds with its own complexity median, and scored by log loss on the held-out fold."""
     folds = session_folds(outcomes, k, seed)
-    with single_threaded_blas():
-        return _cross_validate(outcomes, list(models), folds, k, options)
-
-
-def _cross_validate(
-    outcomes: pd.DataFrame,
-    models: list[str],
-    folds: np.ndarray,
-    k: int,
-    options: FitOptions | None,
-) -> dict[str, CrossValidation]:
     clusters = session_keys(outcomes).to_numpy()
     y = outcomes["correct"].to_numpy(float)
     datasets = sorted(outcomes["dataset"].unique())
@@ -151,6 +141,7 @@ def calibration_error(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
     return float(err / p.size)
 
 
+@single_threaded_blas()
 def leave_one_scale_out(
     outcomes: pd.DataFrame,
     models: Iterable[str] = SIMPLICITY_ORDER,
@@ -166,13 +157,6 @@ def leave_one_scale_out(
     sizes = sorted(outcomes["params_b"].unique())
     if len(sizes) < 3:
         return []
-    with single_threaded_blas():
-        return _leave_one_scale_out(outcomes, list(models), sizes, options)
-
-
-def _leave_one_scale_out(
-    outcomes: pd.DataFrame, models: list[str], sizes: list[float], options: FitOptions | None
-) -> list[dict]:
     datasets = sorted(outcomes["dataset"].unique())
     records = []
     for model in models:

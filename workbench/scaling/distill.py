@@ -24,6 +24,8 @@ SELECTION_SEED = 17
 # Fields of a case that are the expected judge output, kept as training targets.
 TARGET_FIELDS: tuple[str, ...] = ("label", "violation", "reason", "violated_rules", "verdict")
 _ID_FIELDS = ("instance", "dataset", "session", "id", "prompt")
+# Columns of the selected table copied into each training record, in this order.
+_ROW_FIELDS = ("instance", "dataset", "session", "label", "complexity", "headroom", "p_teacher", "p_student")
 _RECORD_FIELDS = ("completion", "keyword_prompt", "gold_rules", "strategy", "skills", "closure",
                   "context_tokens")
 _PROMPT_ORDER = ("policy", "context", "closure", "history", "state", "response")
@@ -133,10 +135,9 @@ def build_prompt(case: dict) -> str | list[dict[str, str]]:
     """The judgment input of a case: its ``prompt`` when it has one (the materialised
     closure context: text, or the judge's chat messages from ``workbench.train.data``),
     else a simple rendering of its non-target fields."""
-    if isinstance(case.get("prompt"), str) and case["prompt"].strip():
-        return case["prompt"]
-    if isinstance(case.get("prompt"), list) and case["prompt"]:
-        return case["prompt"]
+    prompt = case.get("prompt")
+    if (isinstance(prompt, str) and prompt.strip()) or (isinstance(prompt, list) and prompt):
+        return prompt
     skip = set(TARGET_FIELDS) | set(_ID_FIELDS) | {"gold"}  # gold would leak the answer
     keys = [k for k in _PROMPT_ORDER if k in case]
     keys += sorted(k for k in case if k not in skip and k not in keys)
@@ -297,19 +298,8 @@ def training_records(
     records = []
     missing = []
     for row in selected.to_dict(orient="records"):
-        record: dict[str, Any] = {
-            "instance": row["instance"],
-            "dataset": row["dataset"],
-            "session": row["session"],
-            "label": row["label"],
-            "complexity": row["complexity"],
-            "headroom": row["headroom"],
-            "p_teacher": row["p_teacher"],
-            "p_student": row["p_student"],
-            "selection": selection,
-            "prompt": None,
-            "completion": None,
-        }
+        record: dict[str, Any] = {key: row[key] for key in _ROW_FIELDS}
+        record.update(selection=selection, prompt=None, completion=None)
         if index is not None:
             case = index.get(row["dataset"], row["instance"])
             if case is None:
@@ -321,9 +311,7 @@ def training_records(
             record["completion"] = json.dumps(targets, ensure_ascii=False, sort_keys=True)
             # Training records (workbench.train.data) carry their own verdict target and the
             # keyword-stage fields; keep them so the set feeds `workbench train` as is.
-            for key in _RECORD_FIELDS:
-                if key in case:
-                    record[key] = case[key]
+            record.update({key: case[key] for key in _RECORD_FIELDS if key in case})
             if "keyword_prompt" in case:  # a training record: its prompt as is, even None
                 record["prompt"] = case.get("prompt")
         records.append(record)

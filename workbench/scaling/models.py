@@ -117,24 +117,12 @@ def _scale_logit(theta: np.ndarray, design: Design, nd: int, with_lambda: bool) 
     return z
 
 
-def _additive_jac(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
-    jac = np.zeros((design.n.size, nd + 2))
+def _linear_jac(theta: np.ndarray, design: Design, nd: int, *columns: np.ndarray) -> np.ndarray:
+    """Jacobian of a predictor linear in its parameters: a 1 at the row's gamma, then ``columns``."""
+    jac = np.zeros((design.n.size, nd + len(columns)))
     jac[np.arange(design.n.size), design.dataset_code] = 1.0
-    jac[:, nd] = design.log_n
-    jac[:, nd + 1] = design.ct
-    return jac
-
-
-def _intercept_jac(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
-    jac = np.zeros((design.n.size, nd))
-    jac[np.arange(design.n.size), design.dataset_code] = 1.0
-    return jac
-
-
-def _complexity_jac(theta: np.ndarray, design: Design, nd: int) -> np.ndarray:
-    jac = np.zeros((design.n.size, nd + 1))
-    jac[np.arange(design.n.size), design.dataset_code] = 1.0
-    jac[:, nd] = design.ct
+    for i, column in enumerate(columns):
+        jac[:, nd + i] = column
     return jac
 
 
@@ -185,10 +173,14 @@ class ModelFamily:
 
 MODELS: dict[str, ModelFamily] = {
     "intercept": ModelFamily(
-        "intercept", (), _intercept_logit, _intercept_jac, uses_size=False, uses_complexity=False
+        "intercept", (), _intercept_logit, _linear_jac, uses_size=False, uses_complexity=False
     ),
-    "complexity": ModelFamily("complexity", ("b",), _complexity_logit, _complexity_jac, uses_size=False),
-    "additive": ModelFamily("additive", ("a", "b"), _additive_logit, _additive_jac),
+    "complexity": ModelFamily(
+        "complexity", ("b",), _complexity_logit, lambda t, d, nd: _linear_jac(t, d, nd, d.ct), uses_size=False
+    ),
+    "additive": ModelFamily(
+        "additive", ("a", "b"), _additive_logit, lambda t, d, nd: _linear_jac(t, d, nd, d.log_n, d.ct)
+    ),
     "nested": ModelFamily(
         "nested",
         ("eta", "beta", "rho", "alpha"),

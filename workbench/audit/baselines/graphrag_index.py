@@ -123,11 +123,6 @@ def as_messages(messages: Any) -> list[dict[str, str]]:
     return out
 
 
-def schema_of(response_format: Any) -> dict[str, Any]:
-    """The JSON schema of a structured-output request (a pydantic model class)."""
-    return response_format.model_json_schema()
-
-
 class GatewayCall:
     """One model call of GraphRAG's, made through the gateway; its usage is appended to
     ``usage`` and a failure to ``failures`` (GraphRAG itself may swallow the error)."""
@@ -145,7 +140,7 @@ class GatewayCall:
             if response_format is None:
                 return self.gateway.complete_text(role=ROLE, messages=msgs, step=step)
             return self.gateway.complete_json(role=ROLE, messages=msgs, step=step,
-                                              schema=schema_of(response_format),
+                                              schema=response_format.model_json_schema(),
                                               schema_name=response_format.__name__)
 
         try:
@@ -363,7 +358,7 @@ class GraphragIndexes(SkillIndexes):
         store = lib["get_embedding_store"](config=config.vector_store,
                                            embedding_name=lib["entity_description_embedding"])
         adapters = lib["indexer_adapters"]  # GraphRAG's parquet tables -> its query types
-        engine = lib["get_local_search_engine"](
+        return lib["get_local_search_engine"](
             config=config,
             reports=adapters.read_indexer_reports(table("community_reports"), communities,
                                                   COMMUNITY_LEVEL),
@@ -374,7 +369,6 @@ class GraphragIndexes(SkillIndexes):
             description_embedding_store=store,
             response_type="multiple paragraphs",
         )
-        return engine
 
     def close(self) -> None:
         with self._lock:
