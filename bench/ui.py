@@ -247,11 +247,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if "--review-list" in sys.argv[1:]:
-        review_list()
-    elif "--review-keys" in sys.argv[1:]:
-        review_keys()
-    elif "--script-times" in sys.argv[1:]:
-        script_times()
-    else:
-        main()
+    modes = {"--review-list": review_list, "--review-keys": review_keys, "--script-times": script_times}
+    next((run for flag, run in modes.items() if flag in sys.argv[1:]), main)()

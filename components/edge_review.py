@@ -55,9 +55,7 @@ def review_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor) 
                 + (f" ({edge.note})" if edge.note else ""))
     # A decision saves a new graph version (accept) or steers later extractions (reject):
     # an edit of the graph, so the same role as saving one.
-    may_edit = identity.allowed("edit graphs")
-    if not may_edit:
-        identity.explain_refusal("edit graphs")
+    may_edit = identity.permitted("edit graphs")
     c1, c2 = st.columns(2)
     accept = c1.button("Accept (a)", key="edge_accept", shortcut="a", type="primary",
                        disabled=not may_edit)

@@ -82,18 +82,15 @@ def graph_html(
                          color=PROVENANCE_COLOURS.get(e.provenance, "#bbbbbb"),
                          title=("proposed: " if dashed else "") + label + (f"\n{e.note}" if e.note else ""))
     net.set_options(graph_options(len(ids)))
-    page = theme_neutral(strip_remote_resources(net.generate_html(notebook=False)))
+    page = _REMOTE_TAGS.sub("", net.generate_html(notebook=False))
+    # Let the iframe show the page's theme through: a document that declares no colour
+    # scheme gets an opaque white canvas inside a dark page.
+    page = page.replace("<head>", "<head>" + _THEME_NEUTRAL, 1)
     return with_node_links(page, skill.name, version)
 
 
 _THEME_NEUTRAL = ('<meta name="color-scheme" content="light dark">'
                   "<style>html,body{background:transparent}</style>")
-
-
-def theme_neutral(page: str) -> str:
-    """Let the iframe show the page's theme through: a document that declares no colour
-    scheme gets an opaque white canvas inside a dark page."""
-    return page.replace("<head>", "<head>" + _THEME_NEUTRAL, 1)
 
 
 # Up to this many rules a layered drawing (prerequisites below the rules needing them) stays
@@ -169,11 +166,6 @@ def with_node_links(page: str, skill_name: str, version: int | None = None) -> s
                                       version=_script_json(version))
     head, sep, tail = page.rpartition("</body>")
     return head + script + sep + tail if sep else page + script
-
-
-def strip_remote_resources(page: str) -> str:
-    """Remove ``<link>``/``<script>`` tags that load from the network."""
-    return _REMOTE_TAGS.sub("", page)
 
 
 def show_graph(skill: SkillGraph, rule_ids: Iterable[str], seeds: Iterable[str] = (),

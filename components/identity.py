@@ -78,6 +78,14 @@ def actor(name: str | None = None) -> Actor:
     return Actor.single_user(name or st.session_state.get("user_name") or "analyst")
 
 
+def permitted(action: str) -> bool:
+    """:func:`allowed`, and when it is ``False`` also :func:`explain_refusal` (say why)."""
+    if allowed(action):
+        return True
+    explain_refusal(action)
+    return False
+
+
 def explain_refusal(action: str) -> None:
     """Say why ``action`` is not available (call when :func:`allowed` is ``False``)."""
     who = current()

@@ -60,8 +60,7 @@ HELP = {
 def role_settings_editor(config: LlmConfig, env: Mapping[str, str] | None = None) -> None:
     """Draw the change form for admins, or the one line that says who may change settings."""
     env = os.environ if env is None else env
-    if not identity.allowed(ACTION):
-        identity.explain_refusal(ACTION)
+    if not identity.permitted(ACTION):
         return
     path = settings_file_path(env)
     try:

@@ -34,13 +34,9 @@ def config_fingerprint(config: LlmConfig, env: Mapping[str, str] | None = None) 
     return hashlib.sha256(repr((config, settings)).encode()).hexdigest()
 
 
-def _close_gateway(gateway: Gateway) -> None:
-    gateway.close()
-
-
 # One entry: a new configuration evicts the old gateway, and eviction closes it (its thread
 # pool), instead of a new gateway per click that nobody closes.
-@st.cache_resource(show_spinner=False, max_entries=1, on_release=_close_gateway)
+@st.cache_resource(show_spinner=False, max_entries=1, on_release=lambda gateway: gateway.close())
 def _gateway(url: str, fingerprint: str, _config: LlmConfig) -> Gateway:
     return persistent_gateway(_engine(url), _config)
 

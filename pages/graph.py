@@ -155,9 +155,7 @@ restore = False
 if version != latest:
     restore = st.checkbox(f"Restore from version {version}: the new version replaces the "
                           f"changes made in versions after {version}", key=f"graph_restore_{name}")
-may_edit = identity.allowed("edit graphs")
-if not may_edit:
-    identity.explain_refusal("edit graphs")
+may_edit = identity.permitted("edit graphs")
 if st.button("Save as new version", type="primary", key="graph_save", disabled=not may_edit):
     result = apply_edits(skill, edited_rules, edited_edges)
     if not result.ok:
@@ -241,9 +239,7 @@ else:
                          column_config={"open": st.column_config.LinkColumn(
                              "open", display_text="Replay ↗", help="Open this case on Replay")})
             # The re-audit stores its traces (a run of its own): an annotator may not.
-            may_store = identity.allowed("store audit results")
-            if not may_store:
-                identity.explain_refusal("store audit results")
+            may_store = identity.permitted("store audit results")
             if st.button("Re-audit these cases with the judge", key="impact_reaudit",
                          disabled=not may_store):
                 from components.state import model_gateway

@@ -67,9 +67,7 @@ def store_uploaded_cases() -> None:
                               type=["jsonl", "ndjson"], key="rv_cases_file")
     name = st.text_input("Store as dataset", key="rv_cases_name", placeholder="e.g. airline-may")
     # Storing a case again under its id replaces it, gold label included (workbench.roles).
-    may_import = identity.allowed("import cases")
-    if not may_import:
-        identity.explain_refusal("import cases")
+    may_import = identity.permitted("import cases")
     if st.button("Store cases", key="rv_cases_store", disabled=not may_import):
         if upload is None or not name.strip():
             st.error("Choose a cases file and name the dataset first.")
@@ -168,9 +166,7 @@ def audit_panel() -> None:
     run_id = st.text_input("Run id", key="rv_run_id",
                            help="Audit again with the same run id to resume: cases already "
                                 "audited in it (same strategy, judge and keywords) are skipped.")
-    may_store = identity.allowed("store audit results")
-    if not may_store:
-        identity.explain_refusal("store audit results")
+    may_store = identity.permitted("store audit results")
     if st.button("Audit", key="rv_audit_run", type="primary", disabled=not may_store):
         if not run_id.strip():
             st.error("Give the run a name (run id).")
@@ -185,9 +181,7 @@ def load_panel() -> None:
     dataset = cols[0].text_input("Dataset", key="rv_traces_dataset",
                                  placeholder="the dataset the cases belong to")
     run_id = cols[1].text_input("Run id", key="rv_traces_run", placeholder="default: the file name")
-    may_store = identity.allowed("store audit results")
-    if not may_store:
-        identity.explain_refusal("store audit results")
+    may_store = identity.permitted("store audit results")
     if st.button("Store traces", key="rv_traces_store", disabled=not may_store):
         if upload is None or not dataset.strip():
             st.error("Choose a traces file and name its dataset first.")
@@ -232,10 +226,6 @@ def _decide(item: QueueItem, decision: str, reviewer: str, pos_key: str, size: i
         queue_nav.advance(pos_key, size)
 
 
-def _fmt(x: float | None, digits: int = 2) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
-
-
 MIN_KAPPA_DECISIONS = 10
 
 
@@ -247,7 +237,7 @@ def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> N
                    help="share of decisions that confirm the judge")
     # κ on a handful of decisions is noise ("κ 1.00" after one decision): say so beside it.
     few = a.decisions < MIN_KAPPA_DECISIONS
-    cols[2].metric("Cohen's κ", _fmt(a.kappa), help=help_for("Cohen's κ"),
+    cols[2].metric("Cohen's κ", "–" if a.kappa is None else f"{a.kappa:.2f}", help=help_for("Cohen's κ"),
                    delta=f"only {a.decisions} decisions: not yet reliable" if few else None,
                    delta_color="off")
     cols[3].metric("Analysts vs gold", "–" if a.analysts_gold is None else f"{a.analysts_gold:.0%}",
@@ -380,9 +370,7 @@ def queue_panel(dataset: str, runs: list[str], reviewer: str) -> None:
                       placeholder="why; press Tab to leave the field, then a key")
         advance = status != "not reviewed by me"  # there a decided verdict leaves the list
         args = (reviewer, pos_key, len(shown), advance)
-        may_decide = identity.allowed("decide reviews")
-        if not may_decide:
-            identity.explain_refusal("decide reviews")
+        may_decide = identity.permitted("decide reviews")
         buttons = st.columns(2)
         buttons[0].button("Confirm verdict", key="rv_confirm", shortcut=CONFIRM_KEY,
                           type="primary", on_click=_decide, args=(item, "confirm", *args),

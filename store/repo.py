@@ -212,10 +212,6 @@ def get_version(engine: Engine, name: str, version: int | None = None) -> SkillV
 
 def load_skill(engine: Engine, name: str, version: int | None = None) -> SkillGraph:
     row = get_version(engine, name, version)
-    return _to_skill(engine, row)
-
-
-def _to_skill(engine: Engine, row: SkillVersion) -> SkillGraph:
     with Session(engine) as session:
         rules = session.exec(
             select(RuleRow).where(RuleRow.version_id == row.id).order_by(RuleRow.position)

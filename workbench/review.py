@@ -37,7 +37,7 @@ from workbench.audit.trace import (
 )
 from workbench.clock import utcnow
 from workbench.errors import WorkbenchError
-from workbench.vocabulary import COMPLIANT, VIOLATION, label_violation, verdict_word
+from workbench.vocabulary import label_violation, verdict_word
 
 DECISIONS = ("confirm", "overturn")
 REASONS = ("flagged", "strategies-disagree", "gold-mismatch")
@@ -158,10 +158,6 @@ def latest_records(records: Iterable[Record]) -> list[Record]:
     return latest_per_case(records, key=lambda r: case_and_strategy(r[1]))
 
 
-def _verdict_text(violation: bool | None) -> str:
-    return {True: VIOLATION, False: COMPLIANT, None: "no verdict"}[violation]
-
-
 def build_queue(
     records: Iterable[Record],
     labels: Mapping[str, str | None] | None = None,
@@ -196,7 +192,7 @@ def build_queue(
         if label_violation(label) is not None and violation != label_violation(label):
             reasons.append("gold-mismatch")
         search = " ".join([
-            cid, t.session, strategy, run_id, _verdict_text(violation),
+            cid, t.session, strategy, run_id, verdict_word(violation),
             t.verdict.reason, " ".join(t.verdict.violated_rules),
             " ".join(REASON_TEXT[r] for r in reasons), (texts or {}).get(cid, ""),
         ])
@@ -230,9 +226,7 @@ def filter_queue(
             continue
         if any(w not in item.search_text for w in words):
             continue
-        if status == "not reviewed by me" and item.key in mine:
-            continue
-        if status == "reviewed by me" and item.key not in mine:
+        if status != "all" and (item.key in mine) != (status == "reviewed by me"):
             continue
         out.append(item)
     return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from workbench.graph import Rule, RuleGraph, SkillGraph
+from workbench.graph import RuleGraph, SkillGraph
 from workbench.tokens import DEFAULT_TOKENIZER, token_counter
 
 
@@ -54,12 +54,6 @@ class CorpusTotals:
     density: float
     complexity: float
     tokenizer: str = DEFAULT_TOKENIZER
-
-
-def rule_text_tokens(rule: Rule, count=None) -> int:
-    """``T`` of one rule: tokens of its condition plus tokens of its action."""
-    count = count or token_counter(DEFAULT_TOKENIZER)
-    return count(rule.condition) + count(rule.action)
 
 
 def strongly_connected_components(graph: RuleGraph) -> list[list[str]]:
@@ -143,7 +137,8 @@ def skill_stats(
     for s in group:
         d, c = depth_and_cycles(s.graph)
         depth, cycle = max(depth, d), cycle or c
-    rule_tokens = sum(rule_text_tokens(r, count) for s in group for r in s.graph.rules.values())
+    # ``T`` of a rule: tokens of its condition plus tokens of its action.
+    rule_tokens = sum(count(r.condition) + count(r.action) for s in group for r in s.graph.rules.values())
     source_tokens = sum(count(s.source) for s in group)
     coupling = n_edges / n_rules if n_rules else 0.0
     density = rule_tokens / source_tokens if source_tokens else 0.0
