@@ -224,11 +224,7 @@ def load_cases(path: str | Path) -> list[AuditCase]:
         return read_parquet_cases(p)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such cases file (JSONL, one case per line)")
-    try:
-        data = read_input_bytes(p, "cases file")
-    except InputError as exc:
-        raise CaseFormatError(str(exc)) from None
-    return parse_cases_bytes(data, str(p))
+    return parse_cases_bytes(read_bytes_or_fail(p), str(p))
 
 
 def read_parquet_cases(path: Path) -> list[AuditCase]:
@@ -243,6 +239,13 @@ def read_parquet_cases(path: Path) -> list[AuditCase]:
     except parquet.ParquetFormatError as exc:
         raise CaseFormatError(str(exc)) from None
     return out
+
+
+def read_bytes_or_fail(path: Path) -> bytes:
+    try:
+        return read_input_bytes(path, "cases file")
+    except InputError as exc:
+        raise CaseFormatError(str(exc)) from None
 
 
 def parse_cases_bytes(data: bytes, origin: str) -> list[AuditCase]:
