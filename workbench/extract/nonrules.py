@@ -95,15 +95,17 @@ def non_rule_reason(source: str, rule: Rule) -> str | None:
         return "enumeration"
     if _SCOPE.search(quote) and not _DEONTIC.search(quote):
         return "scope"
-    item = _ITEM.sub("", line).strip()
-    if _ITEM.match(line) and not _DEONTIC.search(line) and _SCOPE.search(_lead_in(source, line_start)):
+    if not _ITEM.match(line):
+        return None
+    lead = _lead_in(source, line_start)  # what the list item hangs under
+    if not _DEONTIC.search(line) and _SCOPE.search(lead):
         return "scope"
     # Attributes are noun phrases; an item written as a sentence ("Each extra bag is 50
     # dollars.") may well be a rule.
-    if _ITEM.match(line) and not _NORMATIVE.search(line) and not _is_sentence(item):
-        lead = _lead_in(source, line_start)
-        if lead.rstrip().endswith(":") and not _NORMATIVE.search(lead):
-            return "description item"
+    item = _ITEM.sub("", line).strip()
+    if (not _NORMATIVE.search(line) and not _is_sentence(item)
+            and lead.rstrip().endswith(":") and not _NORMATIVE.search(lead)):
+        return "description item"
     return None
 
 
