@@ -31,6 +31,7 @@ from store.session import retry_conflicts, where_given, write_session
 from workbench.audit.cases import AuditCase, case_from_dict
 from workbench.audit.trace import AuditTrace, TraceFormatError, case_and_strategy, latest_per_case
 from workbench.audit.trace_file import encode_trace
+from workbench.inputs import dumps_utf8
 from workbench.llm.errors import bound_message
 from workbench.roles import COMMAND_LINE, Actor, require
 
@@ -50,7 +51,7 @@ def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase],
                 for r in session.exec(select(CaseRow).where(CaseRow.dataset == dataset)).all()
             }
             for case in chosen:
-                payload = json.dumps(case.to_dict(), ensure_ascii=False)
+                payload = dumps_utf8(case.to_dict())  # SQLite holds UTF-8 only
                 row = existing.get(case.id)
                 if row is None:
                     row = CaseRow(dataset=dataset, case_id=case.id)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from store import audit_repo
 from store.audit_repo import StoreSink, run_traces
 from tests.audit_data import AUDIT_FIXTURES, DEMO, merchant_cases, merchant_index
 from workbench.audit import AuditOptions, load_cases, run_audit
@@ -161,6 +163,13 @@ def test_a_trace_holding_a_lone_surrogate_is_stored_and_read_back(engine):
     assert problems == [] and [t.to_dict() for t in sink.traces()] == [trace.to_dict()]
     sink.write(trace)  # the same trace again is recognised as stored
     assert len(run_traces(engine, "ds")) == 1
+
+
+def test_a_case_holding_a_lone_surrogate_is_stored_and_read_back(engine, cases):
+    """A case built in code may hold one too (only the file readers refuse them)."""
+    case = replace(cases[0], model_response="reply \udc80")
+    assert audit_repo.save_cases(engine, "ds", [case]) == 1
+    assert audit_repo.load_cases(engine, "ds") == [case]
 
 
 def test_stdout_sink_streams_lines_and_holds_nothing_to_resume(index, cases):

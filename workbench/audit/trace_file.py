@@ -9,13 +9,12 @@ own (``AuditTrace.from_dict``), so a bad line costs that line only and is report
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from workbench.audit.trace import AuditTrace, TraceFormatError
-from workbench.inputs import InputError, loads_json, read_input_bytes, split_jsonl_lines
+from workbench.inputs import InputError, dumps_utf8, loads_json, read_input_bytes, split_jsonl_lines
 
 
 def json_lines(path: str | Path | None = None, *, text: str | bytes | None = None,
@@ -80,9 +79,4 @@ def read_traces(path: str | Path | None = None, *, text: str | bytes | None = No
 def encode_trace(trace: AuditTrace) -> str:
     """One JSON line. Text that is not valid Unicode (a lone surrogate from a case built in
     code) is written as a JSON escape instead of crashing the UTF-8 file write."""
-    line = json.dumps(trace.to_dict(), ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(trace.to_dict(), ensure_ascii=True)
-    return line
+    return dumps_utf8(trace.to_dict())

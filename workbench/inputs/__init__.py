@@ -16,7 +16,7 @@ from workbench.inputs.decode import (
     read_input_text,
     split_jsonl_lines,
 )
-from workbench.inputs.jsonio import MAX_JSON_DEPTH, iter_jsonl, loads_json, read_json
+from workbench.inputs.jsonio import MAX_JSON_DEPTH, dumps_utf8, iter_jsonl, loads_json, read_json
 from workbench.inputs.yamlio import MAX_YAML_NODES, BoundedSafeLoader, load_yaml
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "BoundedSafeLoader",
     "InputError",
     "decode_text",
+    "dumps_utf8",
     "iter_jsonl",
     "load_yaml",
     "loads_json",

@@ -124,6 +124,18 @@ def read_json(path: str | Path, what: str = "JSON file", max_bytes: int = MAX_IN
     return loads_json(read_input_text(path, what, max_bytes), str(path))
 
 
+def dumps_utf8(value: Any) -> str:
+    """``value`` as JSON text that can be written as UTF-8 (a file line, a SQLite column):
+    characters as they are, unless text that is not valid Unicode (a lone surrogate, which
+    ``loads_json(..., allow_surrogates=True)`` keeps) needs the ``\\uXXXX`` escapes."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True)
+    return text
+
+
 def iter_jsonl(text: str, origin: str) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line; the first bad line raises InputError."""
     for number, line in enumerate(split_jsonl_lines(text), 1):
