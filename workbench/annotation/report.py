@@ -23,6 +23,7 @@ agreement (model labels against the resolved human label of reviewed items).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -397,7 +398,7 @@ def dataset_report(skills: Iterable[SkillGraph], labels: Iterable[Label],
     labels = list(labels)
     adjudications = list(adjudications)
     if confirm is not None:
-        confirm = _remembered(confirm)  # a pair matched per SKILL and pooled is asked once
+        confirm = functools.cache(confirm)  # a pair matched per SKILL and pooled is asked once
     rows: list[SkillRow] = []
     pairs: list[PairRow] = []
     inventories: list[tuple[list, list[ReferenceEntry]]] = []
@@ -427,17 +428,6 @@ def dataset_report(skills: Iterable[SkillGraph], labels: Iterable[Label],
     }
     return DatasetReport(tuple(rows), pooled, tuple(pairs), task_agreement(labels),
                          judge_human, settings)
-
-
-def _remembered(confirm: Confirm) -> Confirm:
-    answers: dict[tuple[str, str], bool] = {}
-
-    def ask(extracted: str, reference: str) -> bool:
-        if (extracted, reference) not in answers:
-            answers[(extracted, reference)] = confirm(extracted, reference)
-        return answers[(extracted, reference)]
-
-    return ask
 
 
 # -- exports ---------------------------------------------------------------------------
