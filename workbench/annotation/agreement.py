@@ -66,11 +66,7 @@ def label_table(rows: Iterable[Row]) -> LabelTable:
 
 
 def _annotators(table: LabelTable) -> list[Hashable]:
-    seen: dict[Hashable, None] = {}
-    for labels in table.values():
-        for annotator in labels:
-            seen.setdefault(annotator, None)
-    return list(seen)
+    return list(dict.fromkeys(annotator for labels in table.values() for annotator in labels))
 
 
 def _table(rows: Iterable[Row] | LabelTable) -> LabelTable:
