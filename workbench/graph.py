@@ -19,33 +19,27 @@ from workbench.rule_graph import *  # noqa: F403
 from workbench.rule_graph import FORMAT, Edge, IndexValidationError, Problem, Rule, SkillGraph, by_unique_key
 
 
+def _known(**optional: object) -> dict:
+    """The optional fields that are known (not "" or None): written only then, so older
+    files round-trip unchanged."""
+    return {key: value for key, value in optional.items() if value is not None and value != ""}
+
+
 def _rule_dict(r: Rule) -> dict:
-    d = {
+    return {
         "id": r.id,
         "condition": r.condition,
         "action": r.action,
         "modality": r.modality,
         "spans": [{"start": sp.start, "end": sp.end} for sp in r.spans],
+        **_known(provenance=r.provenance, confidence=r.confidence),
     }
-    # Optional fields are written only when known, so older files round-trip unchanged.
-    if r.provenance:
-        d["provenance"] = r.provenance
-    if r.confidence is not None:
-        d["confidence"] = r.confidence
-    return d
 
 
 def _edge_dict(e: Edge) -> dict:
-    d: dict = {"source": e.source, "target": e.target, "type": e.type}
-    if e.provenance:
-        d["provenance"] = e.provenance
-    if e.confidence is not None:
-        d["confidence"] = e.confidence
-    if e.evidence is not None:
-        d["evidence"] = {"start": e.evidence.start, "end": e.evidence.end}
-    if e.note:
-        d["note"] = e.note
-    return d
+    evidence = None if e.evidence is None else {"start": e.evidence.start, "end": e.evidence.end}
+    return {"source": e.source, "target": e.target, "type": e.type,
+            **_known(provenance=e.provenance, confidence=e.confidence, evidence=evidence, note=e.note)}
 
 
 class PolicyIndex:

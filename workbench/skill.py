@@ -197,24 +197,29 @@ def split_long_blocks(blocks: list[Block], max_tokens: int) -> list[Block]:
         if count_tokens(block.text) <= max_tokens:
             out.append(block)
             continue
-        pieces = _paragraph_offsets(block.text)
-        cur_start, cur_tokens = pieces[0][0], 0
-        for p_start, p_end in pieces:
-            t = count_tokens(block.text[p_start:p_end])
-            if cur_tokens and cur_tokens + t > max_tokens:
-                out.append(_sub_block(block, cur_start, p_start, len(out)))
-                cur_start, cur_tokens = p_start, 0
-            cur_tokens += t
-        out.append(_sub_block(block, cur_start, len(block.text), len(out)))
+        for a, b in pack_ranges(block.text, _paragraph_offsets(block.text), max_tokens):
+            out.append(Block(block.index, block.heading, block.level, block.start + a, block.start + b,
+                             block.text[a:b]))
     return [Block(i, b.heading, b.level, b.start, b.end, b.text) for i, b in enumerate(out)]
+
+
+def pack_ranges(text: str, pieces: list[tuple[int, int]], max_tokens: int) -> list[tuple[int, int]]:
+    """Consecutive ``pieces`` (``(start, end)`` into ``text``, at least one) joined into ranges
+    of at most ``max_tokens`` tokens, in order and without gaps; a piece over the limit is a
+    range of its own."""
+    out: list[tuple[int, int]] = []
+    cur_start, cur_tokens = pieces[0][0], 0
+    for a, b in pieces:
+        t = count_tokens(text[a:b])
+        if cur_tokens and cur_tokens + t > max_tokens:
+            out.append((cur_start, a))
+            cur_start, cur_tokens = a, 0
+        cur_tokens += t
+    out.append((cur_start, pieces[-1][1]))
+    return out
 
 
 def _paragraph_offsets(text: str) -> list[tuple[int, int]]:
     bounds = [m.end() for m in re.finditer(r"\n[ \t]*\n", text)]
     edges = [0, *bounds, len(text)]
     return [(a, b) for a, b in zip(edges, edges[1:], strict=False) if b > a]
-
-
-def _sub_block(block: Block, rel_start: int, rel_end: int, index: int) -> Block:
-    start, end = block.start + rel_start, block.start + rel_end
-    return Block(index, block.heading, block.level, start, end, block.text[rel_start:rel_end])

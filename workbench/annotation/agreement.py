@@ -66,16 +66,17 @@ def label_table(rows: Iterable[Row]) -> LabelTable:
 
 
 def _annotators(table: LabelTable) -> list[Hashable]:
-    seen: dict[Hashable, None] = {}
-    for labels in table.values():
-        for annotator in labels:
-            seen.setdefault(annotator, None)
-    return list(seen)
+    return list(dict.fromkeys(annotator for labels in table.values() for annotator in labels))
 
 
 def _table(rows: Iterable[Row] | LabelTable) -> LabelTable:
     # Accept an already-built table so agreement_report builds it once.
     return rows if isinstance(rows, dict) else label_table(rows)
+
+
+def _pairable(rows: Iterable[Row] | LabelTable) -> list[tuple[int, Counter]]:
+    """``(m, label count per category)`` of every item with ``m >= 2`` labels."""
+    return [(len(labels), Counter(labels.values())) for labels in _table(rows).values() if len(labels) >= 2]
 
 
 def percent_agreement(rows: Iterable[Row]) -> float | None:
@@ -85,14 +86,8 @@ def percent_agreement(rows: Iterable[Row]) -> float | None:
     ``m`` labels of which ``n_c`` are category ``c`` agrees on ``sum n_c (n_c - 1)`` of its
     ``m (m - 1)`` ordered pairs. ``None`` when no item has two labels.
     """
-    table = _table(rows)
-    shares = []
-    for labels in table.values():
-        m = len(labels)
-        if m < 2:
-            continue
-        counts = Counter(labels.values())
-        shares.append(Fraction(sum(n * (n - 1) for n in counts.values()), m * (m - 1)))
+    shares = [Fraction(sum(n * (n - 1) for n in counts.values()), m * (m - 1))
+              for m, counts in _pairable(rows)]
     if not shares:
         return None
     return float(sum(shares) / len(shares))
@@ -176,15 +171,10 @@ def krippendorff_alpha(rows: Iterable[Row]) -> float | None:
     category only, expected disagreement ``D_e`` is 0 and so is observed ``D_o``; alpha is
     then defined as 1.0 (perfect agreement) instead of 0/0.
     """
-    table = _table(rows)
     category_totals: Counter = Counter()
     # Disagreeing ordered pairs grouped by item size m, divided by (m - 1) once per group.
     disagreements_by_size: Counter = Counter()
-    for labels in table.values():
-        m = len(labels)
-        if m < 2:
-            continue
-        counts = Counter(labels.values())
+    for m, counts in _pairable(rows):
         category_totals.update(counts)
         disagreements_by_size[m] += m * m - sum(n * n for n in counts.values())
     n = sum(category_totals.values())

@@ -26,7 +26,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -145,10 +145,7 @@ class InventoryAgreement:
             "recall": self.recall,
             "f1": self.f1,
             "threshold": self.threshold,
-            "pairs": [
-                {"extracted": p.extracted, "reference": p.reference, "similarity": p.similarity}
-                for p in self.pairs
-            ],
+            "pairs": [asdict(p) for p in self.pairs],
         }
 
 
@@ -181,6 +178,13 @@ def match_by_similarity(similarity: np.ndarray, threshold: float) -> InventoryAg
             for i, j in zip(rows, cols, strict=True)
             if allowed[i, j]
         ]
+    return _agreement(pairs, n_extracted, n_reference, threshold)
+
+
+def _agreement(pairs: list[MatchedPair], n_extracted: int, n_reference: int,
+               threshold: float) -> InventoryAgreement:
+    """The agreement of ``pairs`` (in extracted-index order); every index no pair names is
+    unmatched."""
     matched_e = {p.extracted for p in pairs}
     matched_r = {p.reference for p in pairs}
     return InventoryAgreement(
@@ -214,24 +218,13 @@ def match_pooled(groups: Sequence[tuple[Sequence[object], Sequence[object]]], *,
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold {threshold!r} must be in (0, 1]")
     pairs: list[MatchedPair] = []
-    unmatched_e: list[int] = []
-    unmatched_r: list[int] = []
     offset_e = offset_r = 0
     for extracted, reference in groups:
         one = match_inventories(extracted, reference, similarity=similarity, threshold=threshold)
         pairs += [MatchedPair(p.extracted + offset_e, p.reference + offset_r, p.similarity)
                   for p in one.pairs]
-        unmatched_e += [i + offset_e for i in one.unmatched_extracted]
-        unmatched_r += [j + offset_r for j in one.unmatched_reference]
         offset_e, offset_r = offset_e + len(extracted), offset_r + len(reference)
-    return InventoryAgreement(
-        pairs=tuple(pairs),
-        n_extracted=offset_e,
-        n_reference=offset_r,
-        unmatched_extracted=tuple(unmatched_e),
-        unmatched_reference=tuple(unmatched_r),
-        threshold=threshold,
-    )
+    return _agreement(pairs, offset_e, offset_r, threshold)
 
 
 def match_inventories(extracted: Sequence[object], reference: Sequence[object], *,

@@ -23,6 +23,7 @@ agreement (model labels against the resolved human label of reviewed items).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -201,6 +202,14 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
+def _scores(matched: int, n_extracted: int, n_reference: int) -> dict:
+    """``matched``, ``precision``, ``recall`` and ``f1`` of a row; no precision without
+    references (rules nobody wrote references for say nothing about extraction quality)."""
+    precision = _ratio(matched, n_extracted) if n_reference else None
+    recall = _ratio(matched, n_reference)
+    return {"matched": matched, "precision": precision, "recall": recall, "f1": f1_of(precision, recall)}
+
+
 def _skill_row(skill: SkillGraph, labels: list[Label], adjudications: list[Adjudication], *,
                similarity: Similarity, threshold: float, annotators: Sequence[str] | None,
                min_annotators: int, confirm: Confirm | None,
@@ -221,16 +230,11 @@ def _skill_row(skill: SkillGraph, labels: list[Label], adjudications: list[Adjud
     items = rule_items(skill)
     correctness = rule_correctness_rate(labels, adjudications, items=list(items),
                                         min_annotators=min_annotators)
-    precision = _ratio(matched, len(rules)) if references else None
-    recall = _ratio(matched, len(references))
     row = SkillRow(
         skill=skill.name,
         n_extracted=len(rules),
         n_reference=len(references),
-        matched=matched,
-        precision=precision,
-        recall=recall,
-        f1=f1_of(precision, recall),
+        **_scores(matched, len(rules), len(references)),
         correct=correctness.correct,
         incorrect=correctness.incorrect,
         unresolved=correctness.unresolved,
@@ -257,25 +261,18 @@ def _pooled_inventory_match(row: SkillRow, inventories: Sequence[tuple[list, lis
         rule, entry = extracted[pair.extracted], references[pair.reference]
         confirmed = confirm(rule_statement(rule), rule_statement(entry.rule)) if confirm is not None else None
         matched += confirmed is not False
-    precision = _ratio(matched, len(extracted))
-    recall = _ratio(matched, len(references))
-    return replace(row, matched=matched, precision=precision, recall=recall, f1=f1_of(precision, recall))
+    return replace(row, **_scores(matched, len(extracted), len(references)))
 
 
 def _pooled(rows: Sequence[SkillRow]) -> SkillRow:
     compared = [r for r in rows if r.n_reference]
-    matched = sum(r.matched for r in compared)
-    precision = _ratio(matched, sum(r.n_extracted for r in compared))
-    recall = _ratio(matched, sum(r.n_reference for r in compared))
     correct, incorrect = sum(r.correct for r in rows), sum(r.incorrect for r in rows)
     return SkillRow(
         skill="pooled",
         n_extracted=sum(r.n_extracted for r in rows),
         n_reference=sum(r.n_reference for r in rows),
-        matched=matched,
-        precision=precision,
-        recall=recall,
-        f1=f1_of(precision, recall),
+        **_scores(sum(r.matched for r in compared), sum(r.n_extracted for r in compared),
+                  sum(r.n_reference for r in compared)),
         correct=correct,
         incorrect=incorrect,
         unresolved=sum(r.unresolved for r in rows),
@@ -397,7 +394,7 @@ def dataset_report(skills: Iterable[SkillGraph], labels: Iterable[Label],
     labels = list(labels)
     adjudications = list(adjudications)
     if confirm is not None:
-        confirm = _remembered(confirm)  # a pair matched per SKILL and pooled is asked once
+        confirm = functools.cache(confirm)  # a pair matched per SKILL and pooled is asked once
     rows: list[SkillRow] = []
     pairs: list[PairRow] = []
     inventories: list[tuple[list, list[ReferenceEntry]]] = []
@@ -427,17 +424,6 @@ def dataset_report(skills: Iterable[SkillGraph], labels: Iterable[Label],
     }
     return DatasetReport(tuple(rows), pooled, tuple(pairs), task_agreement(labels),
                          judge_human, settings)
-
-
-def _remembered(confirm: Confirm) -> Confirm:
-    answers: dict[tuple[str, str], bool] = {}
-
-    def ask(extracted: str, reference: str) -> bool:
-        if (extracted, reference) not in answers:
-            answers[(extracted, reference)] = confirm(extracted, reference)
-        return answers[(extracted, reference)]
-
-    return ask
 
 
 # -- exports ---------------------------------------------------------------------------

@@ -124,10 +124,6 @@ def read_labels_csv(path: Path) -> list[tuple[str, str, str | None]]:
     return rows
 
 
-def _format(value: float | None) -> str:
-    return "null" if value is None else f"{value:.4f}"
-
-
 def run_agreement(args: argparse.Namespace) -> int:
     from workbench.annotation.agreement import agreement_report
 
@@ -144,8 +140,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     )
     for key, reason in _NOT_APPLICABLE.items():
         value = report[key]
-        suffix = f"  ({reason})" if value is None else ""
-        print(f"{key}: {_format(value)}{suffix}")
+        print(f"{key}: " + (f"null  ({reason})" if value is None else f"{value:.4f}"))
     return 0
 
 

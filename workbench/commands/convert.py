@@ -49,8 +49,7 @@ def _convert(args) -> int:
                 n = parquet.write_traces(traces, args.target)
             else:
                 with open(args.target, "w", encoding="utf-8") as out:
-                    for t in traces:
-                        out.write(encode_trace(t) + "\n")
+                    out.writelines(encode_trace(t) + "\n" for t in traces)
                 n = len(traces)
     except OSError as exc:
         raise CliError(str(exc)) from None

@@ -73,11 +73,16 @@ def register(subparsers: Any) -> None:
     s.add_argument("--figure", default=None, help="also write the coverage figure as HTML here")
 
 
-def _write(result: dict[str, Any], out: str | None, default_name: str) -> Path:
-    path = Path(out) if out else evaluations_dir() / default_name
+def _write(result: dict[str, Any], args, default_name: str, figure: Any) -> int:
+    """Write ``result`` to ``--out`` (default: the evaluations folder) and, with ``--figure``,
+    ``figure(result)`` as standalone HTML; the command's exit status."""
+    path = Path(args.out) if args.out else evaluations_dir() / default_name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1), encoding="utf-8")
-    return path
+    print(f"wrote {path}", file=sys.stderr)
+    if args.figure:
+        figure(result).write_html(args.figure, include_plotlyjs=True)
+    return 0
 
 
 def _progress(*parts: Any) -> None:
@@ -108,11 +113,7 @@ def _retrieval(args) -> int:
                        "coverage needs them (see `workbench import-complibench`)")
     print(format_curve(curve))
     result = {"kind": "retrieval", **curve.as_dict()}
-    path = _write(result, args.out, f"retrieval-{dataset}.json")
-    print(f"wrote {path}", file=sys.stderr)
-    if args.figure:
-        curve_figure(result).write_html(args.figure, include_plotlyjs=True)
-    return 0
+    return _write(result, args, f"retrieval-{dataset}.json", curve_figure)
 
 
 def _length_sweep(args) -> int:
@@ -143,8 +144,4 @@ def _length_sweep(args) -> int:
     print(format_sweep(rows))
     result = {"kind": "length-sweep", "dataset": Path(args.dir).name,
               "foreign": [f.name for f in foreign], "rows": [asdict(r) for r in rows]}
-    path = _write(result, args.out, f"length-sweep-{Path(args.dir).name}.json")
-    print(f"wrote {path}", file=sys.stderr)
-    if args.figure:
-        sweep_figure(result).write_html(args.figure, include_plotlyjs=True)
-    return 0
+    return _write(result, args, f"length-sweep-{Path(args.dir).name}.json", sweep_figure)

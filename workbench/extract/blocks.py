@@ -15,7 +15,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from workbench.skill import Block, SkillDoc
+from workbench.skill import Block, SkillDoc, pack_ranges
 from workbench.tokens import count_tokens
 
 SLUG_MAX = 32
@@ -51,8 +51,7 @@ class PlannedBlock:
         lines = self.text.strip().splitlines()
         if lines and self.heading is not None and lines[0].lstrip().startswith("#"):
             lines = lines[1:]
-        body = lines
-        return not any(ch.isalnum() for ch in "".join(body))
+        return not any(ch.isalnum() for ch in "".join(lines))
 
     def digest(self) -> str:
         """What the extractor sees of this block: section label and text."""
@@ -121,16 +120,7 @@ def split_range(text: str, start: int, end: int, max_tokens: int) -> list[tuple[
             break
     else:
         return [(start, end)]  # one unbreakable word: nothing sensible to cut
-    pieces = list(zip([start, *cuts], [*cuts, end], strict=True))
-    out: list[tuple[int, int]] = []
-    cur_start, cur_tokens = pieces[0][0], 0
-    for a, b in pieces:
-        t = count_tokens(text[a:b])
-        if cur_tokens and cur_tokens + t > max_tokens:
-            out.append((cur_start, a))
-            cur_start, cur_tokens = a, 0
-        cur_tokens += t
-    out.append((cur_start, end))
+    out = pack_ranges(text, list(zip([start, *cuts], [*cuts, end], strict=True)), max_tokens)
     # A piece still over the limit is one oversized paragraph/line: cut it at finer bounds.
     result: list[tuple[int, int]] = []
     for a, b in out:

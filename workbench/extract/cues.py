@@ -34,7 +34,7 @@ to confirm and otherwise wait as proposals for an author.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from workbench.extract.fusion import content_words, rule_words
@@ -113,6 +113,17 @@ def _text(doc: SkillDoc, p: _Placed) -> str:
     return " ".join(doc.source[s.start : s.end] for s in p.rule.spans)
 
 
+def _with_parents(doc: SkillDoc) -> Iterator[tuple[Block, Block | None]]:
+    """Each block with the nearest headed block above it at a higher level (None: none)."""
+    parents: list[Block] = []
+    for block in doc.blocks:
+        while parents and parents[-1].level >= block.level:
+            parents.pop()
+        yield block, parents[-1] if parents else None
+        if block.heading is not None:
+            parents.append(block)
+
+
 # -- procedure ----------------------------------------------------------------------------
 def _numbered_lists(block: Block) -> list[list[tuple[int, int]]]:
     """Absolute ``(start, end)`` of the items of each numbered list in a block: items at one
@@ -146,15 +157,18 @@ def _list_end(text: str, last_item: int) -> int:
     return m.start() if m else len(text)
 
 
-def _chain(steps: list[list[_Placed]], evidence: list[Span], kind: str, confidence: float,
-           direct: bool, note: str) -> list[EdgeCandidate]:
+def _chain(placed: list[_Placed], ranges: list[tuple[int, int]], confidence: float,
+           note: str) -> list[EdgeCandidate]:
+    """Every rule of step *n* (the rules starting in ``ranges[n]``) requires those of *n-1*."""
+    steps = [_inside(placed, a, b) for a, b in ranges]
     out = []
     for n in range(1, len(steps)):
+        a, b = ranges[n]
         for later in steps[n]:
             for earlier in steps[n - 1]:
                 if later.rule.id != earlier.rule.id:
-                    out.append(EdgeCandidate(later.rule.id, earlier.rule.id, kind, confidence,
-                                             evidence[n], direct, f"{note} {n + 1} after {n}"))
+                    out.append(EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", confidence,
+                                             Span(a, min(b, a + 4)), True, f"{note} {n + 1} after {n}"))
     return out
 
 
@@ -195,28 +209,17 @@ def procedure_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandi
     out: list[EdgeCandidate] = []
     for block in doc.blocks:
         for items in _numbered_lists(block):
-            steps = [_inside(placed, a, b) for a, b in items]
-            evidence = [Span(a, min(b, a + 4)) for a, b in items]
-            out.extend(_chain(steps, evidence, "procedure", 0.9, True, "numbered step"))
-        if paragraphs := _step_paragraphs(block):
-            steps = [_inside(placed, a, b) for a, b in paragraphs]
-            evidence = [Span(a, min(b, a + 4)) for a, b in paragraphs]
-            out.extend(_chain(steps, evidence, "procedure", 0.85, True, "step"))
+            out.extend(_chain(placed, items, 0.9, "numbered step"))
+        out.extend(_chain(placed, _step_paragraphs(block), 0.85, "step"))
     # Numbered sibling headings (``## Step 1``, ``### Phase 2 - ...``) under one parent; bare
     # numbers (``### 2. Verify``) only under a procedure-like parent, since numbered sections
     # of a policy ("7. Returns", "8. Refunds") are not steps.
     by_parent: dict[int, list[tuple[int, Block]]] = {}
-    parents: list[Block] = []
-    for block in doc.blocks:
-        while parents and parents[-1].level >= block.level:
-            parents.pop()
+    for block, parent in _with_parents(doc):
         m = _STEP_HEADING.match(block.heading) if block.heading else None
-        parent = parents[-1] if parents else None
         procedural = parent is not None and _PROCEDURE_HEADING.search(parent.heading or "")
         if m and (m.group(1) or procedural):
             by_parent.setdefault(parent.index if parent else -1, []).append((_step_number(m.group(2)), block))
-        if block.heading is not None:
-            parents.append(block)
     for seq in by_parent.values():
         run: list[tuple[int, Block]] = []
         for number, block in seq:
@@ -358,11 +361,7 @@ def heading_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandida
     A sub-section titled as exceptions or conditions qualifies its parent instead: the
     parent's rules require the sub-section's rules (judging them needs the exceptions)."""
     out = []
-    parents: list[Block] = []
-    for block in doc.blocks:
-        while parents and parents[-1].level >= block.level:
-            parents.pop()
-        parent = parents[-1] if parents else None
+    for block, parent in _with_parents(doc):
         # Under the document's title every section is "nested": that says nothing.
         if parent is not None and parent.level >= 2 and block.heading:
             owners = _inside(placed, parent.start, parent.end)
@@ -378,8 +377,6 @@ def heading_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandida
                            for c in subs)
         elif block.heading and _NESTED_HEADING.search(block.heading):
             out.extend(_conditions_section(doc, placed, block))
-        if block.heading is not None:
-            parents.append(block)
     return out
 
 

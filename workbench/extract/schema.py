@@ -81,9 +81,6 @@ class LocalRule:
     # (workbench.extract.units.obligation_word), kept so a small model cannot drop it.
     provenance: str = "model"
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass
 class BlockExtraction:
@@ -98,7 +95,7 @@ class BlockExtraction:
 
     def to_dict(self) -> dict:
         return {
-            "rules": [r.to_dict() for r in self.rules],
+            "rules": [asdict(r) for r in self.rules],
             "edges": [list(e) for e in self.edges],
             "problems": list(self.problems),
             "pieces": [list(p) for p in self.pieces],

@@ -69,7 +69,9 @@ def _norm_quote(quote: str) -> str:
     return text.strip(_EDGE_PUNCT)
 
 
-def _find_normalised(quote: str, text: str, norm: tuple[str, list[int]]) -> tuple[int, int] | None:
+def _find_normalised(quote: str, norm: tuple[str, list[int]]) -> tuple[int, int] | None:
+    """Where ``quote`` stands in the text whose :func:`_normalise` is ``norm`` (original
+    offsets), or None."""
     needle = _norm_quote(quote)
     if len(needle) < MIN_QUOTE_CHARS:
         return None
@@ -77,8 +79,7 @@ def _find_normalised(quote: str, text: str, norm: tuple[str, list[int]]) -> tupl
     k = hay.find(needle)
     if k < 0:
         return None
-    start, end = where[k], where[k + len(needle) - 1] + 1
-    return start, end
+    return where[k], where[k + len(needle) - 1] + 1
 
 
 def locate(quote: str, text: str) -> Located | None:
@@ -94,12 +95,9 @@ def locate(quote: str, text: str) -> Located | None:
     if k >= 0:
         return Located(((k, k + len(q)),), "exact")
     norm = _normalise(text)
-    found = _find_normalised(q, text, norm)
-    if found:
-        return Located((found,), "normalised")
     label = _LABEL.match(q)
-    if label:
-        found = _find_normalised(label.group(1), text, norm)
+    for candidate in (q, label.group(1)) if label else (q,):
+        found = _find_normalised(candidate, norm)
         if found:
             return Located((found,), "normalised")
     parts = [p for p in _ELLIPSIS.split(q) if p.strip()]
@@ -107,7 +105,7 @@ def locate(quote: str, text: str) -> Located | None:
         spans: list[tuple[int, int]] = []
         offset = 0
         for part in parts:
-            sub = _find_normalised(part, text[offset:], _normalise(text[offset:]))
+            sub = _find_normalised(part, _normalise(text[offset:]))
             if sub is None:
                 return None
             spans.append((sub[0] + offset, sub[1] + offset))

@@ -12,7 +12,6 @@ keeps them in the workbench database.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -20,11 +19,12 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from workbench.llm.cache import request_key
+
 
 def step_key(kind: str, **parts: Any) -> str:
-    """The sha256 of ``kind`` and ``parts`` in canonical JSON."""
-    payload = json.dumps({"kind": kind, **parts}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    """The sha256 of ``kind`` and ``parts`` in canonical JSON (as a model request is keyed)."""
+    return request_key({"kind": kind, **parts})
 
 
 @runtime_checkable

@@ -75,8 +75,7 @@ def decode_text(data: bytes, origin: str, *, lenient: bool = False) -> tuple[str
     encoding = foreign_encoding(data)
     if encoding:
         raise InputError(origin, f"is encoded as {encoding}, not UTF-8", 1, RESAVE)
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM):]
+    data = data.removeprefix(_UTF8_BOM)
     nul = data.find(b"\x00")
     if nul != -1:
         raise InputError(origin, f"holds a NUL byte (byte {nul}): this is a binary file or "
@@ -106,5 +105,4 @@ def read_input_text(path: str | Path, what: str = "file", max_bytes: int = MAX_I
 def split_jsonl_lines(text: str) -> list[str]:
     """JSONL lines split at ``\\n`` only: U+2028 and friends are legal inside JSON strings,
     so ``str.splitlines`` would cut records in half."""
-    lines = text.split("\n")
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return [line.removesuffix("\r") for line in text.split("\n")]

@@ -14,6 +14,7 @@ connections. Other teams can script model answers for their own pipeline tests w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -225,15 +226,13 @@ class FakeChatServer:
                     time.sleep(action.delay_s)
                 if action.drop:
                     self.close_connection = True
-                    try:
+                    with contextlib.suppress(OSError):
                         self.connection.shutdown(2)
-                    except OSError:
-                        pass
                     return
                 self._send(action)
 
             def _send(self, action: Action) -> None:
-                try:
+                with contextlib.suppress(OSError):  # the client gave up (timeout): nothing to tell it
                     self.send_response(action.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(action.body)))
@@ -247,8 +246,6 @@ class FakeChatServer:
                         self.connection.shutdown(2)
                         return
                     self.wfile.write(action.body)
-                except OSError:
-                    pass  # the client gave up (timeout); nothing to tell it
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
@@ -278,10 +275,8 @@ class FakeChatServer:
             connections = list(self._connections)
             self._connections.clear()
         for sock in connections:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(2)
-            except OSError:
-                pass
 
     def __enter__(self) -> FakeChatServer:
         return self.start()

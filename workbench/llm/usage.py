@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,6 @@ class Usage:
     attempts: int = 1
     error: str = ""  # the ModelCallError kind when the call failed; "" when it succeeded
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class UsageTotals:
@@ -46,9 +43,6 @@ class UsageTotals:
     latency_ms: float = 0.0
     cost_usd: float = 0.0
     unpriced_calls: int = 0  # live calls whose price litellm did not know
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def summarize(usages: Iterable[Usage]) -> UsageTotals:
