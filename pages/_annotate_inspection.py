@@ -93,7 +93,6 @@ def _submit_inspection(eng: Engine, items: list[str]) -> None:
     """Form callback: one label (or, for a reviewer, one decision) per answered criterion."""
     who, state = signed_in(), st.session_state
     if who is None:
-        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was saved.")
         return
     answers = [(item, state.get(f"insp/{item}"), (state.get(f"insp_note/{item}") or "").strip())
                for item in items]
