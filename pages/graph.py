@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import identity, links
+from components import identity, links, queue_nav
 from components.edge_review import provenance_filter, review_panel
 from components.errors import show_error
 from components.graph_view import legend, provenance_legend, show_graph
@@ -181,12 +181,10 @@ if st.button("Save as new version", type="primary", key="graph_save", disabled=n
                         f"since: {stale.changes}. Switch to version {stale.latest} and make the "
                         "edit there."))
         else:
-            st.session_state["graph_saved"] = (saved.version, summary)
+            queue_nav.leave_flash("graph_saved", "success", f"Saved version {saved.version}: {summary}")
             st.session_state["graph_show_version"] = saved.version
             st.rerun()
-if "graph_saved" in st.session_state:
-    v, summary = st.session_state.pop("graph_saved")
-    st.success(md(f"Saved version {v}: {summary}"))
+queue_nav.show_flash("graph_saved")
 
 with st.expander("Edit history"):
     history = repo.edit_history(eng, name)
