@@ -12,7 +12,7 @@ from components.replay_state import policy_index
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.spans import show_source
-from components.state import engine, user_name
+from components.state import engine, model_gateway, user_name
 from store import audit_repo, edge_review, repo
 from workbench.audit import AuditOptions
 from workbench.audit.strategies import ContextOptions
@@ -240,8 +240,6 @@ else:
             may_store = identity.permitted("store audit results")
             if st.button("Re-audit these cases with the judge", key="impact_reaudit",
                          disabled=not may_store):
-                from components.state import model_gateway
-
                 latest = audit_repo.latest_traces(eng, impact_ds, strategy="cdg")
                 previous = {cid: t.violation for (cid, _), t in latest.items()}
                 ids = {c.case_id for c in changes}

@@ -14,7 +14,7 @@ from components.errors import show_error
 from components.replay_state import audit_index, policy_index
 from components.rerun_preview import plan_text, planned_calls, show_rerun_preview
 from components.safe import md
-from components.state import engine
+from components.state import engine, model_gateway
 from components.trace_view import show_steps
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
@@ -121,8 +121,6 @@ def preview(strategy: str) -> AuditTrace | None:
 
 def run(strategy: str) -> None:
     """Audit the case again as a preview (session only; see components/rerun_preview.py)."""
-    from components.state import model_gateway
-
     options = AuditOptions(keywords=keywords, judge_mode=judge_mode, keep_prompts=True)
     gateway = None if judge_mode == "none" and keywords == "lexical" else model_gateway()
     with st.spinner(f"Auditing {case.id} with {strategy} (the local model can take minutes)…"):

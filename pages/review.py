@@ -18,7 +18,7 @@ from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
 from components.replay_state import audit_index, policy_index
 from components.safe import md
-from components.state import engine, user_name
+from components.state import engine, model_gateway, user_name
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
 from store import audit_repo
@@ -119,12 +119,9 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
         done += 1
         bar.progress(min(1.0, done / total), text=md(f"{done} of {total} cases · {trace.id}"))
 
-    gateway = None
     try:
-        if keywords == "llm" or judge_mode != "none":
-            from components.state import model_gateway
-
-            gateway = model_gateway()  # shared by the app's sessions: not closed here
+        # The app's gateway, shared by its sessions: not closed here.
+        gateway = model_gateway() if keywords == "llm" or judge_mode != "none" else None
         summary = run_audit(cases, audit_index(eng), strategy, sink, gateway,
                             AuditOptions(keywords=keywords, judge_mode=judge_mode)
                             .with_context(**CONTEXT_FORMS.get(context, {})),
