@@ -23,7 +23,10 @@ from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
 from store import audit_repo
 from store import review as review_store
+from workbench.audit import AuditOptions, run_audit
 from workbench.audit.cases import CaseFormatError, parse_cases_bytes
+from workbench.audit.sinks import sink_done_keys
+from workbench.audit.strategies import CONTEXT_FORMS
 from workbench.audit.trace_file import read_traces
 from workbench.errors import WorkbenchError, is_fatal
 from workbench.glossary import gold_word, help_for
@@ -89,10 +92,6 @@ def store_uploaded_cases() -> None:
 def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_id: str,
               context: str = "") -> None:
     """Audit the dataset's cases not yet in the run, storing each trace as it finishes."""
-    from workbench.audit import AuditOptions, run_audit
-    from workbench.audit.sinks import sink_done_keys
-    from workbench.audit.strategies import CONTEXT_FORMS
-
     cases = list(audit_cache.cases(eng, dataset).values())
     if policy_index(eng) is None:
         st.error("No SKILLs in the store: import the policy index first "
@@ -154,8 +153,6 @@ def audit_panel() -> None:
     keywords = cols[2].selectbox("Keywords", values(KeywordMethod), key="rv_audit_keywords")
     judge_mode = cols[3].selectbox("Judge", values(JudgeMode), key="rv_audit_judge",
                                    help="'none' builds the contexts only (nothing to review)")
-    from workbench.audit.strategies import CONTEXT_FORMS
-
     context = st.selectbox("Context", list(CONTEXT_FORMS), key="rv_audit_context",
                            help="how cdg and its ablations seed and render rules")
     if "rv_run_id" not in st.session_state:
