@@ -123,7 +123,7 @@ with st.expander("Rules shown"):
     st.dataframe(with_rule_links(rules_frame(skill, listed), name, version=pinned),
                  hide_index=True, width="stretch", column_config=RULE_LINK_CONFIG)
 
-decided = review_panel(eng, skill, version, identity.actor(user_name()))
+decided = review_panel(eng, skill, version, identity.actor())
 if decided is not None:
     st.session_state["graph_show_version"] = decided
     st.rerun()

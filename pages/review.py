@@ -81,7 +81,7 @@ def store_uploaded_cases() -> None:
             show_error(exc, lead="Nothing was stored: ")
             return
         try:
-            n = audit_repo.save_cases(eng, name.strip(), cases, actor=identity.actor(user_name()))
+            n = audit_repo.save_cases(eng, name.strip(), cases, actor=identity.actor())
         except WorkbenchError as exc:  # roles.NotAllowed: the store checks the role too
             show_error(exc)
             return
@@ -99,7 +99,7 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
         return
     # The run's stored traces are the sink's: what it holds is what a resumed run skips.
     try:
-        sink = audit_repo.StoreSink(eng, run_id, dataset, actor=identity.actor(user_name()))
+        sink = audit_repo.StoreSink(eng, run_id, dataset, actor=identity.actor())
     except WorkbenchError as exc:  # roles.NotAllowed, before any model call
         show_error(exc)
         return
@@ -191,8 +191,7 @@ def load_panel() -> None:
         if traces:
             run = run_id.strip() or Path(upload.name).stem
             try:
-                n = audit_repo.save_traces(eng, traces, run, dataset.strip(),
-                                           actor=identity.actor(user_name()))
+                n = audit_repo.save_traces(eng, traces, run, dataset.strip(), actor=identity.actor())
             except WorkbenchError as exc:  # roles.NotAllowed: the store checks the role too
                 show_error(exc)
                 return

@@ -116,7 +116,7 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 continue
             try:
                 saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
-                                        report=report.to_dict(), actor=identity.actor(user_name()))
+                                        report=report.to_dict(), actor=identity.actor())
             except NotAllowed as exc:  # the store checks the role too
                 show_error(exc)
                 continue
@@ -173,7 +173,7 @@ with st.expander(f"Delete {chosen}"):
         identity.explain_refusal("edit graphs")
     if st.button(f"Delete {chosen}", key="skills_delete", disabled=not may_edit) and may_edit:
         try:
-            repo.delete_skill(eng, chosen, identity.actor(user_name()))
+            repo.delete_skill(eng, chosen, identity.actor())
         except NotAllowed as exc:  # the store checks the role too
             show_error(exc)
         else:
