@@ -18,7 +18,6 @@ Run: ``python bench/balanced_sample.py --cases cb/cases.jsonl --n 40 [--skills 5
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from collections import defaultdict
@@ -26,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.audit import AuditCase, load_cases  # noqa: E402
+from workbench.audit import AuditCase, dump_cases, load_cases  # noqa: E402
 
 
 def balanced_sample(cases: list[AuditCase], n: int, seed: int) -> list[AuditCase]:
@@ -82,10 +81,7 @@ def main() -> None:
         sample = skill_grouped_sample(cases, args.n, args.skills, args.seed)
     else:
         sample = balanced_sample(cases, args.n, args.seed)
-
-    with open(args.out, "w", encoding="utf-8") as fh:
-        for case in sample:
-            fh.write(json.dumps(case.to_dict(), ensure_ascii=False) + "\n")
+    dump_cases(sample, args.out)
     sessions = len({c.session for c in sample})
     print(f"{len(sample)} cases ({sum(c.label == 'negative' for c in sample)} violation, "
           f"{sum(c.label == 'positive' for c in sample)} compliant) from {sessions} conversations, "

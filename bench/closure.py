@@ -44,8 +44,7 @@ def main() -> None:
     ids = list(graph.rules)
     seed_sets = [rnd.sample(ids, rnd.randint(1, 6)) for _ in range(N_SEED_SETS)]
 
-    def ours(seeds):
-        return graph.closure(seeds)
+    ours = graph.closure
 
     def theirs(seeds):
         out = set(seeds)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import streamlit as st
 
-from workbench.glossary import help_for
+from workbench.glossary import NOT_APPLICABLE, STAT_NAMES, help_for
 
 
 def column_help(columns: Iterable[str]) -> dict:
@@ -24,8 +24,6 @@ def plain_stats(rows: list[dict]):
     """A DataFrame of statistic rows with plain column names (``n_items`` → "items", ...)
     and "–" where a statistic does not apply (instead of "None")."""
     import pandas as pd
-
-    from workbench.glossary import NOT_APPLICABLE, STAT_NAMES
 
     frame = pd.DataFrame(rows).rename(columns=STAT_NAMES)
     for col in frame.columns[frame.isna().any()]:  # only those: the rest stay numeric

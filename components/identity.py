@@ -113,17 +113,14 @@ def _sign_out() -> None:
 def sidebar() -> None:
     """Sign-in / signed-in box in the sidebar (called by app.py on every page)."""
     with st.sidebar:
-        who = current()
-        if oidc_configured():
-            if who is None:
-                st.button("Sign in", on_click=st.login, key="id_login")
-            else:
-                st.caption(md(f"Signed in as {who.name} ({who.role})"))
-                st.button("Sign out", on_click=st.logout, key="id_logout")
-            return
+        who, oidc = current(), oidc_configured()
         if who is not None:
             st.caption(md(f"Signed in as {who.name} ({who.role})"))
-            st.button("Sign out", on_click=_sign_out, key="id_signout")
+            st.button("Sign out", on_click=st.logout if oidc else _sign_out,
+                      key="id_logout" if oidc else "id_signout")
+            return
+        if oidc:
+            st.button("Sign in", on_click=st.login, key="id_login")
             return
         with st.expander("Sign in", expanded=False):
             if "id_flash" in st.session_state:

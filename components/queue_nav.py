@@ -34,7 +34,7 @@ _LEGEND_STYLE = (
 
 
 def leave_flash(flash_key: str, kind: str, text: str) -> None:
-    """Keep a message for the next run (call from a button callback)."""
+    """Keep a message for the next run (call from a button callback, or before ``st.rerun``)."""
     if kind not in _KINDS:
         raise ValueError(f"flash kind {kind!r} is unknown; use one of {', '.join(_KINDS)}")
     st.session_state[flash_key] = (kind, text)

@@ -20,7 +20,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import identity
+from components import identity, queue_nav
 from components.errors import show_error
 from components.safe import md
 from workbench.errors import WorkbenchError
@@ -69,8 +69,7 @@ def role_settings_editor(config: LlmConfig, env: Mapping[str, str] | None = None
         show_error(exc, "The settings file cannot be read: ")
         return
     base = st.session_state.setdefault(BASE_KEY, snapshot.content_hash)
-    if FLASH_KEY in st.session_state:
-        st.success(md(st.session_state.pop(FLASH_KEY)))
+    queue_nav.show_flash(FLASH_KEY)
     if base != snapshot.content_hash:
         st.warning(md(f"{path} changed since you opened these settings (another admin saved, "
                       "or it was edited by hand). Reload to see and change the current ones."))
@@ -104,8 +103,8 @@ def role_settings_editor(config: LlmConfig, env: Mapping[str, str] | None = None
         show_error(exc, "Not saved: ")
         return
     st.session_state.pop(BASE_KEY, None)  # the next run reads the file just written
-    st.session_state[FLASH_KEY] = (f"Saved {role.name}: "
-                                   + ", ".join(f"{k} = {v!r}" for k, v in changes.items()))
+    queue_nav.leave_flash(FLASH_KEY, "success", f"Saved {role.name}: "
+                          + ", ".join(f"{k} = {v!r}" for k, v in changes.items()))
     st.rerun()
 
 

@@ -32,7 +32,6 @@ def _record(eng: Engine, item: str, value: str, error_type: str | None, pos_key:
     """Button callback: store the annotator's label (or the reviewer's decision), move on."""
     who = signed_in()
     if who is None:  # signed out or switched role in another tab since the page was drawn
-        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was saved.")
         return
     note = (st.session_state.get(f"rc_note/{item}") or "").strip()
     try:

@@ -14,6 +14,7 @@ from pages._annotate_session import flash, leave_flash, signed_in
 from store import annotation as store
 from store import repo
 from store.annotation_cases import audit_result_count, inspection_cases
+from workbench.annotation.inspection import read_traces_jsonl
 from workbench.annotation.labels import (
     CDG_INSPECTION,
     CRITERIA,
@@ -24,6 +25,7 @@ from workbench.annotation.labels import (
     inspection_item,
 )
 from workbench.annotation.resolution import current_labels, visible_labels
+from workbench.inputs import InputError, decode_text
 
 
 def _load_cases(eng: Engine):
@@ -41,9 +43,6 @@ def _load_cases(eng: Engine):
             st.info("No audit results are stored yet. Upload traces as JSONL: case_id, skills, "
                     "history, response, seeds, closure, edges and verdict per line.")
             return []
-        from workbench.annotation.inspection import read_traces_jsonl
-        from workbench.inputs import InputError, decode_text
-
         try:
             text, _ = decode_text(upload.getvalue(), upload.name)
         except InputError as exc:
@@ -93,7 +92,6 @@ def _submit_inspection(eng: Engine, items: list[str]) -> None:
     """Form callback: one label (or, for a reviewer, one decision) per answered criterion."""
     who, state = signed_in(), st.session_state
     if who is None:
-        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was saved.")
         return
     answers = [(item, state.get(f"insp/{item}"), (state.get(f"insp_note/{item}") or "").strip())
                for item in items]

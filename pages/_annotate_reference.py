@@ -79,7 +79,6 @@ def reference_panel(eng: Engine, skill, who: Annotator) -> None:
 def _retract(eng: Engine, item: str, mine: list[ReferenceRule]) -> None:
     who, state = signed_in(), st.session_state
     if who is None:
-        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was saved.")
         return
     rule = mine[int(state["ref_retract_choice"])]
     store.add_label(eng, Label(item, REFERENCE_RULE, who.name, retraction_value(rule)))
@@ -87,9 +86,8 @@ def _retract(eng: Engine, item: str, mine: list[ReferenceRule]) -> None:
 
 
 def _add_reference(eng: Engine, source: str, item: str, how: str) -> None:
-    who, state = signed_in(), st.session_state
+    who, state = signed_in("added"), st.session_state
     if who is None:
-        leave_flash("error", "Sign in (sidebar) with a role that may label; nothing was added.")
         return
     try:
         if how == "Paste a quote":

@@ -25,11 +25,13 @@ def annotator_of(who: identity.Identity) -> Annotator:
     return Annotator(who.name, "reviewer" if may(who.role, "adjudicate") else "annotator")
 
 
-def signed_in() -> Annotator | None:
+def signed_in(nothing: str = "saved") -> Annotator | None:
     """The annotator of this browser session, or ``None`` when nobody who may label is
-    signed in (button callbacks check it again: a shortcut key must not get past the role)."""
+    signed in, with an error flash saying nothing was ``nothing`` (button callbacks check
+    it again: a shortcut key must not get past the role)."""
     who = identity.current()
     if who is None or not may(who.role, "label"):
+        leave_flash("error", f"Sign in (sidebar) with a role that may label; nothing was {nothing}.")
         return None
     return annotator_of(who)
 

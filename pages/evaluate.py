@@ -41,10 +41,12 @@ chosen = cols[0].multiselect("Datasets", datasets, default=datasets, key="ev_dat
 compare = cols[1].radio("Compare", list(COMPARE), horizontal=True, key="ev_compare",
                         help="each run separately, or every run's newest trace per case")
 rows: list[dict] = []
+case_list: list[dict] = []  # the per-case list below, from the same cases and traces
 for dataset in chosen:
     labels, gold_rules = gold_of(audit_repo.load_cases(eng, dataset))
     rows += metrics_rows(dataset, audit_cache.records(eng, dataset), labels or None,
                          gold_rules or None, by=COMPARE[compare])
+    case_list += case_rows(dataset, audit_cache.records(eng, dataset), labels)
 table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
 if table.empty:
     st.info("Choose at least one dataset.")
@@ -91,8 +93,4 @@ bars(["latency ms"], "Latency per case (mean, ms)", "ev_latency")
 # -- per case ------------------------------------------------------------------------------
 st.subheader("Per-case results")
 st.caption("Every stored trace of the chosen datasets; open one on Replay to see its evidence.")
-case_list: list[dict] = []
-for dataset in chosen:
-    case_labels, _ = gold_of(audit_repo.load_cases(eng, dataset))
-    case_list += case_rows(dataset, audit_cache.records(eng, dataset), case_labels)
 show_case_table(case_list, key="ev_cases")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import identity, links
+from components import identity, links, queue_nav
 from components.edge_review import provenance_filter, review_panel
 from components.errors import show_error
 from components.graph_view import legend, provenance_legend, show_graph
@@ -12,7 +12,7 @@ from components.replay_state import policy_index
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.spans import show_source
-from components.state import engine, user_name
+from components.state import engine, model_gateway, user_name
 from store import audit_repo, edge_review, repo
 from workbench.audit import AuditOptions
 from workbench.audit.strategies import ContextOptions
@@ -123,7 +123,7 @@ with st.expander("Rules shown"):
     st.dataframe(with_rule_links(rules_frame(skill, listed), name, version=pinned),
                  hide_index=True, width="stretch", column_config=RULE_LINK_CONFIG)
 
-decided = review_panel(eng, skill, version, identity.actor(user_name()))
+decided = review_panel(eng, skill, version, identity.actor())
 if decided is not None:
     st.session_state["graph_show_version"] = decided
     st.rerun()
@@ -181,12 +181,10 @@ if st.button("Save as new version", type="primary", key="graph_save", disabled=n
                         f"since: {stale.changes}. Switch to version {stale.latest} and make the "
                         "edit there."))
         else:
-            st.session_state["graph_saved"] = (saved.version, summary)
+            queue_nav.leave_flash("graph_saved", "success", f"Saved version {saved.version}: {summary}")
             st.session_state["graph_show_version"] = saved.version
             st.rerun()
-if "graph_saved" in st.session_state:
-    v, summary = st.session_state.pop("graph_saved")
-    st.success(md(f"Saved version {v}: {summary}"))
+queue_nav.show_flash("graph_saved")
 
 with st.expander("Edit history"):
     history = repo.edit_history(eng, name)
@@ -242,8 +240,6 @@ else:
             may_store = identity.permitted("store audit results")
             if st.button("Re-audit these cases with the judge", key="impact_reaudit",
                          disabled=not may_store):
-                from components.state import model_gateway
-
                 latest = audit_repo.latest_traces(eng, impact_ds, strategy="cdg")
                 previous = {cid: t.violation for (cid, _), t in latest.items()}
                 ids = {c.case_id for c in changes}

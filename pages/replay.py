@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from components import identity, links
+from components import identity, links, queue_nav
 from components.case_table import picker_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
 from components.replay_state import audit_index, policy_index
 from components.rerun_preview import plan_text, planned_calls, show_rerun_preview
 from components.safe import md
-from components.state import engine
+from components.state import engine, model_gateway
 from components.trace_view import show_steps
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
@@ -121,8 +121,6 @@ def preview(strategy: str) -> AuditTrace | None:
 
 def run(strategy: str) -> None:
     """Audit the case again as a preview (session only; see components/rerun_preview.py)."""
-    from components.state import model_gateway
-
     options = AuditOptions(keywords=keywords, judge_mode=judge_mode, keep_prompts=True)
     gateway = None if judge_mode == "none" and keywords == "lexical" else model_gateway()
     with st.spinner(f"Auditing {case.id} with {strategy} (the local model can take minutes)…"):
@@ -140,7 +138,7 @@ def store(strategy: str, new: AuditTrace) -> None:
         show_error(exc)
         return
     st.session_state.pop(preview_key(strategy), None)
-    st.session_state["replay_flash"] = f"Stored the new {strategy} result as run {run_id}."
+    queue_nav.leave_flash("replay_flash", "success", f"Stored the new {strategy} result as run {run_id}.")
     links.publish("run", None)  # show the newest trace, which is now this one
     st.rerun()
 
@@ -148,8 +146,7 @@ def store(strategy: str, new: AuditTrace) -> None:
 chosen = [strategy_a] + ([strategy_b] if strategy_b != "(none)" and strategy_b != strategy_a else [])
 with right:
     st.subheader("Verdict")
-    if "replay_flash" in st.session_state:
-        st.success(md(st.session_state.pop("replay_flash")))
+    queue_nav.show_flash("replay_flash")
     sizes = {s: len(t.closure_ids) if (t := stored(s)) is not None else 0 for s in chosen}
     st.caption(md(plan_text(chosen, keywords, judge_mode,
                             planned_calls(chosen, keywords, judge_mode, sizes))))

@@ -18,12 +18,15 @@ from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
 from components.replay_state import audit_index, policy_index
 from components.safe import md
-from components.state import engine, user_name
+from components.state import engine, model_gateway, user_name
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
 from store import audit_repo
 from store import review as review_store
+from workbench.audit import AuditOptions, run_audit
 from workbench.audit.cases import CaseFormatError, parse_cases_bytes
+from workbench.audit.sinks import sink_done_keys
+from workbench.audit.strategies import CONTEXT_FORMS
 from workbench.audit.trace_file import read_traces
 from workbench.errors import WorkbenchError, is_fatal
 from workbench.glossary import gold_word, help_for
@@ -78,7 +81,7 @@ def store_uploaded_cases() -> None:
             show_error(exc, lead="Nothing was stored: ")
             return
         try:
-            n = audit_repo.save_cases(eng, name.strip(), cases, actor=identity.actor(user_name()))
+            n = audit_repo.save_cases(eng, name.strip(), cases, actor=identity.actor())
         except WorkbenchError as exc:  # roles.NotAllowed: the store checks the role too
             show_error(exc)
             return
@@ -89,10 +92,6 @@ def store_uploaded_cases() -> None:
 def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_id: str,
               context: str = "") -> None:
     """Audit the dataset's cases not yet in the run, storing each trace as it finishes."""
-    from workbench.audit import AuditOptions, run_audit
-    from workbench.audit.sinks import sink_done_keys
-    from workbench.audit.strategies import CONTEXT_FORMS
-
     cases = list(audit_cache.cases(eng, dataset).values())
     if policy_index(eng) is None:
         st.error("No SKILLs in the store: import the policy index first "
@@ -100,7 +99,7 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
         return
     # The run's stored traces are the sink's: what it holds is what a resumed run skips.
     try:
-        sink = audit_repo.StoreSink(eng, run_id, dataset, actor=identity.actor(user_name()))
+        sink = audit_repo.StoreSink(eng, run_id, dataset, actor=identity.actor())
     except WorkbenchError as exc:  # roles.NotAllowed, before any model call
         show_error(exc)
         return
@@ -119,12 +118,9 @@ def run_batch(dataset: str, strategy: str, keywords: str, judge_mode: str, run_i
         done += 1
         bar.progress(min(1.0, done / total), text=md(f"{done} of {total} cases · {trace.id}"))
 
-    gateway = None
     try:
-        if keywords == "llm" or judge_mode != "none":
-            from components.state import model_gateway
-
-            gateway = model_gateway()  # shared by the app's sessions: not closed here
+        # The app's gateway, shared by its sessions: not closed here.
+        gateway = model_gateway() if keywords == "llm" or judge_mode != "none" else None
         summary = run_audit(cases, audit_index(eng), strategy, sink, gateway,
                             AuditOptions(keywords=keywords, judge_mode=judge_mode)
                             .with_context(**CONTEXT_FORMS.get(context, {})),
@@ -157,8 +153,6 @@ def audit_panel() -> None:
     keywords = cols[2].selectbox("Keywords", values(KeywordMethod), key="rv_audit_keywords")
     judge_mode = cols[3].selectbox("Judge", values(JudgeMode), key="rv_audit_judge",
                                    help="'none' builds the contexts only (nothing to review)")
-    from workbench.audit.strategies import CONTEXT_FORMS
-
     context = st.selectbox("Context", list(CONTEXT_FORMS), key="rv_audit_context",
                            help="how cdg and its ablations seed and render rules")
     if "rv_run_id" not in st.session_state:
@@ -197,8 +191,7 @@ def load_panel() -> None:
         if traces:
             run = run_id.strip() or Path(upload.name).stem
             try:
-                n = audit_repo.save_traces(eng, traces, run, dataset.strip(),
-                                           actor=identity.actor(user_name()))
+                n = audit_repo.save_traces(eng, traces, run, dataset.strip(), actor=identity.actor())
             except WorkbenchError as exc:  # roles.NotAllowed: the store checks the role too
                 show_error(exc)
                 return

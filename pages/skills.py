@@ -18,6 +18,9 @@ from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.state import engine, model_gateway, user_name
 from store import edge_review, repo
+from store.extraction import SqlStepStore
+from workbench.extract import SkillSourceError, extract_skill, load_sources
+from workbench.extract.blocks import plan_blocks
 from workbench.glossary import help_for
 from workbench.roles import NotAllowed
 from workbench.skill_upload import (
@@ -61,10 +64,6 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
         st.warning(md(big_job[1]))
         confirmed = st.checkbox("Extract anyway", key="skills_confirm_big")
     if uploads and may_edit and st.button("Extract", type="primary", key="skills_extract"):
-        from store.extraction import SqlStepStore
-        from workbench.extract import SkillSourceError, extract_skill, load_sources
-        from workbench.extract.blocks import plan_blocks
-
         uploaded: dict[str, str] = {}  # temp path -> the uploaded file's name, for messages
         with tempfile.TemporaryDirectory() as tmp:
             paths = []
@@ -117,7 +116,7 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 continue
             try:
                 saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
-                                        report=report.to_dict(), actor=identity.actor(user_name()))
+                                        report=report.to_dict(), actor=identity.actor())
             except NotAllowed as exc:  # the store checks the role too
                 show_error(exc)
                 continue
@@ -174,7 +173,7 @@ with st.expander(f"Delete {chosen}"):
         identity.explain_refusal("edit graphs")
     if st.button(f"Delete {chosen}", key="skills_delete", disabled=not may_edit) and may_edit:
         try:
-            repo.delete_skill(eng, chosen, identity.actor(user_name()))
+            repo.delete_skill(eng, chosen, identity.actor())
         except NotAllowed as exc:  # the store checks the role too
             show_error(exc)
         else:

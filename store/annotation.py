@@ -110,11 +110,6 @@ def _record_fields(row: AnnotationLabel | AnnotationAdjudication, record_type: t
     return {f.name: getattr(row, "item_key" if f.name == "item" else f.name) for f in fields(record_type)}
 
 
-def _label_row(label: Label) -> AnnotationLabel:
-    validate_label(label)
-    return AnnotationLabel(**_row_fields(label))
-
-
 def add_label(engine: Engine, label: Label) -> int:
     """Validate and append one label; returns its record id."""
     return add_labels(engine, [label])[0]
@@ -122,7 +117,7 @@ def add_label(engine: Engine, label: Label) -> int:
 
 def add_labels(engine: Engine, labels: Iterable[Label]) -> list[int]:
     """Validate every label, then append them all in one transaction (all or none)."""
-    return insert_all(engine, [_label_row(label) for label in labels])
+    return insert_all(engine, [AnnotationLabel(**_row_fields(lab)) for lab in map(validate_label, labels)])
 
 
 def labels_for(engine: Engine, task: str, item_key: str | None = None, *,

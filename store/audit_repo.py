@@ -44,7 +44,6 @@ def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase],
     chosen = list(cases)
 
     def write() -> int:
-        n = 0
         with write_session(engine) as session:
             existing = {
                 r.case_id: r
@@ -58,9 +57,8 @@ def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase],
                     existing[case.id] = row
                 row.session, row.label, row.payload_json = case.session, case.label, payload
                 session.add(row)
-                n += 1
             session.commit()
-        return n
+        return len(chosen)
 
     return retry_conflicts(write)
 
@@ -131,15 +129,6 @@ def save_traces(
     return retry_conflicts(write)
 
 
-def _filtered(stmt, run_ids: Sequence[str] | None, strategy: str | None, dataset: str | None,
-              case_id: str | None):
-    if run_ids is not None:
-        stmt = stmt.where(AuditResultRow.run_id.in_(list(run_ids)))
-    stmt = where_given(stmt, (AuditResultRow.strategy, strategy),
-                       (AuditResultRow.dataset, dataset), (AuditResultRow.case_id, case_id))
-    return stmt.order_by(AuditResultRow.id)
-
-
 def run_traces(
     engine: Engine,
     dataset: str | None = None,
@@ -150,11 +139,14 @@ def run_traces(
 ) -> list[tuple[str, AuditTrace]]:
     """``(run_id, trace)`` of the stored traces matching the filters, oldest first. A stored
     row that no longer reads as a trace (hand-edited, or from a foreign tool) is left out."""
-    stmt = _filtered(select(AuditResultRow.run_id, AuditResultRow.trace_json),
-                     run_ids, strategy, dataset, case_id)
+    stmt = select(AuditResultRow.run_id, AuditResultRow.trace_json)
+    if run_ids is not None:
+        stmt = stmt.where(AuditResultRow.run_id.in_(list(run_ids)))
+    stmt = where_given(stmt, (AuditResultRow.strategy, strategy),
+                       (AuditResultRow.dataset, dataset), (AuditResultRow.case_id, case_id))
     out = []
     with Session(engine) as session:
-        rows = session.exec(stmt).all()
+        rows = session.exec(stmt.order_by(AuditResultRow.id)).all()
     for run_id, text in rows:
         try:
             out.append((run_id, AuditTrace.from_dict(json.loads(text), f"stored run {run_id}")))
@@ -224,8 +216,6 @@ class StoreSink:
 
 
 def runs(engine: Engine, dataset: str | None = None) -> list[str]:
-    stmt = select(AuditResultRow.run_id).distinct()
-    if dataset is not None:
-        stmt = stmt.where(AuditResultRow.dataset == dataset)
+    stmt = where_given(select(AuditResultRow.run_id).distinct(), (AuditResultRow.dataset, dataset))
     with Session(engine) as session:
         return sorted(session.exec(stmt).all())

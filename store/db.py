@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sqlalchemy import event
+from sqlalchemy import event, inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel, create_engine
@@ -102,7 +102,6 @@ def migrate(conn) -> None:
     """
     from alembic import command
     from alembic.config import Config
-    from sqlalchemy import inspect
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))

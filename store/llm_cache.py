@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from sqlalchemy import Integer, case, cast, func
+from sqlalchemy import Integer, case, cast, delete, func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, select
@@ -109,11 +109,9 @@ class SqlResponseCache:
 
     def clear(self) -> int:
         with Session(self.engine) as session:
-            rows = session.exec(select(LlmCacheEntry)).all()
-            for row in rows:
-                session.delete(row)
+            removed = session.execute(delete(LlmCacheEntry)).rowcount
             session.commit()
-            return len(rows)
+            return removed
 
 
 class SqlUsageLog(RecordLog):

@@ -164,12 +164,13 @@ def import_index(engine: Engine, index: PolicyIndex, author: str = "import") -> 
     return [save_skill(engine, skill, author=author, note="imported") for skill in index]
 
 
+def _live(name: str):
+    """A query of the SKILL's versions that are not deleted."""
+    return select(SkillVersion).where(SkillVersion.name == name, SkillVersion.deleted == False)  # noqa: E712
+
+
 def _latest(session: Session, name: str) -> SkillVersion | None:
-    return session.exec(
-        select(SkillVersion)
-        .where(SkillVersion.name == name, SkillVersion.deleted == False)  # noqa: E712
-        .order_by(SkillVersion.version.desc())
-    ).first()
+    return session.exec(_live(name).order_by(SkillVersion.version.desc())).first()
 
 
 def skill_names(engine: Engine) -> list[str]:
@@ -182,13 +183,7 @@ def skill_names(engine: Engine) -> list[str]:
 
 def versions(engine: Engine, name: str) -> list[SkillVersion]:
     with Session(engine) as session:
-        return list(
-            session.exec(
-                select(SkillVersion)
-                .where(SkillVersion.name == name, SkillVersion.deleted == False)  # noqa: E712
-                .order_by(SkillVersion.version)
-            ).all()
-        )
+        return list(session.exec(_live(name).order_by(SkillVersion.version)).all())
 
 
 def get_version(engine: Engine, name: str, version: int | None = None) -> SkillVersion:
@@ -196,13 +191,7 @@ def get_version(engine: Engine, name: str, version: int | None = None) -> SkillV
         if version is None:
             row = _latest(session, name)
         else:
-            row = session.exec(
-                select(SkillVersion).where(
-                    SkillVersion.name == name,
-                    SkillVersion.version == version,
-                    SkillVersion.deleted == False,  # noqa: E712
-                )
-            ).first()
+            row = session.exec(_live(name).where(SkillVersion.version == version)).first()
         if row is None:
             known = ", ".join(skill_names(engine)) or "(none: import an index first)"
             what = f"{name!r} version {version}" if version else f"{name!r}"
