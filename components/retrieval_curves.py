@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from components.safe import md
 from workbench.audit.curve_figure import curve_figure, evaluations_dir, sweep_figure
 
 
@@ -21,7 +22,7 @@ def _load(folder: Path) -> list[tuple[str, dict]]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            st.warning(f"{path.name}: not readable JSON; skipped")
+            st.warning(md(f"{path.name}: not readable JSON; skipped"))
             continue
         if isinstance(data, dict) and data.get("kind") in ("retrieval", "length-sweep"):
             out.append((path.name, data))
@@ -34,11 +35,11 @@ def show_evaluations(folder: Path | None = None) -> None:
     results = _load(folder)
     st.subheader("Retrieval: gold coverage at matched budgets")
     if not results:
-        st.caption(f"No results in {folder}. Run `workbench evaluate retrieval --index I "
+        st.caption(md(f"No results in {folder}.") + " Run `workbench evaluate retrieval --index I "
                    "--cases C` or `workbench evaluate length-sweep DIR`.")
         return
     for i, (name, data) in enumerate(results):
-        with st.expander(name, expanded=i == 0):
+        with st.expander(md(name), expanded=i == 0):
             try:
                 if data["kind"] == "retrieval":
                     st.plotly_chart(curve_figure(data), key=f"ev_curve_{i}", width="stretch")
@@ -53,4 +54,4 @@ def show_evaluations(folder: Path | None = None) -> None:
                                                                  errors="ignore"),
                                  hide_index=True)
             except (KeyError, TypeError, ValueError) as exc:
-                st.warning(f"{name}: not a result of `workbench evaluate` ({type(exc).__name__})")
+                st.warning(md(f"{name}: not a result of workbench evaluate ({type(exc).__name__})"))

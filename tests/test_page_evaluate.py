@@ -94,3 +94,23 @@ def test_empty_store_says_how_to_get_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'empty.db'}")
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert "No stored audit runs yet" in at.info[0].value
+
+
+def test_result_file_names_are_text_not_markdown(tmp_path, monkeypatch):
+    """A results folder is anybody's folder: file names shown in warnings and expander
+    titles are escaped (before: `**loud**` rendered bold, a Markdown link became a link)."""
+    from components.safe import md
+
+    monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'empty.db'}")
+    folder = tmp_path / "evaluations"
+    folder.mkdir()
+    (folder / "**loud**.json").write_text("{not json", encoding="utf-8")
+    (folder / "[x](javascript:alert(1)).json").write_text(
+        json.dumps({"kind": "retrieval", "points": "not a list"}), encoding="utf-8")
+    monkeypatch.setenv("WORKBENCH_EVAL_DIR", str(folder))
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert md("**loud**.json: not readable JSON; skipped") in warnings
+    assert md("[x](javascript:alert(1)).json: not a result of workbench evaluate (ValueError)") in warnings
+    assert at.expander[0].label == md("[x](javascript:alert(1)).json")
