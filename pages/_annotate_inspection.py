@@ -9,6 +9,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components import annotation as ui
+from components.errors import show_error
 from components.safe import md
 from pages._annotate_session import flash, leave_flash, signed_in
 from store import annotation as store
@@ -46,7 +47,7 @@ def _load_cases(eng: Engine):
         try:
             text, _ = decode_text(upload.getvalue(), upload.name)
         except InputError as exc:
-            st.error(md(str(exc)))
+            show_error(exc)
             return []
         cases, errors = read_traces_jsonl(text, origin=upload.name)
     for message in errors[:5]:
