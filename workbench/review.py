@@ -113,10 +113,7 @@ def validate_decision(d: ReviewDecision) -> ReviewDecision:
 
 def current_decisions(decisions: Iterable[ReviewDecision]) -> dict[tuple[ItemKey, str], ReviewDecision]:
     """The newest decision per (item, reviewer); ``decisions`` oldest first (later wins)."""
-    out: dict[tuple[ItemKey, str], ReviewDecision] = {}
-    for d in decisions:
-        out[(d.key, d.reviewer)] = d
-    return out
+    return {(d.key, d.reviewer): d for d in decisions}
 
 
 # -- the queue ---------------------------------------------------------------------------
