@@ -274,10 +274,8 @@ def _pair_stats(pairs: list[tuple[bool, bool]]) -> tuple[float | None, float | N
     """(observed agreement, Cohen's kappa) of (judge, implied) label pairs."""
     if not pairs:
         return None, None
-    rows = []
-    for n, (judge, implied) in enumerate(pairs):
-        rows.append((n, "judge", verdict_word(judge)))
-        rows.append((n, "analyst", verdict_word(implied)))
+    rows = [(n, who, verdict_word(v)) for n, pair in enumerate(pairs)
+            for who, v in zip(("judge", "analyst"), pair, strict=True)]
     return sum(a == b for a, b in pairs) / len(pairs), cohen_kappa(rows)
 
 
