@@ -141,9 +141,10 @@ class Strategy(Protocol):
     ) -> PolicyContext: ...
 
 
-def _rule_units(
+def rule_units(
     index: AuditIndex, rules: dict[str, list[str]], style: str = "full"
 ) -> list[ContextUnit]:
+    """Each rule of ``rules`` (SKILL -> ids) as a citable unit, rendered in ``style``."""
     out = []
     for name, ids in rules.items():
         skill = index.skill(name)
@@ -165,7 +166,8 @@ def _check_budget(ctx: PolicyContext, options: ContextOptions) -> PolicyContext:
     return ctx
 
 
-def _render_rule_sets(index: AuditIndex, rules: dict[str, list[str]], style: str = "full") -> str:
+def render_rule_sets(index: AuditIndex, rules: dict[str, list[str]], style: str = "full") -> str:
+    """``rules`` (SKILL -> ids) as one text, a ``render_rules`` block per SKILL."""
     return "\n\n".join(
         part for name, ids in rules.items()
         if (part := render_rules(index.skill(name), ids, style))
@@ -265,10 +267,10 @@ class _SeededStrategy:
             rules, text, tokens = outcome.rules, outcome.text, outcome.tokens
         else:
             rules = seeds
-            text = _render_rule_sets(index, rules, style)
+            text = render_rule_sets(index, rules, style)
             tokens = count_tokens(text)
         ctx = PolicyContext(
-            text, tokens, _rule_units(index, rules, style), seeds, found.matches, rules,
+            text, tokens, rule_units(index, rules, style), seeds, found.matches, rules,
             fallback=fallback,
         )
         return _check_budget(ctx, options)
@@ -289,8 +291,8 @@ class NoKeywordsStrategy:
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
         rules = {s: list(index.skill(s).graph.rules) for s in skills}
-        text = _render_rule_sets(index, rules, options.render)
-        ctx = PolicyContext(text, count_tokens(text), _rule_units(index, rules, options.render),
+        text = render_rule_sets(index, rules, options.render)
+        ctx = PolicyContext(text, count_tokens(text), rule_units(index, rules, options.render),
                             closure=rules)
         return _check_budget(ctx, options)
 
