@@ -55,17 +55,10 @@ class AuditIndex:
         }
         # Document frequency of stems over all rules and SKILL descriptions: a word the policy
         # never uses cannot route or seed anything, and a word every rule uses says little.
-        df: Counter[str] = Counter()
-        docs = 0
-        for rw in self.rule_words.values():
-            for ss in rw.stems_of.values():
-                df.update(ss)
-                docs += 1
-        for ss in self.skill_words.values():
-            df.update(ss)
-            docs += 1
-        self.df = df
-        self.docs = max(docs, 1)
+        docs = [ss for rw in self.rule_words.values() for ss in rw.stems_of.values()]
+        docs += self.skill_words.values()
+        self.df: Counter[str] = Counter(s for ss in docs for s in ss)
+        self.docs = max(len(docs), 1)
         self._memo: dict[tuple, Any] = {}
         self._lock = threading.RLock()
 
