@@ -112,9 +112,7 @@ def coverage_curve(
     bad = [s for s in shares if not 0 < s <= 1]
     if bad:
         raise ValueError(f"budget shares must lie in (0, 1] (a share of RawSkill tokens): {bad}")
-    base = options or AuditOptions(judge_mode=JudgeMode.NONE)
-    if base.judge_mode != "none":
-        base = replace(base, judge_mode=JudgeMode.NONE)
+    base = replace(options or AuditOptions(), judge_mode=JudgeMode.NONE)
     gold_cases = [c for c in cases if c.gold_rules]
     strats = {name: get_strategy(name) for name in strategies}
     points: list[CurvePoint] = []
