@@ -104,9 +104,7 @@ class _Field:
         tfs = [Counter(d) for d in docs]
         lengths = [len(d) for d in docs]
         avg = (sum(lengths) / n) if n and sum(lengths) else 1.0
-        df: Counter[str] = Counter()
-        for c in tfs:
-            df.update(c.keys())
+        df = Counter(t for c in tfs for t in c)
         rows: dict[str, list[int]] = {}
         vals: dict[str, list[float]] = {}
         for i, c in enumerate(tfs):
