@@ -300,8 +300,7 @@ def agreement(
     pairs = [(bool(d.judge_violation), bool(d.implied_violation)) for d in current]
     out.share_confirmed, out.kappa = _pair_stats(pairs)
     for reviewer in sorted({d.reviewer for d in current}):
-        mine = [(bool(d.judge_violation), bool(d.implied_violation))
-                for d in current if d.reviewer == reviewer]
+        mine = [pair for d, pair in zip(current, pairs, strict=True) if d.reviewer == reviewer]
         share, kappa = _pair_stats(mine)
         out.per_reviewer.append({
             "reviewer": reviewer, "decisions": len(mine),
@@ -363,11 +362,9 @@ def metrics_rows(
     records = list(records)
     if by == "run":
         groups: dict[str, list[AuditTrace]] = {}
-        for run_id, t in records:
-            groups.setdefault(run_id, []).append(t)
         # A re-audit inside one run counts once: its newest trace.
-        groups = {run: [t for _r, t in latest_records((run, t) for t in ts)]
-                  for run, ts in groups.items()}
+        for run_id, t in latest_per_case(records, key=lambda r: (r[0], *case_and_strategy(r[1]))):
+            groups.setdefault(run_id, []).append(t)
     elif by == "latest":
         groups = {"latest": [t for _r, t in latest_records(records)]}
     else:
