@@ -398,8 +398,8 @@ class DenseStrategy(_RetrievalStrategy):
 class _LibraryBaseline:
     """What the LightRAG and GraphRAG strategies share: a retriever over per-SKILL indexes
     that the audit's gateway builds on first use (``retriever`` None: made on first need;
-    ``gateway`` None: one from the environment then). A subclass says how to make its
-    retriever and whether it queries with the audit keywords (``uses_keywords``)."""
+    ``gateway`` None: one from the environment then). A subclass names its retriever class
+    (imported on first need) and whether it queries with the audit keywords (``uses_keywords``)."""
 
     uses_keywords: bool
     uses_gateway = True  # indexing calls the model: get_strategy hands it the audit's gateway
@@ -411,7 +411,8 @@ class _LibraryBaseline:
     @property
     def retriever(self):
         if self._retriever is None:
-            self._retriever = self._new_retriever(self._gateway)
+            kind = self._retriever_class()
+            self._retriever = kind(kind.indexes_class(gateway=self._gateway))
         return self._retriever
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
@@ -436,11 +437,10 @@ class LightragStrategy(_LibraryBaseline):
     uses_keywords = True
 
     @staticmethod
-    def _new_retriever(gateway):
+    def _retriever_class() -> type:
         from workbench.audit.baselines.lightrag_context import LightragRetriever
-        from workbench.audit.baselines.lightrag_index import LightragIndexes
 
-        return LightragRetriever(LightragIndexes(gateway=gateway))
+        return LightragRetriever
 
 
 class GraphragStrategy(_LibraryBaseline):
@@ -457,11 +457,10 @@ class GraphragStrategy(_LibraryBaseline):
     uses_keywords = False
 
     @staticmethod
-    def _new_retriever(gateway):
+    def _retriever_class() -> type:
         from workbench.audit.baselines.graphrag_context import GraphragRetriever
-        from workbench.audit.baselines.graphrag_index import GraphragIndexes
 
-        return GraphragRetriever(GraphragIndexes(gateway=gateway))
+        return GraphragRetriever
 
 
 STRATEGIES: dict[str, type] = {
