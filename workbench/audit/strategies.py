@@ -191,13 +191,11 @@ def _scored_seeds(case, keywords, skills, index: AuditIndex, options, close: boo
 
 
 def _render_ranked(index: AuditIndex, rules: dict[str, list[str]], style: str):
-    """Text and units of rule sets from the blocks the index rendered once (same text as
-    ``render_rules``: a header per SKILL, blocks joined as that style joins them)."""
+    """Text and units of rule sets (every SKILL with rules) from the blocks the index rendered
+    once (the text ``render_rules`` gives: a header per SKILL, blocks joined as the style joins them)."""
     parts, units = [], []
     sep = "\n" if style == Render.COMPACT else "\n\n"
     for name, ids in rules.items():
-        if not ids:
-            continue
         ranked = index.ranked(name)
         blocks = ranked.blocks(style)
         parts.append(f"## SKILL: {name}\n\n" + sep.join(blocks[r] for r in ids))
