@@ -324,17 +324,11 @@ def choose_seeds(
     used = 0
     # First seed: the best-scored rule whose closure fits; if none fits, the best one anyway
     # (the target is soft: a context over it beats none; a hard budget is the caller's).
-    first = None
-    for cand in candidates:
-        _, cost, new = marginal(cand[3], ranked[cand[3]].ids[cand[2]])
-        if cost <= target:
-            first = (cand, cost, new)
-            break
-    if first is None and candidates:
-        cand = candidates[0]
-        first = (cand, *marginal(cand[3], ranked[cand[3]].ids[cand[2]])[1:])
+    fitting = (c for c in candidates if marginal(c[3], ranked[c[3]].ids[c[2]])[1] <= target)
+    first = next(fitting, candidates[0] if candidates else None)
     if first is not None:
-        (score, _, i, name), cost, new = first
+        score, _, i, name = first
+        _, cost, new = marginal(name, ranked[name].ids[i])
         take(name, ranked[name].ids[i], score, new, cost)
     # Lazy greedy: a candidate's ratio only falls as the context grows, so a popped
     # candidate whose recomputed ratio still tops the heap is the true best.
