@@ -332,9 +332,8 @@ def choose_seeds(
         take(name, ranked[name].ids[i], score, new, cost)
     # Lazy greedy: a candidate's ratio only falls as the context grows, so a popped
     # candidate whose recomputed ratio still tops the heap is the true best.
-    heap: list[tuple[float, int, float, str, str]] = []
-    for order, (score, _, i, name) in enumerate(candidates[1:]):
-        heap.append((-float("inf"), order, score, name, ranked[name].ids[i]))
+    heap = [(-float("inf"), order, score, name, ranked[name].ids[i])
+            for order, (score, _, i, name) in enumerate(candidates[1:])]
     heapq.heapify(heap)
     while heap:
         _, order, score, name, rid = heapq.heappop(heap)
