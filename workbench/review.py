@@ -217,16 +217,10 @@ def filter_queue(
     wanted = set(reasons or ())
     words = query.casefold().split()
     mine = {key for (key, who) in current_decisions(decisions) if who == reviewer}
-    out = []
-    for item in items:
-        if wanted and not wanted & set(item.reasons):
-            continue
-        if any(w not in item.search_text for w in words):
-            continue
-        if status != "all" and (item.key in mine) != (status == "reviewed by me"):
-            continue
-        out.append(item)
-    return out
+    return [item for item in items
+            if (not wanted or wanted & set(item.reasons))
+            and all(w in item.search_text for w in words)
+            and (status == "all" or (item.key in mine) == (status == "reviewed by me"))]
 
 
 # -- progress and agreement ----------------------------------------------------------------
