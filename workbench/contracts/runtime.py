@@ -323,11 +323,9 @@ class ContractRuntime:
 
     def _not_admitted(self, action: Action) -> _Decision:
         elsewhere = self.contract.phases_admitting(action)
-        best: list[Transition] | None = None
-        for phase_id in elsewhere:
-            path = self._path(self.phase, phase_id)
-            if path is not None and (best is None or len(path) < len(best)):
-                best = path
+        # The shortest route to a phase admitting the action (the first such, on a tie).
+        routes = (self._path(self.phase, phase_id) for phase_id in elsewhere)
+        best = min((r for r in routes if r is not None), key=len, default=None)
         if best:
             route = " -> ".join([self.phase] + [t.target for t in best])
             return _Decision(False, self.phase, "rejected",
