@@ -178,8 +178,7 @@ def format_table(rows: list[StrategyMetrics]) -> str:
 
 
 def aligned_lines(rows: Sequence[Sequence[str]]) -> list[str]:
-    """The rows of a plain-text table, each column as wide as its widest cell: the first
-    (the row labels) left-aligned, the others right-aligned, two spaces apart."""
+    """Plain-text table rows: columns as wide as their widest cell, the first left-aligned, the rest right."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                       for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in rows]
