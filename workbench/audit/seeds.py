@@ -59,11 +59,7 @@ def find_seeds(
     max_seeds: int = DEFAULT_MAX_SEEDS,
 ) -> SeedResult:
     """Seed rules per SKILL (``skills`` must exist in ``index``)."""
-    per_kw: list[tuple[str, list[str]]] = []
-    for kw in keywords:
-        ks = list(dict.fromkeys(stems(kw)))
-        if ks:
-            per_kw.append((kw, ks))
+    per_kw = [(kw, ks) for kw in keywords if (ks := list(dict.fromkeys(stems(kw))))]
     scored: dict[tuple[str, str], list] = {}  # (skill, rule) -> [n keywords, specificity, kws]
     for skill in skills:
         for kw, ks in per_kw:
