@@ -85,12 +85,15 @@ class AuditIndex:
 
         return self.memo(("ranked", name), lambda: RankedSkill.build(self.index[name]))
 
+    def raw_text(self, name: str) -> str:
+        """The SKILL as the RawSkill baseline shows it: its whole document, under its name."""
+        return f"[{name}] (the whole SKILL document)\n{self.index[name].source.strip()}"
+
     def raw_tokens(self, name: str) -> int:
         """Tokens of the SKILL rendered as the RawSkill baseline renders it (cached)."""
         from workbench.tokens import count_tokens
 
-        return self.memo(("raw_tokens", name), lambda: count_tokens(
-            f"[{name}] (the whole SKILL document)\n{self.index[name].source.strip()}"))
+        return self.memo(("raw_tokens", name), lambda: count_tokens(self.raw_text(name)))
 
     def memo(self, key: tuple, factory: Callable[[], Any]) -> Any:
         """A per-index cache for derived structures (BM25 indexes, passage embeddings)."""

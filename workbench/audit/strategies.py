@@ -145,13 +145,9 @@ def rule_units(
     index: AuditIndex, rules: dict[str, list[str]], style: str = "full"
 ) -> list[ContextUnit]:
     """Each rule of ``rules`` (SKILL -> ids) as a citable unit, rendered in ``style``."""
-    out = []
-    for name, ids in rules.items():
-        skill = index.skill(name)
-        for rid in ids:
-            spans = tuple((sp.start, sp.end) for sp in skill.graph.rules[rid].spans)
-            out.append(ContextUnit(rid, render_rule(skill, rid, style), name, spans))
-    return out
+    return [ContextUnit(rid, render_rule(index.skill(name), rid, style), name,
+                        tuple((sp.start, sp.end) for sp in index.skill(name).graph.rules[rid].spans))
+            for name, ids in rules.items() for rid in ids]
 
 
 def _check_budget(ctx: PolicyContext, options: ContextOptions) -> PolicyContext:
@@ -300,11 +296,7 @@ class RawStrategy:
     uses_keywords = False
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
-        units = []
-        for s in skills:
-            skill = index.skill(s)
-            text = f"[{s}] (the whole SKILL document)\n{skill.source.strip()}"
-            units.append(ContextUnit(s, text, s, ((0, len(skill.source)),)))
+        units = [ContextUnit(s, index.raw_text(s), s, ((0, len(index.skill(s).source)),)) for s in skills]
         text = "\n\n".join(u.text for u in units)
         return _check_budget(PolicyContext(text, count_tokens(text), units), options)
 
