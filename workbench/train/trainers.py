@@ -326,8 +326,6 @@ def _verdict_accuracy(texts: Sequence[str], labels: Sequence[bool | None]) -> fl
     scored = [(t, y) for t, y in zip(texts, labels, strict=True) if y is not None]
     if not scored:
         return None
-    right = 0
-    for text, label in scored:
-        m = VERDICT_VALUE.search(text)
-        right += bool(m) and (m.group(1).lower() == "true") == label
+    right = sum(bool(m := VERDICT_VALUE.search(text)) and (m.group(1).lower() == "true") == label
+                for text, label in scored)
     return right / len(scored)
