@@ -113,10 +113,7 @@ def validate_decision(d: ReviewDecision) -> ReviewDecision:
 
 def current_decisions(decisions: Iterable[ReviewDecision]) -> dict[tuple[ItemKey, str], ReviewDecision]:
     """The newest decision per (item, reviewer); ``decisions`` oldest first (later wins)."""
-    out: dict[tuple[ItemKey, str], ReviewDecision] = {}
-    for d in decisions:
-        out[(d.key, d.reviewer)] = d
-    return out
+    return {(d.key, d.reviewer): d for d in decisions}
 
 
 # -- the queue ---------------------------------------------------------------------------
@@ -220,16 +217,10 @@ def filter_queue(
     wanted = set(reasons or ())
     words = query.casefold().split()
     mine = {key for (key, who) in current_decisions(decisions) if who == reviewer}
-    out = []
-    for item in items:
-        if wanted and not wanted & set(item.reasons):
-            continue
-        if any(w not in item.search_text for w in words):
-            continue
-        if status != "all" and (item.key in mine) != (status == "reviewed by me"):
-            continue
-        out.append(item)
-    return out
+    return [item for item in items
+            if (not wanted or wanted & set(item.reasons))
+            and all(w in item.search_text for w in words)
+            and (status == "all" or (item.key in mine) == (status == "reviewed by me"))]
 
 
 # -- progress and agreement ----------------------------------------------------------------
@@ -277,10 +268,8 @@ def _pair_stats(pairs: list[tuple[bool, bool]]) -> tuple[float | None, float | N
     """(observed agreement, Cohen's kappa) of (judge, implied) label pairs."""
     if not pairs:
         return None, None
-    rows = []
-    for n, (judge, implied) in enumerate(pairs):
-        rows.append((n, "judge", verdict_word(judge)))
-        rows.append((n, "analyst", verdict_word(implied)))
+    rows = [(n, who, verdict_word(v)) for n, pair in enumerate(pairs)
+            for who, v in zip(("judge", "analyst"), pair, strict=True)]
     return sum(a == b for a, b in pairs) / len(pairs), cohen_kappa(rows)
 
 
@@ -305,8 +294,7 @@ def agreement(
     pairs = [(bool(d.judge_violation), bool(d.implied_violation)) for d in current]
     out.share_confirmed, out.kappa = _pair_stats(pairs)
     for reviewer in sorted({d.reviewer for d in current}):
-        mine = [(bool(d.judge_violation), bool(d.implied_violation))
-                for d in current if d.reviewer == reviewer]
+        mine = [pair for d, pair in zip(current, pairs, strict=True) if d.reviewer == reviewer]
         share, kappa = _pair_stats(mine)
         out.per_reviewer.append({
             "reviewer": reviewer, "decisions": len(mine),
@@ -368,11 +356,9 @@ def metrics_rows(
     records = list(records)
     if by == "run":
         groups: dict[str, list[AuditTrace]] = {}
-        for run_id, t in records:
-            groups.setdefault(run_id, []).append(t)
         # A re-audit inside one run counts once: its newest trace.
-        groups = {run: [t for _r, t in latest_records((run, t) for t in ts)]
-                  for run, ts in groups.items()}
+        for run_id, t in latest_per_case(records, key=lambda r: (r[0], *case_and_strategy(r[1]))):
+            groups.setdefault(run_id, []).append(t)
     elif by == "latest":
         groups = {"latest": [t for _r, t in latest_records(records)]}
     else:

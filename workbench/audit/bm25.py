@@ -23,9 +23,7 @@ class BM25:
         self.length = [sum(c.values()) for c in self.tf]
         self.n = len(documents)
         self.avgdl = (sum(self.length) / self.n) if self.n else 0.0
-        df: Counter[str] = Counter()
-        for c in self.tf:
-            df.update(c.keys())
+        df = Counter(t for c in self.tf for t in c)
         self.idf = {
             t: math.log(1.0 + (self.n - nt + 0.5) / (nt + 0.5)) for t, nt in df.items()
         }

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from workbench.audit.cases import AuditCase
+from workbench.audit.metrics import aligned_lines
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
@@ -111,9 +112,7 @@ def coverage_curve(
     bad = [s for s in shares if not 0 < s <= 1]
     if bad:
         raise ValueError(f"budget shares must lie in (0, 1] (a share of RawSkill tokens): {bad}")
-    base = options or AuditOptions(judge_mode=JudgeMode.NONE)
-    if base.judge_mode != "none":
-        base = replace(base, judge_mode=JudgeMode.NONE)
+    base = replace(options or AuditOptions(), judge_mode=JudgeMode.NONE)
     gold_cases = [c for c in cases if c.gold_rules]
     strats = {name: get_strategy(name) for name in strategies}
     points: list[CurvePoint] = []
@@ -147,9 +146,7 @@ def format_curve(curve: Curve) -> str:
     for n in names:
         rows.append([n, *(f"{by[n, s].coverage:.3f} @ {by[n, s].mean_tokens:.0f}"
                           if (n, s) in by else "-" for s in shares)])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in rows]
+    lines = aligned_lines(rows)
     n_cases = curve.points[0].cases if curve.points else 0
     lines.append(f"(gold coverage @ mean context tokens; {n_cases} cases with gold rules; "
                  f"mean RawSkill {curve.raw_tokens:.0f} tokens)")

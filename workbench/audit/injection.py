@@ -24,8 +24,8 @@ from typing import Any
 from workbench.audit.cases import AuditCase
 from workbench.audit.judge import ContextUnit, judge_whole
 from workbench.audit.policy import AuditIndex
+from workbench.audit.strategies import render_rule_sets, rule_units
 from workbench.errors import WorkbenchError
-from workbench.render import render_rule, render_rules
 
 # The reason the attacks that carry a ready-made verdict plant; a judge that repeats it
 # word for word took the injected answer.
@@ -103,13 +103,7 @@ def gold_context(case: AuditCase, index: AuditIndex) -> tuple[str, list[ContextU
         if owner is None:
             raise ValueError(f"case {case.id!r}: gold rule {rid!r} is in no SKILL of the index")
         rules.setdefault(owner, []).append(rid)
-    text = "\n\n".join(render_rules(index.skill(n), rids) for n, rids in rules.items())
-    units = [
-        ContextUnit(rid, render_rule(index.skill(n), rid), n,
-                    tuple((sp.start, sp.end) for sp in index.skill(n).graph.rules[rid].spans))
-        for n, rids in rules.items() for rid in rids
-    ]
-    return text, units
+    return render_rule_sets(index, rules), rule_units(index, rules)
 
 
 def probe_case(

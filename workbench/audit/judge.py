@@ -73,12 +73,8 @@ def _strip(rid: str) -> str:
 
 def cited_ids(reason: str, known: Sequence[str]) -> list[str]:
     """Ids of ``known`` that ``reason`` mentions (bracketed or bare), in order of mention."""
-    found: list[tuple[int, str]] = []
-    for rid in known:
-        at = reason.find(rid)
-        if at != -1:
-            found.append((at, rid))
-    return [rid for _, rid in sorted(found)]
+    found = sorted((at, rid) for rid in known if (at := reason.find(rid)) != -1)
+    return [rid for _, rid in found]
 
 
 MAX_IDS_SHOWN = 30  # in a repair request; the prompt itself lists every id

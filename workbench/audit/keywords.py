@@ -48,12 +48,7 @@ def lexical_keywords(
             first.setdefault(s, pos)
             pos += 1
     if index is not None:
-        for s in list(score):
-            idf = index.idf(s)
-            if idf == 0.0:
-                del score[s]
-            else:
-                score[s] *= idf
+        score = {s: v * idf for s, v in score.items() if (idf := index.idf(s)) != 0.0}
     ranked = sorted(score, key=lambda s: (-score[s], first[s]))
     return [surface[s] for s in ranked[:max_keywords]]
 

@@ -28,6 +28,7 @@ from workbench.audit.complibench import (
     skill_name,
 )
 from workbench.audit.coverage_curve import CURVE_STRATEGIES
+from workbench.audit.metrics import aligned_lines
 from workbench.graph import PolicyIndex
 from workbench.tokens import count_tokens
 from workbench.vocabulary import JudgeMode
@@ -231,8 +232,6 @@ def format_sweep(rows: list[SweepRow]) -> str:
     for name in names:
         table.append([name, *(f"{by[name, n].coverage:.3f} @ {by[name, n].mean_tokens:.0f}"
                               for n in lengths)])
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                     for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in table]
+    out = aligned_lines(table)
     out.append("(gold coverage @ mean context tokens; columns: target length (mean SKILL tokens))")
     return "\n".join(out)

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -174,12 +174,14 @@ def format_table(rows: list[StrategyMetrics]) -> str:
     ]
     header = ["metric", *(m.group for m in rows)]
     body = [[label, *(fn(m) for m in rows)] for label, fn in fields]
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    lines = []
-    for r in [header, *body]:
-        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
-        lines.append("  ".join(cells))
-    return "\n".join(lines)
+    return "\n".join(aligned_lines([header, *body]))
+
+
+def aligned_lines(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Plain-text table rows: columns as wide as their widest cell, the first left-aligned, the rest right."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in rows]
 
 
 def _fmt(x: float, digits: int = 3) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -122,18 +123,14 @@ def _write(rows: Iterable[dict[str, Any]], path: str | Path, kind: str) -> int:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")  # never a half-written file at `path`
-    n = 0
+    n, pending = 0, iter(rows)
     with pq.ParquetWriter(partial, schema, compression="zstd") as writer:
-        batch: list[dict[str, Any]] = []
-        for row in rows:
-            batch.append(row)
-            if len(batch) >= BATCH_ROWS:
-                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                n += len(batch)
-                batch = []
-        if batch or n == 0:
+        # Full row groups while they last, then the rest (an empty run: one empty group).
+        while (batch := list(islice(pending, BATCH_ROWS))) or n == 0:
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
             n += len(batch)
+            if len(batch) < BATCH_ROWS:
+                break
     partial.replace(target)
     return n
 

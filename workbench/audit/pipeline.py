@@ -88,15 +88,11 @@ def _model_call_error(exc: Exception) -> bool:
 
 def _failed_call(gateway: Any, step: str, label: str) -> list[ModelCall]:
     """Usage of a call that raised: the gateway logged it under our unique step name."""
-    calls = []
     for u in reversed(getattr(gateway, "usage_log", [])[-50:]):
         if u.step == step:
-            calls.append(
-                ModelCall(label, u.role, u.prompt_tokens, u.completion_tokens,
-                          round(u.latency_ms, 3), u.cached, u.attempts, "", u.error or "failed")
-            )
-            break
-    return calls
+            return [ModelCall(label, u.role, u.prompt_tokens, u.completion_tokens,
+                              round(u.latency_ms, 3), u.cached, u.attempts, "", u.error or "failed")]
+    return []
 
 
 def _prerequisites(index: AuditIndex):

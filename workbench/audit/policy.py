@@ -55,17 +55,10 @@ class AuditIndex:
         }
         # Document frequency of stems over all rules and SKILL descriptions: a word the policy
         # never uses cannot route or seed anything, and a word every rule uses says little.
-        df: Counter[str] = Counter()
-        docs = 0
-        for rw in self.rule_words.values():
-            for ss in rw.stems_of.values():
-                df.update(ss)
-                docs += 1
-        for ss in self.skill_words.values():
-            df.update(ss)
-            docs += 1
-        self.df = df
-        self.docs = max(docs, 1)
+        docs = [ss for rw in self.rule_words.values() for ss in rw.stems_of.values()]
+        docs += self.skill_words.values()
+        self.df: Counter[str] = Counter(s for ss in docs for s in ss)
+        self.docs = max(len(docs), 1)
         self._memo: dict[tuple, Any] = {}
         self._lock = threading.RLock()
 
@@ -92,12 +85,15 @@ class AuditIndex:
 
         return self.memo(("ranked", name), lambda: RankedSkill.build(self.index[name]))
 
+    def raw_text(self, name: str) -> str:
+        """The SKILL as the RawSkill baseline shows it: its whole document, under its name."""
+        return f"[{name}] (the whole SKILL document)\n{self.index[name].source.strip()}"
+
     def raw_tokens(self, name: str) -> int:
         """Tokens of the SKILL rendered as the RawSkill baseline renders it (cached)."""
         from workbench.tokens import count_tokens
 
-        return self.memo(("raw_tokens", name), lambda: count_tokens(
-            f"[{name}] (the whole SKILL document)\n{self.index[name].source.strip()}"))
+        return self.memo(("raw_tokens", name), lambda: count_tokens(self.raw_text(name)))
 
     def memo(self, key: tuple, factory: Callable[[], Any]) -> Any:
         """A per-index cache for derived structures (BM25 indexes, passage embeddings)."""

@@ -50,16 +50,10 @@ def route(
                 "load the index that holds them",
             )
         return Routing(list(dict.fromkeys(case.skills)), "case", {})
-    scores: dict[str, float] = {}
-    for name, vocab in index.skill_words.items():
-        total = 0.0
-        for kw in keywords:
-            ks = set(stems(kw))
-            if not ks:
-                continue
-            total += sum(index.idf(s) for s in ks if s in vocab) / len(ks)
-        if total > 0:
-            scores[name] = total
+    per_keyword = [ks for kw in keywords if (ks := set(stems(kw)))]
+    totals = {name: sum(sum(index.idf(s) for s in ks if s in vocab) / len(ks) for ks in per_keyword)
+              for name, vocab in index.skill_words.items()}
+    scores = {name: total for name, total in totals.items() if total > 0}
     ranked = sorted(scores, key=lambda n: (-scores[n], index.names.index(n)))[:max_skills]
     if not ranked:
         raise RoutingError(

@@ -104,9 +104,7 @@ class _Field:
         tfs = [Counter(d) for d in docs]
         lengths = [len(d) for d in docs]
         avg = (sum(lengths) / n) if n and sum(lengths) else 1.0
-        df: Counter[str] = Counter()
-        for c in tfs:
-            df.update(c.keys())
+        df = Counter(t for c in tfs for t in c)
         rows: dict[str, list[int]] = {}
         vals: dict[str, list[float]] = {}
         for i, c in enumerate(tfs):
@@ -326,23 +324,16 @@ def choose_seeds(
     used = 0
     # First seed: the best-scored rule whose closure fits; if none fits, the best one anyway
     # (the target is soft: a context over it beats none; a hard budget is the caller's).
-    first = None
-    for cand in candidates:
-        _, cost, new = marginal(cand[3], ranked[cand[3]].ids[cand[2]])
-        if cost <= target:
-            first = (cand, cost, new)
-            break
-    if first is None and candidates:
-        cand = candidates[0]
-        first = (cand, *marginal(cand[3], ranked[cand[3]].ids[cand[2]])[1:])
+    fitting = (c for c in candidates if marginal(c[3], ranked[c[3]].ids[c[2]])[1] <= target)
+    first = next(fitting, candidates[0] if candidates else None)
     if first is not None:
-        (score, _, i, name), cost, new = first
+        score, _, i, name = first
+        _, cost, new = marginal(name, ranked[name].ids[i])
         take(name, ranked[name].ids[i], score, new, cost)
     # Lazy greedy: a candidate's ratio only falls as the context grows, so a popped
     # candidate whose recomputed ratio still tops the heap is the true best.
-    heap: list[tuple[float, int, float, str, str]] = []
-    for order, (score, _, i, name) in enumerate(candidates[1:]):
-        heap.append((-float("inf"), order, score, name, ranked[name].ids[i]))
+    heap = [(-float("inf"), order, score, name, ranked[name].ids[i])
+            for order, (score, _, i, name) in enumerate(candidates[1:])]
     heapq.heapify(heap)
     while heap:
         _, order, score, name, rid = heapq.heappop(heap)

@@ -110,9 +110,6 @@ async def arun_audit(
     sem = asyncio.Semaphore(max(1, concurrency))
     abort: list[BaseException] = []
 
-    def work(case: AuditCase) -> AuditTrace:
-        return audit_one(case, index, strat, gateway, opts)
-
     def write(trace: AuditTrace) -> None:
         nonlocal streak
         with lock:
@@ -130,22 +127,20 @@ async def arun_audit(
                     "fix the endpoint (`workbench model check`) and re-run the same command to "
                     "resume"
                 ))
+        if on_trace is not None:
+            on_trace(trace)
 
     async def one(case: AuditCase) -> None:
         async with sem:
             if abort:
                 return
-            trace = await asyncio.to_thread(work, case)
+            trace = await asyncio.to_thread(audit_one, case, index, strat, gateway, opts)
             write(trace)
-            if on_trace is not None:
-                on_trace(trace)
 
     if engine is not None:
         def drive() -> None:
             for trace in engine.audit(todo, strat.name, opts):
                 write(trace)
-                if on_trace is not None:
-                    on_trace(trace)
                 if abort:
                     break
 

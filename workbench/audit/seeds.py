@@ -15,6 +15,7 @@ beyond the rules a keyword actually matches.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -47,10 +48,7 @@ def _matching_rules(index: AuditIndex, skill: str, keyword_stems: list[str]) -> 
             if not hit:
                 break
         return hit
-    counts: dict[str, int] = {}
-    for posting in lists:
-        for rid in posting:
-            counts[rid] = counts.get(rid, 0) + 1
+    counts = Counter(rid for posting in lists for rid in posting)
     return {rid for rid, n in counts.items() if n >= need}
 
 
@@ -61,11 +59,7 @@ def find_seeds(
     max_seeds: int = DEFAULT_MAX_SEEDS,
 ) -> SeedResult:
     """Seed rules per SKILL (``skills`` must exist in ``index``)."""
-    per_kw: list[tuple[str, list[str]]] = []
-    for kw in keywords:
-        ks = list(dict.fromkeys(stems(kw)))
-        if ks:
-            per_kw.append((kw, ks))
+    per_kw = [(kw, ks) for kw in keywords if (ks := list(dict.fromkeys(stems(kw))))]
     scored: dict[tuple[str, str], list] = {}  # (skill, rule) -> [n keywords, specificity, kws]
     for skill in skills:
         for kw, ks in per_kw:

@@ -141,16 +141,13 @@ class Strategy(Protocol):
     ) -> PolicyContext: ...
 
 
-def _rule_units(
+def rule_units(
     index: AuditIndex, rules: dict[str, list[str]], style: str = "full"
 ) -> list[ContextUnit]:
-    out = []
-    for name, ids in rules.items():
-        skill = index.skill(name)
-        for rid in ids:
-            spans = tuple((sp.start, sp.end) for sp in skill.graph.rules[rid].spans)
-            out.append(ContextUnit(rid, render_rule(skill, rid, style), name, spans))
-    return out
+    """Each rule of ``rules`` (SKILL -> ids) as a citable unit, rendered in ``style``."""
+    return [ContextUnit(rid, render_rule(index.skill(name), rid, style), name,
+                        tuple((sp.start, sp.end) for sp in index.skill(name).graph.rules[rid].spans))
+            for name, ids in rules.items() for rid in ids]
 
 
 def _check_budget(ctx: PolicyContext, options: ContextOptions) -> PolicyContext:
@@ -165,7 +162,8 @@ def _check_budget(ctx: PolicyContext, options: ContextOptions) -> PolicyContext:
     return ctx
 
 
-def _render_rule_sets(index: AuditIndex, rules: dict[str, list[str]], style: str = "full") -> str:
+def render_rule_sets(index: AuditIndex, rules: dict[str, list[str]], style: str = "full") -> str:
+    """``rules`` (SKILL -> ids) as one text, a ``render_rules`` block per SKILL."""
     return "\n\n".join(
         part for name, ids in rules.items()
         if (part := render_rules(index.skill(name), ids, style))
@@ -189,13 +187,11 @@ def _scored_seeds(case, keywords, skills, index: AuditIndex, options, close: boo
 
 
 def _render_ranked(index: AuditIndex, rules: dict[str, list[str]], style: str):
-    """Text and units of rule sets from the blocks the index rendered once (same text as
-    ``render_rules``: a header per SKILL, blocks joined as that style joins them)."""
+    """Text and units of rule sets (every SKILL with rules) from the blocks the index rendered
+    once (the text ``render_rules`` gives: a header per SKILL, blocks joined as the style joins them)."""
     parts, units = [], []
     sep = "\n" if style == Render.COMPACT else "\n\n"
     for name, ids in rules.items():
-        if not ids:
-            continue
         ranked = index.ranked(name)
         blocks = ranked.blocks(style)
         parts.append(f"## SKILL: {name}\n\n" + sep.join(blocks[r] for r in ids))
@@ -265,10 +261,10 @@ class _SeededStrategy:
             rules, text, tokens = outcome.rules, outcome.text, outcome.tokens
         else:
             rules = seeds
-            text = _render_rule_sets(index, rules, style)
+            text = render_rule_sets(index, rules, style)
             tokens = count_tokens(text)
         ctx = PolicyContext(
-            text, tokens, _rule_units(index, rules, style), seeds, found.matches, rules,
+            text, tokens, rule_units(index, rules, style), seeds, found.matches, rules,
             fallback=fallback,
         )
         return _check_budget(ctx, options)
@@ -289,8 +285,8 @@ class NoKeywordsStrategy:
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
         rules = {s: list(index.skill(s).graph.rules) for s in skills}
-        text = _render_rule_sets(index, rules, options.render)
-        ctx = PolicyContext(text, count_tokens(text), _rule_units(index, rules, options.render),
+        text = render_rule_sets(index, rules, options.render)
+        ctx = PolicyContext(text, count_tokens(text), rule_units(index, rules, options.render),
                             closure=rules)
         return _check_budget(ctx, options)
 
@@ -300,11 +296,7 @@ class RawStrategy:
     uses_keywords = False
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
-        units = []
-        for s in skills:
-            skill = index.skill(s)
-            text = f"[{s}] (the whole SKILL document)\n{skill.source.strip()}"
-            units.append(ContextUnit(s, text, s, ((0, len(skill.source)),)))
+        units = [ContextUnit(s, index.raw_text(s), s, ((0, len(index.skill(s).source)),)) for s in skills]
         text = "\n\n".join(u.text for u in units)
         return _check_budget(PolicyContext(text, count_tokens(text), units), options)
 
@@ -396,8 +388,8 @@ class DenseStrategy(_RetrievalStrategy):
 class _LibraryBaseline:
     """What the LightRAG and GraphRAG strategies share: a retriever over per-SKILL indexes
     that the audit's gateway builds on first use (``retriever`` None: made on first need;
-    ``gateway`` None: one from the environment then). A subclass says how to make its
-    retriever and whether it queries with the audit keywords (``uses_keywords``)."""
+    ``gateway`` None: one from the environment then). A subclass names its retriever class
+    (imported on first need) and whether it queries with the audit keywords (``uses_keywords``)."""
 
     uses_keywords: bool
     uses_gateway = True  # indexing calls the model: get_strategy hands it the audit's gateway
@@ -409,7 +401,8 @@ class _LibraryBaseline:
     @property
     def retriever(self):
         if self._retriever is None:
-            self._retriever = self._new_retriever(self._gateway)
+            kind = self._retriever_class()
+            self._retriever = kind(kind.indexes_class(gateway=self._gateway))
         return self._retriever
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
@@ -434,11 +427,10 @@ class LightragStrategy(_LibraryBaseline):
     uses_keywords = True
 
     @staticmethod
-    def _new_retriever(gateway):
+    def _retriever_class() -> type:
         from workbench.audit.baselines.lightrag_context import LightragRetriever
-        from workbench.audit.baselines.lightrag_index import LightragIndexes
 
-        return LightragRetriever(LightragIndexes(gateway=gateway))
+        return LightragRetriever
 
 
 class GraphragStrategy(_LibraryBaseline):
@@ -455,11 +447,10 @@ class GraphragStrategy(_LibraryBaseline):
     uses_keywords = False
 
     @staticmethod
-    def _new_retriever(gateway):
+    def _retriever_class() -> type:
         from workbench.audit.baselines.graphrag_context import GraphragRetriever
-        from workbench.audit.baselines.graphrag_index import GraphragIndexes
 
-        return GraphragRetriever(GraphragIndexes(gateway=gateway))
+        return GraphragRetriever
 
 
 STRATEGIES: dict[str, type] = {

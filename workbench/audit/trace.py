@@ -208,10 +208,7 @@ def latest_per_case(items: Iterable[T], key: Callable[[T], Hashable] = case_and_
     ``key`` maps an item to its group, so stored ``(run_id, trace)`` pairs work too:
     ``latest_per_case(records, key=lambda r: case_and_strategy(r[1]))``.
     """
-    newest: dict[Hashable, T] = {}
-    for item in items:
-        newest[key(item)] = item
-    return list(newest.values())
+    return list({key(item): item for item in items}.values())
 
 
 def is_retryable(trace: AuditTrace) -> bool:

@@ -45,13 +45,8 @@ class PcrOutcomeTable:
 
     def rows(self) -> list[dict[str, Any]]:
         """Rows for display: ``{"accepted termination": "yes", "success": n, ...}``."""
-        out = []
-        for accepted in (True, False):
-            row: dict[str, Any] = {"accepted termination": "yes" if accepted else "no"}
-            row.update(self.counts[accepted])
-            row["total"] = sum(self.counts[accepted].values())
-            out.append(row)
-        return out
+        return [{"accepted termination": "yes" if accepted else "no", **self.counts[accepted],
+                 "total": sum(self.counts[accepted].values())} for accepted in (True, False)]
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         return {"pcr": dict(self.counts[True]), "no_pcr": dict(self.counts[False])}

@@ -3,7 +3,7 @@ verdict and a snapshot of the state. Plain immutable values, safe to store and s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from workbench.contracts.actions import Action
@@ -25,8 +25,7 @@ class Feedback:
         return f"{head} Current phase: {self.phase}.{tail}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"admissible": self.admissible, "phase": self.phase,
-                "next_action": self.next_action, "reason": self.reason}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -323,11 +323,9 @@ class ContractRuntime:
 
     def _not_admitted(self, action: Action) -> _Decision:
         elsewhere = self.contract.phases_admitting(action)
-        best: list[Transition] | None = None
-        for phase_id in elsewhere:
-            path = self._path(self.phase, phase_id)
-            if path is not None and (best is None or len(path) < len(best)):
-                best = path
+        # The shortest route to a phase admitting the action (the first such, on a tie).
+        routes = (self._path(self.phase, phase_id) for phase_id in elsewhere)
+        best = min((r for r in routes if r is not None), key=len, default=None)
         if best:
             route = " -> ".join([self.phase] + [t.target for t in best])
             return _Decision(False, self.phase, "rejected",
@@ -357,18 +355,12 @@ class ContractRuntime:
     # -- milestones and guards ---------------------------------------------------------------
 
     def _milestone_candidates(self, action: Action) -> list[tuple[Milestone, Evidence]]:
-        out = []
-        for milestone in self.contract.milestones:
-            if milestone.in_phase is not None and milestone.in_phase != self.phase:
-                continue
-            for evidence in milestone.evidence:
-                rule = evidence.rule
-                if not rule.shape_matches(action) or rule.arg_failures(action, self._user_texts):
-                    continue
-                if not evidence.key_from_observation and not evidence.key_of(action, None)[0]:
-                    continue
-                out.append((milestone, evidence))
-        return out
+        return [(milestone, evidence)
+                for milestone in self.contract.milestones if milestone.in_phase in (None, self.phase)
+                for evidence in milestone.evidence
+                if evidence.rule.shape_matches(action)
+                and not evidence.rule.arg_failures(action, self._user_texts)
+                and (evidence.key_from_observation or evidence.key_of(action, None)[0])]
 
     def _completions(self, candidates: list[tuple[Milestone, Evidence]], action: Action,
                      observation: str | None) -> list[tuple[Milestone, str | None]]:
@@ -401,15 +393,9 @@ class ContractRuntime:
                                       credit=step.credit + earned)
 
     def _unmet(self, reqs: tuple[Requirement, ...], action: Action | None) -> list[Requirement]:
-        unmet = []
-        for req in reqs:
-            keys = self.completed.get(req.milestone)
-            if not keys:
-                unmet.append(req)
-            elif req.key_arg and action is not None:
-                if arg_key(action.args.get(req.key_arg)) not in keys:
-                    unmet.append(req)
-        return unmet
+        return [req for req in reqs
+                if not (keys := self.completed.get(req.milestone))
+                or (req.key_arg and action is not None and arg_key(action.args.get(req.key_arg)) not in keys)]
 
     def _how(self, req: Requirement) -> str:
         how = self.contract.milestone(req.milestone).how()

@@ -115,10 +115,7 @@ def bootstrap_intervals(
     replicate_options = replace(options or FitOptions(), global_search=refit == "full")
     datasets = sorted(outcomes["dataset"].unique())
     problem = Problem(outcomes, datasets)
-    names: dict[str, list[str]] = {}
-    for model, fit in fits.items():
-        extra = list(derived(fit)) if derived else []
-        names[model] = fit.param_names + extra
+    names = {model: fit.param_names + (list(derived(fit)) if derived else []) for model, fit in fits.items()}
     rows: dict[str, list[np.ndarray]] = {m: [] for m in fits}
     failed = dict.fromkeys(fits, 0)
     for i, weights in enumerate(session_bootstrap_weights(outcomes, n_replicates, seed)):

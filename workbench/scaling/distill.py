@@ -168,11 +168,8 @@ def instance_table(outcomes: pd.DataFrame, cases: list[dict] | None = None) -> p
         table["label"] = [_label_text(v) for v in first["label"]]
     elif cases:
         index = _CaseIndex(cases)
-        labels = []
-        for d, i in zip(table["dataset"], table["instance"], strict=True):
-            case = index.get(d, i) or {}
-            labels.append(_label_text(case.get("label", case.get("violation"))))
-        table["label"] = labels
+        found = (index.get(d, i) or {} for d, i in zip(table["dataset"], table["instance"], strict=True))
+        table["label"] = [_label_text(case.get("label", case.get("violation"))) for case in found]
     else:
         table["label"] = None
     return table

@@ -33,10 +33,6 @@ def complexity_quantiles(
     }
 
 
-def _size_label(size: float) -> str:
-    return f"{size:g}B"
-
-
 @dataclass(frozen=True)
 class GainGrid:
     """Where gains are evaluated: judge sizes, the reference size and, per dataset, the
@@ -100,7 +96,7 @@ def derived_quantities(fit: ScalingFit, grid: GainGrid) -> dict[str, float]:
     (gains omitted for the reference size itself, where they are 0, and for size-free models)."""
     out: dict[str, float] = {}
     for row in gain_table(fit, grid).to_dict(orient="records"):
-        stem = f"{row['dataset']}_{_size_label(row['params_b'])}"
+        stem = f"{row['dataset']}_{row['params_b']:g}B"
         out[f"p_{stem}_q10"] = row["p_q10"]
         out[f"p_{stem}_q90"] = row["p_q90"]
         if fit.family.uses_complexity:  # else 0 by construction: no interval to report

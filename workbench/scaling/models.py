@@ -130,16 +130,12 @@ def _scale_jac(theta: np.ndarray, design: Design, nd: int, with_lambda: bool) ->
     beta, rho = theta[nd + 1], theta[nd + 2]
     n_alpha, decay, gain = (v[design.n_index] for v in _saturating(theta, design, nd))
     damp = np.exp(-theta[nd + 4] * design.ct) if with_lambda else np.ones_like(design.ct)
-    jac = np.zeros((design.n.size, nd + (5 if with_lambda else 4)))
-    jac[np.arange(design.n.size), design.dataset_code] = 1.0
-    jac[:, nd] = -design.ct  # eta
-    jac[:, nd + 1] = gain * damp  # beta
     # d/d rho [1 - exp(-rho N^a)] = N^a exp(-rho N^a); d/d alpha adds rho ln N.
-    jac[:, nd + 2] = beta * damp * n_alpha * decay
-    jac[:, nd + 3] = beta * damp * n_alpha * decay * rho * design.log_n
+    d_rho = beta * damp * n_alpha * decay
+    columns = [-design.ct, gain * damp, d_rho, d_rho * rho * design.log_n]  # eta, beta, rho, alpha
     if with_lambda:
-        jac[:, nd + 4] = -beta * gain * damp * design.ct
-    return jac
+        columns.append(-beta * gain * damp * design.ct)
+    return _linear_jac(theta, design, nd, *columns)
 
 
 @dataclass(frozen=True)
@@ -155,9 +151,6 @@ class ModelFamily:
 
     def param_names(self, datasets: list[str]) -> list[str]:
         return [f"gamma_{d}" for d in datasets] + list(self.family_params)
-
-    def n_params(self, n_datasets: int) -> int:
-        return n_datasets + len(self.family_params)
 
     def bounds(self, n_datasets: int) -> list[tuple[float, float]]:
         return [GAMMA_BOUNDS] * n_datasets + [FAMILY_BOUNDS[p] for p in self.family_params]

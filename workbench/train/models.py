@@ -95,12 +95,8 @@ def lora_targets(model: Any, last_layers: int) -> str | list[str]:
     if last_layers > len(blocks):
         raise ModelLoadError(f"--lora-layers {last_layers} but the model has {len(blocks)} layers")
     chosen = {id(b) for b in list(blocks)[-last_layers:]}
-    names = []
-    for name, module in model.named_modules():
-        if id(module) in chosen:
-            names += [f"{name}.{sub}" for sub, m in module.named_modules()
-                      if isinstance(m, torch.nn.Linear)]
-    return names
+    return [f"{name}.{sub}" for name, module in model.named_modules() if id(module) in chosen
+            for sub, m in module.named_modules() if isinstance(m, torch.nn.Linear)]
 
 
 def with_lora(model: Any, lora: LoraSettings) -> Any:

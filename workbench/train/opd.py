@@ -29,7 +29,7 @@ import torch
 GATES = ("entropy", "none")
 DEFAULT_TOP_FRACTION = 0.2
 DEFAULT_CLIP = 5.0
-_VERDICT_VALUE = re.compile(r'"violation"\s*:\s*(true|false)', re.IGNORECASE)
+VERDICT_VALUE = re.compile(r'"violation"\s*:\s*(true|false)', re.IGNORECASE)
 
 
 def k1_estimator(student_logp: torch.Tensor, teacher_logp: torch.Tensor) -> torch.Tensor:
@@ -99,7 +99,7 @@ def always_supervised(
     for i in range(len(ids)):
         text = tokenizer.decode(ids[: i + 1], skip_special_tokens=True)
         ends.append(len(text))
-    match = _VERDICT_VALUE.search(text)
+    match = VERDICT_VALUE.search(text)
     if match:
         lo, hi = match.span(1)
         start = 0

@@ -94,9 +94,7 @@ def keyword_closure(
         routing = route(case, keywords, index)
         opts = options or ContextOptions(seeding=Seeding.KEYWORDS)
         ctx = get_strategy(strategy).build(case, keywords, routing.skills, index, opts)
-    except RoutingError as exc:
-        return KeywordOutcome(keywords, error=exc.kind)
-    except ContextUnavailable as exc:
+    except (RoutingError, ContextUnavailable) as exc:
         return KeywordOutcome(keywords, error=exc.kind)
     rules = [rid for ids in ctx.closure.values() for rid in ids]
     return KeywordOutcome(keywords, ctx, "", rules)

@@ -32,12 +32,8 @@ def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     root = run_dir / "checkpoints"
     if not root.is_dir():
         return []
-    found = []
-    for p in root.iterdir():
-        m = _STEP_DIR.match(p.name)
-        if m and (p / "state.json").is_file():
-            found.append((int(m.group(1)), p))
-    return sorted(found)
+    return sorted((int(m.group(1)), p) for p in root.iterdir()
+                  if (m := _STEP_DIR.match(p.name)) and (p / "state.json").is_file())
 
 
 def start_run(run_dir: Path, kind: str, config: dict[str, Any], resume: bool) -> Path | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -41,6 +40,7 @@ from workbench.train.opd import (
     DEFAULT_CLIP,
     DEFAULT_TOP_FRACTION,
     GATES,
+    VERDICT_VALUE,
     always_supervised,
     entropy_gate,
     opd_loss,
@@ -59,7 +59,6 @@ from workbench.train.runs import (
 # (prompt index, completion text) -> reward
 RewardFn = Callable[[int, str], float]
 Progress = Callable[[dict[str, Any]], None]
-_VERDICT = re.compile(r'"violation"\s*:\s*(true|false)', re.IGNORECASE)
 
 
 @dataclass
@@ -151,8 +150,8 @@ class _Run:
         self.model = with_lora(base, config.lora)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.model.to(self.device)
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=config.learning_rate)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.params, lr=config.learning_rate)
         meta = {**config.to_json(), "student": str(student), **extra}
         checkpoint = start_run(self.run_dir, kind, meta, resume)
         self.start = 0
@@ -163,8 +162,7 @@ class _Run:
         truncate_metrics(self.run_dir, self.start)
 
     def step_update(self) -> float:
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        norm = float(torch.nn.utils.clip_grad_norm_(params, 1.0))
+        norm = float(torch.nn.utils.clip_grad_norm_(self.params, 1.0))
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return norm
@@ -284,10 +282,9 @@ def train_opd(
             dtype=torch.bool, device=run.device,
         ) & s.valid
         run.model.train()
-        gates, parts = [], []
-        for lo in range(0, len(idx), cfg.micro_batch):
-            part = _slice(s, slice(lo, lo + cfg.micro_batch))
-            parts.append((lo, part))
+        gates = []
+        parts = [(lo, _slice(s, slice(lo, lo + cfg.micro_batch)))
+                 for lo in range(0, len(idx), cfg.micro_batch)]
         # The gate is fixed from the old policy before any gradient step.
         with torch.no_grad():
             for lo, part in parts:
@@ -329,8 +326,6 @@ def _verdict_accuracy(texts: Sequence[str], labels: Sequence[bool | None]) -> fl
     scored = [(t, y) for t, y in zip(texts, labels, strict=True) if y is not None]
     if not scored:
         return None
-    right = 0
-    for text, label in scored:
-        m = _VERDICT.search(text)
-        right += bool(m) and (m.group(1).lower() == "true") == label
+    right = sum(bool(m := VERDICT_VALUE.search(text)) and (m.group(1).lower() == "true") == label
+                for text, label in scored)
     return right / len(scored)

@@ -276,18 +276,6 @@ class GraphragIndexes(SkillIndexes):
     def load_library(self) -> dict[str, Any]:
         return _graphrag()
 
-    def open(self, skill: str, source: str) -> Any:
-        """The SKILL's local-search context builder, indexed (built or resumed when needed).
-
-        Raises GraphragIndexError when a model call or a workflow failed (the index stays
-        resumable: run again once the model is reachable).
-        """
-        folder = self.folder(skill, source)
-        with self._lock:
-            if str(folder) not in self._open:
-                self._open[str(folder)] = self._open_index(skill, source, folder)
-            return self._open[str(folder)]
-
     def _config(self, skill: str, folder: Path, usage: list[Any], failures: list[str],
                 step: str) -> Any:
         """Register this index's model classes under fresh names and load its settings.
@@ -308,6 +296,11 @@ class GraphragIndexes(SkillIndexes):
         return self.lib["load_config"](folder)
 
     def _open_index(self, skill: str, source: str, folder: Path) -> Any:
+        """The SKILL's local-search context builder, indexed (built or resumed when needed).
+
+        Raises GraphragIndexError when a model call or a workflow failed (the index stays
+        resumable: run again once the model is reachable).
+        """
         (folder / "input").mkdir(parents=True, exist_ok=True)
         doc = folder / "input" / f"{slug(skill)}.txt"
         if not doc.is_file() or doc.read_text(encoding="utf-8") != source:

@@ -113,19 +113,15 @@ class LightragIndexes(SkillIndexes):
     def load_library(self) -> dict[str, Any]:
         return _lightrag()
 
-    def open(self, skill: str, source: str) -> Any:
+    def _open_index(self, skill: str, source: str, folder: Path) -> Any:
         """The SKILL's LightRAG instance, indexed (built or resumed here when needed).
 
         Raises LightragIndexError when LightRAG marks the document failed (the index stays
         resumable: run again once the model is reachable).
         """
-        folder = self.folder(skill, source)
-        with self._lock:
-            if str(folder) not in self._open:
-                self._open[str(folder)] = self.run(self._open_index(skill, source, folder))
-            return self._open[str(folder)]
+        return self.run(self._open_async(skill, source, folder))
 
-    async def _open_index(self, skill: str, source: str, folder: Path) -> Any:
+    async def _open_async(self, skill: str, source: str, folder: Path) -> Any:
         lib = self.lib
         folder.mkdir(parents=True, exist_ok=True)
         usage: list[Any] = []

@@ -110,6 +110,15 @@ class SkillIndexes:
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return self._loop.run(coro)
 
+    def open(self, skill: str, source: str) -> Any:
+        """The SKILL's index, opened once per folder by the subclass's ``_open_index``
+        (built or resumed when needed)."""
+        folder = self.folder(skill, source)
+        with self._lock:
+            if str(folder) not in self._open:
+                self._open[str(folder)] = self._open_index(skill, source, folder)
+            return self._open[str(folder)]
+
 
 class IndexedRetriever:
     """A baseline retriever over its library's indexes, made on first need when none is
