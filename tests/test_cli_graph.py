@@ -61,7 +61,9 @@ def test_closure_errors_say_what_to_do(index_file, capsys):
     assert main(["graph", "closure", str(index_file), "--skill", "nope", "--seeds", "R1"]) == 2
     assert "known: refunds" in capsys.readouterr().err
     assert main(["graph", "closure", str(index_file), "--skill", "refunds", "--seeds", "X9"]) == 2
-    assert "unknown rule id(s) in SKILL 'refunds': X9" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown rule id(s) in SKILL 'refunds': X9" in err
+    assert "List rule ids with `workbench graph export" in err and "--skill" not in err
     assert main(["graph", "closure", str(index_file), "--skill", "refunds", "--seeds", "R3",
                  "--budget", "5"]) == 3
     assert "over the budget of 5" in capsys.readouterr().err

@@ -103,10 +103,10 @@ def _closure(args) -> int:
     seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
     try:
         outcome = select_closure(index, {args.skill: seeds}, budget=args.budget)
+    except UnknownRule as exc:  # a KeyError too: caught first, or it would read as a SKILL
+        raise CliError(f"{exc}. List rule ids with `workbench graph export {args.index}`.") from None
     except KeyError as exc:
         raise CliError(f"{exc.args[0]}. Pass --skill with one of those names.") from None
-    except UnknownRule as exc:
-        raise CliError(f"{exc}. List rule ids with `workbench graph export {args.index}`.") from None
     if isinstance(outcome, EmptySeed):
         raise CliError("no seeds given: pass --seeds ID,ID")
     if isinstance(outcome, BudgetExceeded):
