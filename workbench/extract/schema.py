@@ -94,12 +94,7 @@ class BlockExtraction:
     pieces: list[tuple[int, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {
-            "rules": [asdict(r) for r in self.rules],
-            "edges": [list(e) for e in self.edges],
-            "problems": list(self.problems),
-            "pieces": [list(p) for p in self.pieces],
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> BlockExtraction:
@@ -200,11 +195,7 @@ class FusionAnswer:
     problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {
-            "merges": dict(self.merges),
-            "edges": [list(e) for e in self.edges],
-            "problems": list(self.problems),
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> FusionAnswer:
