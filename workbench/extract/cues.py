@@ -234,16 +234,13 @@ def procedure_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandi
     # the tool and then tells the customer") or its effects ("may not return it afterwards").
     for prev, cur in zip(placed, placed[1:], strict=False):
         if prev.block == cur.block and prev.rule.id != cur.rule.id:
-            m = _SEQUENCE.search(_opening(_text(doc, cur))) or _ORDINAL_OPENER.match(_text(doc, cur))
+            text = _text(doc, cur)
+            m = _SEQUENCE.search(" ".join(text.split()[:_OPENING_WORDS])) or _ORDINAL_OPENER.match(text)
             if m:
                 at = cur.rule.spans[0].start
                 out.append(EdgeCandidate(cur.rule.id, prev.rule.id, "procedure", 0.7, Span(at, at + 1),
                                          True, f"'{m.group(1)}' follows the rule before"))
     return out
-
-
-def _opening(text: str, words: int = _OPENING_WORDS) -> str:
-    return " ".join(text.split()[:words])
 
 
 def _heading_chain(run: list[Block], placed: list[_Placed]) -> list[EdgeCandidate]:
