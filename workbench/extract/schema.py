@@ -111,8 +111,7 @@ class BlockExtraction:
         self.pieces.append(piece)
         shift = len(self.rules)
         rename = {r.id: f"R{shift + n}" for n, r in enumerate(other.rules, 1)}
-        for r in other.rules:
-            self.rules.append(replace(r, id=rename[r.id], piece=index))
+        self.rules.extend(replace(r, id=rename[r.id], piece=index) for r in other.rules)
         self.edges.extend((rename[s], rename[t]) for s, t in other.edges)
         self.problems.extend(f"piece {index + 1}: {p}" for p in other.problems)
 
