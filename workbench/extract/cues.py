@@ -161,15 +161,10 @@ def _chain(placed: list[_Placed], ranges: list[tuple[int, int]], confidence: flo
            note: str) -> list[EdgeCandidate]:
     """Every rule of step *n* (the rules starting in ``ranges[n]``) requires those of *n-1*."""
     steps = [_inside(placed, a, b) for a, b in ranges]
-    out = []
-    for n in range(1, len(steps)):
-        a, b = ranges[n]
-        for later in steps[n]:
-            for earlier in steps[n - 1]:
-                if later.rule.id != earlier.rule.id:
-                    out.append(EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", confidence,
-                                             Span(a, min(b, a + 4)), True, f"{note} {n + 1} after {n}"))
-    return out
+    return [EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", confidence,
+                          Span(a, min(b, a + 4)), True, f"{note} {n + 1} after {n}")
+            for n, (a, b) in enumerate(ranges[1:], 1)
+            for later in steps[n] for earlier in steps[n - 1] if later.rule.id != earlier.rule.id]
 
 
 # Steps written out: numbers as words, a line per step, ordinals.
@@ -249,15 +244,10 @@ def _heading_chain(run: list[Block], placed: list[_Placed]) -> list[EdgeCandidat
     # Every rule of a later phase requires the first rule of the phase before it: the chain
     # reaches every earlier phase without an edge per pair of rules.
     steps = [_inside(placed, b.start, b.end) for b in run]
-    firsts = [s[:1] for s in steps]
-    out = []
-    for n in range(1, len(run)):
-        for later in steps[n]:
-            for earlier in firsts[n - 1]:
-                out.append(EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", 0.85,
-                                         Span(run[n].start, run[n].start + 1), True,
-                                         f"section '{run[n].heading}' after '{run[n - 1].heading}'"))
-    return out
+    return [EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", 0.85,
+                          Span(run[n].start, run[n].start + 1), True,
+                          f"section '{run[n].heading}' after '{run[n - 1].heading}'")
+            for n in range(1, len(run)) for later in steps[n] for earlier in steps[n - 1][:1]]
 
 
 # -- definitions --------------------------------------------------------------------------
