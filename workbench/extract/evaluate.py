@@ -241,11 +241,7 @@ def evaluate_index(
     extracted: PolicyIndex, reference: PolicyIndex, path_credit: bool = False
 ) -> IndexEvaluation:
     """Every extracted SKILL against the reference SKILL of the same name."""
-    out, missing = [], []
-    for skill in extracted:
-        if skill.name in reference.skills:
-            out.append(evaluate_skill(skill, reference[skill.name], path_credit))
-        else:
-            missing.append(skill.name)
-    return IndexEvaluation(out, missing)
+    return IndexEvaluation(
+        [evaluate_skill(s, reference[s.name], path_credit) for s in extracted if s.name in reference.skills],
+        [s.name for s in extracted if s.name not in reference.skills])
 
