@@ -285,12 +285,10 @@ def definition_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCand
         for user in placed:
             if any(user.rule.id == d.rule.id for d in definers):
                 continue
-            text = f"{user.rule.condition} {_text(doc, user)}"
-            if not _uses(term, text):
+            if not _uses(term, f"{user.rule.condition} {_text(doc, user)}"):
                 continue
-            for d in definers:
-                out.append(EdgeCandidate(user.rule.id, d.rule.id, "definition", confidence, where,
-                                         True, f"uses '{term}', defined here"))
+            out.extend(EdgeCandidate(user.rule.id, d.rule.id, "definition", confidence, where, True,
+                                     f"uses '{term}', defined here") for d in definers)
     return out
 
 
