@@ -256,11 +256,9 @@ def _pooled_inventory_match(row: SkillRow, inventories: Sequence[tuple[list, lis
     references = [e for _, refs in compared for e in refs]
     agreement = match_pooled([(rules, [e.rule for e in refs]) for rules, refs in compared],
                              pooling="inventories", similarity=similarity, threshold=threshold)
-    matched = 0
-    for pair in agreement.pairs:
-        rule, entry = extracted[pair.extracted], references[pair.reference]
-        confirmed = confirm(rule_statement(rule), rule_statement(entry.rule)) if confirm is not None else None
-        matched += confirmed is not False
+    matched = sum(confirm is None or confirm(rule_statement(extracted[pair.extracted]),
+                                             rule_statement(references[pair.reference].rule)) is not False
+                  for pair in agreement.pairs)
     return replace(row, **_scores(matched, len(extracted), len(references)))
 
 

@@ -161,15 +161,10 @@ def _chain(placed: list[_Placed], ranges: list[tuple[int, int]], confidence: flo
            note: str) -> list[EdgeCandidate]:
     """Every rule of step *n* (the rules starting in ``ranges[n]``) requires those of *n-1*."""
     steps = [_inside(placed, a, b) for a, b in ranges]
-    out = []
-    for n in range(1, len(steps)):
-        a, b = ranges[n]
-        for later in steps[n]:
-            for earlier in steps[n - 1]:
-                if later.rule.id != earlier.rule.id:
-                    out.append(EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", confidence,
-                                             Span(a, min(b, a + 4)), True, f"{note} {n + 1} after {n}"))
-    return out
+    return [EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", confidence,
+                          Span(a, min(b, a + 4)), True, f"{note} {n + 1} after {n}")
+            for n, (a, b) in enumerate(ranges[1:], 1)
+            for later in steps[n] for earlier in steps[n - 1] if later.rule.id != earlier.rule.id]
 
 
 # Steps written out: numbers as words, a line per step, ordinals.
@@ -234,16 +229,13 @@ def procedure_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCandi
     # the tool and then tells the customer") or its effects ("may not return it afterwards").
     for prev, cur in zip(placed, placed[1:], strict=False):
         if prev.block == cur.block and prev.rule.id != cur.rule.id:
-            m = _SEQUENCE.search(_opening(_text(doc, cur))) or _ORDINAL_OPENER.match(_text(doc, cur))
+            text = _text(doc, cur)
+            m = _SEQUENCE.search(" ".join(text.split()[:_OPENING_WORDS])) or _ORDINAL_OPENER.match(text)
             if m:
                 at = cur.rule.spans[0].start
                 out.append(EdgeCandidate(cur.rule.id, prev.rule.id, "procedure", 0.7, Span(at, at + 1),
                                          True, f"'{m.group(1)}' follows the rule before"))
     return out
-
-
-def _opening(text: str, words: int = _OPENING_WORDS) -> str:
-    return " ".join(text.split()[:words])
 
 
 def _heading_chain(run: list[Block], placed: list[_Placed]) -> list[EdgeCandidate]:
@@ -252,15 +244,10 @@ def _heading_chain(run: list[Block], placed: list[_Placed]) -> list[EdgeCandidat
     # Every rule of a later phase requires the first rule of the phase before it: the chain
     # reaches every earlier phase without an edge per pair of rules.
     steps = [_inside(placed, b.start, b.end) for b in run]
-    firsts = [s[:1] for s in steps]
-    out = []
-    for n in range(1, len(run)):
-        for later in steps[n]:
-            for earlier in firsts[n - 1]:
-                out.append(EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", 0.85,
-                                         Span(run[n].start, run[n].start + 1), True,
-                                         f"section '{run[n].heading}' after '{run[n - 1].heading}'"))
-    return out
+    return [EdgeCandidate(later.rule.id, earlier.rule.id, "procedure", 0.85,
+                          Span(run[n].start, run[n].start + 1), True,
+                          f"section '{run[n].heading}' after '{run[n - 1].heading}'")
+            for n in range(1, len(run)) for later in steps[n] for earlier in steps[n - 1][:1]]
 
 
 # -- definitions --------------------------------------------------------------------------
@@ -298,12 +285,10 @@ def definition_candidates(doc: SkillDoc, placed: list[_Placed]) -> list[EdgeCand
         for user in placed:
             if any(user.rule.id == d.rule.id for d in definers):
                 continue
-            text = f"{user.rule.condition} {_text(doc, user)}"
-            if not _uses(term, text):
+            if not _uses(term, f"{user.rule.condition} {_text(doc, user)}"):
                 continue
-            for d in definers:
-                out.append(EdgeCandidate(user.rule.id, d.rule.id, "definition", confidence, where,
-                                         True, f"uses '{term}', defined here"))
+            out.extend(EdgeCandidate(user.rule.id, d.rule.id, "definition", confidence, where, True,
+                                     f"uses '{term}', defined here") for d in definers)
     return out
 
 

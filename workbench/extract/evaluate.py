@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from workbench.annotation.matching import f1_of, jaccard_similarity
+from workbench.audit.metrics import aligned_lines
 from workbench.graph import PolicyIndex, SkillGraph, Span
 
 MIN_OVERLAP = 0.5
@@ -227,9 +228,7 @@ class IndexEvaluation:
                          str(s.extracted_edges), str(s.reference_edges),
                          *(_fmt(f[k]) for k in ("edge_precision", "edge_recall", "edge_f1",
                                                 "edge_f1_all"))))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
-                           enumerate(zip(r, widths, strict=True))) for r in rows]
+        lines = aligned_lines(rows)
         lines.extend(f"{name}: no reference graph of that name" for name in self.missing)
         return "\n".join(lines)
 
@@ -242,11 +241,7 @@ def evaluate_index(
     extracted: PolicyIndex, reference: PolicyIndex, path_credit: bool = False
 ) -> IndexEvaluation:
     """Every extracted SKILL against the reference SKILL of the same name."""
-    out, missing = [], []
-    for skill in extracted:
-        if skill.name in reference.skills:
-            out.append(evaluate_skill(skill, reference[skill.name], path_credit))
-        else:
-            missing.append(skill.name)
-    return IndexEvaluation(out, missing)
+    return IndexEvaluation(
+        [evaluate_skill(s, reference[s.name], path_credit) for s in extracted if s.name in reference.skills],
+        [s.name for s in extracted if s.name not in reference.skills])
 

@@ -118,11 +118,7 @@ def _is_sentence(text: str) -> bool:
 
 def split_non_rules(source: str, rules: list[Rule]) -> tuple[list[Rule], list[NonRule]]:
     """``rules`` without the non-rules, and the non-rules with their reasons."""
-    kept, out = [], []
-    for r in rules:
-        reason = non_rule_reason(source, r)
-        if reason is None:
-            kept.append(r)
-        else:
-            out.append(NonRule(r.id, reason, " … ".join(source[s.start : s.end] for s in r.spans)[:200]))
-    return kept, out
+    judged = [(r, non_rule_reason(source, r)) for r in rules]
+    return [r for r, reason in judged if reason is None], [
+        NonRule(r.id, reason, " … ".join(source[s.start : s.end] for s in r.spans)[:200])
+        for r, reason in judged if reason is not None]

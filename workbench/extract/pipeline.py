@@ -281,7 +281,9 @@ class _Run:
         for block in blocks:
             report.blocks.append(
                 self._fuse_block(block, extracted[block.key], rebased[block.key], builder, report))
-        outcome = apply_cues(builder, self.cues, self.opts.decisions, self._propose_model_edges())
+        propose = (self.gateway.config.role("fuser").model == EMBEDDED if self.opts.model_edges == "auto"
+                   else self.opts.model_edges == "propose")
+        outcome = apply_cues(builder, self.cues, self.opts.decisions, propose)
         report.cue_edges, report.cue_confirmed = outcome.direct, outcome.confirmed
         report.proposed_edges = len(outcome.proposed)
         report.decisions_applied = outcome.rejected_dropped + outcome.accepted_added
@@ -296,11 +298,6 @@ class _Run:
         report.wall_s = time.perf_counter() - started
         self._emit("done", None, cached=False)
         return skill, report
-
-    def _propose_model_edges(self) -> bool:
-        if self.opts.model_edges == "auto":
-            return self.gateway.config.role("fuser").model == EMBEDDED
-        return self.opts.model_edges == "propose"
 
     def _emit(self, phase: str, block: PlannedBlock | None, cached: bool) -> None:
         if self.progress is None:

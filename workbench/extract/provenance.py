@@ -49,9 +49,8 @@ class CueOutcome:
     accepted_added: int = 0
 
 
-def _edge(c: EdgeCandidate, provenance: str | None = None, confidence: float | None = None) -> Edge:
-    return Edge(c.source, c.target, provenance=provenance or c.kind,
-                confidence=round(c.confidence if confidence is None else confidence, 2),
+def _edge(c: EdgeCandidate) -> Edge:
+    return Edge(c.source, c.target, provenance=c.kind, confidence=round(c.confidence, 2),
                 evidence=c.evidence, note=c.note)
 
 

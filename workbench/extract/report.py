@@ -144,9 +144,7 @@ class ExtractionReport:
 
     # -- serialisation --------------------------------------------------------------------
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["figures"] = self.figures()
-        return data
+        return {**asdict(self), "figures": self.figures()}
 
     @classmethod
     def from_dict(cls, data: dict) -> ExtractionReport:

@@ -94,12 +94,7 @@ class BlockExtraction:
     pieces: list[tuple[int, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {
-            "rules": [asdict(r) for r in self.rules],
-            "edges": [list(e) for e in self.edges],
-            "problems": list(self.problems),
-            "pieces": [list(p) for p in self.pieces],
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> BlockExtraction:
@@ -116,8 +111,7 @@ class BlockExtraction:
         self.pieces.append(piece)
         shift = len(self.rules)
         rename = {r.id: f"R{shift + n}" for n, r in enumerate(other.rules, 1)}
-        for r in other.rules:
-            self.rules.append(replace(r, id=rename[r.id], piece=index))
+        self.rules.extend(replace(r, id=rename[r.id], piece=index) for r in other.rules)
         self.edges.extend((rename[s], rename[t]) for s, t in other.edges)
         self.problems.extend(f"piece {index + 1}: {p}" for p in other.problems)
 
@@ -200,11 +194,7 @@ class FusionAnswer:
     problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {
-            "merges": dict(self.merges),
-            "edges": [list(e) for e in self.edges],
-            "problems": list(self.problems),
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> FusionAnswer:

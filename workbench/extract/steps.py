@@ -85,8 +85,7 @@ class JsonStepStore:
                     out.write(text)
                 os.replace(tmp, path)
             finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+                Path(tmp).unlink(missing_ok=True)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.folder.glob("??/*.json")) if self.folder.is_dir() else 0

@@ -73,10 +73,8 @@ def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     cuts.append((last, end))
     out = []
     for a, b in cuts:
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
+        piece = text[a:b]
+        a, b = a + len(piece) - len(piece.lstrip()), a + len(piece.rstrip())
         if a < b:
             out.append((a, b))
     return out
@@ -162,12 +160,10 @@ def _leads_above(units: list[Unit], first: int) -> list[int]:
 def render_units(text: str, units: list[Unit], chosen: list[int]) -> str:
     """The numbered lines the model reads: the chosen units (numbered 1..n) indented by
     depth, after the lead-ins they hang under (shown unnumbered, for context only)."""
-    lines = []
-    for i in _leads_above(units, chosen[0]) if chosen else []:
-        lines.append(f"{'  ' * units[i].depth}(context) {_flat(text, units[i])}")
-    for n, i in enumerate(chosen, 1):
-        lines.append(f"{'  ' * units[i].depth}[{n}] {_flat(text, units[i])}")
-    return "\n".join(lines)
+    context = [f"{'  ' * units[i].depth}(context) {_flat(text, units[i])}"
+               for i in (_leads_above(units, chosen[0]) if chosen else [])]
+    numbered = [f"{'  ' * units[i].depth}[{n}] {_flat(text, units[i])}" for n, i in enumerate(chosen, 1)]
+    return "\n".join(context + numbered)
 
 
 def _flat(text: str, unit: Unit) -> str:
@@ -275,10 +271,7 @@ def obligation_rule(text: str, unit: Unit, index: int) -> tuple[LocalRule, str] 
 
 def merge_answers(answers: list[BlockExtraction], units: list[Unit]) -> BlockExtraction:
     """One block's extraction from its chunks' answers: rules renumbered in unit order."""
-    out = BlockExtraction(pieces=[(u.start, u.end) for u in units])
     rules = sorted((r for a in answers for r in a.rules), key=lambda r: r.piece)
-    for n, r in enumerate(rules, 1):
-        out.rules.append(replace(r, id=f"R{n}"))
-    for a in answers:
-        out.problems.extend(a.problems)
-    return out
+    return BlockExtraction(rules=[replace(r, id=f"R{n}") for n, r in enumerate(rules, 1)],
+                           problems=[p for a in answers for p in a.problems],
+                           pieces=[(u.start, u.end) for u in units])

@@ -287,12 +287,7 @@ def _checked(table: Mapping[str, Any], allowed: Mapping[str, Any], where: str) -
 
 
 def _from_env(env: Mapping[str, str], prefix: str, allowed: Mapping[str, Any]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for name in allowed:
-        var = prefix + name.upper()
-        if var in env:
-            found[name] = _EnvValue(var, env[var])
-    return found
+    return {name: _EnvValue(var, env[var]) for name in allowed if (var := prefix + name.upper()) in env}
 
 
 @dataclass(frozen=True)

@@ -274,7 +274,9 @@ def _check_overrides(config: LlmConfig, role: str, changes: Mapping[str, Any],
     """Every change takes effect: no WORKBENCH_* variable overrides it."""
     effective = config.role(role)
     for key, value in changes.items():
-        if _same(getattr(effective, key), _expected_value(key, value)):
+        # "" for api_base means the provider's default endpoint, as load_config reads it.
+        expected = None if key == "api_base" and isinstance(value, str) and not value else value
+        if _same(getattr(effective, key), expected):
             continue
         names = [f"WORKBENCH_{role.upper().replace('-', '_')}_{key.upper()}",
                  f"WORKBENCH_DEFAULT_{key.upper()}"]
@@ -287,12 +289,6 @@ def _check_overrides(config: LlmConfig, role: str, changes: Mapping[str, Any],
             "saving it in workbench.toml would change nothing; nothing was saved",
             f"unset {var} where the workbench is started, or change the variable instead",
         )
-
-
-def _expected_value(key: str, value: Any) -> Any:
-    if key == "api_base" and isinstance(value, str) and not value:
-        return None  # "" means the provider's default endpoint, as load_config reads it
-    return value
 
 
 def _same(a: Any, b: Any) -> bool:

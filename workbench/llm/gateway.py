@@ -400,9 +400,7 @@ class Gateway:
     @contextmanager
     def _slot(self, role: RoleConfig):
         with self._lock:
-            sem = self._slots.get(role.name)
-            if sem is None:
-                sem = self._slots[role.name] = threading.BoundedSemaphore(role.concurrency)
+            sem = self._slots.setdefault(role.name, threading.BoundedSemaphore(role.concurrency))
         with sem:
             yield
 
@@ -411,9 +409,7 @@ class Gateway:
         loop = asyncio.get_running_loop()
         with self._lock:
             per_loop = self._async_slots.setdefault(loop, {})
-            sem = per_loop.get(role.name)
-            if sem is None:
-                sem = per_loop[role.name] = asyncio.Semaphore(role.concurrency)
+            sem = per_loop.setdefault(role.name, asyncio.Semaphore(role.concurrency))
             if self._executor is None:
                 workers = min(64, sum(r.concurrency for r in self.config.roles.values()) + 1)
                 self._executor = ThreadPoolExecutor(workers, thread_name_prefix="llm")
