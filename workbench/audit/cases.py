@@ -24,7 +24,7 @@ from typing import Any
 from workbench.audit import parquet
 from workbench.audit.prompts import quote
 from workbench.errors import WorkbenchError
-from workbench.inputs import InputError, decode_text, loads_json, read_input_bytes, split_jsonl_lines
+from workbench.inputs import InputError, decode_text, iter_jsonl, read_input_bytes
 from workbench.vocabulary import Label, label_violation, values
 
 LABELS = values(Label)
@@ -192,18 +192,15 @@ def _context(raw: Any, where: str) -> list[Turn] | str:
     return turns
 
 
-def iter_cases(lines: Iterable[str], origin: str = "cases") -> Iterator[AuditCase]:
-    """Cases from JSONL lines; the first bad line raises CaseFormatError naming it."""
+def iter_cases(text: str, origin: str = "cases") -> Iterator[AuditCase]:
+    """Cases from JSONL text; the first bad line raises CaseFormatError naming it."""
     seen: dict[str, int] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = loads_json(line, origin, number)
-        except InputError as exc:
-            raise CaseFormatError(str(exc)) from None
-        where = f"{origin}:{number}"
-        yield _unique(case_from_dict(data, where), seen, number, where, "on line")
+    try:
+        for number, data in iter_jsonl(text, origin):
+            where = f"{origin}:{number}"
+            yield _unique(case_from_dict(data, where), seen, number, where, "on line")
+    except InputError as exc:
+        raise CaseFormatError(str(exc)) from None
 
 
 def _unique(case: AuditCase, seen: dict[str, int], at: int, where: str, first: str) -> AuditCase:
@@ -254,7 +251,7 @@ def parse_cases_bytes(data: bytes, origin: str) -> list[AuditCase]:
         text, _ = decode_text(data, origin)
     except InputError as exc:
         raise CaseFormatError(str(exc)) from None
-    return list(iter_cases(split_jsonl_lines(text), origin))
+    return list(iter_cases(text, origin))
 
 
 def dump_cases(cases: Iterable[AuditCase], path: str | Path) -> int:

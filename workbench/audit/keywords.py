@@ -78,13 +78,8 @@ def keyword_messages(case: AuditCase, max_keywords: int) -> list[dict[str, str]]
 
 def clean_keywords(raw: Any, max_keywords: int) -> list[str]:
     """Model output is untrusted: keep distinct, non-empty, short strings, at most the limit."""
-    out: list[str] = []
-    seen: set[str] = set()
-    for k in raw if isinstance(raw, list) else []:
-        if not isinstance(k, str):
-            continue
-        k = " ".join(k.split())[:40]
-        if k and k.lower() not in seen:
-            seen.add(k.lower())
-            out.append(k)
-    return out[:max_keywords]
+    words = (" ".join(k.split())[:40] for k in (raw if isinstance(raw, list) else []) if isinstance(k, str))
+    first: dict[str, str] = {}  # lower-cased keyword -> its first spelling
+    for k in filter(None, words):
+        first.setdefault(k.lower(), k)
+    return list(first.values())[:max_keywords]

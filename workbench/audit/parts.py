@@ -16,6 +16,7 @@ trace (:class:`~workbench.audit.trace.JudgedPart`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import groupby
 from typing import Any
 
 from workbench.audit.cases import AuditCase
@@ -34,14 +35,8 @@ def render_part(units: Sequence[ContextUnit], rules: bool) -> str:
     SKILL, as ``render_rules`` does; passages and documents one after another)."""
     if not rules:
         return "\n\n".join(u.text for u in units)
-    blocks: list[str] = []
-    current: str | None = None
-    for u in units:
-        if u.skill != current:
-            blocks.append(f"## SKILL: {u.skill}")
-            current = u.skill
-        blocks.append(u.text)
-    return "\n\n".join(blocks)
+    return "\n\n".join(block for skill, run in groupby(units, key=lambda u: u.skill)
+                       for block in (f"## SKILL: {skill}", *(u.text for u in run)))
 
 
 def closure_groups(

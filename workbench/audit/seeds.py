@@ -40,14 +40,7 @@ def _matching_rules(index: AuditIndex, skill: str, keyword_stems: list[str]) -> 
     need = len(keyword_stems) if len(keyword_stems) < 3 else len(keyword_stems) - 1
     lists = sorted((rw.postings.get(s, set()) for s in keyword_stems), key=len)
     if need == len(keyword_stems):
-        if not lists or not lists[0]:
-            return set()
-        hit = set(lists[0])
-        for other in lists[1:]:
-            hit &= other
-            if not hit:
-                break
-        return hit
+        return set(lists[0]).intersection(*lists[1:]) if lists else set()
     counts = Counter(rid for posting in lists for rid in posting)
     return {rid for rid, n in counts.items() if n >= need}
 

@@ -184,13 +184,10 @@ class _Builder(SpecReader):
         if root.get("transitions") is not None:
             transitions = self.transitions(root["transitions"], "transitions",
                                            line_of(root, "transitions"))
-        final_phases: list[str] = []
-        if root.get("termination") is not None:
-            term = self._mapping(root["termination"], "termination", line_of(root, "termination"))
-            if term is not None:
-                self._keys(term, "termination", ("final_phases",))
-                final_phases = [f for f in (self._ident(i, p, ln, "phase id") for i, p, ln
-                                            in self._items(term, "final_phases", "termination")) if f]
+        final_phases: list[str] = self._section(
+            root, "termination", ("final_phases",),
+            lambda term: [f for f in (self._ident(i, p, ln, "phase id") for i, p, ln
+                                      in self._items(term, "final_phases", "termination")) if f], [])
         phase_ids = [p.id for p in phases]
         initial = root.get("initial", phase_ids[0] if phase_ids else None)
         if root.get("initial") is not None and initial not in phase_ids:

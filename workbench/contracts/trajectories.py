@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -118,15 +119,10 @@ def _tool_action(call: Any, parallel: int, with_message: bool, where: str) -> Ac
 def _answered_call(steps: list[list[Any]], unanswered: list[int], message: Mapping[str, Any]) -> int | None:
     if not unanswered:
         return None
-    call_id = message.get("tool_call_id")
-    name = message.get("name")
-    for index in reversed(unanswered):
-        if call_id is not None and steps[index][0].call_id == call_id:
-            return index
-    for index in reversed(unanswered):
-        if name is not None and steps[index][0].name == name:
-            return index
-    return unanswered[0]
+    call_id, name = message.get("tool_call_id"), message.get("name")
+    by_id = (i for i in reversed(unanswered) if call_id is not None and steps[i][0].call_id == call_id)
+    by_name = (i for i in reversed(unanswered) if name is not None and steps[i][0].name == name)
+    return next(chain(by_id, by_name), unanswered[0])
 
 
 def _text(content: Any, *, keep_json: bool = False) -> str:

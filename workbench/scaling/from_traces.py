@@ -70,11 +70,8 @@ def instance_skills(traces: Iterable[Any], cases: Iterable[Any] | Mapping[str, A
     routed: dict[str, set[str]] = {}
     for t in map(_as_trace, traces):
         routed.setdefault(t.id, set()).update(t.skills)
-    out = {}
-    for cid, names in routed.items():
-        case = by_id.get(cid)
-        out[cid] = list(case.skills) if case is not None and case.skills else sorted(names)
-    return out
+    return {cid: list(case.skills) if (case := by_id.get(cid)) is not None and case.skills else sorted(names)
+            for cid, names in routed.items()}
 
 
 def outcomes_from_traces(

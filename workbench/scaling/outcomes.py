@@ -95,9 +95,8 @@ def _validate(rows: Iterable[tuple[str, Any]]) -> pd.DataFrame:
                 f"{', '.join(REQUIRED_COLUMNS)}"
             )
         out = {k: v for k, v in row.items() if k not in REQUIRED_COLUMNS}
-        out["instance"] = _text(row["instance"], where, "instance")
-        out["dataset"] = _text(row["dataset"], where, "dataset")
-        out["session"] = _text(row["session"], where, "session")
+        for column in ("instance", "dataset", "session"):
+            out[column] = _text(row[column], where, column)
         out["params_b"] = _number(row["params_b"], where, "params_b", positive=True)
         out["complexity"] = _number(row["complexity"], where, "complexity", positive=False)
         out["correct"] = _binary(row["correct"], where, "correct")
@@ -112,11 +111,8 @@ def _validate(rows: Iterable[tuple[str, Any]]) -> pd.DataFrame:
     _check_consistency(frame)
     frame = frame.drop(columns="_where")
     ordered = list(REQUIRED_COLUMNS) + [c for c in frame.columns if c not in REQUIRED_COLUMNS]
-    frame = frame[ordered].reset_index(drop=True)
-    frame["params_b"] = frame["params_b"].astype(float)
-    frame["complexity"] = frame["complexity"].astype(float)
-    frame["correct"] = frame["correct"].astype(int)
-    return frame
+    types = {"params_b": float, "complexity": float, "correct": int}
+    return frame[ordered].reset_index(drop=True).astype(types)
 
 
 def _check_consistency(frame: pd.DataFrame) -> None:

@@ -146,17 +146,12 @@ def read_evaluation(run_dir: str | Path) -> dict[str, Any]:
 
 def evaluation_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     """One row per case set and side (before / after) for a table."""
-    rows = []
-    for part, figures in read_evaluation(run_dir).items():
-        for side in ("before", "after"):
-            f = figures.get(side) if isinstance(figures, dict) else None
-            if isinstance(f, dict):
-                rows.append({"cases": part, "model": side, "n": f.get("cases"),
-                             "gold rules in context": f.get("gold_share"),
-                             "every gold rule in context": f.get("all_gold_in_context"),
-                             "context tokens": f.get("context_tokens"),
-                             "failed": f.get("failed")})
-    return rows
+    return [{"cases": part, "model": side, "n": f.get("cases"),
+             "gold rules in context": f.get("gold_share"),
+             "every gold rule in context": f.get("all_gold_in_context"),
+             "context tokens": f.get("context_tokens"), "failed": f.get("failed")}
+            for part, figures in read_evaluation(run_dir).items() for side in ("before", "after")
+            if isinstance(f := figures.get(side) if isinstance(figures, dict) else None, dict)]
 
 
 def list_runs(root: str | Path) -> list[dict[str, Any]]:
