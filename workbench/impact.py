@@ -89,8 +89,5 @@ def reaudit(
 ) -> list[Flip]:
     """Re-audit ``cases`` under ``index`` and pair each new verdict with the previous one."""
     aindex = AuditIndex(index)
-    out = []
-    for case in cases:
-        trace = audit_case(case, aindex, strategy, gateway, options or AuditOptions())
-        out.append(Flip(case.id, previous.get(case.id), trace.violation, trace.to_dict()))
-    return out
+    traces = (audit_case(case, aindex, strategy, gateway, options or AuditOptions()) for case in cases)
+    return [Flip(t.id, previous.get(t.id), t.violation, t.to_dict()) for t in traces]
