@@ -30,11 +30,8 @@ class ClosureChange:
 
 
 def with_skill(index: PolicyIndex, skill: SkillGraph) -> PolicyIndex:
-    """``index`` with one SKILL replaced (or added)."""
-    skills = [skill if s.name == skill.name else s for s in index]
-    if skill.name not in index.skills:
-        skills.append(skill)
-    return PolicyIndex(skills)
+    """``index`` with one SKILL replaced in place (or added last)."""
+    return PolicyIndex({**index.skills, skill.name: skill}.values())
 
 
 def closure_changes(
