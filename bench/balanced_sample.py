@@ -61,9 +61,8 @@ def skill_grouped_sample(cases: list[AuditCase], n: int, skills: int, seed: int)
     for case in cases:
         violations[first[case.id]] += case.label == "negative"
     chosen = sorted(violations, key=lambda s: (-violations[s], s))[:skills]
-    picked: list[AuditCase] = []
-    for skill in chosen:
-        picked.extend(balanced_sample([c for c in cases if first[c.id] == skill], n // skills, seed))
+    picked = [case for skill in chosen
+              for case in balanced_sample([c for c in cases if first[c.id] == skill], n // skills, seed)]
     return sorted(picked, key=lambda c: (first[c.id], c.session, c.id))
 
 

@@ -158,18 +158,10 @@ def _case(condition, value):
     return case((condition, value), else_=0)
 
 
-def persistent_gateway(
-    engine: Engine, config: LlmConfig | None = None, *, use_env_mode: bool = True
-) -> Gateway:
-    """A gateway whose cache, usage log and fleet endpoint log live in the workbench database.
-
-    With ``use_env_mode`` the ``WORKBENCH_LLM_MODE`` recording/replay mode applies too.
-    """
+def persistent_gateway(engine: Engine, config: LlmConfig | None = None) -> Gateway:
+    """A gateway whose cache, usage log and fleet endpoint log live in the workbench database;
+    the ``WORKBENCH_LLM_MODE`` recording/replay mode applies too."""
     from store.llm_endpoints import SqlEndpointLog
 
-    cache = SqlResponseCache(engine)
-    sink = SqlUsageLog(engine)
-    endpoints = SqlEndpointLog(engine)
-    if use_env_mode:
-        return Gateway.from_env(config, cache, usage_sink=sink, endpoint_sink=endpoints)
-    return Gateway(config, cache, usage_sink=sink, endpoint_sink=endpoints)
+    return Gateway.from_env(config, SqlResponseCache(engine), usage_sink=SqlUsageLog(engine),
+                            endpoint_sink=SqlEndpointLog(engine))

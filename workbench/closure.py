@@ -68,16 +68,12 @@ def select_closure(
     if not nonempty:
         return EmptySeed(list(seeds))
     rules: dict[str, list[str]] = {}
-    parts: list[str] = []
     for name, ids in nonempty.items():
-        skill = index[name]
         try:
-            closed = skill.graph.closure(ids)
+            rules[name] = index[name].graph.closure(ids)
         except UnknownRule as exc:
             raise UnknownRule(exc.ids, name) from None
-        rules[name] = closed
-        parts.append(render_rules(skill, closed, style))
-    text = "\n\n".join(parts)
+    text = "\n\n".join(render_rules(index[name], closed, style) for name, closed in rules.items())
     tokens = count_tokens(text)
     if budget is not None and tokens > budget:
         return BudgetExceeded(rules, tokens, budget)

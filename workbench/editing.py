@@ -98,15 +98,9 @@ def summarize_changes(old: SkillGraph, new: SkillGraph) -> str:
                != (o[r].condition, o[r].action, o[r].modality)]
     oe = {(e.source, e.target) for e in old.graph.edges}
     ne = {(e.source, e.target) for e in new.graph.edges}
-    parts = []
-    if added:
-        parts.append(f"added rules {', '.join(added)}")
-    if removed:
-        parts.append(f"removed rules {', '.join(removed)}")
-    if changed:
-        parts.append(f"edited rules {', '.join(changed)}")
-    if ne - oe:
-        parts.append("added edges " + ", ".join(f"{a}->{b}" for a, b in sorted(ne - oe)))
-    if oe - ne:
-        parts.append("removed edges " + ", ".join(f"{a}->{b}" for a, b in sorted(oe - ne)))
+    parts = [f"{what} {', '.join(ids)}" for what, ids in (
+        ("added rules", added), ("removed rules", removed), ("edited rules", changed),
+        ("added edges", [f"{a}->{b}" for a, b in sorted(ne - oe)]),
+        ("removed edges", [f"{a}->{b}" for a, b in sorted(oe - ne)]),
+    ) if ids]
     return "; ".join(parts) or "no changes"

@@ -106,7 +106,7 @@ class PolicyIndex:
 
     @classmethod
     def load(cls, path: str | Path) -> PolicyIndex:
-        from workbench.inputs import InputError, decode_text, read_input_bytes
+        from workbench.inputs import InputError, read_input_text
 
         p = Path(path)
         if not p.is_file():
@@ -115,7 +115,7 @@ class PolicyIndex:
                 "fixtures/demo/index.json."
             )
         try:
-            text, _ = decode_text(read_input_bytes(p, "index file"), str(p))
+            text = read_input_text(p, "index file")
         except InputError as exc:
             raise _as_validation_error(exc, str(p)) from None
         return cls.loads(text, str(p))

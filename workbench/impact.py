@@ -30,11 +30,8 @@ class ClosureChange:
 
 
 def with_skill(index: PolicyIndex, skill: SkillGraph) -> PolicyIndex:
-    """``index`` with one SKILL replaced (or added)."""
-    skills = [skill if s.name == skill.name else s for s in index]
-    if skill.name not in index.skills:
-        skills.append(skill)
-    return PolicyIndex(skills)
+    """``index`` with one SKILL replaced in place (or added last)."""
+    return PolicyIndex({**index.skills, skill.name: skill}.values())
 
 
 def closure_changes(
@@ -89,8 +86,5 @@ def reaudit(
 ) -> list[Flip]:
     """Re-audit ``cases`` under ``index`` and pair each new verdict with the previous one."""
     aindex = AuditIndex(index)
-    out = []
-    for case in cases:
-        trace = audit_case(case, aindex, strategy, gateway, options or AuditOptions())
-        out.append(Flip(case.id, previous.get(case.id), trace.violation, trace.to_dict()))
-    return out
+    traces = (audit_case(case, aindex, strategy, gateway, options or AuditOptions()) for case in cases)
+    return [Flip(t.id, previous.get(t.id), t.violation, t.to_dict()) for t in traces]

@@ -25,18 +25,13 @@ RENDER_STYLES = values(Render)
 DEFAULT_RENDER_STYLE = Render.FULL
 
 
-def _source(skill: SkillGraph, rule_id: str) -> str:
-    rule = skill.graph.rules[rule_id]
-    return " … ".join(" ".join(skill.span_text(s).split()) for s in rule.spans)
-
-
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
 def render_rule(skill: SkillGraph, rule_id: str, style: str = DEFAULT_RENDER_STYLE) -> str:
     rule = skill.graph.rules[rule_id]
-    source = _source(skill, rule_id) if rule.spans else ""
+    source = " … ".join(" ".join(skill.span_text(s).split()) for s in rule.spans)  # "" without spans
     if style == Render.COMPACT:
         lines = [f"[{rule.id}] When: {rule.condition}", f"  {rule.modality.capitalize()}: {rule.action}"]
         if source and not _words(source) <= _words(f"{rule.condition} {rule.action}"):

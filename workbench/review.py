@@ -181,13 +181,10 @@ def build_queue(
         label = labels.get(cid) if labels is not None and cid in labels else t.label
         others = {s: v for s, v in by_case[cid].items() if s != strategy}
         judged = {v for v in by_case[cid].values() if v is not None}
-        reasons = []
-        if violation:
-            reasons.append("flagged")
-        if len(judged) > 1:
-            reasons.append("strategies-disagree")
-        if label_violation(label) is not None and violation != label_violation(label):
-            reasons.append("gold-mismatch")
+        reasons = [reason for reason, applies in (
+            ("flagged", violation), ("strategies-disagree", len(judged) > 1),
+            ("gold-mismatch", label_violation(label) is not None and violation != label_violation(label)),
+        ) if applies]
         search = " ".join([
             cid, t.session, strategy, run_id, verdict_word(violation),
             t.verdict.reason, " ".join(t.verdict.violated_rules),

@@ -10,9 +10,6 @@ def search_rules(skill: SkillGraph, query: str) -> list[str]:
     words = [w.lower() for w in query.split() if w]
     if not words:
         return list(skill.graph.rules)
-    hits = []
-    for rid, r in skill.graph.rules.items():
-        hay = f"{rid} {r.condition} {r.action} {skill.rule_text(rid)}".lower()
-        if all(w in hay for w in words):
-            hits.append(rid)
-    return hits
+    hays = {rid: f"{rid} {r.condition} {r.action} {skill.rule_text(rid)}".lower()
+            for rid, r in skill.graph.rules.items()}
+    return [rid for rid, hay in hays.items() if all(w in hay for w in words)]

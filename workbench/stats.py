@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from workbench.graph import RuleGraph, SkillGraph
@@ -63,44 +63,39 @@ def strongly_connected_components(graph: RuleGraph) -> list[list[str]]:
     on_stack: set[str] = set()
     stack: list[str] = []
     components: list[list[str]] = []
-    counter = 0
+    work: list[tuple[str, Iterator[str]]] = []
+
+    def enter(node: str) -> None:
+        index_of[node] = low[node] = len(index_of)  # numbered in visiting order
+        stack.append(node)
+        on_stack.add(node)
+        work.append((node, iter(graph.requires(node))))
+
     for root in graph.rules:
-        if root in index_of:
-            continue
-        work = [(root, iter(graph.requires(root)))]
-        index_of[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
+        if root not in index_of:
+            enter(root)
         while work:
             node, children = work[-1]
-            advanced = False
             for child in children:
                 if child not in index_of:
-                    index_of[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(graph.requires(child))))
-                    advanced = True
-                    break
+                    enter(child)
+                    break  # descend; node's remaining children are resumed later
                 if child in on_stack:
                     low[node] = min(low[node], index_of[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index_of[node]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                components.append(comp)
+            else:  # every child done: node is finished
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index_of[node]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == node:
+                            break
+                    components.append(comp)
     return components
 
 
@@ -113,13 +108,8 @@ def depth_and_cycles(graph: RuleGraph) -> tuple[int, bool]:
     # component a node requires is emitted before it, so one pass computes longest paths.
     longest = [0] * len(comps)
     for i, comp in enumerate(comps):
-        best = 0
-        for rid in comp:
-            for tgt in graph.requires(rid):
-                j = comp_of[tgt]
-                if j != i:
-                    best = max(best, longest[j] + 1)
-        longest[i] = best
+        longest[i] = max((longest[comp_of[tgt]] + 1 for rid in comp for tgt in graph.requires(rid)
+                          if comp_of[tgt] != i), default=0)
     return (max(longest) if longest else 0), has_cycle
 
 
@@ -133,10 +123,8 @@ def skill_stats(
     group = [skills] if isinstance(skills, SkillGraph) else list(skills)
     n_rules = sum(len(s.graph) for s in group)
     n_edges = sum(len(s.graph.edges) for s in group)
-    depth, cycle = 0, False
-    for s in group:
-        d, c = depth_and_cycles(s.graph)
-        depth, cycle = max(depth, d), cycle or c
+    per_skill = [depth_and_cycles(s.graph) for s in group]
+    depth, cycle = max((d for d, _ in per_skill), default=0), any(c for _, c in per_skill)
     # ``T`` of a rule: tokens of its condition plus tokens of its action.
     rule_tokens = sum(count(r.condition) + count(r.action) for s in group for r in s.graph.rules.values())
     source_tokens = sum(count(s.source) for s in group)

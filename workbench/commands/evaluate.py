@@ -138,7 +138,7 @@ def _length_sweep(args) -> int:
     if args.limit is not None:
         cases = cases[: args.limit]
     try:
-        rows = run_sweep(levels, cases, tuple(names), progress=lambda n, s: _progress(n, s))
+        rows = run_sweep(levels, cases, tuple(names), progress=_progress)
     except DenseUnavailable as exc:
         raise CliError(f"{exc}; or leave dense out with --strategies") from None
     print(format_sweep(rows))

@@ -158,7 +158,9 @@ def _extract(args: argparse.Namespace) -> int:
     engine = None
     if args.into_store:
         from store.db import make_engine
+        from store.edge_review import load_decisions, save_edge_trust
         from store.extraction import SqlStepStore
+        from store.repo import save_skill
 
         engine = make_engine(args.db)
         steps = JsonStepStore(args.steps) if args.steps else SqlStepStore(engine)
@@ -182,11 +184,8 @@ def _extract(args: argparse.Namespace) -> int:
     skills, reports = [], []
     for doc in docs:
         try:
-            decisions = None
-            if engine is not None:  # an author's verdicts on this SKILL's edges still hold
-                from store.edge_review import load_decisions
-
-                decisions = load_decisions(engine, doc.name)
+            # With the store, an author's verdicts on this SKILL's edges still hold.
+            decisions = None if engine is None else load_decisions(engine, doc.name)
             skill, report = extract_skill(
                 doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse,
                 decisions=decisions, similarity=similarity, extract_prompt=args.extract_prompt,
@@ -202,12 +201,8 @@ def _extract(args: argparse.Namespace) -> int:
         for line in report.summary_lines():
             print(line)
         if engine is not None:
-            from store.repo import save_skill
-
             saved = save_skill(engine, skill, author="extract",
                                note=f"extracted by {report.extractor_model}", report=report.to_dict())
-            from store.edge_review import save_edge_trust
-
             save_edge_trust(engine, skill.name, saved.version, skill)
             state = "saved as version" if saved.created else "unchanged, still version"
             print(f"  {state} {saved.version} in the store")

@@ -156,12 +156,9 @@ def _check(args: argparse.Namespace) -> int:
         except EmbeddedModelUnavailable as exc:
             startup_error = str(exc)
 
-    results = []
-    for name in roles:
-        if startup_error and config.role(name).is_embedded:
-            results.append(failed_result(name, "embedded", "embedded", startup_error))
-        else:
-            results.append(check_role(gateway, name))
+    results = [failed_result(name, "embedded", "embedded", startup_error)
+               if startup_error and config.role(name).is_embedded else check_role(gateway, name)
+               for name in roles]
 
     if args.json:
         payload = results[0] if args.role else results
