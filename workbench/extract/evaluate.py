@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from workbench.annotation.matching import f1_of, jaccard_similarity
-from workbench.audit.metrics import aligned_lines
 from workbench.graph import PolicyIndex, SkillGraph, Span
 
 MIN_OVERLAP = 0.5
@@ -228,7 +227,9 @@ class IndexEvaluation:
                          str(s.extracted_edges), str(s.reference_edges),
                          *(_fmt(f[k]) for k in ("edge_precision", "edge_recall", "edge_f1",
                                                 "edge_f1_all"))))
-        lines = aligned_lines(rows)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                           enumerate(zip(r, widths, strict=True))) for r in rows]
         lines.extend(f"{name}: no reference graph of that name" for name in self.missing)
         return "\n".join(lines)
 
