@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.scaling_data import two_datasets
+from workbench.errors import WorkbenchError
 from workbench.scaling import FitOptions, distill, fit_model
 
 FULL = {"gamma_A": -0.4, "gamma_B": 0.3, "eta": 0.7, "beta": 3.0, "rho": 0.5, "alpha": 0.7, "lambda": 0.4}
@@ -149,3 +150,17 @@ def test_inconsistent_labels_rejected(data, fit):
     broken.loc[broken.index[0], "label"] = "something else"
     with pytest.raises(distill.SelectionError, match="different labels"):
         distill.select_distillation(broken, fit, 9, 4, 10)
+
+
+@pytest.mark.parametrize("raw, problem", [
+    (b'{"instance": "caf\xe9"}\n', "not UTF-8"),  # Latin-1: was a bare UnicodeDecodeError
+    (b'{"instance": "a"}\n{"instance": "b", "instance": "c"}\n', "appears twice"),  # was: last wins
+    (b'{"instance": "a"}\n{"instance": \n', "not valid JSON"),
+])
+def test_cases_file_problems_name_the_line_and_the_fix(tmp_path, raw, problem):
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(raw)
+    with pytest.raises(WorkbenchError) as caught:
+        distill.load_cases(path)
+    assert problem in str(caught.value) and str(path) in str(caught.value)
+    assert caught.value.hint  # what to do: re-save as UTF-8, keep one key, fix the syntax

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+from workbench.inputs import iter_jsonl, read_input_text
 from workbench.scaling.fit import ScalingFit
 
 SELECTION_SEED = 17
@@ -86,23 +87,18 @@ def load_cases(path: str | Path) -> list[dict]:
     if not path.is_file():
         raise SelectionError(f"{path}: no such cases file; give a JSONL of cases")
     cases = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                case = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SelectionError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(case, dict) or ("instance" not in case and "id" not in case):
-                raise SelectionError(
-                    f"{path}: line {lineno}: each case must be an object with an 'instance' "
-                    "(or audit case 'id') matching the outcomes table"
-                )
-            # Audit cases and training records are keyed by 'id', which is what
-            # scaling-outcomes writes as 'instance'.
-            case.setdefault("instance", case.get("id"))
-            cases.append(case)
+    # Through the input layer like every other file the CLI reads: a file that is not UTF-8,
+    # too big, or holds a key twice is refused with its line and what to do.
+    for lineno, case in iter_jsonl(read_input_text(path, "cases file"), str(path)):
+        if not isinstance(case, dict) or ("instance" not in case and "id" not in case):
+            raise SelectionError(
+                f"{path}: line {lineno}: each case must be an object with an 'instance' "
+                "(or audit case 'id') matching the outcomes table"
+            )
+        # Audit cases and training records are keyed by 'id', which is what
+        # scaling-outcomes writes as 'instance'.
+        case.setdefault("instance", case.get("id"))
+        cases.append(case)
     return cases
 
 
