@@ -17,6 +17,7 @@ from workbench.audit.length_sweep import foreign_clauses, run_sweep, sweep_level
 from workbench.audit.policy import AuditIndex
 from workbench.cli import main
 from workbench.graph import PolicyIndex
+from workbench.inputs import InputError
 from workbench.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +96,10 @@ def test_foreign_clauses_are_paragraphs_under_their_heading(tmp_path):
         ("Opening accounts", "1. The customer must be verified before any account opens.")]
     (kb / "doc2.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="needs a 'content' string"):
+        foreign_clauses([kb])
+    (kb / "doc2.json").unlink()
+    (kb / "legacy.md").write_bytes("# Fees\n\nA fee of 5 \u20ac applies.\n".encode("cp1252"))
+    with pytest.raises(InputError, match="legacy.md.*not UTF-8"):  # was a bare codec error
         foreign_clauses([kb])
 
 

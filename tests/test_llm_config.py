@@ -72,6 +72,11 @@ def test_workbench_config_variable_selects_the_file(tmp_path):
     assert load_config(env={"WORKBENCH_CONFIG": str(path)}).role("judge").model == "openai/x"
     with pytest.raises(LlmConfigError, match="does not exist"):
         load_config(env={"WORKBENCH_CONFIG": str(tmp_path / "missing.toml")})
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('[roles.judge]\nmodel = "openai/caf\u00e9"\n'.encode("latin-1"))
+    with pytest.raises(LlmConfigError, match="latin.toml is not UTF-8") as caught:  # was a codec error
+        load_config(env={"WORKBENCH_CONFIG": str(latin)})
+    assert caught.value.hint == "re-save it as UTF-8"
 
 
 @pytest.mark.parametrize(

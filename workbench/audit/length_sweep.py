@@ -30,6 +30,7 @@ from workbench.audit.complibench import (
 from workbench.audit.coverage_curve import CURVE_STRATEGIES
 from workbench.audit.metrics import aligned_lines
 from workbench.graph import PolicyIndex
+from workbench.inputs import read_input_text
 from workbench.tokens import count_tokens
 from workbench.vocabulary import JudgeMode
 
@@ -54,9 +55,10 @@ def _documents(paths: list[Path]) -> list[tuple[str, str]]:
             if path.is_dir() else [path]
     out = []
     for f in files:
+        text = read_input_text(f, "foreign policy document")  # not UTF-8: says so, with the fix
         if f.suffix == ".json":
             try:
-                data = json.loads(f.read_text(encoding="utf-8"))
+                data = json.loads(text)
             except ValueError as exc:
                 raise ValueError(f"{f}: not JSON ({exc}); foreign clauses come from .md files or "
                                  "JSON documents with 'title' and 'content'") from None
@@ -64,7 +66,7 @@ def _documents(paths: list[Path]) -> list[tuple[str, str]]:
                 raise ValueError(f"{f}: a JSON document needs a 'content' string")
             out.append((str(data.get("title") or f.stem), data["content"]))
         else:
-            out.append((f.stem.replace("_", " "), f.read_text(encoding="utf-8")))
+            out.append((f.stem.replace("_", " "), text))
     return out
 
 

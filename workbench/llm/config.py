@@ -178,6 +178,9 @@ def load_config(
                 f"configuration file {file_path} does not exist; create it from "
                 f"workbench.toml.example or unset {CONFIG_ENV}"
             ) from None
+        except UnicodeDecodeError as exc:  # as the Settings page's reader says it
+            raise LlmConfigError(f"{file_path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                 "re-save it as UTF-8") from None
     return config_from_text(text, str(file_path) if file_path else "built-in defaults", env)
 
 
