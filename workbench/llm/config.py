@@ -172,16 +172,23 @@ def load_config(
     text = ""
     if file_path is not None:
         try:
-            text = file_path.read_text(encoding="utf-8")
+            text = settings_text(file_path.read_bytes(), file_path)
         except FileNotFoundError:
             raise LlmConfigError(
                 f"configuration file {file_path} does not exist; create it from "
                 f"workbench.toml.example or unset {CONFIG_ENV}"
             ) from None
-        except UnicodeDecodeError as exc:  # as the Settings page's reader says it
-            raise LlmConfigError(f"{file_path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                                 "re-save it as UTF-8") from None
     return config_from_text(text, str(file_path) if file_path else "built-in defaults", env)
+
+
+def settings_text(data: bytes, path: Path) -> str:
+    """A settings file's bytes as text; LlmConfigError when they are not UTF-8 (the one
+    wording for the loader and the Settings page's reader)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LlmConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                             "re-save it as UTF-8") from None
 
 
 def config_from_text(text: str, where: str, env: Mapping[str, str] | None = None) -> LlmConfig:

@@ -49,6 +49,7 @@ from workbench.llm.config import (
     ROLE_FIELDS,
     LlmConfig,
     config_from_text,
+    settings_text,
 )
 from workbench.llm.errors import LlmConfigError
 from workbench.roles import Actor, require
@@ -93,12 +94,7 @@ def read_settings_file(path: str | os.PathLike[str]) -> SettingsFile:
         data = path.read_bytes()
     except FileNotFoundError:
         return SettingsFile(path, "", content_hash(None), False)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LlmConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                             "re-save it as UTF-8") from None
-    return SettingsFile(path, text, content_hash(data), True)
+    return SettingsFile(path, settings_text(data, path), content_hash(data), True)
 
 
 def save_role_settings(
