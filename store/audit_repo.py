@@ -100,6 +100,7 @@ def save_traces(
             case_id=trace.id,
             strategy=trace.strategy,
             violation=trace.violation,
+            probability=None if trace.verdict is None else trace.verdict.probability,
             error=None if trace.error is None
             else bound_message(f"{trace.error.kind}: {trace.error.message}"),
             trace_json=encode_trace(trace),  # a lone surrogate escaped: SQLite stores UTF-8 only

@@ -20,6 +20,7 @@ from sqlmodel import Field, Session, SQLModel, select
 from store.record_log import RecordLog, RoleRecordRow
 from workbench.clock import utcnow
 from workbench.llm import CachedResponse, Gateway, LlmConfig, UsageTotals
+from workbench.llm.logprobs import compact_logprobs
 
 
 class LlmCacheEntry(SQLModel, table=True):
@@ -37,6 +38,9 @@ class LlmCacheEntry(SQLModel, table=True):
     latency_ms: float = 0.0
     cost_usd: float | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    # The answer's token log-probabilities (workbench.llm.logprobs form) when the request
+    # asked for them: a verdict's probability is read from them again on a cache hit.
+    logprobs_json: str | None = None
 
 
 class LlmUsageRow(RoleRecordRow, table=True):
@@ -73,12 +77,16 @@ class SqlResponseCache:
             if row is None:
                 return None
             return CachedResponse(
-                request=json.loads(row.request_json), **{f: getattr(row, f) for f in _CACHED_FIELDS}
+                request=json.loads(row.request_json),
+                logprobs=compact_logprobs(json.loads(row.logprobs_json)) if row.logprobs_json else None,
+                **{f: getattr(row, f) for f in _CACHED_FIELDS},
             )
 
     def put(self, entry: CachedResponse) -> None:
         row = LlmCacheEntry(
             request_json=json.dumps(entry.request, ensure_ascii=False, sort_keys=True),
+            logprobs_json=None if entry.logprobs is None
+            else json.dumps(entry.logprobs, ensure_ascii=False, separators=(",", ":")),
             **{f: getattr(entry, f) for f in _CACHED_FIELDS},
         )
         with Session(self.engine) as session:

@@ -90,6 +90,9 @@ class AuditResultRow(SQLModel, table=True):
     case_id: str = Field(index=True)
     strategy: str
     violation: bool | None = None
+    # The verdict's violation probability as the judge gave it (None: unknown), for sorting
+    # and filtering without reading every trace.
+    probability: float | None = None
     error: str | None = None
     trace_json: str
     created_at: datetime = Field(default_factory=utcnow)

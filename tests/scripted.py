@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from workbench.llm.config import load_config
+from workbench.llm.fake_server import certain_logprobs
 from workbench.llm.gateway import Gateway
+from workbench.llm.logprobs import compact_logprobs
 from workbench.llm.transport import AttemptError, RawResponse
 
 
@@ -23,11 +25,13 @@ class ScriptedTransport:
     """Answers each request with ``respond(request)``: a string is the model's text, a
     :class:`RawResponse` is sent as it is, an exception is raised (as the transport would),
     anything else is sent as JSON. ``fail_on`` fails the n-th call (1-based) as a dropped
-    connection would; every request is kept in ``requests``, the failed one too."""
+    connection would; every request is kept in ``requests``, the failed one too. A request
+    asking for log-probabilities gets certain ones (``logprobs=False``: a server without)."""
 
     def __init__(self, respond: Callable[[dict], Any], *, fail_on: int | None = None,
-                 prompt_tokens: int = 100, output_tokens: int = 10) -> None:
+                 prompt_tokens: int = 100, output_tokens: int = 10, logprobs: bool = True) -> None:
         self.respond = respond
+        self.logprobs = logprobs
         self.requests: list[dict] = []
         self.fail_on = fail_on
         self.prompt_tokens, self.output_tokens = prompt_tokens, output_tokens
@@ -45,7 +49,9 @@ class ScriptedTransport:
         if isinstance(out, RawResponse):
             return out
         text = out if isinstance(out, str) else json.dumps(out)
-        return RawResponse(text, "stop", self.prompt_tokens, self.output_tokens, None, "scripted")
+        lp = (compact_logprobs({"content": certain_logprobs(text)})
+              if self.logprobs and request.get("logprobs") else None)
+        return RawResponse(text, "stop", self.prompt_tokens, self.output_tokens, None, "scripted", lp)
 
 
 def scripted_gateway(transport, config=None) -> Gateway:

@@ -70,7 +70,7 @@ def test_kill_9_at_random_points_then_resume_loses_and_duplicates_nothing(tmp_pa
     rng = random.Random(15)
     ids = _cases(tmp_path / "cases.jsonl")
     out, db = tmp_path / "traces.jsonl", tmp_path / "wb.db"
-    verdict = replace(reply({"violation": False, "violated_rules": [], "reason": "complies"}),
+    verdict = replace(reply({"violation": False, "violated_rules": [], "evidence": [], "reason": "complies"}),
                       delay_s=LATENCY_S)
     with FakeChatServer(default=verdict) as srv:
         env = dict(role_env(srv.api_base, role="judge", retries=0), WORKBENCH_DB=str(db))

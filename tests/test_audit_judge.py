@@ -50,28 +50,32 @@ def cases():
 
 def test_validator_requires_ids_for_a_violation_and_flags_uncited_reasons():
     check = verdict_validator(["C032", "C050"])
-    check({"violation": True, "violated_rules": ["C032"], "reason": "Breaks [C032]."})
-    check({"violation": False, "violated_rules": [], "reason": "Nothing applies."})
+    check({"violation": True, "violated_rules": ["C032"], "evidence": [], "reason": "Breaks [C032]."})
+    check({"violation": False, "violated_rules": [], "evidence": [], "reason": "Nothing applies."})
     with pytest.raises(ValueError, match="violated_rules is empty"):
-        check({"violation": True, "violated_rules": [], "reason": "bad"})
+        check({"violation": True, "violated_rules": [], "evidence": [], "reason": "bad"})
     with pytest.raises(ValueError, match="not empty"):
-        check({"violation": False, "violated_rules": ["C032"], "reason": "fine"})
+        check({"violation": False, "violated_rules": ["C032"], "evidence": [], "reason": "fine"})
     known = ["C032", "C050"]
-    uncited = make_verdict({"violation": True, "violated_rules": ["C032"], "reason": "It is wrong."}, known)
+    uncited = make_verdict({"violation": True, "violated_rules": ["C032"],
+                            "evidence": [], "reason": "It is wrong."}, known)
     assert uncited.violation and uncited.reason_cites is False
-    cited = make_verdict({"violation": True, "violated_rules": ["C032"], "reason": "Per C050, no."}, known)
+    cited = make_verdict({"violation": True, "violated_rules": ["C032"],
+                          "evidence": [], "reason": "Per C050, no."}, known)
     assert cited.reason_cites is True
-    assert make_verdict({"violation": False, "violated_rules": [], "reason": "ok"}, known).reason_cites
+    assert make_verdict({"violation": False, "violated_rules": [],
+                         "evidence": [], "reason": "ok"}, known).reason_cites
 
 
 def test_an_invalid_citation_names_the_ids_the_repair_may_use():
     """The embedded judge cited the prompt's example id [R12] on both attempts (CompliBench,
     2 of 40 cdg cases): the repair request now lists the context's ids."""
     with pytest.raises(ValueError, match=r"\('R12'\).*the context's ids are \[C032\], \[C050\]$"):
-        verdict_validator(["C032", "C050"])({"violation": True, "violated_rules": ["R12"], "reason": "x"})
+        verdict_validator(["C032", "C050"])({"violation": True, "violated_rules": ["R12"],
+                                             "evidence": [], "reason": "x"})
     many = [f"R{i}" for i in range(100, 140)]
     with pytest.raises(ValueError, match=r"\[R129\] and 10 more$"):
-        verdict_validator(many)({"violation": True, "violated_rules": ["R12"], "reason": "x"})
+        verdict_validator(many)({"violation": True, "violated_rules": ["R12"], "evidence": [], "reason": "x"})
 
 
 def test_ids_outside_the_context_are_flagged():
@@ -85,8 +89,10 @@ def test_ids_outside_the_context_are_flagged():
 
 def test_whole_mode_repairs_once_then_traces_everything(index, cases, tmp_path):
     answers = iter([
-        {"violation": True, "violated_rules": [], "reason": "wrong"},  # rejected by validation
-        {"violation": True, "violated_rules": ["C032"], "reason": "Delay is 2 days, see [C032], [C050]."},
+        {"violation": True, "violated_rules": [],
+         "evidence": [], "reason": "wrong"},  # rejected by validation
+        {"violation": True, "violated_rules": ["C032"],
+         "evidence": [], "reason": "Delay is 2 days, see [C032], [C050]."},
     ])
     gw, script = gateway(lambda r: next(answers), tmp_path)
     # Keyword seeding puts the delay tiers (C032-C034) in context, which the script cites.
@@ -129,7 +135,8 @@ def test_per_rule_mode_asks_once_per_rule_and_combines(cases, tmp_path):
 
     gw, script = gateway(answer, tmp_path)
     units = [ContextUnit(i, f"[{i}] (required)\n  When: x") for i in ("C032", "C050", "C007")]
-    verdict, calls = judge_per_rule(gw, cases["merchant-delay-violation"], units, "judge:t")
+    judged = judge_per_rule(gw, cases["merchant-delay-violation"], units, "judge:t")
+    verdict, calls = judged.verdict, judged.calls
     assert verdict.violation and verdict.violated_rules == ["C032"]
     assert [a["violated"] for a in verdict.per_rule] == [True, False, False]
     assert "[C032]" in verdict.reason

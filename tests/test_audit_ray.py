@@ -40,7 +40,8 @@ def judge():
     def verdict(body: dict) -> object:
         # Deterministic per prompt, so both engines must give the same verdicts and reasons.
         text = body["messages"][-1]["content"]
-        return reply({"violation": False, "violated_rules": [], "reason": f"seen {len(text)} chars"})
+        return reply({"violation": False, "violated_rules": [],
+                      "evidence": [], "reason": f"seen {len(text)} chars"})
 
     with FakeChatServer(default=verdict) as srv:
         yield srv

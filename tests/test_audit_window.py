@@ -45,8 +45,9 @@ def fake_judge(body: dict):
     if body["response_format"]["json_schema"]["name"] == "rule_check":
         return reply({"applies": shown, "violated": shown})
     if shown:
-        return reply({"violation": True, "violated_rules": [BROKEN], "reason": f"breaks [{BROKEN}]"})
-    return reply({"violation": False, "violated_rules": [], "reason": "no item applies"})
+        return reply({"violation": True, "violated_rules": [BROKEN],
+                      "evidence": [], "reason": f"breaks [{BROKEN}]"})
+    return reply({"violation": False, "violated_rules": [], "evidence": [], "reason": "no item applies"})
 
 
 @pytest.fixture(scope="module")

@@ -325,7 +325,8 @@ def test_a_violation_citing_only_unknown_ids_is_recorded_as_an_invalid_citation(
     from workbench.audit.pipeline import AuditOptions, audit_case
     from workbench.graph import PolicyIndex
 
-    answers = [{"violation": True, "violated_rules": ["R999"], "reason": "Breaks [R999]."}] * 2
+    answers = [{"violation": True, "violated_rules": ["R999"],
+                "evidence": [], "reason": "Breaks [R999]."}] * 2
     gw, script = gateway(lambda request: answers.pop(0), tmp_path)
     case = load_cases(CASES)[0]
     trace = audit_case(case, AuditIndex(PolicyIndex.load(INDEX)), "cdg", gw,

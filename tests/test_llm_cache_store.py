@@ -137,5 +137,5 @@ def test_rows_hold_exactly_the_fields_of_the_records_they_store():
 
     assert _columns(LlmUsageRow, "id", "at") == {f.name for f in fields(Usage)}
     assert _columns(LlmEndpointCallRow, "id", "at") == {f.name for f in fields(EndpointAttempt)}
-    assert _columns(LlmCacheEntry, "request_json", "created_at") == set(_CACHED_FIELDS)
-    assert {f.name for f in fields(CachedResponse)} - {"request"} == set(_CACHED_FIELDS)
+    assert _columns(LlmCacheEntry, "request_json", "created_at", "logprobs_json") == set(_CACHED_FIELDS)
+    assert {f.name for f in fields(CachedResponse)} - {"request", "logprobs"} == set(_CACHED_FIELDS)

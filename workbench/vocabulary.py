@@ -30,15 +30,38 @@ def values(kind: type[StrEnum]) -> tuple[str, ...]:
 
 class JudgeMode(StrEnum):
     """How the judge is asked: one verdict over the whole context, one question per rule,
-    or not at all (contexts only)."""
+    a checklist (one call answering each rule's status, the verdict derived from it), or not
+    at all (contexts only)."""
 
     WHOLE = "whole"
     PER_RULE = "per-rule"
+    CHECKLIST = "checklist"
     NONE = "none"
 
 
 # The modes that call the judge: the CLI's --judge-mode (its --no-judge gives NONE).
-JUDGED_MODES: tuple[str, ...] = (JudgeMode.WHOLE.value, JudgeMode.PER_RULE.value)
+JUDGED_MODES: tuple[str, ...] = (
+    JudgeMode.WHOLE.value, JudgeMode.PER_RULE.value, JudgeMode.CHECKLIST.value)
+
+
+class ProbabilityMethod(StrEnum):
+    """Where a verdict's violation probability comes from: the verdict token's
+    log-probabilities, k sampled answers, the first of those the server allows (``auto``:
+    log-probabilities when it returns them, else samples), or none."""
+
+    AUTO = "auto"
+    LOGPROBS = "logprobs"
+    SAMPLED = "sampled"
+    OFF = "off"
+
+
+class CheckStatus(StrEnum):
+    """A checklist judge's answer for one rule (words a small model writes naturally: the
+    1.5B model's own likeliest first tokens there are "not", "f(ollowed)" and "viol")."""
+
+    NOT_APPLICABLE = "not applicable"
+    FOLLOWED = "followed"
+    VIOLATED = "violated"
 
 
 class KeywordMethod(StrEnum):

@@ -20,7 +20,7 @@ from itertools import groupby
 from typing import Any
 
 from workbench.audit.cases import AuditCase
-from workbench.audit.judge import JUDGE_PROMPT, ContextUnit, judge_per_rule, judge_whole
+from workbench.audit.judge import PROMPTS, ContextUnit, ProbabilityOptions, judge_context
 from workbench.audit.trace import JudgedPart, ModelCall, Verdict
 from workbench.tokens import count_tokens
 from workbench.vocabulary import JudgeMode, Split, values
@@ -111,25 +111,30 @@ def judge_in_parts(
     calls: list[ModelCall],
     judged: list[JudgedPart],
     prompts: list[dict[str, Any]] | None = None,
+    *,
+    mode: str = JudgeMode.WHOLE,
+    probability: ProbabilityOptions | None = None,
 ) -> Verdict:
     """Judge each part and combine. ``calls`` and ``judged`` receive each call's record and
     each part as they complete, so a failure (ModelCallError, raised) keeps what was done;
-    ``prompts``, when given, each grouped part's messages."""
+    ``prompts``, when given, each grouped part's messages. A grouped part is judged in
+    ``mode`` (whole or checklist); a per-rule split asks the per-rule question."""
     verdicts: list[Verdict] = []
     for i, part in enumerate(parts, 1):
         text = render_part(part, rules)
-        mode = JudgeMode.PER_RULE if split == Split.PER_RULE else JudgeMode.WHOLE
-        record = JudgedPart(i, mode, [u.id for u in part], count_tokens(text))
+        part_mode = JudgeMode.PER_RULE if split == Split.PER_RULE else mode
+        record = JudgedPart(i, part_mode, [u.id for u in part], count_tokens(text))
         judged.append(record)
-        if split == Split.PER_RULE:
-            verdict, _ = judge_per_rule(gateway, case, part, f"{step}:part{i}", calls=calls)
-        else:
-            verdict, made, messages = judge_whole(gateway, case, text, part, f"{step}:part{i}")
-            for c in made:
-                c.step = f"judge:part{i}"
-            calls.extend(made)
+        out = judge_context(gateway, case, text, part, part_mode, f"{step}:part{i}", probability,
+                            calls=calls if part_mode == JudgeMode.PER_RULE else None)
+        verdict = out.verdict
+        if part_mode != JudgeMode.PER_RULE:
+            for c in out.calls:
+                c.step = c.step.replace("judge", f"judge:part{i}", 1)
+            calls.extend(out.calls)
             if prompts is not None:
-                prompts.append({"step": f"judge:part{i}", "prompt": JUDGE_PROMPT, "messages": messages})
+                prompts.append({"step": f"judge:part{i}", "prompt": PROMPTS[part_mode],
+                                "messages": out.messages})
         record.violation = verdict.violation
         record.violated_rules = list(verdict.violated_rules)
         record.reason = verdict.reason
@@ -148,6 +153,13 @@ def combine(verdicts: Sequence[Verdict], parts: Sequence[JudgedPart]) -> Verdict
     else:
         reason = f"Compliant with all {n} parts judged separately (the context exceeded the judge's window)."
     per_rule = [a for v in verdicts for a in v.per_rule]
+    # P(some part violates): the likeliest part decides, as the likeliest rule does within a
+    # checklist; unknown when any part's probability is.
+    ps = [v.probability for v in verdicts]
+    known = bool(ps) and all(p is not None for p in ps)
+    sources = {v.probability_source for v in verdicts}
+    evidence = sorted({(e["start"], e["end"]): e for v in verdicts for e in v.evidence}.values(),
+                      key=lambda e: (e["start"], e["end"]))
     return Verdict(
         violation=bool(breaking),
         reason=reason,
@@ -155,4 +167,9 @@ def combine(verdicts: Sequence[Verdict], parts: Sequence[JudgedPart]) -> Verdict
         unknown_rule_ids=unknown,
         per_rule=per_rule,
         reason_cites=all(v.reason_cites for _, v in breaking),
+        probability=max(ps) if known else None,  # type: ignore[type-var]
+        probability_source=(sources.pop() if len(sources) == 1 else "mixed") if known else "",
+        evidence=evidence,
+        evidence_refused=sum(v.evidence_refused for v in verdicts),
+        checklist=[c for v in verdicts for c in v.checklist],
     )

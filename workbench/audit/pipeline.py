@@ -1,28 +1,25 @@
-"""Auditing one case: keywords -> routing -> context (strategy) -> judgment, all traced.
+"""Auditing one case: keywords -> routing -> context (strategy) -> fit -> judgment, all traced.
 
-``audit_case`` never raises for outcomes a user must see (no route, unknown SKILL, empty
-seed, budget exceeded, an item too large for the judge's window, a model call that failed
-for good): they become ``trace.error`` with no verdict. A context over the judge's window is
-not an outcome: it is judged in parts (``parts.py``), a too long conversation loses its
-oldest turns (``window.py``), both recorded in the trace. Configuration problems and
-``MissingRecording`` (a replay without a recording) do raise: they are not facts about the
-case.
+Each step is a function that returns its value and records what it found on the trace; a step
+that ends the audit with an outcome the user must see (no route, unknown SKILL, empty seed,
+budget exceeded, an item too large for the judge's window, a model call that failed for good)
+raises :class:`Outcome`, which carries the error and the failed call's record (a
+``ModelCallError`` carries the usage of the call that failed). ``audit_case`` catches it once
+and never raises for such outcomes. A context over the judge's window is not an outcome: it
+is judged in parts (``parts.py``), a too long conversation loses its oldest turns
+(``window.py``), both recorded in the trace. Configuration problems and ``MissingRecording``
+(a replay without a recording) do raise: they are not facts about the case.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from workbench.audit.cases import AuditCase
-from workbench.audit.judge import (
-    JUDGE_PROMPT,
-    RULE_PROMPT,
-    call_record,
-    judge_per_rule,
-    judge_whole,
-)
+from workbench.audit.judge import PROMPTS, ProbabilityOptions, call_record, failed_record, judge_context
 from workbench.audit.keywords import (
     DEFAULT_MAX_LEXICAL_KEYWORDS,
     DEFAULT_MAX_LLM_KEYWORDS,
@@ -35,21 +32,24 @@ from workbench.audit.keywords import (
 )
 from workbench.audit.parts import SPLITS, judge_in_parts, plan_parts, render_part
 from workbench.audit.policy import AuditIndex
-from workbench.audit.routing import DEFAULT_MAX_SKILLS, RoutingError, route
-from workbench.audit.strategies import ContextOptions, ContextUnavailable, Strategy, get_strategy
-from workbench.audit.trace import AuditError, AuditTrace, ModelCall, WindowFit
-from workbench.audit.window import (
-    JudgeWindow,
-    WindowExceeded,
-    fit_case,
-    judge_window,
-    policy_target,
+from workbench.audit.routing import DEFAULT_MAX_SKILLS, Routing, RoutingError, route
+from workbench.audit.strategies import (
+    ContextOptions,
+    ContextUnavailable,
+    PolicyContext,
+    Strategy,
+    get_strategy,
 )
+from workbench.audit.trace import AuditError, AuditTrace, ModelCall, WindowFit
+from workbench.audit.window import JudgeWindow, WindowExceeded, fit_case, judge_window, policy_target
+from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
+from workbench.llm.errors import ModelCallError
 from workbench.tokens import count_tokens
 from workbench.vocabulary import JudgeMode, KeywordMethod, Split, StrategyName, values
 
 JUDGE_MODES = values(JudgeMode)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ class AuditOptions:
     split: str = Split.GROUPED
     # The judge's context window; None: from the gateway's configuration (judge_window).
     window: JudgeWindow | None = None
+    # Where the verdict's violation probability comes from (log-probabilities or samples).
+    probability: ProbabilityOptions = ProbabilityOptions()
 
     def with_context(self, **changes: Any) -> AuditOptions:
         return replace(self, context=replace(self.context, **changes))
@@ -80,24 +82,33 @@ class AuditOptions:
         return DEFAULT_MAX_LEXICAL_KEYWORDS
 
 
-def _model_call_error(exc: Exception) -> bool:
-    from workbench.llm import ModelCallError
+class Outcome(WorkbenchError):
+    """A step ended the audit: ``error`` goes on the trace, ``calls`` into its usage."""
 
-    return isinstance(exc, ModelCallError)
-
-
-def _failed_call(gateway: Any, step: str, label: str) -> list[ModelCall]:
-    """Usage of a call that raised: the gateway logged it under our unique step name."""
-    for u in reversed(getattr(gateway, "usage_log", [])[-50:]):
-        if u.step == step:
-            return [ModelCall(label, u.role, u.prompt_tokens, u.completion_tokens,
-                              round(u.latency_ms, 3), u.cached, u.attempts, "", u.error or "failed")]
-    return []
+    def __init__(self, error: AuditError, calls: list[ModelCall] | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.calls = calls or []
 
 
-def _prerequisites(index: AuditIndex):
-    """A rule unit's transitive prerequisites (itself first), for closure-ordered parts."""
-    return lambda unit: index.skill(unit.skill).graph.closure([unit.id])
+def _model_failure(step: str, exc: ModelCallError) -> Outcome:
+    record = failed_record(step, exc)
+    return Outcome(AuditError("ModelCallError", f"{step}: {exc}", exc.kind),
+                   [record] if record is not None else [])
+
+
+def _check(opts: AuditOptions, gateway: Any) -> None:
+    if opts.judge_mode not in JUDGE_MODES:
+        raise ValueError(f"judge mode {opts.judge_mode!r} is not one of {', '.join(JUDGE_MODES)}")
+    if opts.split not in SPLITS:
+        raise ValueError(f"split {opts.split!r} is not one of {', '.join(SPLITS)}")
+    if opts.keywords not in KEYWORD_METHODS:
+        raise ValueError(f"keyword method {opts.keywords!r} is not one of {', '.join(KEYWORD_METHODS)}")
+    if gateway is None and (opts.keywords == KeywordMethod.LLM or opts.judge_mode != JudgeMode.NONE):
+        raise ValueError(
+            "a model gateway is needed for LLM keywords or judging; pass gateway=Gateway.from_env() "
+            "or use keywords='lexical' and judge_mode='none'"
+        )
 
 
 def audit_case(
@@ -114,92 +125,104 @@ def audit_case(
     ``options.keywords == "llm"`` or ``options.judge_mode != "none"``; ValueError otherwise.
     """
     opts = options or AuditOptions()
-    if opts.judge_mode not in JUDGE_MODES:
-        raise ValueError(f"judge mode {opts.judge_mode!r} is not one of {', '.join(JUDGE_MODES)}")
-    if opts.split not in SPLITS:
-        raise ValueError(f"split {opts.split!r} is not one of {', '.join(SPLITS)}")
-    if opts.keywords not in KEYWORD_METHODS:
-        raise ValueError(f"keyword method {opts.keywords!r} is not one of {', '.join(KEYWORD_METHODS)}")
-    if gateway is None and (opts.keywords == KeywordMethod.LLM or opts.judge_mode != JudgeMode.NONE):
-        raise ValueError(
-            "a model gateway is needed for LLM keywords or judging; pass gateway=Gateway.from_env() "
-            "or use keywords='lexical' and judge_mode='none'"
-        )
+    _check(opts, gateway)
     aindex = index if isinstance(index, AuditIndex) else AuditIndex(index)
     strat = get_strategy(strategy, gateway) if isinstance(strategy, str) else strategy
     trace = AuditTrace(
-        id=case.id,
-        strategy=strat.name,
-        session=case.session,
-        label=case.label,
-        keywords_method=opts.keywords,
-        judge_mode=opts.judge_mode,
-        prompt_version=JUDGE_PROMPT if opts.judge_mode == JudgeMode.WHOLE else (
-            RULE_PROMPT if opts.judge_mode == JudgeMode.PER_RULE else ""),
+        id=case.id, strategy=strat.name, session=case.session, label=case.label,
+        keywords_method=opts.keywords, judge_mode=opts.judge_mode,
+        prompt_version=PROMPTS.get(opts.judge_mode, ""),
     )
-    t_start = time.perf_counter()
+    laps = _Laps(trace)
     try:
-        _run(case, aindex, strat, gateway, opts, trace)
+        _run(case, aindex, strat, gateway, opts, trace, laps)
+    except Outcome as out:
+        trace.error = out.error
+        trace.usage += out.calls
     finally:
-        trace.timings_ms["total"] = round((time.perf_counter() - t_start) * 1000.0, 3)
-        trace.timings_ms["pipeline"] = round(
-            trace.timings_ms["total"] - sum(c.latency_ms for c in trace.usage if not c.cached), 3
-        )
+        laps.finish()
     return trace
 
 
-def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> None:
-    t = time.perf_counter()
+def _run(case: AuditCase, index: AuditIndex, strat: Strategy, gateway: Any, opts: AuditOptions,
+         trace: AuditTrace, laps: _Laps) -> None:
+    trace.keywords = laps.run("keywords", _keywords, case, index, strat, gateway, opts, trace)
+    routing = laps.run("routing", _route, case, index, opts, trace)
+    window = _window(opts, gateway)
+    ctx = laps.run("context", _context, case, index, strat, routing, opts, window, trace)
+    judged = laps.run("fit", _fit, case, ctx, opts, window, trace)
+    if opts.judge_mode == JudgeMode.NONE:
+        return
+    trace.verdict = laps.run("judge", _judge, judged, index, strat, ctx, gateway, opts, trace)
 
-    def lap(name: str) -> None:
-        nonlocal t
-        now = time.perf_counter()
-        trace.timings_ms[name] = round((now - t) * 1000.0, 3)
-        t = now
 
-    # 1. Keywords: needed for seeding, and for routing when the case names no SKILL.
-    if strat.uses_keywords or not case.skills:
-        if opts.keywords == KeywordMethod.LLM:
-            step = f"keywords:{case.id}"
-            messages = keyword_messages(case, opts.keyword_limit)
-            try:
-                res = gateway.complete_json(
-                    role="keyworder", messages=messages, schema=keyword_schema(opts.keyword_limit),
-                    schema_name="keywords", step=step,
-                )
-            except Exception as exc:
-                if not _model_call_error(exc):
-                    raise
-                trace.usage += _failed_call(gateway, step, "keywords")
-                trace.error = AuditError("ModelCallError", f"keywords: {exc}", getattr(exc, "kind", ""))
-                lap("keywords")
-                return
-            trace.usage.append(call_record("keywords", res))
-            trace.keywords = clean_keywords(res.data.get("keywords"), opts.keyword_limit)
-            if opts.keep_prompts:
-                trace.prompts.append({"step": "keywords", "prompt": KEYWORDS_PROMPT, "messages": messages})
-        else:
-            trace.keywords = lexical_keywords(case, index, opts.keyword_limit)
-    lap("keywords")
+class _Laps:
+    """Each step's wall time into ``trace.timings_ms`` (also when the step ends the audit)."""
 
-    # 2. Routing.
+    def __init__(self, trace: AuditTrace) -> None:
+        self.trace = trace
+        self.start = time.perf_counter()
+
+    def run(self, name: str, step: Callable[..., T], *args: Any) -> T:
+        began = time.perf_counter()
+        try:
+            return step(*args)
+        finally:
+            self.trace.timings_ms[name] = round((time.perf_counter() - began) * 1000.0, 3)
+
+    def finish(self) -> None:
+        t = self.trace
+        t.timings_ms["total"] = round((time.perf_counter() - self.start) * 1000.0, 3)
+        t.timings_ms["pipeline"] = round(
+            t.timings_ms["total"] - sum(c.latency_ms for c in t.usage if not c.cached), 3)
+
+
+# -- 1. keywords: for seeding, and for routing when the case names no SKILL ----------------
+
+def _keywords(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> list[str]:
+    if not (strat.uses_keywords or not case.skills):
+        return []
+    if opts.keywords != KeywordMethod.LLM:
+        return lexical_keywords(case, index, opts.keyword_limit)
+    messages = keyword_messages(case, opts.keyword_limit)
+    try:
+        res = gateway.complete_json(
+            role="keyworder", messages=messages, schema=keyword_schema(opts.keyword_limit),
+            schema_name="keywords", step=f"keywords:{case.id}",
+        )
+    except ModelCallError as exc:
+        raise _model_failure("keywords", exc) from None
+    trace.usage.append(call_record("keywords", res))
+    if opts.keep_prompts:
+        trace.prompts.append({"step": "keywords", "prompt": KEYWORDS_PROMPT, "messages": messages})
+    return clean_keywords(res.data.get("keywords"), opts.keyword_limit)
+
+
+# -- 2. routing -------------------------------------------------------------------------
+
+def _route(case, index, opts: AuditOptions, trace: AuditTrace) -> Routing:
     try:
         routing = route(case, trace.keywords, index, opts.max_skills)
     except RoutingError as exc:
-        trace.error = AuditError(exc.kind, str(exc))
-        lap("routing")
-        return
+        raise Outcome(AuditError(exc.kind, str(exc))) from None
     trace.skills, trace.routing = routing.skills, routing.source
-    lap("routing")
+    return routing
 
-    # 3. Context: seeds, closure and rendering (or the baseline's equivalent), aiming at what
-    # the judge's window leaves for the policy (a soft target; the budget stays hard).
-    window = opts.window
-    if window is None and opts.judge_mode != JudgeMode.NONE and getattr(gateway, "config", None) is not None:
-        window = judge_window(gateway.config)
+
+# -- 3. context: seeds, closure and rendering (or the baseline's equivalent) --------------
+
+def _window(opts: AuditOptions, gateway: Any) -> JudgeWindow | None:
+    if opts.window is not None or opts.judge_mode == JudgeMode.NONE:
+        return opts.window
+    config = getattr(gateway, "config", None)
+    return judge_window(config) if config is not None else None
+
+
+def _context(case, index, strat, routing: Routing, opts: AuditOptions, window, trace) -> PolicyContext:
     context_opts = opts.context
     if window is not None:
-        # The window caps what seeding aims at; it does not replace the (small) default target.
+        # What the window leaves for the policy caps the seeds' target (it does not replace
+        # the small default target); the budget stays hard.
         context_opts = replace(context_opts, room_tokens=policy_target(case, window))
     try:
         ctx = strat.build(case, trace.keywords, routing.skills, index, context_opts)
@@ -207,90 +230,79 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
         p = exc.partial
         trace.seeds, trace.seed_matches, trace.closure = p.seeds, p.seed_matches, p.closure
         trace.context_tokens = p.tokens
-        trace.error = AuditError(exc.kind, str(exc))
-        lap("context")
-        return
+        raise Outcome(AuditError(exc.kind, str(exc))) from None
     trace.seeds, trace.seed_matches, trace.closure = ctx.seeds, ctx.seed_matches, ctx.closure
     trace.passages, trace.fallback = ctx.passages, ctx.fallback
     trace.units = [u.id for u in ctx.units]
     trace.unit_spans = {u.id: {"skill": u.skill, "spans": [list(sp) for sp in u.spans]} for u in ctx.units}
     trace.context, trace.context_tokens = ctx.text, ctx.tokens
-    lap("context")
+    return ctx
 
-    # 3b. Fit the judge's window: cut the oldest turns if the conversation leaves too little
-    # room, and split the context into parts if it is still over what is left.
+
+# -- 3b. fit the judge's window: oldest turns out, parts when still over ------------------
+
+def _fit(case: AuditCase, ctx: PolicyContext, opts: AuditOptions, window, trace) -> AuditCase:
+    if window is None or not ctx.units:
+        return case
     rules = bool(ctx.closure)
-    judged = case
-    if window is not None and ctx.units:
-        largest = max(count_tokens(render_part([u], rules)) for u in ctx.units)
-        try:
-            judged, trace.window = fit_case(
-                case, window, largest, ctx.tokens, per_rule=opts.judge_mode == JudgeMode.PER_RULE
-            )
-        except WindowExceeded as exc:
-            trace.window = exc.fit
-            trace.error = AuditError(exc.kind, str(exc))
-            lap("fit")
-            return
-        # Set before judging, so a --no-judge run shows which cases would be judged in parts.
-        split = (opts.judge_mode in (JudgeMode.WHOLE, JudgeMode.NONE)
-                 and ctx.tokens > trace.window.target_tokens)
-        trace.window.split = opts.split if split else ""
-    lap("fit")
-
-    # 4. Judgment.
-    if opts.judge_mode == JudgeMode.NONE:
-        return
-    step = f"judge:{case.id}:{strat.name}"
-    split = opts.judge_mode == JudgeMode.WHOLE and trace.window is not None and bool(trace.window.split)
-    prereqs = _prerequisites(index) if rules else None
-    try:
-        if split:
-            assert trace.window is not None
-            parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split, prereqs, rules)
-            verdict = judge_in_parts(
-                gateway, judged, parts, opts.split, step, rules, trace.usage, trace.parts,
-                trace.prompts if opts.keep_prompts else None,
-            )
-        elif opts.judge_mode == JudgeMode.WHOLE:
-            try:
-                verdict, calls, messages = judge_whole(gateway, judged, ctx.text, ctx.units, step)
-            except Exception as exc:
-                if getattr(exc, "kind", "") != "context_overflow" or len(ctx.units) < 2:
-                    raise
-                # The server counts more tokens than we planned with (another tokenizer, or
-                # a window nothing told us of): judge in parts of half the size, once.
-                trace.usage += _failed_call(gateway, step, "judge")
-                split = True
-                verdict = _judge_halves(gateway, judged, ctx, opts, prereqs, rules, step, trace)
-            else:
-                trace.usage += calls
-                if opts.keep_prompts:
-                    trace.prompts.append({"step": "judge", "prompt": JUDGE_PROMPT, "messages": messages})
-        else:
-            verdict, _ = judge_per_rule(gateway, judged, ctx.units, step, calls=trace.usage)
-    except Exception as exc:
-        if not _model_call_error(exc):
-            raise
-        failed = (f"{step}:part{len(trace.parts)}" if split and opts.split == Split.GROUPED
-                  else step if opts.judge_mode == JudgeMode.WHOLE and not split else "")
-        trace.usage += _failed_call(gateway, failed, "judge")
-        trace.error = AuditError("ModelCallError", f"judge: {exc}", getattr(exc, "kind", ""))
-        lap("judge")
-        return
-    trace.verdict = verdict
-    lap("judge")
-
-
-def _judge_halves(gateway, case, ctx, opts: AuditOptions, prereqs, rules, step, trace: AuditTrace):
-    """Parts of at most half the context's tokens (never less than its largest item), after
-    the server refused the whole; recorded as a split like any other."""
     largest = max(count_tokens(render_part([u], rules)) for u in ctx.units)
-    target = max(ctx.tokens // 2, largest)
-    if trace.window is None:
-        trace.window = WindowFit(0, "unknown: the server refused the whole context", 0, 0, target)
-    trace.window.target_tokens = min(trace.window.target_tokens, target)
-    trace.window.split = opts.split
-    parts = plan_parts(ctx.units, trace.window.target_tokens, opts.split, prereqs, rules)
+    try:
+        judged, trace.window = fit_case(
+            case, window, largest, ctx.tokens, per_rule=opts.judge_mode == JudgeMode.PER_RULE)
+    except WindowExceeded as exc:
+        trace.window = exc.fit
+        raise Outcome(AuditError(exc.kind, str(exc))) from None
+    # Set before judging, so a --no-judge run shows which cases would be judged in parts.
+    split = opts.judge_mode != JudgeMode.PER_RULE and ctx.tokens > trace.window.target_tokens
+    trace.window.split = opts.split if split else ""
+    return judged
+
+
+# -- 4. judgment --------------------------------------------------------------------------
+
+def _prerequisites(index: AuditIndex):
+    """A rule unit's transitive prerequisites (itself first), for closure-ordered parts."""
+    return lambda unit: index.skill(unit.skill).graph.closure([unit.id])
+
+
+def _judge(case, index, strat, ctx: PolicyContext, gateway, opts: AuditOptions, trace: AuditTrace):
+    step = f"judge:{case.id}:{strat.name}"
+    rules = bool(ctx.closure)
+    mode = opts.judge_mode
+    try:
+        if trace.window is not None and trace.window.split and mode != JudgeMode.PER_RULE:
+            return _judge_parts(case, index, ctx, gateway, opts, trace, trace.window.target_tokens, step)
+        try:
+            judged = judge_context(gateway, case, ctx.text, ctx.units, mode, step, opts.probability,
+                                   calls=trace.usage if mode == JudgeMode.PER_RULE else None)
+        except ModelCallError as exc:
+            if exc.kind != "context_overflow" or len(ctx.units) < 2 or mode == JudgeMode.PER_RULE:
+                raise
+            # The server counts more tokens than we planned with (another tokenizer, or a
+            # window nothing told us of): judge in parts of half the size, once.
+            if (record := failed_record("judge", exc)) is not None:
+                trace.usage.append(record)
+            largest = max(count_tokens(render_part([u], rules)) for u in ctx.units)
+            half = max(ctx.tokens // 2, largest)
+            if trace.window is None:
+                trace.window = WindowFit(0, "unknown: the server refused the whole context", 0, 0, half)
+            trace.window.target_tokens = min(trace.window.target_tokens, half)
+            trace.window.split = opts.split
+            return _judge_parts(case, index, ctx, gateway, opts, trace, trace.window.target_tokens, step)
+    except ModelCallError as exc:
+        raise _model_failure("judge", exc) from None
+    if mode != JudgeMode.PER_RULE:
+        trace.usage += judged.calls
+    if opts.keep_prompts and judged.messages:
+        trace.prompts.append({"step": "judge", "prompt": PROMPTS[mode], "messages": judged.messages})
+    return judged.verdict
+
+
+def _judge_parts(case, index, ctx: PolicyContext, gateway, opts: AuditOptions, trace: AuditTrace,
+                 target: int, step: str):
+    rules = bool(ctx.closure)
+    prereqs = _prerequisites(index) if rules else None
+    parts = plan_parts(ctx.units, target, opts.split, prereqs, rules)
     return judge_in_parts(gateway, case, parts, opts.split, step, rules, trace.usage, trace.parts,
-                          trace.prompts if opts.keep_prompts else None)
+                          trace.prompts if opts.keep_prompts else None,
+                          mode=opts.judge_mode, probability=opts.probability)

@@ -181,6 +181,14 @@ class RankedSkill:
             }
         return self.rule_tokens[style]
 
+    def relevance(self, query: CaseQuery) -> float:
+        """The best BM25 score of a rule's own text for the case's words (before the
+        per-SKILL normalisation of :meth:`scores`): how much the case is about some rule of
+        this SKILL at all. 0 when the case shares no word with any rule."""
+        out = np.zeros(len(self.ids), dtype=np.float64)
+        self.rule_field.add_scores(out, query.rule, 1.0)
+        return float(out.max(initial=0.0))
+
     def scores(self, query: CaseQuery, weights: QueryWeights) -> np.ndarray:
         # Each field's scores are divided by their maximum over the SKILL, so the mix weights
         # mean the same for a two-line reply and a forty-turn history.
@@ -266,6 +274,7 @@ def choose_seeds(
     style: str = "compact",
     weights: QueryWeights = DEFAULT_WEIGHTS,
     max_candidates: int = 64,
+    relevance_floor: float = 0.0,
 ) -> ScoredSeeds:
     """Seeds over the SKILLs of ``ranked`` (in routing order) whose closure fits ``target``.
 
@@ -278,7 +287,9 @@ def choose_seeds(
     matched ones is added for its own tokens only. Without closure a candidate brings itself.
 
     A rule with score 0 shares no word with the case and is never a seed; a SKILL whose rules
-    all score 0 gets no seeds (the caller applies the EmptySeed policy).
+    all score 0, or whose best rule text scores below ``relevance_floor`` for the case's own
+    words (:meth:`RankedSkill.relevance`; the section and description scores alone never
+    make a seed), gets no seeds: the caller applies the EmptySeed policy.
     """
     import heapq
 
@@ -287,6 +298,8 @@ def choose_seeds(
     for si, (name, rs) in enumerate(ranked.items()):
         sc = rs.scores(query, weights)
         score_of[name] = sc
+        if relevance_floor > 0 and rs.relevance(query) < relevance_floor:
+            continue
         positive = np.flatnonzero(sc > 0)
         if positive.size > max_candidates:
             positive = positive[np.argpartition(-sc[positive], max_candidates)[:max_candidates]]

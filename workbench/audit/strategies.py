@@ -69,6 +69,7 @@ CONTEXT_FORMS: dict[str, dict[str, str]] = {
 # between 10 % and 15 % of a SKILL (0.800 at ~1,010 tokens, 0.957 at ~1,520); 1,600 leaves a
 # margin for domains whose workflows are longer.
 DEFAULT_TARGET_TOKENS = 1600
+RELEVANCE_FLOOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,13 @@ class ContextOptions:
     # turn the small default closure into a 13K-token one — small, complete contexts are the
     # point of SkillCDG — and a context still over it is judged in parts by the pipeline.
     room_tokens: int | None = None
+    # Scored seeding: a SKILL whose best rule shares less than this BM25 relevance with the
+    # case's own words gets no seeds (EmptySeed), instead of seeds drawn by its headings and
+    # description alone. Chosen far below every real case seen: the lowest best-rule
+    # relevance was 7.7 over 651 CompliBench airlines cases, 14.1 over the 21 demo cases and
+    # 15.6 over the 4 merchant cases (a greeting "Hello, how can I help you today?" scores
+    # 4.8-8.6 on the demo SKILLs); a reply sharing no word with any rule scores 0.
+    relevance_floor: float = RELEVANCE_FLOOR
 
     def seed_target(self, index: AuditIndex, skills: Sequence[str]) -> int:
         """The token target seeding aims at for ``skills`` (see the module doc)."""
@@ -174,6 +182,7 @@ def _scored_seeds(case, keywords, skills, index: AuditIndex, options, close: boo
     query = case_query(case, keywords, options.weights)
     ranked = {s: index.ranked(s) for s in skills}
     chosen = choose_seeds(ranked, query, options.seed_target(index, skills), close=close,
+                          relevance_floor=options.relevance_floor,
                           style=options.render, weights=options.weights)
     matches = {}
     best_first = sorted(query.rule, key=lambda t: -query.rule[t])

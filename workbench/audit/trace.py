@@ -45,6 +45,18 @@ class Verdict:
     per_rule: list[dict[str, Any]] = field(default_factory=list)
     # False when a violation's free-text reason names none of the violated ids (flagged).
     reason_cites: bool = True
+    # P(violation) as the judge gave it (uncalibrated), and where it comes from: "logprobs"
+    # (the verdict token's log-probabilities) or "sampled:K" (share of K sampled answers);
+    # None / "" when unknown (a server without either, or probability off).
+    probability: float | None = None
+    probability_source: str = ""
+    # The words of the reply the verdict rests on: {"start", "end", "quote"}, character
+    # offsets into the case's reply, each checked to be the reply's text there.
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    # Quotes the judge gave that are not in the reply: refused, never shown; counted.
+    evidence_refused: int = 0
+    # Checklist mode: one {"id", "status", "p_violated"} per judged rule, in closure order.
+    checklist: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -57,10 +57,23 @@ def _unit_spans(v: Any) -> bool:
                     and _spans(u.get("spans", [])))(v)
 
 
+def _probability(v: Any) -> bool:
+    return v is None or (_num(v) and 0.0 <= v <= 1.0)
+
+
+def _evidence(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(s, dict) and _int(s.get("start")) and _int(s.get("end"))
+        and 0 <= s["start"] < s["end"] and _str(s.get("quote", "")) for s in v)
+
+
 # field: (required, check); optional fields may be absent (the dataclass default applies).
 VERDICT: dict[str, tuple[bool, Check]] = {
     "violation": (True, _bool), "reason": (True, _str), "violated_rules": (True, _strs),
     "unknown_rule_ids": (False, _strs), "per_rule": (False, _dicts), "reason_cites": (False, _bool),
+    "probability": (False, _probability), "probability_source": (False, _str),
+    "evidence": (False, _evidence), "evidence_refused": (False, _int),
+    "checklist": (False, _dicts),
 }
 ERROR: dict[str, tuple[bool, Check]] = {
     "kind": (True, _str), "message": (True, _str), "cause": (False, _str),

@@ -6,12 +6,14 @@ import argparse
 import json
 import sys
 
+from workbench.audit.judge.probability import DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES
 from workbench.commands._common import action, add_index_and_cases, cli_gateway
 from workbench.vocabulary import (
     JUDGED_MODES,
     EmptySeedPolicy,
     JudgeMode,
     KeywordMethod,
+    ProbabilityMethod,
     Render,
     Seeding,
     Split,
@@ -38,7 +40,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keyword limit (default 4 for llm, 6 for lexical)")
     p.add_argument("--no-judge", action="store_true", help="build contexts only; no judge call")
     p.add_argument("--judge-mode", choices=JUDGED_MODES, default=JudgeMode.WHOLE,
-                   help="one verdict over the whole context, or one question per rule")
+                   help="whole: one verdict over the whole context; per-rule: one question per "
+                   "rule; checklist: one call giving every rule a status, the verdict derived")
+    p.add_argument("--probability", choices=values(ProbabilityMethod), default=ProbabilityMethod.AUTO,
+                   help="where each verdict's violation probability comes from: auto (token "
+                   "log-probabilities when the server returns them, else --samples sampled "
+                   "answers; default), logprobs, sampled, or off")
+    p.add_argument("--samples", type=int, default=DEFAULT_SAMPLES,
+                   help=f"sampled answers per verdict when sampling (default {DEFAULT_SAMPLES})")
+    p.add_argument("--sample-temperature", type=float, default=DEFAULT_SAMPLE_TEMPERATURE,
+                   help=f"temperature of sampled answers (default {DEFAULT_SAMPLE_TEMPERATURE})")
     p.add_argument("--split", choices=values(Split), default=Split.GROUPED,
                    help="a context over the judge's window is judged in parts: closure-ordered "
                    "groups (each rule with its prerequisites) or one question per rule")
@@ -97,6 +108,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --long: number of distractor workflows per SKILL (default: all)")
     p.add_argument("--pseudonymise", metavar="SALT", default=None,
                    help="replace session ids by SHA-256(SALT + id)")
+
+
+def _probability_options(args):
+    from workbench.audit.judge import ProbabilityOptions
+    from workbench.cli import CliError
+
+    try:
+        return ProbabilityOptions(args.probability, args.samples, args.sample_temperature)
+    except ValueError as exc:
+        raise CliError(str(exc), "see `workbench audit --help` for --probability, --samples "
+                       "and --sample-temperature") from None
 
 
 def _judge_window():
@@ -168,6 +190,7 @@ def _audit(args) -> int:
         ),
         split=args.split,
         window=_judge_window(),
+        probability=_probability_options(args),
     )
     if opts.window is not None:
         print(f"[audit] judge window: {opts.window.tokens} tokens ({opts.window.source})",
@@ -188,6 +211,8 @@ def _audit(args) -> int:
     def progress(trace) -> None:
         state = trace.error.kind if trace.error else (
             verdict_word(trace.violation) if trace.verdict else "context")
+        if trace.verdict is not None and trace.verdict.probability is not None:
+            state += f" (p={trace.verdict.probability:.2f})"
         fit = trace.window
         notes = f", in {len(trace.parts) or fit.split} parts" if fit and fit.split else ""
         if fit and fit.turns_dropped:

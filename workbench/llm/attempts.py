@@ -14,6 +14,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from workbench.llm.logprobs import compact_logprobs
+
 # Set before litellm is imported anywhere through us: never fetch the price map online.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -30,9 +32,15 @@ class RawResponse:
     completion_tokens: int
     cost_usd: float | None
     model: str
+    # Token log-probabilities when asked for and given (``workbench.llm.logprobs`` form:
+    # ``[[token, logprob, [[alternative, logprob], ...]], ...]``), else None.
+    logprobs: list[Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["logprobs"] is None:
+            del out["logprobs"]  # recordings made without them stay byte-identical
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RawResponse:
@@ -43,6 +51,7 @@ class RawResponse:
             completion_tokens=int(data.get("completion_tokens") or 0),
             cost_usd=data.get("cost_usd"),
             model=str(data.get("model") or ""),
+            logprobs=compact_logprobs(data.get("logprobs")),
         )
 
 
@@ -140,4 +149,5 @@ def to_raw(response: Any) -> RawResponse:
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cost_usd=float(cost) if isinstance(cost, int | float) else None,
         model=str(getattr(response, "model", "") or ""),
+        logprobs=compact_logprobs(getattr(choice, "logprobs", None)),
     )

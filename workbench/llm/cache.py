@@ -41,13 +41,15 @@ class CachedResponse:
     completion_tokens: int
     latency_ms: float
     cost_usd: float | None
+    logprobs: list[Any] | None = None  # the answer's token log-probabilities, when asked for
 
     @classmethod
-    def answered(cls, key: str, request: Mapping[str, Any], text: str, usage: Usage) -> CachedResponse:
+    def answered(cls, key: str, request: Mapping[str, Any], text: str, usage: Usage,
+                 logprobs: list[Any] | None = None) -> CachedResponse:
         """The entry for an accepted answer, keeping what its call cost (``usage``)."""
         return cls(key=key, request=request, text=text, model=usage.model, role=usage.role,
                    prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                   latency_ms=usage.latency_ms, cost_usd=usage.cost_usd)
+                   latency_ms=usage.latency_ms, cost_usd=usage.cost_usd, logprobs=logprobs)
 
 
 @runtime_checkable

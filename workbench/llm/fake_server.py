@@ -10,17 +10,20 @@ is empty the ``default`` action (or callable of the request body) answers. Actio
 what real servers do wrong: HTTP errors with or without ``Retry-After``, answers that come
 too late, bodies that are not JSON or are cut off, answers without choices, and dropped
 connections. Other teams can script model answers for their own pipeline tests with it.
+A request asking for log-probabilities gets them (``logprobs=False`` plays a server
+without them).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -42,8 +45,11 @@ def reply(
     completion_tokens: int = 5,
     finish_reason: str = "stop",
     model: str = "fake-model",
+    logprobs: list[dict[str, Any]] | None = None,
 ) -> Action:
-    """A well-formed chat completion whose message content is ``content`` (dicts as JSON)."""
+    """A well-formed chat completion whose message content is ``content`` (dicts as JSON).
+    ``logprobs``: the OpenAI ``choices[0].logprobs.content`` entries to send (otherwise a
+    server that gives log-probabilities sends certain ones, see :func:`certain_logprobs`)."""
     text = content if isinstance(content, str) else json.dumps(content)
     body = {
         "id": "chatcmpl-fake",
@@ -55,6 +61,7 @@ def reply(
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
                 "finish_reason": finish_reason,
+                **({"logprobs": {"content": logprobs}} if logprobs is not None else {}),
             }
         ],
         "usage": {
@@ -64,6 +71,33 @@ def reply(
         },
     }
     return Action(body=json.dumps(body).encode())
+
+
+_PIECE = re.compile(r"\s*\w+|\s*\S")
+
+
+def certain_logprobs(text: str) -> list[dict[str, Any]]:
+    """Log-probabilities of a model sure of every token of ``text`` (logprob 0, no other
+    candidate): what a scripted server that supports them returns by default, so a verdict
+    read from them has probability 1 or 0."""
+    return [{"token": m.group(), "logprob": 0.0, "top_logprobs": []}
+            for m in _PIECE.finditer(text)]
+
+
+def with_logprobs(action: Action) -> Action:
+    """``action`` with certain log-probabilities added to a chat completion lacking them."""
+    if action.status != 200 or not action.body:
+        return action
+    try:
+        body = json.loads(action.body)
+        choice = body["choices"][0]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return action
+    if not isinstance(choice, dict) or choice.get("logprobs") is not None:
+        return action
+    content = (choice.get("message") or {}).get("content") or ""
+    choice["logprobs"] = {"content": certain_logprobs(str(content))}
+    return replace(action, body=json.dumps(body).encode())
 
 
 def status(code: int, message: str = "injected failure", retry_after: float | None = None) -> Action:
@@ -149,7 +183,12 @@ def role_env(api_base: str, role: str = "judge", **settings: Any) -> dict[str, s
 class FakeChatServer:
     """An OpenAI-compatible server on 127.0.0.1 (free port) playing a script of actions."""
 
-    def __init__(self, script: Iterable[Action] = (), default: Action | Responder | None = None) -> None:
+    def __init__(self, script: Iterable[Action] = (), default: Action | Responder | None = None,
+                 *, logprobs: bool = True) -> None:
+        """``logprobs``: answer a request that asks for log-probabilities with them (certain
+        ones unless the scripted reply brings its own), as llama.cpp and vLLM do; False
+        plays a server that ignores the request."""
+        self.logprobs = logprobs
         self._script: deque[Action] = deque(script)
         self._default = default if default is not None else reply({"ok": True})
         self._lock = threading.Lock()
@@ -222,6 +261,8 @@ class FakeChatServer:
                 with owner._lock:
                     owner.headers.append({k.lower(): v for k, v in self.headers.items()})
                 action = owner._next(body)
+                if owner.logprobs and body.get("logprobs"):
+                    action = with_logprobs(action)
                 if action.delay_s:
                     time.sleep(action.delay_s)
                 if action.drop:

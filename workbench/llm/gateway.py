@@ -56,6 +56,9 @@ class CallResult:
     usage: Usage
     key: str
     checked: Any = None
+    # Token log-probabilities of the accepted answer when the call asked for them and the
+    # server gave them (``workbench.llm.logprobs`` form), else None.
+    logprobs: list[Any] | None = None
 
 
 class _Spend:
@@ -168,10 +171,28 @@ class Gateway:
         step: str = "",
         validate: Validator | None = None,
         use_cache: bool = True,
+        *,
+        logprobs: int | None = None,
+        sample: tuple[float, int] | None = None,
+        max_tokens: int | None = None,
     ) -> CallResult:
         """A JSON object matching ``schema``. ``validate(data)`` may raise ValueError to
-        reject it (the message goes into the one repair attempt). Raises ModelCallError."""
-        return self._call(role, messages, dict(schema), schema_name, step, validate, use_cache)
+        reject it (the message goes into the one repair attempt). Raises ModelCallError.
+
+        ``logprobs=N`` asks the server for token log-probabilities with the N most likely
+        alternatives (part of the request, so of its key); ``result.logprobs`` is None when
+        the server gave none. ``sample=(temperature, seed)`` overrides the role's temperature
+        and seed: one of k sampled answers, each its own cached request. ``max_tokens``
+        overrides the role's answer room (an answer whose length grows with its input)."""
+        extra: dict[str, Any] = {}
+        if max_tokens is not None:
+            extra["max_tokens"] = int(max_tokens)
+        if logprobs:
+            extra.update(logprobs=True, top_logprobs=int(logprobs))
+        if sample is not None:
+            extra.update(temperature=float(sample[0]), seed=int(sample[1]))
+        return self._call(role, messages, dict(schema), schema_name, step, validate, use_cache,
+                          extra)
 
     def complete_text(
         self,
@@ -196,8 +217,10 @@ class Gateway:
         messages: Sequence[Mapping[str, Any]],
         schema: Mapping[str, Any] | None = None,
         schema_name: str = "answer",
+        extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The request as keyed, cached and recorded: no address, key or timeout in it."""
+        """The request as keyed, cached and recorded: no address, key or timeout in it.
+        ``extra``: request fields a call adds or overrides (log-probabilities, sampling)."""
         request: dict[str, Any] = {
             "model": key_model(role),
             "messages": [dict(m) for m in messages],
@@ -208,6 +231,7 @@ class Gateway:
             request["response_format"] = response_format(schema, schema_name)
         if role.seed is not None:
             request["seed"] = role.seed
+        request.update(extra or {})
         return request
 
     def with_config(self, config: LlmConfig) -> Gateway:
@@ -243,10 +267,11 @@ class Gateway:
         step: str,
         validate: Callable[[Any], Any] | None,
         use_cache: bool,
+        extra: Mapping[str, Any] | None = None,
     ) -> CallResult:
         role = self.config.role(role_name)
         _check_messages(messages)
-        request = self.build_request(role, messages, schema, schema_name)
+        request = self.build_request(role, messages, schema, schema_name, extra)
         key = request_key(request)
         started = time.perf_counter()
 
@@ -300,8 +325,9 @@ class Gateway:
                 failed.usage = usage  # a caller keeping its own books counts what failed too
 
         if use_cache and self.cache is not None:
-            self._store(CachedResponse.answered(key, request, raw.text, usage))
-        return CallResult(data=data, text=raw.text, usage=usage, key=key, checked=valid)
+            self._store(CachedResponse.answered(key, request, raw.text, usage, raw.logprobs))
+        return CallResult(data=data, text=raw.text, usage=usage, key=key, checked=valid,
+                          logprobs=raw.logprobs)
 
     def _from_cache(
         self,
@@ -330,7 +356,8 @@ class Gateway:
                        completion_tokens=entry.completion_tokens, cost_usd=0.0, cached=True,
                        attempts=0)
         self._account(usage)
-        return CallResult(data=data, text=entry.text, usage=usage, key=key, checked=valid)
+        return CallResult(data=data, text=entry.text, usage=usage, key=key, checked=valid,
+                          logprobs=entry.logprobs)
 
     def _store(self, entry: CachedResponse) -> None:
         assert self.cache is not None

@@ -1,0 +1,118 @@
+"""Calibration, thresholds and selective review on hand-computed data."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from workbench.audit.calibration import (
+    Scored,
+    ThresholdSetting,
+    accuracy_at_coverage,
+    auroc,
+    best_threshold,
+    fit_platt,
+    fit_setting,
+    out_of_fold,
+    reliability,
+    risk_coverage,
+    threshold_curve,
+)
+
+# p and the truth; each case its own conversation unless a test says otherwise.
+DATA = [(0.9, True), (0.8, True), (0.7, False), (0.6, True), (0.4, False), (0.3, True),
+        (0.2, False), (0.1, False)]
+
+
+def scored(data=DATA, groups=None):
+    return [Scored(p, t, groups[i] if groups else f"g{i}", f"c{i}") for i, (p, t) in enumerate(data)]
+
+
+def test_auroc_is_the_share_of_violation_compliant_pairs_ordered_right():
+    # Violations {.9, .8, .6, .3} against compliant {.7, .4, .2, .1}: .9 and .8 beat all 4,
+    # .6 beats 3, .3 beats 2: 13 of 16 pairs.
+    assert auroc(scored()) == pytest.approx(13 / 16)
+    assert math.isnan(auroc(scored([(0.3, True), (0.9, True)])))
+
+
+def test_the_threshold_maximises_violation_f1():
+    # Deciding p >= t: t = .25 catches all 4 violations with 2 false alarms: F1 = 8/10 = 0.8;
+    # t = .5 gives TP 3, FP 1, FN 1: 0.75; t = .75 gives 2 of 4: 4/6 = 0.667.
+    assert best_threshold(scored()) == pytest.approx(0.25)
+    curve = {round(r["threshold"], 3): r for r in threshold_curve(scored())}
+    assert curve[0.25]["f1"] == pytest.approx(0.8) and curve[0.5]["f1"] == pytest.approx(0.75)
+    assert curve[0.75]["precision"] == 1.0 and curve[0.75]["recall"] == 0.5
+
+
+def test_a_cases_threshold_is_never_chosen_with_its_own_conversation():
+    cases = scored()
+    oof = out_of_fold(cases, folds=len(cases))  # one conversation per fold
+    for i in range(len(cases)):
+        others = [c for j, c in enumerate(cases) if j != i]
+        assert oof.threshold[i] == pytest.approx(best_threshold(others))
+    # Two cases of one conversation always land in the same fold.
+    grouped = scored(groups=["a", "a", "b", "b", "c", "c", "d", "d"])
+    oof = out_of_fold(grouped, folds=4)
+    assert oof.threshold[0] == oof.threshold[1] and oof.threshold[6] == oof.threshold[7]
+
+
+def test_reliability_bins_hold_mean_probability_and_violation_rate():
+    rows = reliability([0.05, 0.15, 0.12, 0.95, 1.0], [False, True, False, True, True], bins=10)
+    assert [(r["bin_low"], r["cases"]) for r in rows] == [(0.0, 1), (0.1, 2), (0.9, 2)]
+    assert rows[1]["mean_probability"] == pytest.approx(0.135) and rows[1]["violation_rate"] == 0.5
+
+
+def test_risk_coverage_orders_by_confidence_and_keeps_ties_together():
+    conf = [0.99, 0.9, 0.9, 0.6, 0.55]
+    right = [True, True, False, True, False]
+    rows = risk_coverage(conf, right)
+    assert [(r["cases"], round(r["accuracy"], 3)) for r in rows] == [
+        (1, 1.0), (3, 0.667), (4, 0.75), (5, 0.6)]
+    assert accuracy_at_coverage(conf, right, 0.4) == 1.0  # the 2 most confident: .99 and one .9
+
+
+def test_platt_scaling_recovers_a_calibrated_judge_and_refuses_too_few_cases():
+    rng = random.Random(3)
+    data = []
+    for i in range(3000):
+        p = rng.uniform(0.02, 0.98)
+        data.append(Scored(p, rng.random() < p, f"g{i}"))
+    platt = fit_platt(data)
+    assert platt is not None and platt.a == pytest.approx(1.0, abs=0.15) and abs(platt.b) < 0.15
+    # Overconfident probabilities (p = sigmoid(3 * true log-odds)) are pulled back: a ~ 1/3.
+    def sharpen(p: float) -> float:
+        return 1 / (1 + math.exp(-3 * math.log(p / (1 - p))))
+
+    over = [Scored(sharpen(s.probability), s.violation, s.group) for s in data]
+    assert fit_platt(over).a == pytest.approx(1 / 3, abs=0.06)
+    assert fit_platt(scored()) is None  # 4 violations: below 5 per answer
+
+
+def test_a_setting_is_fitted_on_all_cases_and_reports_out_of_fold_figures():
+    rng = random.Random(7)
+    cases = []
+    for i in range(120):
+        truth = i % 2 == 0
+        p = min(0.99, max(0.01, rng.gauss(0.65 if truth else 0.35, 0.15)))
+        cases.append(Scored(p, truth, f"conv{i // 3}", f"c{i}"))
+    setting = fit_setting(cases, folds=5, bare=[s.probability >= 0.5 for s in cases], judge_mode="whole")
+    cv = setting.cross_validated
+    assert cv["folds"] == 5 and cv["grouped_by"] == "conversation"
+    assert 0.8 < cv["auroc"] <= 1.0 and 0.5 < cv["f1"] <= 1.0
+    assert setting.fitted_on["cases"] == 120 and setting.fitted_on["groups"] == 40
+    assert setting.fitted_on["judge_mode"] == "whole"
+    assert setting.threshold == best_threshold(cases)
+    back = ThresholdSetting.from_dict(setting.to_dict())
+    assert back == setting and back.decide(setting.threshold) and not back.decide(setting.threshold - 0.01)
+    # Confidence is the calibrated probability that the decision is right.
+    q = back.calibrated(0.9)
+    assert back.confidence(0.9) == pytest.approx(q) and back.confidence(0.01) > 0.5
+
+
+@pytest.mark.parametrize("bad", [{}, {"threshold": 1.5}, {"threshold": True},
+                                 {"threshold": 0.4, "calibration": {"a": 1}}])
+def test_a_damaged_setting_is_refused(bad):
+    with pytest.raises(ValueError):
+        ThresholdSetting.from_dict(bad)
