@@ -55,8 +55,8 @@ def save_threshold(engine: Engine, scope: str, setting: ThresholdSetting, *,
                    base_version: int | None, actor: Actor = COMMAND_LINE, note: str = "") -> int:
     """Save ``setting`` as the next version of ``scope``; returns that version. Raises
     ``StaleThreshold`` (nothing saved) when the newest version is not ``base_version``, and
-    ``roles.NotAllowed`` when ``actor`` may not review verdicts."""
-    require(actor, "review verdicts")
+    ``roles.NotAllowed`` when ``actor`` may not decide reviews."""
+    require(actor, "decide reviews")
 
     def write() -> int:
         with write_session(engine) as session:

@@ -311,3 +311,29 @@ def fit_setting(scored: Sequence[Scored], folds: int = DEFAULT_FOLDS,
                    "groups": len({s.group or s.case_id for s in items}), **about},
         cross_validated=cv,
     )
+
+
+def review_truth(decision: str, judge_violation: bool | None) -> bool | None:
+    """What a reviewer's decision says the right answer was: a confirmed verdict (or one
+    whose verdict is right but whose cited rule is not) stands, an overturned one flips;
+    None when the judged verdict is unknown or the decision says nothing of it."""
+    if judge_violation is None:
+        return None
+    if decision in ("confirm", "wrong-rule", "wrong_rule"):
+        return bool(judge_violation)
+    if decision == "overturn":
+        return not judge_violation
+    return None
+
+
+def scored_traces(traces: Sequence[Any], truth: dict[str, bool]) -> tuple[list[Scored], list[bool]]:
+    """The labelled traces (``truth``: case id -> violation) whose verdict has a probability,
+    as :class:`Scored` grouped by conversation, and their bare verdicts (same order)."""
+    scored, bare = [], []
+    for t in traces:
+        v = t.verdict
+        if v is None or v.probability is None or t.id not in truth:
+            continue
+        scored.append(Scored(float(v.probability), bool(truth[t.id]), t.session or t.id, t.id))
+        bare.append(bool(v.violation))
+    return scored, bare

@@ -11,6 +11,12 @@
   span holds the gold rule's spans) when ``gold_spans`` are given.
 - tokens and latency: mean rendered context tokens, mean online tokens (prompt + completion
   of every model call of the case), mean wall time per case (``timings_ms.total``).
+- with a violation probability on the verdicts (``workbench.audit.calibration``): ``auroc``
+  of the probability; ``f1_at_threshold`` / ``acc_at_threshold`` deciding ``p >= threshold``
+  — a given (or saved) threshold, or else one chosen by 5-fold cross-validation grouped by
+  conversation, each fold scored with the threshold chosen on the other folds;
+  ``acc_confident_half``: accuracy of those decisions on the half of the cases decided with
+  the most (out-of-fold calibrated) confidence. Over labelled cases with a probability.
 """
 
 from __future__ import annotations
@@ -46,6 +52,13 @@ class StrategyMetrics:
     mean_online_tokens: float = NAN
     mean_latency_ms: float = NAN
     errors: dict[str, int] = field(default_factory=dict)
+    with_probability: int = 0  # labelled cases whose verdict has a probability
+    auroc: float = NAN
+    threshold: float = NAN
+    threshold_source: str = ""  # "given" or "cross-validated"
+    f1_at_threshold: float = NAN
+    acc_at_threshold: float = NAN
+    acc_confident_half: float = NAN
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,13 +97,15 @@ def compute_metrics(
     labels: Mapping[str, str | None] | None = None,
     gold_rules: Mapping[str, str | list[str]] | None = None,
     gold_spans: Mapping[str, list[tuple[str, list[tuple[int, int]]]]] | None = None,
+    threshold: float | None = None,
 ) -> list[StrategyMetrics]:
     """Metrics per strategy (in first-seen order).
 
     ``labels`` (case id -> "positive"/"negative") override the labels stored in traces;
     ``gold_rules`` (case id -> governing rule id or ids) enables ``coverage``; ``gold_spans``
     (case id -> [(SKILL, spans of one gold rule), ...]) extends it to passage and document
-    contexts.
+    contexts. ``threshold``: decide ``p >= threshold`` for the ``*_at_threshold`` figures
+    (default: cross-validated, see the module doc).
     """
     traces = list(traces)
     modes = {(t.get("judge_mode", JudgeMode.WHOLE), t.get("keywords_method", KeywordMethod.LEXICAL))
@@ -150,8 +165,53 @@ def compute_metrics(
         m.mean_context_tokens = _mean(ctx)
         m.mean_online_tokens = _mean(online)
         m.mean_latency_ms = _mean(latency)
+        _probability_metrics(m, items, labels, threshold)
         out.append(m)
     return out
+
+
+MIN_FOR_CROSS_VALIDATION = 10
+
+
+def _probability_metrics(m: StrategyMetrics, items, labels, threshold: float | None) -> None:
+    from workbench.audit.calibration import (
+        Scored,
+        accuracy_at_coverage,
+        auroc,
+        best_threshold,
+        counts,
+        fit_platt,
+        out_of_fold,
+    )
+
+    scored = []
+    for t in items:
+        label = labels.get(t["id"]) if labels is not None and t["id"] in labels else t.get("label")
+        actual, verdict = label_violation(label), t.get("verdict")
+        if actual is None or verdict is None or verdict.get("probability") is None:
+            continue
+        scored.append(Scored(float(verdict["probability"]), actual, t.get("session") or t["id"], t["id"]))
+    m.with_probability = len(scored)
+    if not scored:
+        return
+    m.auroc = auroc(scored)
+    truth = [s.violation for s in scored]
+    if threshold is not None:
+        m.threshold, m.threshold_source = float(threshold), "given"
+        decided = [s.probability >= threshold for s in scored]
+        platt = fit_platt(scored)
+        q = [platt(s.probability) if platt else s.probability for s in scored]
+    elif len(scored) >= MIN_FOR_CROSS_VALIDATION and len({s.group for s in scored}) >= 2:
+        oof = out_of_fold(scored)
+        m.threshold, m.threshold_source = best_threshold(scored), "cross-validated"
+        decided, q = oof.decided, oof.calibrated
+    else:
+        return
+    c = counts(decided, truth)
+    m.f1_at_threshold, m.acc_at_threshold = c.f1, c.accuracy
+    conf = [qi if d else 1 - qi for qi, d in zip(q, decided, strict=True)]
+    right = [d == t for d, t in zip(decided, truth, strict=True)]
+    m.acc_confident_half = accuracy_at_coverage(conf, right, 0.5)
 
 
 def format_table(rows: list[StrategyMetrics]) -> str:
@@ -167,6 +227,11 @@ def format_table(rows: list[StrategyMetrics]) -> str:
         ("precision", lambda m: _fmt(m.precision)),
         ("recall", lambda m: _fmt(m.recall)),
         ("gold in context", lambda m: _fmt(m.coverage) if m.coverage_n else "-"),
+        ("AUROC (probability)", lambda m: _fmt(m.auroc) if m.with_probability else "-"),
+        ("threshold", lambda m: f"{_fmt(m.threshold)} {m.threshold_source}" if m.threshold_source else "-"),
+        ("violation-F1 at threshold", lambda m: _fmt(m.f1_at_threshold) if m.threshold_source else "-"),
+        ("ACC at threshold", lambda m: _fmt(m.acc_at_threshold) if m.threshold_source else "-"),
+        ("ACC, most confident half", lambda m: _fmt(m.acc_confident_half) if m.threshold_source else "-"),
         ("context tokens", lambda m: _fmt(m.mean_context_tokens, 1)),
         ("online tokens", lambda m: _fmt(m.mean_online_tokens, 1)),
         ("latency ms", lambda m: _fmt(m.mean_latency_ms, 1)),

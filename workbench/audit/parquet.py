@@ -66,6 +66,10 @@ def _trace_schema(pa: Any) -> Any:
         ("keywords_method", pa.string()),
         ("label", pa.string()),
         ("violation", pa.bool_()),
+        ("probability", pa.float64()),  # P(violation) as the judge gave it
+        ("probability_source", pa.string()),
+        ("threshold", pa.float64()),  # the decision threshold applied, when one was given
+        ("decided_violation", pa.bool_()),  # probability >= threshold (else the verdict)
         ("error_kind", pa.string()),
         ("context_tokens", pa.int64()),
         ("online_tokens", pa.int64()),
@@ -88,7 +92,7 @@ def _case_row(case: Any) -> dict[str, Any]:
     }
 
 
-def _trace_row(t: AuditTrace) -> dict[str, Any]:
+def _trace_row(t: AuditTrace, threshold: float | None = None) -> dict[str, Any]:
     trace = t.to_dict()
     verdict = trace.get("verdict") if isinstance(trace.get("verdict"), dict) else None
     error = trace.get("error") if isinstance(trace.get("error"), dict) else None
@@ -99,6 +103,10 @@ def _trace_row(t: AuditTrace) -> dict[str, Any]:
         "keywords_method": _text(trace.get("keywords_method")),
         "label": _text(trace.get("label")),
         "violation": bool(verdict["violation"]) if verdict and "violation" in verdict else None,
+        "probability": _float(verdict.get("probability")) if verdict else None,
+        "probability_source": _text(verdict.get("probability_source")) if verdict else None,
+        "threshold": threshold,
+        "decided_violation": _decided(verdict, threshold),
         "error_kind": _text(error.get("kind")) if error else None,
         "context_tokens": _int(trace.get("context_tokens")),
         "online_tokens": _int(trace.get("online_tokens")),
@@ -107,14 +115,27 @@ def _trace_row(t: AuditTrace) -> dict[str, Any]:
     }
 
 
+def _decided(verdict: dict[str, Any] | None, threshold: float | None) -> bool | None:
+    """The decision a threshold makes of a verdict's probability (the bare verdict where it
+    has none, or no threshold is given)."""
+    if not verdict or "violation" not in verdict:
+        return None
+    p = verdict.get("probability")
+    if threshold is None or p is None:
+        return bool(verdict["violation"])
+    return float(p) >= threshold
+
+
 def write_cases(cases: Iterable[Any], path: str | Path) -> int:
     """Write cases to a Parquet file; returns how many."""
     return _write((_case_row(c) for c in cases), path, "cases")
 
 
-def write_traces(traces: Iterable[AuditTrace], path: str | Path) -> int:
-    """Write traces to Parquet (their JSON form in one column); returns how many."""
-    return _write((_trace_row(t) for t in traces), path, "traces")
+def write_traces(traces: Iterable[AuditTrace], path: str | Path,
+                 threshold: float | None = None) -> int:
+    """Write traces to Parquet (their JSON form in one column); returns how many.
+    ``threshold``: also write the decision it makes of each probability."""
+    return _write((_trace_row(t, threshold) for t in traces), path, "traces")
 
 
 def _write(rows: Iterable[dict[str, Any]], path: str | Path, kind: str) -> int:

@@ -95,6 +95,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--index", default=None,
                    help="policy index: also measure gold coverage of passage/document contexts")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--threshold", default=None, metavar="P|dataset:NAME|policy:NAME",
+                   help="decide p >= P for the at-threshold figures: a number, or the threshold "
+                   "saved in the workbench database for a dataset or policy (`workbench calibrate "
+                   "--save`); default: chosen by cross-validation grouped by conversation")
 
     p = action(
         sub, "import-complibench", _import_complibench,
@@ -330,12 +334,33 @@ def _metrics(args) -> int:
                         break
             if found and len(found) == len(gold[c.id]):
                 spans[c.id] = found
-    rows = compute_metrics([t.to_dict() for t in traces], labels, gold or None, spans)
+    threshold = threshold_arg(args.threshold)
+    rows = compute_metrics([t.to_dict() for t in traces], labels, gold or None, spans, threshold)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=1))
     else:
         print(format_table(rows))
     return 0
+
+
+def threshold_arg(value: str | None) -> float | None:
+    """``--threshold``: a probability, or the saved threshold of ``dataset:NAME`` /
+    ``policy:NAME`` in the workbench database."""
+    from workbench.cli import CliError
+
+    if value is None:
+        return None
+    try:
+        t = float(value)
+    except ValueError:
+        pass
+    else:
+        if not 0.0 <= t <= 1.0:
+            raise CliError(f"--threshold {value} is not a probability", "give a number from 0 to 1")
+        return t
+    from workbench.commands.calibrate import saved_threshold
+
+    return saved_threshold(value).threshold
 
 
 def _import_complibench(args) -> int:

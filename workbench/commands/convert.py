@@ -17,6 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("kind", choices=("cases", "traces"))
     p.add_argument("source", help="input file: .jsonl or .parquet")
     p.add_argument("target", help="output file: .jsonl or .parquet")
+    p.add_argument("--threshold", default=None, metavar="P|dataset:NAME|policy:NAME",
+                   help="traces to Parquet: also write the decision this threshold makes of each "
+                   "verdict's probability (a number, or a saved setting)")
 
 
 def _convert(args) -> int:
@@ -46,7 +49,9 @@ def _convert(args) -> int:
             else:
                 traces = latest_per_case(read_traces(args.source)[0], key=trace_key)
             if parquet.is_parquet(args.target):
-                n = parquet.write_traces(traces, args.target)
+                from workbench.commands.audit import threshold_arg
+
+                n = parquet.write_traces(traces, args.target, threshold_arg(args.threshold))
             else:
                 with open(args.target, "w", encoding="utf-8") as out:
                     out.writelines(encode_trace(t) + "\n" for t in traces)
