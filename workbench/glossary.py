@@ -44,6 +44,27 @@ TERMS: tuple[Term, ...] = (
     Term("violation", "The agent's reply breaks at least one rule of the policy. As a gold "
          "label: the dataset's reference answer says so.", "labels"),
     Term("compliant", "The agent's reply breaks no rule of the policy.", "labels"),
+    Term("violation probability", "How likely the judge finds a violation, from its own "
+         "token probabilities for the verdict (or the share of several sampled answers). Shown "
+         "calibrated when a threshold was saved for the dataset from labelled cases.", "verdicts"),
+    Term("confidence", "The chance that a decision is right: the calibrated violation "
+         "probability for a violation, one minus it for a compliant decision. Review can put the "
+         "least confident first.", "Review"),
+    Term("threshold", "The violation probability from which a case is decided a violation. "
+         "Chosen from labelled cases to give the best violation-F1, by cross-validation grouped "
+         "by conversation; saved per dataset, with every earlier version kept.", "Evaluate"),
+    Term("AUROC", "How well the violation probability ranks violations above compliant "
+         "replies: the chance that a random violation gets a higher probability than a random "
+         "compliant reply. 0.5 is chance, 1.0 perfect.", "Evaluate"),
+    Term("violation-F1 at threshold", "Violation-F1 when cases are decided by the threshold "
+         "instead of the judge's bare yes/no, each fold scored with a threshold chosen on the "
+         "other conversations. Higher is better.", "Evaluate"),
+    Term("accuracy, most confident half", "Accuracy of the decisions on the half of the cases "
+         "decided with the most confidence: what auto-deciding half of the queue would get "
+         "right.", "Evaluate"),
+    Term("auto-decide", "Decide the cases whose confidence is at least the chosen level "
+         "automatically and send only the rest to people. The preview says how many it decides "
+         "and how accurate that was on labelled cases.", "Review"),
     Term("seed rules", "The rules the audit starts from: those matching the conversation's "
          "keywords in the routed SKILLs.", "audit"),
     Term("closure", "The seed rules plus every rule they require, transitively: what the "

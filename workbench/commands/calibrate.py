@@ -101,15 +101,8 @@ def _labelled(args):
 
 
 def _calibrate(args) -> int:
-    from workbench.audit.calibration import (
-        counts,
-        fit_setting,
-        out_of_fold,
-        reliability,
-        risk_coverage,
-        scored_traces,
-        threshold_curve,
-    )
+    from workbench.audit.calibration import ThresholdSetting, scored_traces
+    from workbench.audit.calibration_figures import calibration_report
     from workbench.cli import CliError
 
     traces, truth = _labelled(args)
@@ -122,8 +115,9 @@ def _calibrate(args) -> int:
             "(`workbench audit` writes probabilities by default) or add labels")
     modes = sorted({t.judge_mode for t in traces if t.id in truth})
     strategies = sorted({t.strategy for t in traces if t.id in truth})
-    setting = fit_setting(scored, args.folds, bare=bare, judge_mode=",".join(modes),
-                          strategy=",".join(strategies))
+    report = calibration_report(scored, bare, args.folds, judge_mode=",".join(modes),
+                                strategy=",".join(strategies))
+    setting = ThresholdSetting.from_dict(report["setting"])
     cv = setting.cross_validated
     rows = [
         ("labelled verdicts with a probability", f"{len(scored)} ({sum(s.violation for s in scored)} "
@@ -141,21 +135,8 @@ def _calibrate(args) -> int:
     for k, v in rows:
         print(f"{k.ljust(width)}  {v}")
     if args.json:
-        oof = out_of_fold(scored, args.folds)
-        truth_list = [s.violation for s in scored]
-        correct = [d == t for d, t in zip(oof.decided, truth_list, strict=True)]
-        out = {
-            "setting": setting.to_dict(),
-            "bare": counts(bare, truth_list).__dict__,
-            "reliability_raw": reliability([s.probability for s in scored], truth_list),
-            "reliability_calibrated_out_of_fold": reliability(oof.calibrated, truth_list),
-            "threshold_curve": threshold_curve(scored),
-            "risk_coverage_out_of_fold": risk_coverage(oof.confidences, correct),
-            "cases": [{"id": s.case_id, "group": s.group, "probability": s.probability,
-                       "violation": s.violation} for s in scored],
-        }
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(_finite(out), f, indent=1)
+            json.dump(_finite(report), f, indent=1)
     if args.save:
         _save(args, setting)
     return 0
