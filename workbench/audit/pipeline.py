@@ -137,6 +137,7 @@ def audit_case(
         prompt_version=JUDGE_PROMPT if opts.judge_mode == JudgeMode.WHOLE else (
             RULE_PROMPT if opts.judge_mode == JudgeMode.PER_RULE else ""),
     )
+    trace.settings = _settings(opts, gateway)
     t_start = time.perf_counter()
     try:
         _run(case, aindex, strat, gateway, opts, trace)
@@ -146,6 +147,22 @@ def audit_case(
             trace.timings_ms["total"] - sum(c.latency_ms for c in trace.usage if not c.cached), 3
         )
     return trace
+
+
+def _settings(opts: AuditOptions, gateway: Any) -> dict[str, Any]:
+    """What a stored trace says shaped it (``AuditTrace.settings``): the page shows these."""
+    roles = []
+    if opts.keywords == KeywordMethod.LLM:
+        roles.append("keyworder")
+    if opts.judge_mode != JudgeMode.NONE:
+        roles.append("judge")
+    configured = getattr(getattr(gateway, "config", None), "roles", None) or {}
+    c = opts.context
+    return {
+        "seeding": str(c.seeding), "render": str(c.render), "max_seeds": c.max_seeds,
+        "budget": c.budget, "target_tokens": c.target_tokens, "split": str(opts.split),
+        "models": {r: configured[r].model for r in roles if r in configured},
+    }
 
 
 def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> None:
@@ -201,6 +218,7 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
     if window is not None:
         # The window caps what seeding aims at; it does not replace the (small) default target.
         context_opts = replace(context_opts, room_tokens=policy_target(case, window))
+    trace.settings["target_tokens"] = context_opts.seed_target(index, routing.skills)
     try:
         ctx = strat.build(case, trace.keywords, routing.skills, index, context_opts)
     except ContextUnavailable as exc:
