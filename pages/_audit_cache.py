@@ -59,11 +59,32 @@ def records(engine: Engine, dataset: str, runs: Sequence[str] | None = None,
                     version or audit_repo.trace_version(engine, dataset), engine)
 
 
-def case_traces(engine: Engine, dataset: str, case_id: str,
-                run_id: str | None = None) -> dict[str, AuditTrace]:
-    """The newest stored trace per strategy of one case (of ``run_id`` only, when given)."""
-    return {t.strategy: t for run, t in records(engine, dataset)
-            if t.id == case_id and (run_id is None or run == run_id)}
+def case_traces(engine: Engine, dataset: str, case_id: str, run_id: str | None = None,
+                prefer_judged: bool = False) -> dict[str, AuditTrace]:
+    """The newest stored trace per strategy of one case (of ``run_id`` only, when given).
+    ``prefer_judged``: the newest trace *with a verdict* when there is one, so a later
+    contexts-only run (judge "none") does not show "not judged" over a judged trace."""
+    out: dict[str, AuditTrace] = {}
+    for run, t in records(engine, dataset):
+        if t.id != case_id or (run_id is not None and run != run_id):
+            continue
+        if prefer_judged and t.verdict is None and t.strategy in out \
+                and out[t.strategy].verdict is not None:
+            continue
+        out[t.strategy] = t
+    return out
+
+
+def newer_unjudged(engine: Engine, dataset: str, case_id: str, shown: AuditTrace) -> str | None:
+    """The run of a trace of the same case and strategy stored after ``shown`` that has no
+    verdict (so :func:`case_traces` passed it over), or ``None``."""
+    found, after = None, False
+    for run, t in records(engine, dataset):
+        if t is shown:
+            after = True
+        elif after and t.id == case_id and t.strategy == shown.strategy and t.verdict is None:
+            found = run
+    return found
 
 
 def clear() -> None:

@@ -117,8 +117,7 @@ def _queue(url: str, dataset: str, runs: tuple[str, ...] | None, versions: tuple
     """The dataset's queue items, built once per data version (``pages._audit_cache``):
     a key press reruns the page but finds the queue already built. Shared: read-only."""
     labels = {cid: c.label for cid, c in _cases.items() if c.label}
-    texts = {cid: " ".join([c.model_response, *(t.content for t in c.turns)])
-             for cid, c in _cases.items()}
+    texts = {cid: c.said for cid, c in _cases.items()}
     return build_queue(_records, labels, dataset, texts)
 
 
