@@ -35,3 +35,11 @@ def plain_stats(rows: list[dict]):
     for col in frame.columns[frame.isna().any()]:  # only those: the rest stay numeric
         frame[col] = frame[col].astype(object).where(frame[col].notna(), NOT_APPLICABLE)
     return frame
+
+
+def plain_columns(frame, names: dict[str, str]):
+    """``frame`` with its raw column keys renamed for the screen (``names``: key -> words)
+    and, for ``st.dataframe``, the column configs giving each a glossary tooltip:
+    ``(frame, column_config)``."""
+    shown = frame.rename(columns=names)
+    return shown, column_help(shown.columns)

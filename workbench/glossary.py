@@ -121,6 +121,12 @@ TERMS: tuple[Term, ...] = (
          "harder policies are judged worse).", "Scaling"),
     Term("gamma", "Baseline log-odds of a correct verdict on one dataset (gamma_retail: on "
          "the retail dataset).", "Scaling"),
+    Term("CV log loss", "Cross-validated log loss: how surprised the model is by correctness "
+         "on sessions it was not fitted on (lower is better).", "Scaling"),
+    Term("log loss above the best", "How much worse this model's CV log loss is than the "
+         "best model's; within one standard error the simpler model is selected.", "Scaling"),
+    Term("complexity effect", "P(correct) at the 90th complexity percentile minus at the "
+         "10th: how much harder policies cost (negative: harder is judged worse).", "Scaling"),
 )
 
 # Statistic keys of workbench.annotation (agreement_report, judge_human_agreement) -> the
@@ -129,6 +135,19 @@ STAT_NAMES = {
     "n_items": "items", "n_annotators": "annotators", "n_labels": "labels", "agree": "agree",
     "percent_agreement": "agreement", "cohen_kappa": "Cohen's κ", "fleiss_kappa": "Fleiss' κ",
     "krippendorff_alpha": "Krippendorff's α",
+}
+# Columns of the Scaling page's tables (``workbench.scaling``: kept raw in its JSON and CLI)
+# -> the words on screen.
+SCALING_NAMES = {
+    "n_params": "parameters", "loglik": "log-likelihood", "cv_logloss": "CV log loss",
+    "cv_se": "CV standard error", "delta_vs_best": "log loss above the best",
+    "ci_low": "95% interval, low", "ci_high": "95% interval, high",
+    "c_q10": "C at 10th percentile", "c_q90": "C at 90th percentile",
+    "p_q10": "P(correct), C at 10th pct", "p_q90": "P(correct), C at 90th pct",
+    "complexity_effect": "complexity effect", "gain_q10": "gain, C at 10th pct",
+    "gain_q90": "gain, C at 90th pct", "delta_gain": "gain difference", "log_loss": "log loss",
+    "mean_predicted": "mean predicted", "calibration_gap": "calibration gap",
+    "ece": "calibration error (ECE)", "n": "rows",
 }
 # Columns of the annotation dataset report (``workbench.annotation.report.TABLE_COLUMNS``,
 # kept raw in its CSV/JSONL) -> the words on screen.
