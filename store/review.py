@@ -106,6 +106,7 @@ def add_decisions(engine: Engine, decisions: Iterable[ReviewDecision],
     """Validate every decision, then append them all in one transaction (all or none), as
     one action: they share a batch id (unless they carry one), so one undo takes them all
     back. Raises ``ReviewError`` / ``roles.NotAllowed`` with nothing written."""
+    require(actor, "decide reviews")  # the role first: a refusal says so, not a field error
     chosen = [validate_decision(d) for d in decisions]
     _check_actor(actor, chosen)
     if not chosen:
