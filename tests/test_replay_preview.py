@@ -122,3 +122,29 @@ def test_only_a_role_that_stores_audit_results_gets_store_this_result(db, fake_j
     assert any(b.key == "preview_store_cdg" for b in at.button) is may_store
     refusal = any("store audit results you need the role" in i.value for i in at.info)
     assert refusal is not may_store
+
+
+def test_a_newer_contexts_only_trace_does_not_hide_the_judged_one(db):
+    """Stored by a batch or the command line (`--judge none`): Replay keeps showing the
+    judged verdict, says the newer trace exists, and a link pinned to its run shows it."""
+    eng, case = db
+    context_only = audit_case(case, AuditIndex(_index(eng)), "cdg", None,
+                              AuditOptions(judge_mode="none"))
+    audit_repo.save_trace(eng, context_only, run_id="contexts-1", dataset="demo")
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"dataset": "demo", "case": case.id})
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error][:1] == ["Violation"]
+    shown = "\n".join(c.value.replace("\\", "") for c in at.caption)
+    assert "A newer trace of cdg without a verdict (run contexts-1, contexts only)" in shown
+    pinned = AppTest.from_file(PAGE, default_timeout=120)
+    pinned.query_params.update({"dataset": "demo", "case": case.id, "run": "contexts-1"})
+    pinned.run()
+    assert any("Not judged" in i.value for i in pinned.info)
+
+
+def _index(eng):
+    from store import repo
+
+    return repo.export_index(eng, repo.skill_names(eng))
