@@ -54,6 +54,10 @@ _SCRIPT = """
   window.wbKeyHelp = {open: open, close: close};
   if (window.wbKeyHelpInstalled) return;
   window.wbKeyHelpInstalled = true;
+  // The button's own onclick would be stripped by Streamlit's sanitizer: listen here.
+  doc.addEventListener("click", function (e) {
+    if (e.target && e.target.closest && e.target.closest(".wb-key-help-open")) open();
+  }, true);
   doc.addEventListener("keydown", function (e) {
     const el = doc.activeElement;
     const typing = el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA"
@@ -85,9 +89,8 @@ def key_help(keys: Sequence[tuple[str, str]]) -> None:
     st.html(
         _STYLE
         + f"<template id='wb-key-help-template'>{table}</template>"
-        + "<button type='button' class='wb-key-help-open' data-testid='wb-key-help-open' "
-          "onclick='window.wbKeyHelp && window.wbKeyHelp.open()'>Keyboard shortcuts "
-          "<kbd>?</kbd></button>"
+        + "<button type='button' class='wb-key-help-open' data-testid='wb-key-help-open'>"
+          "Keyboard shortcuts <kbd>?</kbd></button>"
         + _SCRIPT,
         unsafe_allow_javascript=True,
     )

@@ -102,9 +102,10 @@ def decision_buttons(eng: Engine, item: QueueItem, reviewer: str, decisions: lis
                      pos_key: str, pos: int, shown: Sequence[QueueItem], advance: bool) -> None:
     """The note, the three decisions, undo, previous/next, the key legend and the ``?``
     help, with this verdict's messages right under the buttons."""
+    # No help icon: its button would share the field's label (and a test's, a reader's).
     st.text_input("Note (required to overturn)", key=f"rv_note_{item_key(item)}",
-                  placeholder="why; press Tab to leave the field, then a key",
-                  help="Also needed for “wrong rule”: name the rule that applies.")
+                  placeholder="why, or the rule that applies; press Tab to leave the field, "
+                              "then a key")
     args = (reviewer, pos_key, len(shown), advance)
     may_decide = identity.permitted("decide reviews")
     off = not reviewer or not may_decide
