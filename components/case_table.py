@@ -84,6 +84,10 @@ def picked(selected_rows: Sequence[int], shown_cases: Sequence[str]) -> str | No
 HIDDEN_TEXT = "_search_text"  # a column searched by the filter box, never shown
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def filter_sort_page(frame: pd.DataFrame, text: str = "", sort_by: str | None = None,
                      descending: bool = False, page: int = 1, page_size: int = 50,
                      columns: Mapping[str, Sequence[str]] | None = None,
@@ -97,11 +101,10 @@ def filter_sort_page(frame: pd.DataFrame, text: str = "", sort_by: str | None = 
             frame = frame[frame[name].astype(str).isin([str(v) for v in wanted])]
     words = text.strip().lower().split()
     if words:
-        hay = frame.astype(str).apply(lambda col: col.str.lower()).agg(" ".join, axis=1)
-        keep = pd.Series(True, index=frame.index)
-        for word in words:
-            keep &= hay.str.contains(word, regex=False)
-        frame = frame[keep]
+        # Each row as one lower-case text (a missing cell is empty, not "nan").
+        hay = [" ".join("" if _missing(v) else str(v) for v in row).lower()
+               for row in frame.itertuples(index=False, name=None)]
+        frame = frame[[all(w in h for w in words) for h in hay]]
     if sort_by and sort_by in frame.columns:
         frame = frame.sort_values(sort_by, ascending=not descending, kind="stable",
                                   na_position="last")
