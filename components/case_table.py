@@ -157,17 +157,21 @@ def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_si
     box searches without showing it. ``column_filters``: columns that get a choice of their
     values each. ``select_into``: several rows may be selected; a tuple of each selected
     row's ``id_column`` value(s) goes into that session key (a list, set on every run)."""
-    frame = pd.DataFrame(rows, columns=list(columns))
+    # A frame may bring its searchable text along (a page's cached list).
+    keep = [*columns, HIDDEN_TEXT] if isinstance(rows, pd.DataFrame) and HIDDEN_TEXT in rows \
+        else list(columns)
+    frame = pd.DataFrame(rows, columns=keep)
     if frame.empty:
         st.caption("No stored cases to list yet.")
         return
     if search_text is not None:
-        frame[HIDDEN_TEXT] = list(search_text)
+        frame = frame.assign(**{HIDDEN_TEXT: list(search_text)})
+    searchable = HIDDEN_TEXT in frame.columns
     # The filter gets a row of its own: sharing one with the sort, toggle and page, the
     # toggle's seventh of the row cut its label to "D…" at 1024 px.
     text = st.text_input("Filter cases", key=f"{key}_filter",
                          placeholder="case id, verdict, gold, strategy or run"
-                         + (", or words of the conversation" if search_text is not None else ""))
+                         + (", or words of the conversation" if searchable else ""))
     chosen: dict[str, list[str]] = {}
     if column_filters:
         for col, name in zip(st.columns(len(column_filters)), column_filters, strict=True):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from components import identity, links, queue_nav
-from components.case_table import picker_rows, show_case_table
+from components.case_table import show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
 from components.replay_state import audit_index, policy_index
@@ -69,12 +69,9 @@ else:
     # same choice from a list that filters, sorts and pages; selecting a row opens the case.
     with st.expander(f"Browse the {len(cases)} cases of {dataset} (filter, sort, pages)"):
         st.caption("Select a row to open that case.")
-        rows = picker_rows(dataset, list(cases), audit_cache.records(eng, dataset),
-                           {i: c.label for i, c in cases.items()})
         # The filter also searches what was said: the conversation and the agent's reply.
-        show_case_table(rows, key="replay_cases", page_size=25, pick_into="replay_case",
-                        search_text=[cases[r["case"]].said for r in rows],
-                        column_filters=("verdict", "gold"))
+        show_case_table(audit_cache.picker_frame(eng, dataset), key="replay_cases",
+                        page_size=25, pick_into="replay_case", column_filters=("verdict", "gold"))
     if missing_case:
         st.warning(md(f"The link names case “{missing_case}”, which is not in {dataset}; "
                       f"showing {case_id} instead."))
