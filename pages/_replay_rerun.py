@@ -1,26 +1,23 @@
 """Replay's re-run of one case, honestly estimated and shown: the plan says how many model
 calls and about how long (from this machine's measured speed, ``store.model_speed``), the
-embedded model's start-up runs as a step of its own (timed and recorded for the next
-estimate), and the audit runs under a progress bar (``components.model_run``).
+embedded model's start-up runs as a step of its own (``pages._model_start``: timed and
+recorded for the next estimate), and the audit runs under a progress bar (``components.model_run``).
 Page-private: it reads and writes the store."""
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 
 from components.model_run import Step, run_steps
+from pages._model_start import MEASURED, needs_startup, startup_estimate, startup_steps
 from store import model_speed
 from workbench.audit import AuditOptions, AuditTrace, audit_case
 from workbench.audit.cases import AuditCase
 from workbench.audit.strategies import DEFAULT_TARGET_TOKENS
 from workbench.llm import LlmConfig
-from workbench.llm.embedded import current_embedded_server, ensure_embedded_server
-from workbench.llm.recording import MODE_ENV
 from workbench.llm.transport import key_model
 from workbench.speed import describe_duration
 from workbench.tokens import count_tokens
@@ -28,7 +25,6 @@ from workbench.vocabulary import JudgeMode, KeywordMethod
 
 # What a judge or keyword prompt holds besides the case and the policy (template, schema).
 PROMPT_OVERHEAD_TOKENS = 700
-MEASURED = "measured on this machine"
 
 
 @dataclass(frozen=True)
@@ -49,15 +45,6 @@ class Plan:
 def roles_called(keywords: str, judge_mode: str) -> list[str]:
     return (["keyworder"] if keywords == KeywordMethod.LLM else []) + (
         ["judge"] if judge_mode != JudgeMode.NONE else [])
-
-
-def needs_startup(config: LlmConfig, roles: Sequence[str]) -> bool:
-    """Whether a call of ``roles`` first starts the embedded model in this process (it is
-    not running, no `workbench model serve` is attached, and calls are live)."""
-    if (os.environ.get(MODE_ENV) or "live").strip().lower() == "replay":
-        return False
-    embedded = [r for r in roles if config.role(r).is_embedded]
-    return bool(embedded) and not config.embedded.attached_url and current_embedded_server() is None
 
 
 def _prompt_tokens(case: AuditCase, stored: AuditTrace | None, role: str) -> int:
@@ -100,8 +87,8 @@ def plan(eng: Engine, config: LlmConfig | None, case: AuditCase, strategies: Seq
                     prompt = max(1, prompt // max(1, n))
                 seconds += n * speed.call_seconds(prompt)
     roles = [r for r, n in calls.items() if n]
-    start = needs_startup(config, roles)
-    startup = model_speed.startup_seconds(eng, key_model(config.role(roles[0]))) if start else None
+    start = config is not None and needs_startup(config, roles)
+    startup = startup_estimate(eng, config, roles) if start else None
     return Plan(calls, seconds if calls else 0.0, startup, start, speeds)
 
 
@@ -126,20 +113,12 @@ def plan_words(p: Plan, strategies: Sequence[str], keywords: str, judge_mode: st
             "stored unless you say so.")
 
 
-def _start_model(eng: Engine, config: LlmConfig) -> None:
-    t0 = time.perf_counter()
-    server = ensure_embedded_server(config.embedded)
-    if server.info is not None:
-        model_speed.record_startup(eng, key_model(config.role("judge")), time.perf_counter() - t0)
-
-
 def rerun(eng: Engine, config: LlmConfig, gateway, index, case: AuditCase,
           strategies: Sequence[str], keywords: str, judge_mode: str, p: Plan) -> dict[str, AuditTrace]:
     """Audit ``case`` under each strategy (a preview: nothing stored), the model's start-up
     first when it is needed, under progress bars."""
     options = AuditOptions(keywords=keywords, judge_mode=judge_mode, keep_prompts=True)
-    before = [Step("Starting the model", lambda: _start_model(eng, config), p.startup_s,
-                   source=MEASURED if p.startup_s else "")] if p.needs_startup else []
+    before = startup_steps(eng, config, [r for r, n in p.calls.items() if n])
     log = getattr(gateway, "usage_log", None)
     first = len(log) if log is not None else 0
 

@@ -130,3 +130,26 @@ def test_a_failing_step_raises_in_the_page_thread():
 
     at = AppTest.from_function(page, default_timeout=30).run()
     assert [t.value for t in at.text] == ["the page saw the error"]
+
+
+def test_extraction_and_other_pages_get_the_same_estimate_and_start_up_rule(engine, monkeypatch):
+    from pages._model_start import calls_estimate, needs_startup, startup_steps
+    from workbench.llm import load_config
+    from workbench.llm.transport import key_model
+
+    config = load_config(env={})
+    seconds, words = calls_estimate(engine, config, "extractor", [900, 1200])
+    assert seconds is None and words == "no extractor speed measured on this machine yet"
+    log = SqlUsageLog(engine)
+    model = key_model(config.role("extractor"))
+    for p, c, ms in ((1000, 100, 25_000), (500, 200, 20_000), (2000, 50, 42_500)):
+        log(Usage(p, c, ms, None, False, model, "extractor", "extract:x"))
+    seconds, words = calls_estimate(engine, config, "extractor", [900, 1200])
+    assert seconds == pytest.approx(900 / 50 + 100 / 20 + 1200 / 50 + 100 / 20)
+    assert words.startswith("about 52 s (measured on this machine: 50 prompt tok/s")
+    # Replayed recordings or an attached `workbench model serve` start nothing here.
+    monkeypatch.setenv("WORKBENCH_LLM_MODE", "replay")
+    assert not needs_startup(config, ["extractor"]) and startup_steps(engine, config, ["judge"]) == []
+    monkeypatch.setenv("WORKBENCH_LLM_MODE", "live")
+    assert not needs_startup(config.attached_to("http://127.0.0.1:9/v1"), ["extractor"])
+    assert not needs_startup(config, [])
