@@ -15,6 +15,7 @@ import streamlit as st
 
 from workbench.annotation.inspection import InspectionCase, closure_edges
 from workbench.annotation.labels import CRITERIA, ERROR_TYPES, Adjudication, Label
+from workbench.glossary import plural
 from workbench.graph import Rule, SkillGraph
 
 # One key per label (Streamlit reserves C and R, so "correct" is Y for yes).
@@ -111,7 +112,8 @@ def case_view(case: InspectionCase, load_graph: Callable[[str], SkillGraph | Non
         rules = graph.graph.rules if graph else {}
         ids = case.closure.get(name, ())
         seeds = set(case.seeds.get(name, ()))
-        st.text(f"Closure of {name or '(SKILL not named)'}: {len(ids)} rules, {len(seeds)} seeds")
+        st.text(f"Closure of {name or '(SKILL not named)'}: {plural(len(ids), 'rule')}, "
+                f"{plural(len(seeds), 'seed')}")
         st.dataframe(pd.DataFrame([
             {"rule": rid, "seed": rid in seeds, "violated": rid in case.violated_rules,
              "modality": rules[rid].modality if rid in rules else "",

@@ -81,15 +81,30 @@ def picked(selected_rows: Sequence[int], shown_cases: Sequence[str]) -> str | No
     return shown_cases[n] if 0 <= n < len(shown_cases) else None
 
 
+HIDDEN_TEXT = "_search_text"  # a column searched by the filter box, never shown
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def filter_sort_page(frame: pd.DataFrame, text: str = "", sort_by: str | None = None,
-                     descending: bool = False, page: int = 1, page_size: int = 50
+                     descending: bool = False, page: int = 1, page_size: int = 50,
+                     columns: Mapping[str, Sequence[str]] | None = None,
                      ) -> tuple[pd.DataFrame, int, int]:
-    """The rows matching ``text`` (case-insensitive, in any column), sorted, cut to ``page``
-    (1-based; clamped to the pages there are). Returns ``(rows, matching, pages)``."""
-    if text:
-        needle = text.strip().lower()
-        hay = frame.astype(str).apply(lambda col: col.str.lower().str.contains(needle, regex=False))
-        frame = frame[hay.any(axis=1)]
+    """The rows matching ``text`` (case-insensitive; every word, each in some column,
+    :data:`HIDDEN_TEXT` included) and, for each of ``columns``, holding one of its chosen
+    values (none chosen: any), sorted, cut to ``page`` (1-based; clamped to the pages there
+    are). Returns ``(rows, matching, pages)``."""
+    for name, wanted in (columns or {}).items():
+        if wanted:
+            frame = frame[frame[name].astype(str).isin([str(v) for v in wanted])]
+    words = text.strip().lower().split()
+    if words:
+        # Each row as one lower-case text (a missing cell is empty, not "nan").
+        hay = [" ".join("" if _missing(v) else str(v) for v in row).lower()
+               for row in frame.itertuples(index=False, name=None)]
+        frame = frame[[all(w in h for w in words) for h in hay]]
     if sort_by and sort_by in frame.columns:
         frame = frame.sort_values(sort_by, ascending=not descending, kind="stable",
                                   na_position="last")
@@ -130,26 +145,45 @@ def _step_page(key: str, step: int) -> None:
 
 
 def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_size: int = 50,
-                    columns: Sequence[str] = CASE_COLUMNS, pick_into: str | None = None) -> None:
+                    columns: Sequence[str] = CASE_COLUMNS, pick_into: str | None = None,
+                    search_text: Sequence[str] | None = None,
+                    column_filters: Sequence[str] = (), select_into: str | None = None,
+                    id_column: str | Sequence[str] = "#") -> None:
     """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``; or a
     frame of them a page keeps cached) with a filter box, sort choice and pages. With
     ``pick_into``, selecting a row puts its case id into that session key (a widget's key:
     set in the selection callback, which runs before the page is drawn again, so the widget
-    shows the pick)."""
-    frame = pd.DataFrame(rows, columns=list(columns))
+    shows the pick). ``search_text``: more text per row (the conversation) that the filter
+    box searches without showing it. ``column_filters``: columns that get a choice of their
+    values each. ``select_into``: several rows may be selected; a tuple of each selected
+    row's ``id_column`` value(s) goes into that session key (a list, set on every run)."""
+    # A frame may bring its searchable text along (a page's cached list).
+    keep = [*columns, HIDDEN_TEXT] if isinstance(rows, pd.DataFrame) and HIDDEN_TEXT in rows \
+        else list(columns)
+    frame = pd.DataFrame(rows, columns=keep)
     if frame.empty:
         st.caption("No stored cases to list yet.")
         return
+    if search_text is not None:
+        frame = frame.assign(**{HIDDEN_TEXT: list(search_text)})
+    searchable = HIDDEN_TEXT in frame.columns
     # The filter gets a row of its own: sharing one with the sort, toggle and page, the
     # toggle's seventh of the row cut its label to "D…" at 1024 px.
     text = st.text_input("Filter cases", key=f"{key}_filter",
-                         placeholder="case id, verdict, gold, strategy or run")
+                         placeholder="case id, verdict, gold, strategy or run"
+                         + (", or words of the conversation" if searchable else ""))
+    chosen: dict[str, list[str]] = {}
+    if column_filters:
+        for col, name in zip(st.columns(len(column_filters)), column_filters, strict=True):
+            values = sorted({str(v) for v in frame[name]})
+            chosen[name] = col.multiselect(name, values, key=f"{key}_col_{name}", placeholder="any")
     c2, c3, c4 = st.columns([2, 1.3, 1], vertical_alignment="bottom")
     sort_by = c2.selectbox("Sort by", [c for c in columns if c != "open"], key=f"{key}_sort")
     descending = c3.toggle("Descending", key=f"{key}_desc")
     page = c4.number_input("Page", min_value=1, value=1, step=1, key=f"{key}_page")
     shown, matching, pages = filter_sort_page(frame, text, sort_by, descending, int(page),
-                                              page_size)
+                                              page_size, chosen)
+    shown = shown.drop(columns=[HIDDEN_TEXT], errors="ignore")
     st.session_state[f"{key}_pages"] = pages  # the page buttons' callbacks clamp to it
     current = min(int(page), pages)
     # The page box is too narrow in its column for Streamlit to draw its +/- buttons, so
@@ -162,6 +196,16 @@ def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_si
         st.caption(f"{matching} of {len(frame)} rows match · page {current} of {pages}")
     config = {"open": st.column_config.LinkColumn(
         "open", display_text="Replay ↗", help="Open this case on the Replay page")}
+    if select_into is not None:
+        # Read after drawing, in this run: the ids of the rows selected on the page shown.
+        event = st.dataframe(shown, hide_index=True, width="stretch", key=f"{key}_table",
+                             column_config=config, on_select="rerun",
+                             selection_mode="multi-row")
+        positions = list(getattr(getattr(event, "selection", None), "rows", None) or [])
+        cols = [id_column] if isinstance(id_column, str) else list(id_column)
+        ids = [tuple(row) for row in shown[cols].itertuples(index=False, name=None)]
+        st.session_state[select_into] = [ids[n] for n in positions if 0 <= n < len(ids)]
+        return
     if pick_into is None:
         st.dataframe(shown, hide_index=True, width="stretch", key=f"{key}_table",
                      column_config=config)

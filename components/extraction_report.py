@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.safe import md
+from workbench.glossary import plural
 
 
 def report_panel(report: dict, version: int) -> None:
@@ -27,9 +28,13 @@ def report_panel(report: dict, version: int) -> None:
         st.caption(md(f"{splits} answer(s) reached the rule cap and were asked again in halves."))
     non_rules = report.get("non_rules", [])
     if non_rules:
-        st.caption(md(f"{len(non_rules)} proposed rule(s) carried no obligation (headings, lead-in "
-                      "lines, examples, attribute lists, lists of what the agent can help with) "
-                      "and were left out; see non_rules below."))
+        st.caption(md(f"{plural(len(non_rules), 'proposed rule')} carried no obligation "
+                      "(headings, lead-in lines, examples, attribute lists, lists of what the "
+                      "agent can help with) and were left out: they are listed below."))
+        with st.expander(f"Left out as not rules ({len(non_rules)})"):
+            st.dataframe([{"text": str(n.get("quote", "")), "why left out": str(n.get("reason", ""))}
+                          if isinstance(n, dict) else {"text": str(n), "why left out": ""}
+                          for n in non_rules], hide_index=True, width="stretch")
     proposed = report.get("proposed_edges", 0)
     if proposed:
         st.caption(md(f"{proposed} edge(s) suggested by the text wait for review on the Graph page."))

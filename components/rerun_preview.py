@@ -1,12 +1,13 @@
-"""Replay's re-run as a preview: what a new audit will do (said before it runs), and the new
-verdict beside the stored one with what changed. Nothing here writes; the page stores a new
-result only when the user presses "Store this result", into a run of its own (issue #16: the
-old button replaced the stored verdict silently and mixed a one-case run into the results).
+"""Replay's re-run as a preview: the new verdict beside the stored one with what changed.
+Nothing here writes; the page stores a new result only when the user presses "Store this
+result", into a run of its own (issue #16: the old button replaced the stored verdict
+silently and mixed a one-case run into the results). A re-run without a verdict (no judge,
+or the model failed) has nothing to store: storing it made the case show "not judged" over
+its judged trace and put a one-case run with ACC 0.000 on Evaluate (issue #35), so it stays
+a preview. What a re-run will cost is said by ``pages/_replay_rerun.py``.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
@@ -14,39 +15,6 @@ from components import identity
 from components.case_table import trace_verdict_word
 from components.safe import md
 from workbench.audit.trace import AuditTrace
-from workbench.vocabulary import JudgeMode, KeywordMethod
-
-# Rough seconds per model call on the embedded model (Qwen2.5-Coder-1.5B on CPU): two judge
-# calls on Replay took about six minutes in the issue's walk-through. Other endpoints are
-# faster; the plan says "up to".
-SECONDS_PER_CALL = 180
-
-
-def planned_calls(strategies: Sequence[str], keywords: str, judge_mode: str,
-                  closure_sizes: Mapping[str, int] | None = None) -> int:
-    """Model calls a new audit makes: one keyword call per strategy with LLM keywords, and per
-    strategy one judge call (whole) or one per judged rule (per-rule, using the stored
-    closure's size when known, else 1 as a floor)."""
-    closure_sizes = closure_sizes or {}
-    calls = 0
-    for s in strategies:
-        calls += 1 if keywords == KeywordMethod.LLM else 0
-        if judge_mode == JudgeMode.WHOLE:
-            calls += 1
-        elif judge_mode == JudgeMode.PER_RULE:
-            calls += max(1, closure_sizes.get(s, 1))
-    return calls
-
-
-def plan_text(strategies: Sequence[str], keywords: str, judge_mode: str, calls: int) -> str:
-    what = " and ".join(strategies)
-    if calls == 0:
-        return (f"Runs {what} without a model (lexical keywords, no judge): a few seconds. "
-                "The result is a preview; nothing is stored unless you say so.")
-    minutes = max(1, round(calls * SECONDS_PER_CALL / 60))
-    return (f"Runs {what} with judge “{judge_mode}” and {keywords} keywords: {calls} model "
-            f"call(s), up to about {minutes} min on the embedded model. The result is a "
-            "preview beside the stored verdict; nothing is stored unless you say so.")
 
 
 def _verdict_word(trace: AuditTrace | None) -> str:
@@ -104,6 +72,12 @@ def show_rerun_preview(strategy: str, stored: AuditTrace | None,
         if reason:
             with st.expander("New reason"):
                 st.text(str(reason))
+        if new.verdict is None:
+            why = ("it was run without a judge" if new.judge_mode == "none" else
+                   "the audit stopped before a verdict" + (f" ({new.error.kind})" if new.error else ""))
+            st.caption(md(f"Nothing to store: {why}, so it has no verdict; the stored trace "
+                          "stays as it is. Re-run with a judge to store a new result."))
+            return False
         if not may_store:
             identity.explain_refusal("store audit results")
             return False

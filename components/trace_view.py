@@ -12,6 +12,7 @@ from components.graph_view import show_graph
 from components.rules import RULE_LINK_CONFIG, with_rule_links
 from components.safe import md
 from workbench.audit.trace import AuditTrace
+from workbench.glossary import plural
 from workbench.graph import PolicyIndex
 
 
@@ -34,7 +35,7 @@ def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:
     closure = trace.closure
     n_closure = sum(len(v) for v in closure.values())
     if closure:
-        st.markdown(f"**4 · Closure**: {n_closure} rules (seeds boxed, prerequisites as dots)")
+        st.markdown(f"**4 · Closure**: {plural(n_closure, 'rule')} (seeds boxed, prerequisites as dots)")
         for name, ids in closure.items():
             if index is not None and name in index.skills:
                 st.caption(md(name))

@@ -8,7 +8,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components import annotation as ui
-from components import queue_nav
+from components import identity, queue_nav
 from components.spans import show_source
 from pages._annotate_queue import ensure_queue
 from pages._annotate_session import flash, leave_flash, signed_in
@@ -17,6 +17,7 @@ from workbench.annotation.items import rule_items
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Annotator, Label, LabelError
 from workbench.annotation.resolution import current_labels, visible_labels
 from workbench.graph import Rule
+from workbench.roles import NotAllowed
 
 
 def _disagreements(queue: list[str], labels: list[Label], adjudicated: set[str]) -> list[str]:
@@ -37,10 +38,11 @@ def _record(eng: Engine, item: str, value: str, error_type: str | None, pos_key:
     try:
         if who.is_reviewer:
             store.add_adjudication(eng, Adjudication(item, RULE_CORRECTNESS, who.name, value,
-                                                     error_type, note))
+                                                     error_type, note), actor=identity.actor())
         else:
-            store.add_label(eng, Label(item, RULE_CORRECTNESS, who.name, value, error_type, note))
-    except LabelError as exc:
+            store.add_label(eng, Label(item, RULE_CORRECTNESS, who.name, value, error_type, note),
+                            actor=identity.actor())
+    except (LabelError, NotAllowed) as exc:
         leave_flash("error", str(exc))
         return
     leave_flash("success", f"Saved {ui.describe(value, error_type)}.")

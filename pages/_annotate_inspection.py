@@ -9,6 +9,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components import annotation as ui
+from components import identity
 from components.errors import show_error
 from components.safe import md
 from pages._annotate_session import flash, leave_flash, signed_in
@@ -27,6 +28,7 @@ from workbench.annotation.labels import (
 )
 from workbench.annotation.resolution import current_labels, visible_labels
 from workbench.inputs import InputError, decode_text
+from workbench.roles import NotAllowed
 
 
 def _load_cases(eng: Engine):
@@ -104,11 +106,11 @@ def _submit_inspection(eng: Engine, items: list[str]) -> None:
         if who.is_reviewer:
             for item, value, note in answers:
                 store.add_adjudication(eng, Adjudication(item, CDG_INSPECTION, who.name, value,
-                                                         note=note))
+                                                         note=note), actor=identity.actor())
         else:
             store.add_labels(eng, [Label(item, CDG_INSPECTION, who.name, value, note=note)
-                                   for item, value, note in answers])
-    except LabelError as exc:
+                                   for item, value, note in answers], actor=identity.actor())
+    except (LabelError, NotAllowed) as exc:
         leave_flash("error", str(exc))
         return
     leave_flash("success", f"Saved {len(answers)} criterion label(s).")

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from components import identity
 from components.spans import show_source
 from pages._annotate_session import flash, leave_flash, signed_in
 from store import annotation as store
@@ -21,6 +22,7 @@ from workbench.annotation.labels import (
 )
 from workbench.annotation.report import reference_inventory
 from workbench.graph import MODALITIES, Span
+from workbench.roles import NotAllowed
 
 
 def reference_panel(eng: Engine, skill, who: Annotator) -> None:
@@ -81,7 +83,12 @@ def _retract(eng: Engine, item: str, mine: list[ReferenceRule]) -> None:
     if who is None:
         return
     rule = mine[int(state["ref_retract_choice"])]
-    store.add_label(eng, Label(item, REFERENCE_RULE, who.name, retraction_value(rule)))
+    try:
+        store.add_label(eng, Label(item, REFERENCE_RULE, who.name, retraction_value(rule)),
+                        actor=identity.actor())
+    except (LabelError, NotAllowed) as exc:
+        leave_flash("error", f"Not retracted: {exc}")
+        return
     leave_flash("success", "Reference rule retracted.")
 
 
@@ -97,8 +104,9 @@ def _add_reference(eng: Engine, source: str, item: str, how: str) -> None:
         rule = ReferenceRule(state.get("ref_condition", "").strip(), state.get("ref_action", "").strip(),
                              state["ref_modality"], spans)
         store.add_label(eng, Label(item, REFERENCE_RULE, who.name, rule.to_value(),
-                                   note=(state.get("ref_note") or "").strip()))
-    except LabelError as exc:
+                                   note=(state.get("ref_note") or "").strip()),
+                        actor=identity.actor())
+    except (LabelError, NotAllowed) as exc:
         leave_flash("error", f"Not added: {exc}")
         return
     leave_flash("success", "Reference rule added.")

@@ -34,9 +34,11 @@ from workbench.annotation.report import (
     to_csv,
     to_jsonl,
 )
+from workbench.annotation.resolution import agreement_access
+from workbench.glossary import REPORT_NAMES, TASK_WORDS, plural
 
 
-def progress_panel(eng: Engine, skill, version: int) -> None:
+def progress_panel(eng: Engine, skill, version: int, who: Annotator) -> None:
     labels, adjudications = store.all_records(eng)
     roster = [a.name for a in store.annotators(eng) if not a.is_reviewer]
     queue = ensure_queue(eng, RULE_CORRECTNESS, skill.name, version, list(rule_items(skill)))
@@ -44,15 +46,32 @@ def progress_panel(eng: Engine, skill, version: int) -> None:
     st.dataframe(pd.DataFrame(annotator_progress(labels, queue, roster, reference_item(skill))),
                  hide_index=True, key="prog_table")
     status = queue_status(labels, adjudications, RULE_CORRECTNESS, queue)
-    st.text(f"This version's {len(queue)} rules: unanimous {status['unanimous']}, "
+    st.text(f"This version's {plural(len(queue), 'rule')}: unanimous {status['unanimous']}, "
             f"adjudicated {status['adjudicated']}, open {status['unresolved']}")
     st.subheader("Agreement per task type")
-    agree = plain_stats([{"task": task, **stats} for task, stats in task_agreement(labels).items()])
+    # Blind annotation covers the figures too (workbench.annotation.resolution).
+    access = agreement_access(who, labels, adjudications, RULE_CORRECTNESS, queue)
+    if not access.visible:
+        st.info(md(access.reason))
+        return
+    if who.is_reviewer:
+        shown_labels, shown_adjudications = labels, adjudications
+        st.caption("All SKILLs and tasks (you see every label).")
+    else:  # this version's closed queue only: nothing of items still open elsewhere
+        wanted = set(queue)
+        shown_labels = [lab for lab in labels if lab.task == RULE_CORRECTNESS and lab.item in wanted]
+        shown_adjudications = [a for a in adjudications
+                               if a.task == RULE_CORRECTNESS and a.item in wanted]
+        st.caption(md(f"This version of {skill.name}: every rule is labelled and settled."))
+    agree = plain_stats([{"task": TASK_WORDS.get(task, task), **stats}
+                         for task, stats in task_agreement(shown_labels).items()
+                         if who.is_reviewer or task.startswith(RULE_CORRECTNESS)])
     st.dataframe(agree, hide_index=True, key="agree_table", column_config=column_help(agree.columns))
     st.subheader("Judge vs human (reviewed items)")
-    rows = [{"task": task, "model": model, **stats}
-            for task in (RULE_CORRECTNESS, CDG_INSPECTION)
-            for model, stats in judge_human_agreement(labels, adjudications, task).items()]
+    rows = [{"task": TASK_WORDS.get(task, task), "model": model, **stats}
+            for task in ((RULE_CORRECTNESS, CDG_INSPECTION) if who.is_reviewer else (RULE_CORRECTNESS,))
+            for model, stats in judge_human_agreement(shown_labels, shown_adjudications,
+                                                      task).items()]
     if rows:
         judged = plain_stats(rows)
         st.dataframe(judged, hide_index=True, key="judge_table",
@@ -94,7 +113,8 @@ def report_panel(eng: Engine, who: Annotator) -> None:
     if report is None:
         return
     table = report.table()
-    st.dataframe(pd.DataFrame(table, columns=TABLE_COLUMNS), hide_index=True, key="rep_table")
+    st.dataframe(pd.DataFrame(table, columns=TABLE_COLUMNS).rename(columns=REPORT_NAMES),
+                 hide_index=True, key="rep_table")
     d = st.columns(4)
     d[0].download_button("Report JSONL", to_jsonl(table), "annotation_report.jsonl",
                          "application/jsonl", key="rep_dl_jsonl")

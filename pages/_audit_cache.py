@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from components.case_table import CASE_COLUMNS, HIDDEN_TEXT, picker_rows
 from store import audit_repo
 from workbench.audit.cases import AuditCase
 from workbench.audit.trace import AuditTrace
@@ -59,14 +61,53 @@ def records(engine: Engine, dataset: str, runs: Sequence[str] | None = None,
                     version or audit_repo.trace_version(engine, dataset), engine)
 
 
-def case_traces(engine: Engine, dataset: str, case_id: str,
-                run_id: str | None = None) -> dict[str, AuditTrace]:
-    """The newest stored trace per strategy of one case (of ``run_id`` only, when given)."""
-    return {t.strategy: t for run, t in records(engine, dataset)
-            if t.id == case_id and (run_id is None or run == run_id)}
+def case_traces(engine: Engine, dataset: str, case_id: str, run_id: str | None = None,
+                prefer_judged: bool = False) -> dict[str, AuditTrace]:
+    """The newest stored trace per strategy of one case (of ``run_id`` only, when given).
+    ``prefer_judged``: the newest trace *with a verdict* when there is one, so a later
+    contexts-only run (judge "none") does not show "not judged" over a judged trace."""
+    out: dict[str, AuditTrace] = {}
+    for run, t in records(engine, dataset):
+        if t.id != case_id or (run_id is not None and run != run_id):
+            continue
+        if prefer_judged and t.verdict is None and t.strategy in out \
+                and out[t.strategy].verdict is not None:
+            continue
+        out[t.strategy] = t
+    return out
+
+
+def newer_unjudged(engine: Engine, dataset: str, case_id: str, shown: AuditTrace) -> str | None:
+    """The run of a trace of the same case and strategy stored after ``shown`` that has no
+    verdict (so :func:`case_traces` passed it over), or ``None``."""
+    found, after = None, False
+    for run, t in records(engine, dataset):
+        if t is shown:
+            after = True
+        elif after and t.id == case_id and t.strategy == shown.strategy and t.verdict is None:
+            found = run
+    return found
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _picker(url: str, dataset: str, versions: tuple, _engine: Engine) -> pd.DataFrame:
+    found = cases(_engine, dataset, versions[1])
+    rows = picker_rows(dataset, list(found), records(_engine, dataset, None, versions[0]),
+                       {i: c.label for i, c in found.items()})
+    frame = pd.DataFrame(rows, columns=list(CASE_COLUMNS))
+    frame[HIDDEN_TEXT] = [found[r["case"]].said for r in rows]  # searched, never shown
+    return frame
+
+
+def picker_frame(engine: Engine, dataset: str) -> pd.DataFrame:
+    """Replay's case list (``components.case_table.picker_rows``) with each case's
+    conversation as searchable text, built once per data version (1,000 cases cost ~75 ms
+    a rerun otherwise). Shared: do not modify."""
+    return _picker(str(engine.url), dataset, versions(engine, dataset), engine)
 
 
 def clear() -> None:
     """Forget cached cases and traces (after saving cases under ids already stored)."""
     _cases.clear()
     _records.clear()
+    _picker.clear()

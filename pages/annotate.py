@@ -34,7 +34,7 @@ if mode in ("Rule correctness", "Reference inventory", "Progress & agreement"):
     elif mode == "Reference inventory":
         reference_panel(eng, skill, who)
     else:
-        progress_panel(eng, skill, version)
+        progress_panel(eng, skill, version, who)
 elif mode == "CDG inspection":
     inspection_panel(eng, who)
 else:

@@ -17,6 +17,7 @@ from components.training_runs import training_section
 from pages import _audit_cache as audit_cache
 from store import audit_repo
 from workbench.glossary import help_for
+from workbench.plot_axes import short_labels
 from workbench.review import METRIC_COLUMNS, gold_of, metrics_rows
 
 COMPARE = {"each run": "run", "newest trace per case and strategy": "latest"}
@@ -70,18 +71,31 @@ st.download_button("Download CSV", table.to_csv(index=False).encode("utf-8"),
 # Plotly reads tags in labels (<a>, <b>, ...): escaped names show as the text they are.
 series = (table["strategy"] if compare != "each run" or table["run"].nunique() < 2
           else table["strategy"] + " · " + table["run"])
-plot = table.assign(series=series.map(html.escape), dataset=table["dataset"].map(html.escape))
+names = list(dict.fromkeys(series))
+# Long run names cut to fit beside the bars (the full name in the hover), one label each.
+label_of = dict(zip(names, short_labels(names, width=32), strict=True))
+plot = table.assign(series=series.map(html.escape),
+                    label=series.map(label_of).map(html.escape),
+                    dataset=table["dataset"].map(html.escape))
 
 
 def bars(metrics: list[str], title: str, key: str, share: bool = False) -> None:
-    long = plot.melt(id_vars=["dataset", "series"], value_vars=metrics, var_name="metric")
+    """Horizontal bars, one facet per metric: the series' names are read once, on the left,
+    whatever their length, and each facet's value axis has room for its few ticks."""
+    long = plot.melt(id_vars=["dataset", "series", "label"], value_vars=metrics, var_name="metric")
     long = long.dropna(subset=["value"])
     if long.empty:
         st.caption(f"{title}: nothing to plot (undefined for these runs).")
         return
-    fig = px.bar(long, x="series", y="value", color="dataset", barmode="group",
-                 facet_col="metric", title=title, labels={"series": "", "value": ""})
-    fig.update_yaxes(matches=None, showticklabels=True, range=[0, 1] if share else None)
+    rows = long["label"].nunique() * max(1, long["dataset"].nunique())
+    fig = px.bar(long, y="label", x="value", color="dataset", barmode="group", orientation="h",
+                 facet_col="metric", title=title, labels={"label": "", "value": ""},
+                 hover_name="series", hover_data={"label": False, "metric": True, "value": ":.3f"},
+                 category_orders={"label": [html.escape(label_of[n]) for n in names]},
+                 height=160 + 26 * rows)
+    fig.update_xaxes(matches=None, showticklabels=True, nticks=4, tickformat="~s" if not share
+                     else ".0%", range=[0, 1] if share else None)
+    fig.update_yaxes(autorange="reversed")
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     st.plotly_chart(fig, key=key, width="stretch")
 

@@ -8,21 +8,24 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from components import identity, links, queue_nav
-from components.case_table import picker_rows, show_case_table
+from components.case_table import show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
 from components.replay_state import audit_index, policy_index
-from components.rerun_preview import plan_text, planned_calls, show_rerun_preview
+from components.rerun_preview import show_rerun_preview
 from components.safe import md
 from components.state import engine, model_gateway
+from components.trace_settings import show_trace_settings
 from components.trace_view import show_steps
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
+from pages import _replay_rerun as rerun_steps
 from store import audit_repo
-from workbench.audit import AuditOptions, AuditTrace, CaseFormatError, audit_case, case_from_dict
+from workbench.audit import AuditTrace, CaseFormatError, case_from_dict
 from workbench.errors import WorkbenchError
 from workbench.glossary import gold_word
 from workbench.inputs import InputError, loads_json
+from workbench.llm import load_config
 from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
 
 STRATEGIES = list(values(StrategyName))
@@ -66,10 +69,9 @@ else:
     # same choice from a list that filters, sorts and pages; selecting a row opens the case.
     with st.expander(f"Browse the {len(cases)} cases of {dataset} (filter, sort, pages)"):
         st.caption("Select a row to open that case.")
-        show_case_table(
-            picker_rows(dataset, list(cases), audit_cache.records(eng, dataset),
-                        {i: c.label for i, c in cases.items()}),
-            key="replay_cases", page_size=25, pick_into="replay_case")
+        # The filter also searches what was said: the conversation and the agent's reply.
+        show_case_table(audit_cache.picker_frame(eng, dataset), key="replay_cases",
+                        page_size=25, pick_into="replay_case", column_filters=("verdict", "gold"))
     if missing_case:
         st.warning(md(f"The link names case “{missing_case}”, which is not in {dataset}; "
                       f"showing {case_id} instead."))
@@ -105,8 +107,9 @@ def preview_key(strategy: str) -> str:
 
 
 # The case's stored traces, read once per rerun (from the cache: no query per strategy).
-stored_traces = {} if dataset == PASTE else audit_cache.case_traces(eng, dataset, case.id,
-                                                                    pinned_run or None)
+# Unpinned, a newer trace without a verdict (a contexts-only run) does not hide the judged one.
+stored_traces = {} if dataset == PASTE else audit_cache.case_traces(
+    eng, dataset, case.id, pinned_run or None, prefer_judged=not pinned_run)
 
 
 def stored(strategy: str) -> AuditTrace | None:
@@ -119,13 +122,42 @@ def preview(strategy: str) -> AuditTrace | None:
     return None if dataset == PASTE else st.session_state.get(preview_key(strategy))
 
 
-def run(strategy: str) -> None:
-    """Audit the case again as a preview (session only; see components/rerun_preview.py)."""
-    options = AuditOptions(keywords=keywords, judge_mode=judge_mode, keep_prompts=True)
-    gateway = None if judge_mode == "none" and keywords == "lexical" else model_gateway()
-    with st.spinner(f"Auditing {case.id} with {strategy} (the local model can take minutes)…"):
-        trace = audit_case(case, audit_index(eng), strategy, gateway, options)
-    st.session_state[preview_key(strategy)] = trace
+def model_config():
+    """The gateway and its configuration when this re-run calls a model, else ``(None,
+    None)``; a broken configuration is shown and stops the page."""
+    if not rerun_steps.roles_called(keywords, judge_mode):
+        return None, None
+    try:
+        gateway = model_gateway()
+    except WorkbenchError as exc:  # LlmConfigError: say what to fix
+        show_error(exc)
+        st.stop()
+    return gateway, gateway.config
+
+
+def plan_config():
+    """The model configuration for the estimate, when a model is called (a broken one gives
+    no estimate here; pressing Run says what is wrong)."""
+    if not rerun_steps.roles_called(keywords, judge_mode):
+        return None
+    try:
+        return load_config()
+    except WorkbenchError:
+        return None
+
+
+def run(strategies: list[str], plan) -> None:
+    """Audit the case again as a preview (session only; see components/rerun_preview.py),
+    the model's start-up first when needed, under progress bars."""
+    gateway, config = model_config()
+    try:
+        traces = rerun_steps.rerun(eng, config, gateway, audit_index(eng), case, strategies,
+                                   keywords, judge_mode, plan)
+    except WorkbenchError as exc:  # the model could not start (EmbeddedModelUnavailable)
+        show_error(exc, lead="The re-run did not start: ")
+        return
+    for strategy, trace in traces.items():
+        st.session_state[preview_key(strategy)] = trace
 
 
 def store(strategy: str, new: AuditTrace) -> None:
@@ -147,13 +179,12 @@ chosen = [strategy_a] + ([strategy_b] if strategy_b != "(none)" and strategy_b !
 with right:
     st.subheader("Verdict")
     queue_nav.show_flash("replay_flash")
-    sizes = {s: len(t.closure_ids) if (t := stored(s)) is not None else 0 for s in chosen}
-    st.caption(md(plan_text(chosen, keywords, judge_mode,
-                            planned_calls(chosen, keywords, judge_mode, sizes))))
+    plan = rerun_steps.plan(eng, plan_config(), case, chosen, keywords, judge_mode,
+                            {s: stored(s) for s in chosen})
+    st.caption(md(rerun_steps.plan_words(plan, chosen, keywords, judge_mode)))
     if st.button("Run audit (preview)" if stored(strategy_a) is None else "Re-run audit (preview)",
                  key="replay_run", type="primary"):
-        for s in chosen:
-            run(s)
+        run(chosen, plan)
     if dataset != PASTE:
         for s in chosen:
             new = preview(s)
@@ -168,6 +199,13 @@ with right:
         if stored(strategy_a) is None and dataset != PASTE:
             st.caption("Below: the new result (a preview, not stored).")
         show_verdict(trace_a, index, key="a")
+        show_trace_settings(trace_a)
+        newer = None if dataset == PASTE or stored(strategy_a) is None else \
+            audit_cache.newer_unjudged(eng, dataset, case.id, trace_a)
+        if newer is not None:
+            st.caption(md(f"A newer trace of {trace_a.strategy} without a verdict (run "
+                          f"{newer}, contexts only) is not shown here: it has nothing to "
+                          "replace this verdict with."))
 
 if trace_a is not None:
     if len(chosen) == 2:

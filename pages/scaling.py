@@ -8,11 +8,12 @@ import pandas as pd
 import streamlit as st
 
 from components.errors import show_error
+from components.glossary import plain_columns
 from components.safe import md
 from components.scaling_recovery import recovery_panel
 from components.scaling_sources import stored_runs_outcomes
 from components.state import engine
-from workbench.glossary import help_for
+from workbench.glossary import SCALING_NAMES, help_for
 from workbench.inputs import decode_text
 from workbench.scaling import (
     AnalysisOptions,
@@ -131,7 +132,8 @@ m4.metric("Judge sizes", outcomes["params_b"].nunique())
 st.subheader("Model comparison")
 for note in report.notes:
     st.info(note)
-st.dataframe(report.comparison_table(), hide_index=True, width="stretch")
+comparison, config = plain_columns(report.comparison_table(), SCALING_NAMES)
+st.dataframe(comparison, hide_index=True, width="stretch", column_config=config)
 st.success(f"Selected by the one-SE rule: **{report.selected}**")
 
 models = list(report.fits)
@@ -158,11 +160,11 @@ else:
 intervals = report.intervals_table(chosen)
 # Plain meaning beside each fitted quantity (a, b, gamma_<dataset>, ...): the names are the
 # model's symbols, which an analyst cannot read without the paper.
-st.dataframe(intervals.assign(meaning=intervals["quantity"].map(lambda q: help_for(str(q)) or "")),
-             hide_index=True, width="stretch",
-             column_config={"ci_low": st.column_config.NumberColumn(
+intervals = intervals.assign(meaning=intervals["quantity"].map(lambda q: help_for(str(q)) or ""))
+st.dataframe(intervals.rename(columns=SCALING_NAMES), hide_index=True, width="stretch",
+             column_config={SCALING_NAMES["ci_low"]: st.column_config.NumberColumn(
                                 help="Lower end of the session-bootstrap interval"),
-                            "ci_high": st.column_config.NumberColumn(
+                            SCALING_NAMES["ci_high"]: st.column_config.NumberColumn(
                                 help="Upper end of the session-bootstrap interval")})
 
 gains = report.gains(chosen)
@@ -170,10 +172,12 @@ if report.single_size:
     st.subheader("Complexity effect")
     st.caption("P(correct) at the 10th and 90th complexity percentile, and their difference.")
     columns = ["dataset", "params_b", "c_q10", "c_q90", "p_q10", "p_q90", "complexity_effect"]
-    st.dataframe(gains[columns], hide_index=True, width="stretch")
+    shown, config = plain_columns(gains[columns], SCALING_NAMES)
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=config)
 else:
     st.subheader(f"Gains over the {report.grid.reference:g}B judge")
-    st.dataframe(gains, hide_index=True, width="stretch")
+    shown, config = plain_columns(gains, SCALING_NAMES)
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=config)
 
 recovery_panel()
 
@@ -182,6 +186,7 @@ if report.single_size:
 
 st.subheader("Leave-one-scale-out")
 if report.loso:
-    st.dataframe(pd.DataFrame(report.loso), hide_index=True, width="stretch")
+    shown, config = plain_columns(pd.DataFrame(report.loso), SCALING_NAMES)
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=config)
 else:
     st.caption("Skipped, or fewer than three judge sizes.")

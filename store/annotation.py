@@ -7,10 +7,13 @@ functions. References to SKILLs, rules and cases are plain strings (``skill_name
 however those tables evolve.
 
 Every writer validates with the core (``workbench.annotation``) first and raises its
-``LabelError`` for invalid records. Each ``add_*`` call is one short transaction: on SQLite
-(WAL, busy timeout, see ``store.db``) concurrent writers in threads or processes wait for
-each other instead of losing records. Times are stored as UTC instants (sqlmodel's
-timezone-aware column type) and come back timezone-aware in UTC.
+``LabelError`` for invalid records. Labels and adjudications take the acting
+``workbench.roles.Actor`` ("label", "adjudicate"): the Annotate page and ``workbench
+annotate label`` pass the signed-in person, who records under their own name only. Each
+``add_*`` call is one short transaction: on SQLite (WAL, busy timeout, see ``store.db``)
+concurrent writers in threads or processes wait for each other instead of losing records.
+Times are stored as UTC instants (sqlmodel's timezone-aware column type) and come back
+timezone-aware in UTC.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from workbench.annotation.labels import (
     validate_annotator,
     validate_label,
 )
+from workbench.roles import COMMAND_LINE, SINGLE_USER, Actor, NotAllowed, require
 
 
 class _ItemRecordRow(SQLModel):
@@ -110,14 +114,28 @@ def _record_fields(row: AnnotationLabel | AnnotationAdjudication, record_type: t
     return {f.name: getattr(row, "item_key" if f.name == "item" else f.name) for f in fields(record_type)}
 
 
-def add_label(engine: Engine, label: Label) -> int:
+def _check_actor(actor: Actor, action: str, names: set[str]) -> None:
+    """The role check of a label write: ``actor`` may ``action``, and a signed-in actor
+    records under their own name (blind labels are per person)."""
+    require(actor, action)
+    others = sorted(names - {actor.name})
+    if actor.role != SINGLE_USER and others:
+        raise NotAllowed(f"{actor.name} is signed in and cannot record labels as "
+                         f"{', '.join(others)}; nothing was saved",
+                         "label under your own name, or sign in as that person")
+
+
+def add_label(engine: Engine, label: Label, actor: Actor = COMMAND_LINE) -> int:
     """Validate and append one label; returns its record id."""
-    return add_labels(engine, [label])[0]
+    return add_labels(engine, [label], actor=actor)[0]
 
 
-def add_labels(engine: Engine, labels: Iterable[Label]) -> list[int]:
-    """Validate every label, then append them all in one transaction (all or none)."""
-    return insert_all(engine, [AnnotationLabel(**_row_fields(lab)) for lab in map(validate_label, labels)])
+def add_labels(engine: Engine, labels: Iterable[Label], actor: Actor = COMMAND_LINE) -> list[int]:
+    """Validate every label, then append them all in one transaction (all or none). Raises
+    ``LabelError``, or ``roles.NotAllowed`` (nothing written) when ``actor`` may not label."""
+    chosen = [validate_label(lab) for lab in labels]
+    _check_actor(actor, "label", {lab.annotator for lab in chosen if lab.source == "human"})
+    return insert_all(engine, [AnnotationLabel(**_row_fields(lab)) for lab in chosen])
 
 
 def labels_for(engine: Engine, task: str, item_key: str | None = None, *,
@@ -169,12 +187,14 @@ def annotators(engine: Engine) -> list[Annotator]:
         return [Annotator(row.name, row.role) for row in rows]
 
 
-def add_adjudication(engine: Engine, adjudication: Adjudication) -> int:
+def add_adjudication(engine: Engine, adjudication: Adjudication,
+                     actor: Actor = COMMAND_LINE) -> int:
     """Validate and append a reviewer's decision; returns its record id.
 
     The reviewer must be registered with role ``reviewer`` (``add_annotator``), else
-    ``LabelError``.
+    ``LabelError``; ``actor`` must be allowed to adjudicate (``roles.NotAllowed``).
     """
+    _check_actor(actor, "adjudicate", {adjudication.reviewer})
     reviewer = get_annotator(engine, adjudication.reviewer)
     if reviewer is None:
         raise LabelError(

@@ -14,6 +14,8 @@ import store.edge_review  # noqa: F401
 import store.extraction  # noqa: F401
 import store.llm_cache  # noqa: F401
 import store.llm_endpoints  # noqa: F401
+import store.model_speed  # noqa: F401
 import store.models  # noqa: F401
 import store.review  # noqa: F401
+import store.review_views  # noqa: F401
 import store.thresholds  # noqa: F401

@@ -278,21 +278,29 @@ def test_progress_agreement_and_report(db, skill):
     assert not at.exception
     progress = frame(at, "rules labelled").set_index("annotator")
     assert progress.loc["a", "rules labelled"] == 2 and progress.loc["a", "rules in queue"] == 4
-    agreement = frame(at, "Krippendorff's α").set_index("task")  # plain names, not raw keys
-    assert float(agreement.loc["rule_correctness", "agreement"]) == 0.5
-    assert "n_items" not in agreement.columns
     assert "unanimous 1, adjudicated 0, open 3" in texts(at)
+    # Blind: "a" has labelled 2 of 4 rules and R2 is a disagreement; agreement figures would
+    # tell "a" how "b" labelled, so they are withheld and the page says until when.
+    assert not [d for d in at.dataframe if "Krippendorff's α" in d.value.columns]
+    assert "once you have labelled all 4 items" in unescaped(at.info[0].value)
 
     at.radio(key="ann_mode").set_value("Dataset report").run()
     # The report pools every annotator's (blind) labels: an annotator is refused it.
     assert not at.button and "reviewer or admin" in at.info[0].value.replace("\\", "")
     assert not at.get("download_button")
-    at = sign_in("rita", "reviewer")
+    at = sign_in("rita", "reviewer")  # a reviewer sees every label, and so the figures
+    at.radio(key="ann_mode").set_value("Progress & agreement").run()
+    agreement = frame(at, "Krippendorff's α").set_index("task")  # plain names, not raw keys
+    # R1 agreed, R2 not: 50 %. Cohen's kappa: p_o = 1/2; a said "correct" twice, b once, so
+    # p_e = 1 * 1/2 + 0 * 1/2 = 1/2 and kappa = 0: two decimals and the Landis-Koch band.
+    assert agreement.loc["rule correctness (correct or not)", "agreement"] == "50%"
+    assert "n_items" not in agreement.columns and "rule_correctness" not in agreement.index
+    assert agreement.loc["rule correctness (correct or not)", "Cohen's κ"] == "0.00 (slight)"
     at.radio(key="ann_mode").set_value("Dataset report").run()
     at.selectbox(key="rep_sim").set_value("jaccard").run()
     at.button(key="rep_build").click().run()
     assert not at.exception
-    table = frame(at, "rule_correctness")
+    table = frame(at, "rule correctness")
     assert list(table["skill"]) == ["refunds", "pooled"]
     assert table.loc[0, "correct"] == 1 and table.loc[0, "unresolved"] == 3
     assert {b.label for b in at.get("download_button")} >= {"Report JSONL", "Report CSV"}

@@ -114,7 +114,7 @@ def test_confirm_and_overturn_with_a_note_are_appended(db):
     assert card(at).startswith("2/6 · case mor-003-delay-premier-credit · cdg")
     # Overturning needs a note: nothing is stored without one.
     at.button(key="rv_overturn").click().run()
-    assert "needs a note" in at.error[0].value
+    assert any("needs a note" in e.value for e in at.error)
     assert len(decisions_for(db, "demo")) == 1
     at.text_input(key=note_key(at)).set_value("premier credit is allowed <b>here</b>")
     at.button(key="rv_overturn").click().run()
@@ -130,7 +130,7 @@ def test_confirm_and_overturn_with_a_note_are_appended(db):
     metrics = {m.label: m.value for m in at.metric}
     # Judge V, V; implied V, C: p_o = 1/2, p_e = (2*1 + 0*1)/4 = 1/2, kappa = 0.
     # Against gold (mor-001 violation, mor-003 compliant) both decisions are right.
-    assert metrics == {"Decisions": "2", "Confirmed": "50%", "Cohen's κ": "0.00",
+    assert metrics == {"Decisions": "2", "Confirmed": "50%", "Cohen's κ": "0.00 (slight)",
                        "Analysts vs gold": "100%"}
     # Back to the overturned verdict: its history is shown; a changed mind is a new record.
     at.button(key="rv_prev").click().run()
@@ -165,8 +165,13 @@ def test_text_from_cases_and_models_is_shown_as_text(db):
     assert f"judge says True {INJECTION}" in [t.value for t in at.text]
     for el in list(at.markdown) + list(at.caption) + list(at.error) + list(at.success):
         assert "<img" not in el.value and "<script" not in el.value
-    for el in at.get("html"):  # only the key legend is HTML, and it is ours
-        assert "onerror" not in el.proto.body and "<script" not in el.proto.body
+    from components.key_help import _SCRIPT
+
+    for el in at.get("html"):  # only the key legend and the key help are HTML, and ours
+        body = el.proto.body
+        assert "onerror" not in body and "alert(" not in body
+        # The one script is the key help's own listener, never text of a case.
+        assert body.replace(_SCRIPT.strip(), "").count("<script") == 0
 
 
 def test_batch_audit_skips_what_the_run_already_holds(db):

@@ -25,10 +25,13 @@ def test_demo_analysis_shows_tables_and_figure():
     comparison = at.dataframe[0].value
     assert list(comparison["model"]) == ["additive", "nested", "full"]
     assert comparison["selected"].sum() == 1
+    # Plain column names, no raw keys (issue #35: cv_logloss on screen).
+    assert {"CV log loss", "CV standard error", "log loss above the best"} <= set(comparison.columns)
+    assert "cv_logloss" not in comparison.columns
     assert "Selected by the one-SE rule" in at.success[0].value
     intervals = at.dataframe[1].value
-    assert {"quantity", "estimate", "ci_low", "ci_high"} <= set(intervals.columns)
-    assert intervals["ci_low"].notna().all()
+    assert {"quantity", "estimate", "95% interval, low", "95% interval, high"} <= set(intervals.columns)
+    assert intervals["95% interval, low"].notna().all()
     # every fitted symbol (a, b, gamma_<dataset>) is explained in plain words beside it
     meanings = dict(zip(intervals["quantity"], intervals["meaning"], strict=True))
     assert all(meanings[q] for q in meanings if q in ("a", "b") or q.startswith("gamma_"))

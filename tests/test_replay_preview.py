@@ -9,22 +9,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.rerun_preview import plan_text, planned_calls, trace_diff
+from components.rerun_preview import trace_diff
 from store import audit_repo
 from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "replay.py")
-
-
-def test_planned_calls_count_keyword_and_judge_calls():
-    assert planned_calls(["cdg"], "lexical", "none") == 0
-    assert planned_calls(["cdg", "raw"], "lexical", "whole") == 2
-    assert planned_calls(["cdg", "raw"], "llm", "whole") == 4
-    assert planned_calls(["cdg"], "lexical", "per-rule", {"cdg": 7}) == 7
-    text = plan_text(["cdg", "raw"], "lexical", "whole", 2)
-    assert "cdg and raw" in text and "2 model call(s)" in text and "6 min" in text
-    assert "nothing is stored" in text
 
 
 def test_trace_diff_names_what_changed():
@@ -48,22 +38,60 @@ def db(demo_db):
     return eng, case
 
 
-def test_rerun_is_a_preview_until_stored_into_its_own_run(db):
+def test_a_rerun_without_a_judge_is_a_preview_that_cannot_be_stored(db):
+    """Issue #35: storing a no-judge re-run made the case show "not judged" over its judged
+    trace and put a one-case run with ACC 0.000 on Evaluate. It stays a preview."""
     eng, case = db
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.query_params.update({"dataset": "demo", "case": case.id})
     at.run()
     at.selectbox(key="replay_judge").set_value("none").run()
-    assert any("nothing is stored" in c.value for c in at.caption)
+    assert any("nothing is stored" in c.value or "no verdict to store" in c.value
+               for c in at.caption)
     at.button(key="replay_run").click().run()
     assert not at.exception
-    # Nothing written yet; the stored verdict is still the one shown, the new one beside it.
-    assert [r for r, _ in _runs(eng, case.id)] == ["batch-1"]
+    # The stored verdict is still the one shown, the new one beside it, and no Store button.
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Stored"] == "violation" and metrics["New (not stored)"] == "not judged"
     assert any("Verdict: violation → not judged" in t.value for t in at.text)
     assert [e.value for e in at.error][:1] == ["Violation"]  # the stored card, unchanged
+    assert not [b for b in at.button if b.key == "preview_store_cdg"]
+    assert any("Nothing to store: it was run without a judge" in c.value.replace("\\", "")
+               for c in at.caption)
+    assert [r for r, _ in _runs(eng, case.id)] == ["batch-1"]
 
+
+@pytest.fixture
+def fake_judge(monkeypatch):
+    """The judge role pointed at an OpenAI-compatible test server (no model behind it): the
+    real gateway, litellm and HTTP, answering with a scripted verdict."""
+    from workbench.llm.fake_server import FakeChatServer, reply, role_env
+
+    verdict = {"violation": False, "violated_rules": [], "reason": "No rule is broken."}
+    with FakeChatServer(default=reply(verdict, prompt_tokens=900, completion_tokens=40)) as srv:
+        for name, value in role_env(srv.api_base, role="judge").items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("WORKBENCH_LLM_MODE", raising=False)
+        yield srv
+
+
+def judged_preview(case, identity: dict | None = None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    if identity is not None:
+        at.session_state["identity"] = identity
+    at.query_params.update({"dataset": "demo", "case": case.id})
+    at.run()
+    at.selectbox(key="replay_judge").set_value("whole").run()
+    at.button(key="replay_run").click().run()
+    assert not at.exception
+    return at
+
+
+def test_a_judged_rerun_is_stored_into_its_own_run_with_its_settings(db, fake_judge):
+    eng, case = db
+    at = judged_preview(case)
+    assert len(fake_judge.requests) == 1
+    assert {m.label: m.value for m in at.metric}["New (not stored)"] == "compliant"
     at.button(key="preview_store_cdg").click().run()
     assert not at.exception
     runs = [r for r, _ in _runs(eng, case.id)]
@@ -71,6 +99,10 @@ def test_rerun_is_a_preview_until_stored_into_its_own_run(db):
     assert runs[1].startswith(f"replay-{case.id}-cdg-")  # its own run, not "batch-1"
     assert any("Stored the new cdg result" in s.value for s in at.success)
     assert not [m for m in at.metric if m.label == "Stored"]  # the preview is gone
+    # The page says how the shown (new) trace was made: the settings it recorded.
+    shown = "\n".join(c.value.replace("\\", "") for c in at.caption)
+    assert "Audited with cdg · judge: one verdict over the whole context" in shown
+    assert "judge model: openai/fake-model" in shown and "seeding: scored" in shown
 
 
 def _runs(eng, case_id):
@@ -80,18 +112,39 @@ def _runs(eng, case_id):
 
 
 @pytest.mark.parametrize("role,may_store", [("annotator", False), ("analyst", True)])
-def test_only_a_role_that_stores_audit_results_gets_store_this_result(db, role, may_store):
+def test_only_a_role_that_stores_audit_results_gets_store_this_result(db, fake_judge, role,
+                                                                     may_store):
     """Issue #16: an annotator previews a re-run but gets no "Store this result", only the
     reason; an analyst (the positive control) gets the button."""
     eng, case = db
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state["identity"] = {"name": f"the {role}", "role": role}
-    at.query_params.update({"dataset": "demo", "case": case.id})
-    at.run()
-    at.selectbox(key="replay_judge").set_value("none").run()
-    at.button(key="replay_run").click().run()
-    assert not at.exception
+    at = judged_preview(case, {"name": f"the {role}", "role": role})
     assert [m.label for m in at.metric if m.label == "New (not stored)"] == ["New (not stored)"]
     assert any(b.key == "preview_store_cdg" for b in at.button) is may_store
     refusal = any("store audit results you need the role" in i.value for i in at.info)
     assert refusal is not may_store
+
+
+def test_a_newer_contexts_only_trace_does_not_hide_the_judged_one(db):
+    """Stored by a batch or the command line (`--judge none`): Replay keeps showing the
+    judged verdict, says the newer trace exists, and a link pinned to its run shows it."""
+    eng, case = db
+    context_only = audit_case(case, AuditIndex(_index(eng)), "cdg", None,
+                              AuditOptions(judge_mode="none"))
+    audit_repo.save_trace(eng, context_only, run_id="contexts-1", dataset="demo")
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"dataset": "demo", "case": case.id})
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error][:1] == ["Violation"]
+    shown = "\n".join(c.value.replace("\\", "") for c in at.caption)
+    assert "A newer trace of cdg without a verdict (run contexts-1, contexts only)" in shown
+    pinned = AppTest.from_file(PAGE, default_timeout=120)
+    pinned.query_params.update({"dataset": "demo", "case": case.id, "run": "contexts-1"})
+    pinned.run()
+    assert any("Not judged" in i.value for i in pinned.info)
+
+
+def _index(eng):
+    from store import repo
+
+    return repo.export_index(eng, repo.skill_names(eng))

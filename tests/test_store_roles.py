@@ -113,7 +113,9 @@ def test_single_user_mode_and_the_command_line_may_do_every_write(engine):
 
 
 GUARDED_WRITES = {"save_skill", "delete_skill", "decide_edge", "save_cases", "save_trace",
-                  "save_traces", "StoreSink", "review_panel", "save_role_settings"}
+                  "save_traces", "StoreSink", "review_panel", "save_role_settings",
+                  "add_decision", "add_decisions", "undo_last", "add_label", "add_labels",
+                  "add_adjudication"}
 
 
 def test_every_page_write_passes_the_acting_identity():

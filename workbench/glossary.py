@@ -113,6 +113,14 @@ TERMS: tuple[Term, ...] = (
          "when fewer than two annotators labelled the same items.", "Annotate"),
     Term("agreement", "Share of items on which the annotators gave the same label.",
          "Annotate"),
+    Term("agreement bands", "The word beside a κ: Landis & Koch's bands (Biometrics 33, 1977, "
+         "p. 165): below 0 poor, 0–0.20 slight, 0.21–0.40 fair, 0.41–0.60 moderate, "
+         "0.61–0.80 substantial, 0.81–1 almost perfect. Beside an α: Krippendorff's "
+         "(Content Analysis, 2nd ed., 2004, p. 241): from 0.80 reliable, 0.667–0.80 enough "
+         "for tentative conclusions only, below 0.667 unreliable.", "Review, Annotate"),
+    Term("right verdict, wrong rule", "An analyst's decision that the judge's violation is "
+         "real but the rule it cites is not the one broken; the note names the rule that is. "
+         "Counts as agreeing with the verdict.", "Review"),
     Term("analysts vs gold", "Share of reviewed verdicts where the analysts' decision "
          "matches the gold label.", "Review"),
     # -- procedures (Contracts)
@@ -134,6 +142,12 @@ TERMS: tuple[Term, ...] = (
          "harder policies are judged worse).", "Scaling"),
     Term("gamma", "Baseline log-odds of a correct verdict on one dataset (gamma_retail: on "
          "the retail dataset).", "Scaling"),
+    Term("CV log loss", "Cross-validated log loss: how surprised the model is by correctness "
+         "on sessions it was not fitted on (lower is better).", "Scaling"),
+    Term("log loss above the best", "How much worse this model's CV log loss is than the "
+         "best model's; within one standard error the simpler model is selected.", "Scaling"),
+    Term("complexity effect", "P(correct) at the 90th complexity percentile minus at the "
+         "10th: how much harder policies cost (negative: harder is judged worse).", "Scaling"),
 )
 
 # Statistic keys of workbench.annotation (agreement_report, judge_human_agreement) -> the
@@ -143,8 +157,69 @@ STAT_NAMES = {
     "percent_agreement": "agreement", "cohen_kappa": "Cohen's κ", "fleiss_kappa": "Fleiss' κ",
     "krippendorff_alpha": "Krippendorff's α",
 }
+# Columns of the Scaling page's tables (``workbench.scaling``: kept raw in its JSON and CLI)
+# -> the words on screen.
+SCALING_NAMES = {
+    "n_params": "parameters", "loglik": "log-likelihood", "cv_logloss": "CV log loss",
+    "cv_se": "CV standard error", "delta_vs_best": "log loss above the best",
+    "ci_low": "95% interval, low", "ci_high": "95% interval, high",
+    "c_q10": "C at 10th percentile", "c_q90": "C at 90th percentile",
+    "p_q10": "P(correct), C at 10th pct", "p_q90": "P(correct), C at 90th pct",
+    "complexity_effect": "complexity effect", "gain_q10": "gain, C at 10th pct",
+    "gain_q90": "gain, C at 90th pct", "delta_gain": "gain difference", "log_loss": "log loss",
+    "mean_predicted": "mean predicted", "calibration_gap": "calibration gap",
+    "ece": "calibration error (ECE)", "n": "rows",
+}
+# Columns of the annotation dataset report (``workbench.annotation.report.TABLE_COLUMNS``,
+# kept raw in its CSV/JSONL) -> the words on screen.
+REPORT_NAMES = {
+    "n_extracted": "extracted rules", "n_reference": "reference rules", "matched": "matched",
+    "f1": "F1", "rule_correctness": "rule correctness", "reference_annotators":
+    "reference annotators",
+}
 # Why a statistic is blank, instead of "None".
 NOT_APPLICABLE = "–"
+
+# Annotation task codes (``workbench.annotation.labels``; the agreement report's rows) ->
+# the words on screen.
+TASK_WORDS = {
+    "rule_correctness": "rule correctness (correct or not)",
+    "rule_correctness_error_type": "rule correctness by error type",
+    "reference_rule": "reference rules",
+    "cdg_inspection": "CDG inspection (per criterion)",
+}
+
+# The "agreement bands" term: (lower bound, word), highest first.
+KAPPA_BANDS = ((0.81, "almost perfect"), (0.61, "substantial"), (0.41, "moderate"),
+               (0.21, "fair"), (0.0, "slight"))
+ALPHA_BANDS = ((0.80, "reliable"), (0.667, "tentative only"))
+KAPPAS = ("cohen_kappa", "fleiss_kappa", "Cohen's κ", "Fleiss' κ", "kappa")
+ALPHAS = ("krippendorff_alpha", "Krippendorff's α", "alpha")
+
+
+def agreement_word(value: float, statistic: str) -> str:
+    """The band of an agreement statistic in words (the "agreement bands" term): Landis &
+    Koch's for a κ, Krippendorff's for an α. Rounded to two decimals first, as shown."""
+    v = round(float(value), 2)
+    if statistic in ALPHAS:
+        return next((word for low, word in ALPHA_BANDS if v >= low), "unreliable")
+    if statistic not in KAPPAS:
+        raise ValueError(f"no agreement bands for {statistic!r}; use a kappa or an alpha")
+    if v < 0:
+        return "poor"
+    return next(word for low, word in KAPPA_BANDS if v >= low)
+
+
+def agreement_text(value: float | None, statistic: str) -> str:
+    """``"0.17 (slight)"``: two decimals and the band; "–" when undefined."""
+    if value is None or value != value:  # None or NaN
+        return NOT_APPLICABLE
+    return f"{value:.2f} ({agreement_word(value, statistic)})"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 rule"``, ``"3 rules"``: a count with its noun agreeing."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 _BY_NAME = {t.name.lower(): t for t in TERMS}
 

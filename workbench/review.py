@@ -9,14 +9,14 @@ reviewed, identified by ``(run_id, case_id, strategy)``. It enters the queue for
 - ``strategies-disagree``: strategies judged the same case differently;
 - ``gold-mismatch``: the verdict differs from the case's gold label.
 
-An analyst *confirms* or *overturns* an item's verdict, with a note (required to overturn).
-Decisions are append-only records; the newest per (item, reviewer) is that reviewer's current
-decision. A decision keeps the verdict it was made about (``judge_violation``), so a later
-re-audit never changes what an old decision meant.
+An analyst *confirms* an item's verdict, *overturns* it, or marks it *right verdict, wrong
+rule* (``workbench.review_decisions``: the decisions, undo, which one is current). A decision
+keeps the verdict it was made about (``judge_violation``), so a later re-audit never changes
+what an old decision meant.
 
 Agreement treats each current decision as a pair of labels on one verdict: the judge's
-(violation or not) and the one the decision implies (confirm = the judge's, overturn = the
-opposite). Share confirmed is their observed agreement; Cohen's kappa corrects it for
+(violation or not) and the one the decision implies (confirm and wrong rule = the judge's,
+overturn = the opposite). Share confirmed is their observed agreement; Cohen's kappa corrects it for
 chance from both label distributions (:func:`workbench.annotation.agreement.cohen_kappa`).
 """
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from workbench.annotation.agreement import cohen_kappa, krippendorff_alpha
@@ -35,11 +34,21 @@ from workbench.audit.trace import (
     case_and_strategy,
     latest_per_case,
 )
-from workbench.clock import utcnow
-from workbench.errors import WorkbenchError
+from workbench.clock import utcnow as utcnow
+
+# Re-exported (``X as X``): the review API stays importable from one place.
+from workbench.review_decisions import DECISION_TEXT as DECISION_TEXT
+from workbench.review_decisions import DECISIONS as DECISIONS
+from workbench.review_decisions import WRONG_RULE as WRONG_RULE
+from workbench.review_decisions import ItemKey as ItemKey
+from workbench.review_decisions import ReviewDecision as ReviewDecision
+from workbench.review_decisions import ReviewError as ReviewError
+from workbench.review_decisions import StaleUndo as StaleUndo
+from workbench.review_decisions import current_decisions as current_decisions
+from workbench.review_decisions import item_text as item_text
+from workbench.review_decisions import validate_decision as validate_decision
 from workbench.vocabulary import label_violation, verdict_word
 
-DECISIONS = ("confirm", "overturn")
 REASONS = ("flagged", "strategies-disagree", "gold-mismatch")
 REASON_TEXT = {
     "flagged": "judge flagged a violation",
@@ -47,73 +56,6 @@ REASON_TEXT = {
     "gold-mismatch": "judge disagrees with the gold label",
 }
 STATUSES = ("all", "not reviewed by me", "reviewed by me")
-MAX_NOTE_CHARS = 10_000
-
-
-class ReviewError(WorkbenchError, ValueError):
-    """A review decision is invalid; the message says which field and what is allowed."""
-
-
-ItemKey = tuple[str, str, str]  # (run_id, case_id, strategy)
-
-
-def item_text(key: ItemKey) -> str:
-    """A stable one-line form of an item key (for widget keys and logs)."""
-    return " | ".join(key)
-
-
-@dataclass(frozen=True)
-class ReviewDecision:
-    """One analyst decision on one verdict, as recorded (never edited)."""
-
-    dataset: str
-    run_id: str
-    case_id: str
-    strategy: str
-    reviewer: str
-    decision: str  # confirm | overturn
-    note: str = ""
-    judge_violation: bool | None = None  # the verdict reviewed, as it was then
-    created_at: datetime = field(default_factory=utcnow)
-
-    @property
-    def key(self) -> ItemKey:
-        return (self.run_id, self.case_id, self.strategy)
-
-    @property
-    def implied_violation(self) -> bool | None:
-        """The verdict the analyst stands behind: the judge's if confirmed, else its opposite."""
-        if self.judge_violation is None:
-            return None
-        return self.judge_violation if self.decision == "confirm" else not self.judge_violation
-
-
-def validate_decision(d: ReviewDecision) -> ReviewDecision:
-    """Return ``d`` if valid, else raise :class:`ReviewError` naming the field and the fix."""
-    for name in ("dataset", "run_id", "case_id", "strategy"):
-        value = getattr(d, name)
-        if not isinstance(value, str) or not value.strip():
-            raise ReviewError(f"{name} must be a non-empty string (which verdict is reviewed?)")
-    if not isinstance(d.reviewer, str) or not d.reviewer.strip():
-        raise ReviewError("reviewer is empty; enter your name before deciding")
-    if d.decision not in DECISIONS:
-        raise ReviewError(f"decision must be one of {', '.join(DECISIONS)}, got {d.decision!r}")
-    if not isinstance(d.note, str):
-        raise ReviewError("note must be text")
-    if len(d.note) > MAX_NOTE_CHARS:
-        raise ReviewError(f"note is {len(d.note)} characters; keep it under {MAX_NOTE_CHARS}")
-    if d.decision == "overturn" and not d.note.strip():
-        raise ReviewError("an overturn needs a note saying why the judge is wrong; write one first")
-    if d.judge_violation is not None and not isinstance(d.judge_violation, bool):
-        raise ReviewError("judge_violation must be true, false or absent")
-    if d.created_at.tzinfo is None:
-        raise ReviewError("created_at must be timezone-aware (UTC)")
-    return d
-
-
-def current_decisions(decisions: Iterable[ReviewDecision]) -> dict[tuple[ItemKey, str], ReviewDecision]:
-    """The newest decision per (item, reviewer); ``decisions`` oldest first (later wins)."""
-    return {(d.key, d.reviewer): d for d in decisions}
 
 
 # -- the queue ---------------------------------------------------------------------------
@@ -250,6 +192,7 @@ class Agreement:
     decisions: int = 0
     confirmed: int = 0
     overturned: int = 0
+    wrong_rule: int = 0  # right verdict, wrong rule cited: the verdict stands
     share_confirmed: float | None = None
     kappa: float | None = None  # Cohen's kappa, judge vs decision-implied labels
     per_reviewer: list[dict[str, Any]] = field(default_factory=list)
@@ -287,7 +230,8 @@ def agreement(
     ]
     out = Agreement(decisions=len(current))
     out.confirmed = sum(d.decision == "confirm" for d in current)
-    out.overturned = out.decisions - out.confirmed
+    out.wrong_rule = sum(d.decision == WRONG_RULE for d in current)
+    out.overturned = out.decisions - out.confirmed - out.wrong_rule
     pairs = [(bool(d.judge_violation), bool(d.implied_violation)) for d in current]
     out.share_confirmed, out.kappa = _pair_stats(pairs)
     for reviewer in sorted({d.reviewer for d in current}):
@@ -346,7 +290,9 @@ def metrics_rows(
     ``by="run"``: each run separately (a run holding two strategies gives two rows);
     ``by="latest"``: the newest trace per case and strategy across runs (``run`` = "latest").
     Metrics are :func:`workbench.audit.metrics.compute_metrics` with the given gold labels
-    and governing rules; undefined values are ``None``.
+    and governing rules; undefined values are ``None``, and so are the verdict metrics (ACC,
+    F1, precision, recall) of a strategy whose traces were all audited without a judge
+    (contexts only: nothing was decided, so nothing was decided wrongly).
     """
     from workbench.audit.metrics import compute_metrics
 
@@ -362,14 +308,22 @@ def metrics_rows(
         raise ValueError(f"by must be 'run' or 'latest', got {by!r}")
     rows = []
     for run, traces in groups.items():
+        # A run audited without a judge holds contexts only: its ACC is not 0, it is not
+        # defined (issue #35: a one-case no-judge re-run showed "ACC 0.000" on Evaluate).
+        context_only = {s for s in {t.strategy for t in traces}
+                        if all(t.judge_mode == "none" and t.verdict is None
+                               for t in traces if t.strategy == s)}
         # compute_metrics reads the JSON form (it also scores trace files of other tools).
         for m in compute_metrics([t.to_dict() for t in traces], labels=labels,
                                  gold_rules=gold_rules):
+            judged = m.group not in context_only
             rows.append({
                 "dataset": dataset, "run": run, "strategy": m.group, "cases": m.n,
-                "labelled": m.labelled, "judged": m.judged, "ACC": _nan_to_none(m.acc),
-                "violation-F1": _nan_to_none(m.f1), "precision": _nan_to_none(m.precision),
-                "recall": _nan_to_none(m.recall),
+                "labelled": m.labelled, "judged": m.judged,
+                "ACC": _nan_to_none(m.acc) if judged else None,
+                "violation-F1": _nan_to_none(m.f1) if judged else None,
+                "precision": _nan_to_none(m.precision) if judged else None,
+                "recall": _nan_to_none(m.recall) if judged else None,
                 "gold in context": _nan_to_none(m.coverage) if m.coverage_n else None,
                 "context tokens": _nan_to_none(m.mean_context_tokens),
                 "online tokens": _nan_to_none(m.mean_online_tokens),
@@ -377,3 +331,44 @@ def metrics_rows(
                 "errors": ", ".join(f"{k}={v}" for k, v in sorted(m.errors.items())),
             })
     return rows
+
+
+# -- bulk decisions ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """What a bulk decision will record, said before it is recorded (the preview)."""
+
+    decisions: list[ReviewDecision]  # one per verdict that can take the decision
+    redecided: int  # of those, verdicts the reviewer had already decided (a newer record)
+    skipped: list[QueueItem]  # verdicts the decision cannot apply to (wrong rule: compliant)
+
+    def preview(self, words: str, reviewer: str) -> str:
+        if not self.decisions:
+            return (f"Nothing to record: none of these verdicts can be marked {words}"
+                    + (" (“wrong rule” needs a violation citing a rule)." if self.skipped else "."))
+        text = (f"Records {len(self.decisions)} decision(s), {words}, by {reviewer}, "
+                "as one action (one undo takes them all back).")
+        if self.redecided:
+            text += (f" {self.redecided} of these verdicts you had decided already: your newer "
+                     "decision counts.")
+        if self.skipped:
+            text += (f" {len(self.skipped)} compliant verdict(s) are left out: “wrong rule” "
+                     "needs a violation citing a rule.")
+        return text
+
+
+def plan_bulk(items: Iterable[QueueItem], decision: str, reviewer: str, note: str,
+              decisions: Iterable[ReviewDecision] = ()) -> BulkPlan:
+    """The decisions ``reviewer`` would record by deciding every item of ``items`` the same
+    way (validated later, when stored: an overturn without a note is refused then)."""
+    mine = {key for (key, who) in current_decisions(decisions) if who == reviewer}
+    out, skipped = [], []
+    for item in items:
+        if decision == WRONG_RULE and not item.violation:
+            skipped.append(item)
+            continue
+        out.append(ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy,
+                                  reviewer, decision, note, item.violation))
+    return BulkPlan(out, sum(d.key in mine for d in out), skipped)

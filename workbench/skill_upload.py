@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 
 from workbench.inputs import InputError, decode_text
+from workbench.speed import describe_duration as describe_duration  # its home before
 
 # Measured on the embedded extractor (Qwen2.5-Coder-1.5B on CPU, issue #16): ~12 s a block.
 SECONDS_PER_BLOCK = 12.0
@@ -57,17 +58,6 @@ def screen_upload(name: str, data: bytes) -> str | None:
 def extraction_seconds(n_blocks: int, seconds_per_block: float = SECONDS_PER_BLOCK) -> float:
     """Rough wall time of extracting ``n_blocks`` blocks (fusion included)."""
     return n_blocks * seconds_per_block * (1 + FUSION_SHARE)
-
-
-def describe_duration(seconds: float) -> str:
-    """``"about 40 s"``, ``"about 12 min"``, ``"about 3.5 h"``, ``"about 4 days"``."""
-    if seconds < 90:
-        return f"about {max(1, round(seconds))} s"
-    if seconds < 90 * 60:
-        return f"about {round(seconds / 60)} min"
-    if seconds < 48 * 3600:
-        return f"about {seconds / 3600:.1f} h"
-    return f"about {round(seconds / 86400)} days"
 
 
 def public_text(text: str, uploaded: Mapping[str, str]) -> str:

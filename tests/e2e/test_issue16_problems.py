@@ -54,8 +54,30 @@ def main_text(page) -> str:
     return page.locator("[data-testid='stMain']").inner_text()
 
 
-def test_2_rerun_on_replay_is_a_preview_until_stored(demo, page):
-    server, case = demo
+@pytest.fixture
+def judged(tmp_path_factory):
+    """The demo server with a scripted judge (an OpenAI-compatible test server)."""
+    from .judge_server import scripted_judge
+
+    index = flows.demo_index_data()
+    cases = flows.demo_cases()
+    trace = violation_trace(index, {c.id for c in cases})
+
+    def seed(eng) -> None:
+        from store import audit_repo
+
+        flows.import_index(eng, index, author="demo")
+        audit_repo.save_cases(eng, "demo", cases)
+        audit_repo.save_trace(eng, trace, RUN, "demo")
+
+    with scripted_judge() as (judge, env):
+        srv = flows.start_server(tmp_path_factory.mktemp("issue16-judged"), seed, env)
+        yield srv, next(c for c in cases if c.id == trace["id"]), judge
+        srv.stop()
+
+
+def test_2_rerun_on_replay_is_a_preview_until_stored(judged, page):
+    server, case, judge = judged
     flows.goto(page, server, f"replay?dataset=demo&case={case.id}")
     before = stored_runs(server)
     assert before == [RUN]
@@ -67,8 +89,16 @@ def test_2_rerun_on_replay_is_a_preview_until_stored(demo, page):
     expect(preview).to_contain_text("Stored")
     expect(preview).to_contain_text("New (not stored)")
     expect(preview.locator("[data-testid='stMetricValue']").first).to_have_text("violation")
+    # Issue #35: a re-run without a verdict has nothing to store (it hid the judged trace).
+    expect(preview).to_contain_text("Nothing to store: it was run without a judge")
+    expect(preview.get_by_role("button", name="Store this result")).to_have_count(0)
     assert stored_runs(server) == before  # nothing stored, no run mixed into
     flows.assert_no_exception(page, server)
+    flows.choose(page, "Judge", "whole")  # the scripted judge answers "compliant"
+    page.get_by_role("button", name="Re-run audit (preview)").click()
+    flows.settle(page)
+    expect(preview.locator("[data-testid='stMetricValue']").nth(1)).to_have_text("compliant")
+    assert len(judge.requests) == 1 and stored_runs(server) == before
     preview.get_by_role("button", name="Store this result").click()
     page.get_by_text("Stored the new cdg result as run").wait_for(timeout=30_000)
     flows.settle(page)

@@ -243,9 +243,13 @@ def _seed_replay(eng) -> None:
 
 @pytest.fixture
 def replay_server(tmp_path):
-    srv = start_server(tmp_path, _seed_replay)
-    yield srv
-    srv.stop()
+    from .judge_server import scripted_judge
+
+    # A re-run without a verdict cannot be stored (issue #35): the judge is a scripted one.
+    with scripted_judge() as (_judge, env):
+        srv = start_server(tmp_path, _seed_replay, env)
+        yield srv
+        srv.stop()
 
 
 @pytest.mark.parametrize("role,may_store", [("annotator", False), ("analyst", True)])
@@ -265,7 +269,7 @@ def test_only_an_analyst_may_store_a_replay_result(replay_server, browser, role,
         page = context.new_page()
         goto(page, server, f"replay?dataset=demo&case={case}")
         sign_in(page, f"the {role}", role)
-        choose(page, "Judge", "none")  # no model call: the preview is the closure alone
+        choose(page, "Judge", "whole")  # the scripted judge: a verdict there is to store
         page.get_by_role("button", name=re.compile(r"Run audit \(preview\)")).click()
         settle(page)
         page.get_by_text("New (not stored)").first.wait_for()

@@ -19,6 +19,7 @@ from workbench.annotation.labels import (
     Label,
     task_type,
 )
+from workbench.glossary import plural
 
 
 def _latest(records: Iterable, key) -> dict:
@@ -199,3 +200,50 @@ def progress(labels: Iterable[Label], items: Iterable[str], task: str, *,
         if lab.annotator in done and lab.item in queue:
             done[lab.annotator].add(lab.item)
     return {name: Progress(name, len(done[name]), len(queue)) for name in names}
+
+
+@dataclass(frozen=True)
+class AgreementAccess:
+    """Whether a viewer may see agreement statistics of a task queue, and why not."""
+
+    visible: bool
+    reason: str = ""  # what has to happen first, when not visible
+
+
+def agreement_access(viewer: Annotator, labels: Iterable[Label],
+                     adjudications: Iterable[Adjudication], task: str, queue: Sequence[str], *,
+                     min_annotators: int = 2) -> AgreementAccess:
+    """The blindness rule applied to agreement figures (issue #35).
+
+    Agreement statistics reveal other people's labels: an annotator who knows their own
+    labels and reads "agreement 100%" knows everyone else's, and could relabel to agree. So
+    reviewers (who see every label anyway) always see them, and an annotator sees them for
+    ``queue`` only when it is *closed* for them: they labelled every item, and every item is
+    settled (unanimous with ``min_annotators`` humans, or adjudicated). Once it is closed
+    a relabel cannot move an outcome towards the others: an adjudicated item keeps the
+    reviewer's decision, and changing a unanimous label only opens a disagreement for a
+    reviewer.
+    """
+    if viewer.is_reviewer:
+        return AgreementAccess(True)
+    keys = list(dict.fromkeys(queue))
+    if not keys:
+        return AgreementAccess(False, "There is nothing in this queue to agree on yet.")
+    labels = [lab for lab in labels if lab.task == task and lab.source == "human"]
+    mine = {lab.item for lab in current_labels(labels) if lab.annotator == viewer.name}
+    left = [k for k in keys if k not in mine]
+    if left:
+        return AgreementAccess(False, (
+            f"Agreement is shown once you have labelled all {plural(len(keys), 'item')} of "
+            f"this queue ({len(left)} to go) and every disagreement is adjudicated: before that, the "
+            "figures would reveal other annotators' labels (blind annotation)."))
+    settled = resolve(labels, [a for a in adjudications if a.task == task],
+                      min_annotators=min_annotators)
+    open_items = [k for k in keys if k not in settled or settled[k].value is None]
+    if open_items:
+        return AgreementAccess(False, (
+            f"You have labelled every item. Agreement is shown once the open ones "
+            f"({plural(len(open_items), 'item')}: too few labels, or a disagreement) are "
+            "settled by the other annotators or a reviewer: before that, the figures would "
+            "reveal their labels."))
+    return AgreementAccess(True)

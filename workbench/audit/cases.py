@@ -93,6 +93,12 @@ class AuditCase:
         return list(self.context)
 
     @property
+    def said(self) -> str:
+        """Everything said in the case, conversation then reply: what a full-text search of
+        the conversation (Review, Replay) looks in."""
+        return " ".join([*(t.content for t in self.turns), self.model_response])
+
+    @property
     def last_user_message(self) -> str:
         for t in reversed(self.turns):
             if t.role == "user":

@@ -133,6 +133,7 @@ def audit_case(
         keywords_method=opts.keywords, judge_mode=opts.judge_mode,
         prompt_version=PROMPTS.get(opts.judge_mode, ""),
     )
+    trace.settings = _settings(opts, gateway)
     laps = _Laps(trace)
     try:
         _run(case, aindex, strat, gateway, opts, trace, laps)
@@ -142,6 +143,23 @@ def audit_case(
     finally:
         laps.finish()
     return trace
+
+
+def _settings(opts: AuditOptions, gateway: Any) -> dict[str, Any]:
+    """What a stored trace says shaped it (``AuditTrace.settings``): the page shows these."""
+    roles = []
+    if opts.keywords == KeywordMethod.LLM:
+        roles.append("keyworder")
+    if opts.judge_mode != JudgeMode.NONE:
+        roles.append("judge")
+    configured = getattr(getattr(gateway, "config", None), "roles", None) or {}
+    c = opts.context
+    return {
+        "seeding": str(c.seeding), "render": str(c.render), "max_seeds": c.max_seeds,
+        "budget": c.budget, "target_tokens": c.target_tokens, "split": str(opts.split),
+        "probability": str(opts.probability.method) if opts.judge_mode != JudgeMode.NONE else "",
+        "models": {r: configured[r].model for r in roles if r in configured},
+    }
 
 
 def _run(case: AuditCase, index: AuditIndex, strat: Strategy, gateway: Any, opts: AuditOptions,
@@ -224,6 +242,7 @@ def _context(case, index, strat, routing: Routing, opts: AuditOptions, window, t
         # What the window leaves for the policy caps the seeds' target (it does not replace
         # the small default target); the budget stays hard.
         context_opts = replace(context_opts, room_tokens=policy_target(case, window))
+    trace.settings["target_tokens"] = context_opts.seed_target(index, routing.skills)
     try:
         ctx = strat.build(case, trace.keywords, routing.skills, index, context_opts)
     except ContextUnavailable as exc:

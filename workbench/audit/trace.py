@@ -129,6 +129,10 @@ class AuditTrace:
     timings_ms: dict[str, float] = field(default_factory=dict)
     prompts: list[dict[str, Any]] = field(default_factory=list)  # kept when asked for
     prompt_version: str = ""
+    # What shaped the audit besides strategy, judge mode and keywords: seeding, the token
+    # target aimed at, rendering, split, and the model string of each role called (never an
+    # address or key). Empty for traces written before it was kept.
+    settings: dict[str, Any] = field(default_factory=dict)
     version: int = TRACE_VERSION
 
     # -- summaries -----------------------------------------------------------------------

@@ -13,6 +13,10 @@ agreement per task type and judge-vs-human agreement.
 
 ``workbench annotate export [--db URL] [--task T] [--current] [--adjudications]
 [--format jsonl|csv] [--out F]`` writes the label records.
+
+``workbench annotate label --annotator NAME [--role ROLE] (--skill S [--version V] --rule R
+| --case-key K --criterion C) --value V`` records one label as the Annotate page does
+(``workbench.commands._annotate_label``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import json
 from pathlib import Path
 
 from workbench.cli import CliError
+from workbench.commands._annotate_label import register_label
 from workbench.commands._common import action, command_group
 
 REQUIRED_COLUMNS = ("item", "annotator", "label")
@@ -56,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     agreement.add_argument("--json", action="store_true", help="print one JSON object")
     _register_report(sub)
     _register_export(sub)
+    register_label(sub, DB_HELP)
 
 
 def read_labels_csv(path: Path) -> list[tuple[str, str, str | None]]:

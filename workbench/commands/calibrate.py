@@ -91,10 +91,13 @@ def _labelled(args):
         traces += latest_per_case(found, key=trace_key)
     truth = {}
     if args.cases:
-        from workbench.commands.audit import load_cases_or_fail
+        from workbench.audit.cases import load_cases
 
-        truth = {c.id: v for c in load_cases_or_fail(args.cases)
-                 if (v := label_violation(c.label)) is not None}
+        try:
+            cases = load_cases(args.cases)
+        except FileNotFoundError as exc:
+            raise CliError(str(exc)) from None
+        truth = {c.id: v for c in cases if (v := label_violation(c.label)) is not None}
     else:
         truth = {t.id: v for t in traces if (v := label_violation(t.label)) is not None}
     return traces, truth

@@ -28,7 +28,19 @@ def register(subparsers: Any) -> None:
         description="One record per audit case: the exact judge prompt of a strategy, the "
         "keyword prompt, label, gold rules, pseudonymised session and complexity.",
     )
-    add_index_and_cases(data, cases_help="audit cases (JSONL)")
+    data.add_argument("--index", help="skillcdg/1 policy index (JSON); with --from-store the "
+                      "store's SKILLs when left out")
+    data.add_argument("--cases", help="audit cases (JSONL); not with --from-store")
+    data.add_argument("--from-store", metavar="DATASET",
+                      help="records from the reviewed verdicts of this stored dataset: "
+                      "confirmed ones keep the judge's verdict as the label, overturned ones "
+                      "flip it, 'wrong rule' keeps it and is marked; unreviewed verdicts are "
+                      "left out (see --unreviewed-weight)")
+    data.add_argument("--unreviewed-weight", type=float, default=0.0, metavar="W",
+                      help="with --from-store: keep unreviewed verdicts too, the judge's verdict "
+                      "as the label, with this weight (0 < W <= 1; default 0: left out)")
+    data.add_argument("--db", help="SQLAlchemy URL of the workbench database (--from-store; "
+                      "default: WORKBENCH_DB or .workbench/workbench.db)")
     data.add_argument("--out", required=True, help="records JSONL to write")
     data.add_argument("--strategy", default=StrategyName.CDG, help="policy-access strategy (default cdg)")
     data.add_argument("--salt", default="", help="secret salt for session pseudonyms")
@@ -141,14 +153,64 @@ def _progress(row: dict[str, Any]) -> None:
     print("… " + ", ".join(parts), file=sys.stderr, flush=True)
 
 
+def _reviewed_records(args: argparse.Namespace, options):
+    """Records of the reviewed verdicts of ``--from-store`` (see workbench.train.reviewed)."""
+    from store import audit_repo, repo
+    from store.db import make_engine
+    from store.review import decisions_for
+    from workbench.audit import AuditIndex
+    from workbench.audit.strategies import STRATEGIES
+    from workbench.commands.graph import load_index_or_fail
+    from workbench.review import build_queue
+    from workbench.train.data import materialise_reviewed
+    from workbench.train.reviewed import reviewed_labels
+
+    if args.cases:
+        raise CliError("--cases and --from-store both name the cases; --from-store reads them "
+                       "from the store, so leave out --cases")
+    if args.strategy not in STRATEGIES:
+        raise CliError(f"unknown strategy {args.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if not 0.0 <= args.unreviewed_weight <= 1.0:
+        raise CliError(f"--unreviewed-weight {args.unreviewed_weight} is outside [0, 1]; "
+                       "0 leaves unreviewed verdicts out")
+    dataset = args.from_store
+    engine = make_engine(args.db)
+    cases = audit_repo.load_cases(engine, dataset)
+    if not cases:
+        raise CliError(f"dataset {dataset!r} has no stored cases",
+                       "store them with `workbench import-cases --dataset NAME`, or check the name")
+    if args.index:
+        index = load_index_or_fail(args.index)
+    elif repo.skill_names(engine):
+        index = repo.export_index(engine, repo.skill_names(engine))
+    else:
+        raise CliError("the store holds no SKILLs to build the prompts with",
+                       "pass --index INDEX.json or `workbench import INDEX.json` first")
+    labels = {c.id: c.label for c in cases if c.label}
+    items = [i for i in build_queue(audit_repo.run_traces(engine, dataset), labels, dataset)
+             if i.strategy == args.strategy]
+    reviewed = reviewed_labels(items, decisions_for(engine, dataset),
+                               unreviewed_weight=args.unreviewed_weight)
+    records, missing = materialise_reviewed(cases, AuditIndex(index), reviewed.labels,
+                                            args.strategy, options=options, salt=args.salt)
+    left = dict(reviewed.left_out) | ({"case not stored": missing} if missing else {})
+    return records, left, len(items)
+
+
 def run_data(args: argparse.Namespace) -> int:
     from workbench.audit import AuditOptions
     from workbench.commands.audit import audit_index_and_cases
     from workbench.train.data import materialise, to_hf_dataset, write_jsonl
 
-    index, cases = audit_index_and_cases(args, args.strategy)
     options = AuditOptions().with_context(budget=args.budget)
-    records = materialise(cases, index, args.strategy, options=options, salt=args.salt)
+    left: dict[str, int] = {}
+    if args.from_store:
+        records, left, verdicts = _reviewed_records(args, options)
+    else:
+        if not args.index or not args.cases:
+            raise CliError("train data needs --index and --cases (or --from-store DATASET)")
+        index, cases = audit_index_and_cases(args, args.strategy)
+        records = materialise(cases, index, args.strategy, options=options, salt=args.salt)
     try:
         path = write_jsonl(records, args.out)
         if args.hf:
@@ -158,6 +220,13 @@ def run_data(args: argparse.Namespace) -> int:
     failed = [r for r in records if r.error]
     print(f"{len(records)} records -> {path} ({len(records) - len(failed)} with a judge prompt, "
           f"{sum(bool(r.gold_rules) for r in records)} with gold rules)")
+    if args.from_store:
+        flipped = sum(bool(r.review.get("flipped")) for r in records)
+        marked = sum(bool(r.review.get("wrong_rule")) for r in records)
+        print(f"from {verdicts} {args.strategy} verdict(s) of {args.from_store}: "
+              f"{sum(r.review.get('decision') != 'unreviewed' for r in records)} reviewed "
+              f"({flipped} overturned: label flipped; {marked} marked 'wrong rule')"
+              + "".join(f"; left out, {why}: {n}" for why, n in sorted(left.items())))
     for r in failed[:5]:
         print(f"note: {r.id}: no judge prompt ({r.error})", file=sys.stderr)
     return 0

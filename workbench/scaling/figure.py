@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from workbench.plot_axes import log_ticks, tick_text
 from workbench.scaling.fit import ScalingFit
 
 _LOW_COLOUR, _HIGH_COLOUR = "#1f77b4", "#d62728"
@@ -133,7 +134,11 @@ def scaling_figure(
                     hovertemplate="%{x:.3g}B: %{y:.3f} observed (n=%{customdata})<extra></extra>",
                 ),
             )
-        fig.update_xaxes(type="log", title_text="judge size (B parameters)", row=1, col=col)
+        # Ticks 1, 2, 5, 10, ...: plotly's own log ticks read "5, 1, 2, 5, 10, 2" on a
+        # short range (its minor digits), which nobody reads as sizes.
+        ticks = log_ticks(float(grid[0]), float(grid[-1]))
+        fig.update_xaxes(type="log", title_text="judge size (B parameters)", tickvals=ticks,
+                         ticktext=[tick_text(t) for t in ticks], row=1, col=col)
     return _finish(fig, f"Correctness vs judge size ({html.escape(fit.model)} model)")
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,10 @@ class TrainingRecord:
     closure: dict[str, list[str]] = field(default_factory=dict)
     context_tokens: int = 0
     error: str = ""
+    # From reviewed audits (``materialise_reviewed``): the record's weight for trainers that
+    # take one (reviewed: 1), and how the analysts' review gave its label; else 1 and {}.
+    weight: float = 1.0
+    review: dict[str, Any] = field(default_factory=dict)
 
     @property
     def instance(self) -> str:
@@ -208,3 +212,41 @@ def to_hf_dataset(records: Sequence[TrainingRecord | dict[str, Any]]):
     for r in rows:
         r["closure"] = json.dumps(r.get("closure") or {}, ensure_ascii=False, sort_keys=True)
     return Dataset.from_list(rows)
+
+
+def _reviewed_case(case: AuditCase, label: str, drop_rules: Sequence[str]) -> AuditCase:
+    """``case`` with the reviewed ``label`` as its target, and the violated rules its target
+    verdict cites kept only where they fit: the gold violated rules when gold and review
+    both say violation, less the rules an analyst marked as wrongly cited."""
+    gold = dict(case.extra.get("gold")) if isinstance(case.extra.get("gold"), dict) else {}
+    rules = _violated_rules(case) if label_violation(case.label) and label_violation(label) else []
+    gold.pop("violated_rule", None)
+    gold["violated_rules"] = [r for r in rules if r not in set(drop_rules)]
+    return replace(case, label=label, extra={**case.extra, "gold": gold})
+
+
+def materialise_reviewed(
+    cases: Iterable[AuditCase],
+    index: AuditIndex,
+    reviewed: Sequence[Any],
+    strategy: str = StrategyName.CDG,
+    *,
+    options: AuditOptions | None = None,
+    salt: str = "",
+) -> tuple[list[TrainingRecord], int]:
+    """Training records of reviewed verdicts (``workbench.train.reviewed.reviewed_labels``):
+    one per reviewed label whose case is among ``cases``, prompts as :func:`materialise`
+    makes them, the label (and the target verdict) the analysts stand behind, and
+    ``weight``/``review`` filled. Returns ``(records, labels whose case is missing)``."""
+    by_id = {c.id: c for c in cases}
+    chosen, kept = [], []
+    for r in reviewed:
+        case = by_id.get(r.case_id)
+        if case is None:
+            continue
+        chosen.append(_reviewed_case(case, r.label, r.cited_rules if r.wrong_rule else ()))
+        kept.append(r)
+    records = materialise(chosen, index, strategy, options=options, salt=salt)
+    for record, r in zip(records, kept, strict=True):
+        record.weight, record.review = float(r.weight), r.as_dict()
+    return records, len(reviewed) - len(kept)

@@ -1,0 +1,173 @@
+"""Deciding verdicts on the Review page: the three decisions with a note, by button or key;
+undo of the analyst's last action; the same decision on many verdicts at once, with a
+preview of what it records. Page-private: the writes go to ``store.review`` with the acting
+identity (the store checks the role and the name itself).
+
+Messages of a decision are drawn right under its buttons (``FLASH``): "an overturn needs a
+note" appears where the analyst is looking, not at the top of the page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from components import identity, queue_nav
+from components.key_help import key_help
+from components.safe import md
+from store import review as review_store
+from workbench.errors import WorkbenchError
+from workbench.review import (
+    DECISION_TEXT,
+    DECISIONS,
+    QueueItem,
+    ReviewDecision,
+    item_text,
+    plan_bulk,
+)
+from workbench.review_decisions import WRONG_RULE, describe_action, last_action
+
+CONFIRM_KEY, OVERTURN_KEY, WRONG_RULE_KEY, UNDO_KEY = "y", "n", "w", "u"
+NEXT_KEY, PREVIOUS_KEY = "j", "k"
+FLASH = "rv_flash"
+BULK_FLASH = "rv_bulk_flash"
+KEYS = [(CONFIRM_KEY.upper(), "confirm the verdict"), (OVERTURN_KEY.upper(), "overturn it (note first)"),
+        (WRONG_RULE_KEY.upper(), "right verdict, wrong rule cited (note first)"),
+        (UNDO_KEY.upper(), "undo your last decision"), (NEXT_KEY.upper(), "next verdict"),
+        (PREVIOUS_KEY.upper(), "previous verdict"), ("Tab", "leave the note field")]
+VERB = {"confirm": "Confirmed", "overturn": "Overturned", WRONG_RULE: "Marked “wrong rule” on"}
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
+def item_key(item: QueueItem) -> str:
+    """A widget-key-safe id of a verdict: readable, and unique through a digest."""
+    text = item_text(item.key)
+    return f"{_safe(text)[:60]}_{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+def _record(eng: Engine, decisions: list[ReviewDecision], reviewer: str, flash: str = FLASH) -> bool:
+    """Store ``decisions`` as one action; leave the outcome as the flash. A shortcut key
+    must not get past the role: the page asks, and the store checks again."""
+    if not identity.allowed("decide reviews"):
+        queue_nav.leave_flash(flash, "error", "Your role cannot decide reviews; nothing saved.")
+        return False
+    try:
+        review_store.add_decisions(eng, decisions, actor=identity.actor(reviewer))
+    except WorkbenchError as exc:  # ReviewError (a note missing), roles.NotAllowed
+        queue_nav.leave_flash(flash, "error", str(exc))
+        return False
+    return True
+
+
+def _decide(eng: Engine, item: QueueItem, decision: str, reviewer: str, pos_key: str, size: int,
+            advance: bool) -> None:
+    note = st.session_state.get(f"rv_note_{item_key(item)}", "") or ""
+    made = ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy, reviewer,
+                          decision, note, item.violation)
+    if not _record(eng, [made], reviewer):
+        return
+    queue_nav.leave_flash(FLASH, "success", f"{VERB[decision]} the {item.strategy} verdict on "
+                          f"{item.case_id}. Press {UNDO_KEY.upper()} to undo.")
+    if advance:
+        queue_nav.advance(pos_key, size)
+
+
+def _undo(eng: Engine, dataset: str, reviewer: str, expected: tuple[int, ...], pos_key: str,
+          shown: Sequence[tuple]) -> None:
+    if not identity.allowed("decide reviews"):
+        queue_nav.leave_flash(FLASH, "error", "Your role cannot decide reviews; nothing undone.")
+        return
+    try:
+        undone = review_store.undo_last(eng, dataset, reviewer, actor=identity.actor(reviewer),
+                                        expected=expected)
+    except WorkbenchError as exc:  # StaleUndo (pressed twice, another tab), NotAllowed
+        queue_nav.leave_flash(FLASH, "error", str(exc))
+        return
+    if not undone:
+        queue_nav.leave_flash(FLASH, "info", "Nothing to undo: you have no decision here yet.")
+        return
+    queue_nav.leave_flash(FLASH, "success", f"Undone: {describe_action(undone)}.")
+    if len(undone) == 1 and undone[0].key in shown:  # back to the verdict it was about
+        st.session_state[pos_key] = list(shown).index(undone[0].key)
+
+
+def decision_buttons(eng: Engine, item: QueueItem, reviewer: str, decisions: list[ReviewDecision],
+                     pos_key: str, pos: int, shown: Sequence[QueueItem], advance: bool) -> None:
+    """The note, the three decisions, undo, previous/next, the key legend and the ``?``
+    help, with this verdict's messages right under the buttons."""
+    # No help icon: its button would share the field's label (and a test's, a reader's).
+    st.text_input("Note (required to overturn)", key=f"rv_note_{item_key(item)}",
+                  placeholder="why, or the rule that applies; press Tab to leave the field, "
+                              "then a key")
+    args = (reviewer, pos_key, len(shown), advance)
+    may_decide = identity.permitted("decide reviews")
+    off = not reviewer or not may_decide
+    buttons = st.columns(3)
+    buttons[0].button("Confirm verdict", key="rv_confirm", shortcut=CONFIRM_KEY, type="primary",
+                      on_click=_decide, args=(eng, item, "confirm", *args), disabled=off,
+                      width="stretch")
+    buttons[1].button("Overturn verdict", key="rv_overturn", shortcut=OVERTURN_KEY,
+                      on_click=_decide, args=(eng, item, "overturn", *args), disabled=off,
+                      width="stretch")
+    buttons[2].button("Right verdict, wrong rule", key="rv_wrong_rule", shortcut=WRONG_RULE_KEY,
+                      on_click=_decide, args=(eng, item, WRONG_RULE, *args),
+                      disabled=off or not item.violation, width="stretch",
+                      help="The violation is real but the cited rule is not the one broken; "
+                           "the note names the right one. Only a violation cites rules.")
+    queue_nav.show_flash(FLASH)
+    action = last_action(decisions, reviewer, item.dataset) if reviewer else []
+    expected = tuple(sorted(d.id for d in action if d.id is not None))
+    st.button(f"Undo: {describe_action(action)}" if action else "Undo (nothing to undo)",
+              key="rv_undo", shortcut=UNDO_KEY, disabled=off or not action,
+              on_click=_undo, args=(eng, item.dataset, reviewer, expected, pos_key,
+                                    [i.key for i in shown]))
+    queue_nav.nav_buttons("rv", pos_key, pos, len(shown), PREVIOUS_KEY, NEXT_KEY)
+    queue_nav.key_legend([(CONFIRM_KEY.upper(), "confirm"), (OVERTURN_KEY.upper(), "overturn"),
+                          (WRONG_RULE_KEY.upper(), "wrong rule"), (UNDO_KEY.upper(), "undo"),
+                          (NEXT_KEY.upper(), "next"), (PREVIOUS_KEY.upper(), "previous"),
+                          ("?", "all keys")])
+    key_help(KEYS)
+
+
+def _bulk(eng: Engine, targets: list[QueueItem], reviewer: str, decisions: list[ReviewDecision]) -> None:
+    decision = st.session_state.get("rv_bulk_decision", "confirm")
+    note = st.session_state.get("rv_bulk_note", "") or ""
+    plan = plan_bulk(targets, decision, reviewer, note, decisions)
+    if not plan.decisions:
+        queue_nav.leave_flash(BULK_FLASH, "info", "Nothing recorded: no verdict can take that decision.")
+        return
+    if _record(eng, plan.decisions, reviewer, BULK_FLASH):
+        queue_nav.leave_flash(BULK_FLASH, "success", f"{VERB[decision]} {len(plan.decisions)} "
+                              f"verdict(s) at once. Press {UNDO_KEY.upper()} to undo them all.")
+
+
+def bulk_panel(eng: Engine, shown: list[QueueItem], selected: list[QueueItem], reviewer: str,
+               decisions: list[ReviewDecision]) -> None:
+    """One decision for many verdicts: those the filters show, or the rows selected in the
+    queue list; the preview says what will be recorded before anything is."""
+    if not reviewer or not identity.allowed("decide reviews"):
+        return
+    with st.expander("Decide several verdicts at once"):
+        scopes = {f"All {len(shown)} verdicts these filters show": shown,
+                  f"The {len(selected)} rows selected in the queue list": selected}
+        scope = st.radio("Which verdicts", list(scopes), key="rv_bulk_scope")
+        targets = scopes[scope]
+        st.radio("Decision", DECISIONS, format_func=DECISION_TEXT.get, horizontal=True,
+                 key="rv_bulk_decision")
+        st.text_input("Note for each of them", key="rv_bulk_note",
+                      help="Required to overturn or to mark “wrong rule”.")
+        decision = st.session_state.get("rv_bulk_decision", "confirm")
+        plan = plan_bulk(targets, decision, reviewer, st.session_state.get("rv_bulk_note") or "",
+                         decisions)
+        st.info(md(plan.preview(DECISION_TEXT[decision], reviewer)))
+        queue_nav.show_flash(BULK_FLASH)
+        st.button(f"{DECISION_TEXT[decision].capitalize()}: {len(plan.decisions)} verdict(s)",
+                  key="rv_bulk_apply", disabled=not plan.decisions, on_click=_bulk,
+                  args=(eng, targets, reviewer, decisions))

@@ -1,0 +1,126 @@
+"""The Review queue in real Chromium (issue #35 item 6): a pasted ``?case=`` link opens that
+verdict, a search filter is kept in the address across a reload, the three-way decision and
+its undo by key, the ``?`` keyboard help, and agreement shown in words."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import demo_index, make_server, wait_idle
+from .flows import submit
+from .test_review_flow import expect_card, leave_fields, seed_review
+
+pytestmark = pytest.mark.e2e
+
+PREMIER = "mor-003-delay-premier-credit"
+BANDS = "poor|slight|fair|moderate|substantial|almost perfect"
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = make_server(tmp_path, demo_index())
+    seed_review(srv.db_url)
+    yield srv
+    srv.stop()
+
+
+def _decisions(server):
+    from store.db import make_engine
+    from store.review import decisions_for
+
+    eng = make_engine(server.db_url)
+    try:
+        return [(d.case_id, d.decision, d.note, d.undoes is not None)
+                for d in decisions_for(eng, "demo")]
+    finally:
+        eng.dispose()
+
+
+def test_a_case_link_and_a_search_survive_a_reload(server, page):
+    page.goto(f"{server.url}/review?dataset=demo&case={PREMIER}")
+    wait_idle(page)
+    submit(page, "Reviewer", "ada")
+    expect_card(page, f"2/3 · case {PREMIER}")
+    search = page.get_by_role("textbox", name="Search")
+    search.fill("premier")
+    search.press("Enter")
+    wait_idle(page)
+    expect_card(page, f"1/1 · case {PREMIER}")
+    expect(page).to_have_url(re.compile(r"[?&]q=premier(&|$)"), timeout=30_000)
+    expect(page).to_have_url(re.compile(rf"[?&]case={PREMIER}(&|$)"), timeout=30_000)
+    page.reload()
+    wait_idle(page)
+    # A new session from the address alone: the search box, the filtered queue, the case.
+    expect(page.get_by_role("textbox", name="Search")).to_have_value("premier", timeout=30_000)
+    expect_card(page, f"1/1 · case {PREMIER}")
+    assert page.external_requests == []
+
+
+def test_wrong_rule_by_key_then_undo_by_key(server, page):
+    page.goto(f"{server.url}/review?dataset=demo")
+    wait_idle(page)
+    submit(page, "Reviewer", "ada")
+    expect_card(page, "1/3 · case mor-001-delay-not-yet-late")
+    leave_fields(page)
+    page.keyboard.press("w")  # "wrong rule" without a note: refused beside the buttons
+    refusal = page.get_by_text("needs a note naming the rule")
+    refusal.wait_for(timeout=30_000)
+    wait_idle(page)
+    buttons = page.get_by_role("button", name="Right verdict, wrong rule").bounding_box()
+    said = refusal.bounding_box()
+    assert 0 < said["y"] - buttons["y"] < 200  # right under the buttons, not at the top
+    note = page.get_by_label("Note (required to overturn)")
+    note.click()
+    page.keyboard.type("MOR-R003 is the rule broken")
+    page.keyboard.press("Tab")
+    wait_idle(page)
+    leave_fields(page)
+    page.keyboard.press("w")
+    expect_card(page, f"2/3 · case {PREMIER}")
+    undo = page.get_by_role("button", name=re.compile("Undo: right verdict, wrong rule"))
+    expect(undo).to_be_visible(timeout=30_000)
+    assert _decisions(server) == [("mor-001-delay-not-yet-late", "wrong-rule",
+                                   "MOR-R003 is the rule broken", False)]
+    leave_fields(page)
+    page.keyboard.press("u")
+    expect_card(page, "1/3 · case mor-001-delay-not-yet-late")  # back to the undone verdict
+    page.get_by_text("Undone: right verdict, wrong rule").wait_for(timeout=30_000)
+    expect(page.get_by_role("button", name="Undo (nothing to undo)")).to_be_disabled()
+    assert [d[1] for d in _decisions(server)] == ["wrong-rule", "undo"]
+
+
+def test_question_mark_shows_every_key_and_agreement_reads_in_words(server, page):
+    page.goto(f"{server.url}/review?dataset=demo")
+    wait_idle(page)
+    submit(page, "Reviewer", "ada")
+    expect_card(page, "1/3 ")
+    leave_fields(page)
+    page.keyboard.press("?")
+    overlay = page.get_by_test_id("wb-key-help")
+    expect(overlay).to_be_visible(timeout=10_000)
+    for words in ("confirm the verdict", "right verdict, wrong rule cited", "undo your last decision",
+                  "next verdict", "show or hide this help"):
+        expect(overlay.get_by_text(words)).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(overlay).to_have_count(0)
+    page.get_by_test_id("wb-key-help-open").click()  # the button opens it too
+    expect(overlay).to_be_visible()
+    page.keyboard.press("?")
+    expect(overlay).to_have_count(0)
+    # Two decisions, then Cohen's kappa is a number with two decimals and its band.
+    page.keyboard.press("y")
+    expect_card(page, "2/3 ")
+    note = page.get_by_label("Note (required to overturn)")
+    note.click()
+    page.keyboard.type("premier credit is allowed")
+    page.keyboard.press("Tab")
+    wait_idle(page)
+    leave_fields(page)
+    page.keyboard.press("n")
+    page.get_by_text("2 of 3 reviewed (2 by you)").wait_for(timeout=30_000)
+    kappa = page.get_by_test_id("stMetric").filter(has_text="Cohen's κ")
+    expect(kappa).to_contain_text(re.compile(rf"-?\d\.\d\d \(({BANDS})\)"), timeout=30_000)
+    assert page.external_requests == []

@@ -1,0 +1,140 @@
+"""``workbench review``: the Review page's decisions from the command line, for teams that
+script their audits. They go through the same store functions and role checks as the page
+(``store.review.add_decisions``, ``undo_last``), so a decision made here shows on the page.
+
+``workbench review decide --dataset D --case C [--strategy S] [--run R] --decision
+confirm|overturn|wrong-rule [--note TEXT] --reviewer NAME [--role ROLE] [--db URL]`` decides
+the newest judged trace of that case and strategy (among ``--run`` runs, as the page's queue
+picks it). ``workbench review undo --dataset D --reviewer NAME`` takes back that reviewer's
+last action (a bulk decision whole). ``workbench review decisions --dataset D [--case C]
+[--json]`` lists the records, undos included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from workbench.cli import CliError
+from workbench.commands._acting import actor_of, add_role
+from workbench.commands._common import action, command_group
+
+DB_HELP = "SQLAlchemy URL of the workbench database (default: WORKBENCH_DB or .workbench/workbench.db)"
+# workbench.review_decisions.DECISIONS, spelled out so building the parser imports nothing
+# heavy; a test keeps the two equal.
+DECISIONS = ("confirm", "overturn", "wrong-rule")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    sub = command_group(subparsers, "review", help="decide audit verdicts (the Review page's decisions)",
+                        description="Confirm, overturn or mark 'right verdict, wrong rule' on "
+                        "stored audit verdicts, undo, and list the decisions.",
+                        dest="review_command")
+    decide = action(sub, "decide", run_decide, help="record a decision on a stored verdict",
+                    description="Record one decision on the newest judged trace of a case "
+                    "(under one strategy), as the Review page does.")
+    decide.add_argument("--dataset", required=True, help="the dataset the traces are stored under")
+    decide.add_argument("--case", required=True, help="case id")
+    decide.add_argument("--strategy", help="strategy (needed when the case has several)")
+    decide.add_argument("--run", action="append", metavar="RUN",
+                        help="only these runs (repeatable; default: every run, newest trace)")
+    decide.add_argument("--decision", required=True, choices=DECISIONS,
+                        help="confirm | overturn (note needed) | wrong-rule: the violation is "
+                        "right but the cited rule is not (note names the right one)")
+    decide.add_argument("--note", default="", help="why (required for overturn and wrong-rule)")
+    _who(decide)
+
+    undo = action(sub, "undo", run_undo, help="take back a reviewer's last action",
+                  description="Withdraw the reviewer's last decision in the dataset (all of a "
+                  "bulk decision) by an undo record; the earlier decision, if any, counts again.")
+    undo.add_argument("--dataset", required=True)
+    _who(undo)
+
+    listing = action(sub, "decisions", run_decisions, help="list the stored decision records")
+    listing.add_argument("--dataset", required=True)
+    listing.add_argument("--case", help="only this case")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.add_argument("--db", help=DB_HELP)
+
+
+def _who(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--reviewer", required=True, help="the name the decision is recorded under")
+    add_role(parser)
+    parser.add_argument("--db", help=DB_HELP)
+
+
+def _verdict(engine, args):
+    """The queue item ``--case``/``--strategy`` names (the newest judged trace)."""
+    from store.audit_repo import load_cases, run_traces
+    from workbench.review import build_queue
+
+    records = run_traces(engine, args.dataset, args.run)
+    if not records:
+        raise CliError(f"no stored traces in dataset {args.dataset!r}"
+                       + (f" for run(s) {', '.join(args.run)}" if args.run else ""),
+                       "check the name with `workbench review decisions` or audit with "
+                       "`workbench audit --store DATASET`")
+    labels = {c.id: c.label for c in load_cases(engine, args.dataset) if c.label}
+    items = [i for i in build_queue(records, labels, args.dataset) if i.case_id == args.case]
+    if args.strategy:
+        items = [i for i in items if i.strategy == args.strategy]
+    if not items:
+        raise CliError(f"case {args.case!r} has no judged verdict in dataset {args.dataset!r}"
+                       + (f" under strategy {args.strategy}" if args.strategy else ""),
+                       "a trace audited without a judge has nothing to decide; pass the case "
+                       "id as the traces store it")
+    if len(items) > 1:
+        raise CliError(f"case {args.case!r} has verdicts of several strategies: "
+                       f"{', '.join(i.strategy for i in items)}", "pass --strategy")
+    return items[0]
+
+
+def run_decide(args: argparse.Namespace) -> int:
+    from store.db import make_engine
+    from store.review import add_decision
+    from workbench.review import ReviewDecision
+
+    engine = make_engine(args.db)
+    item = _verdict(engine, args)
+    decision = ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy,
+                              args.reviewer.strip(), args.decision, args.note, item.violation)
+    record = add_decision(engine, decision, actor=actor_of(args.reviewer, args.role))
+    verdict = "violation" if item.violation else "compliant"
+    print(f"recorded #{record}: {args.reviewer.strip()} {decision.words} the {item.strategy} "
+          f"verdict ({verdict}) on {item.case_id} in run {item.run_id}")
+    return 0
+
+
+def run_undo(args: argparse.Namespace) -> int:
+    from store.db import make_engine
+    from store.review import undo_last
+    from workbench.review_decisions import describe_action
+
+    engine = make_engine(args.db)
+    undone = undo_last(engine, args.dataset, args.reviewer, actor=actor_of(args.reviewer, args.role))
+    if not undone:
+        print(f"nothing to undo: {args.reviewer.strip()} has no decision in {args.dataset}")
+        return 1
+    print(f"undone: {describe_action(undone)}")
+    return 0
+
+
+def run_decisions(args: argparse.Namespace) -> int:
+    from store.db import make_engine
+    from store.review import decisions_for
+
+    rows = decisions_for(make_engine(args.db), args.dataset, case_id=args.case)
+    for d in rows:
+        record = {"id": d.id, "when": d.created_at.isoformat(), "reviewer": d.reviewer,
+                  "run": d.run_id, "case": d.case_id, "strategy": d.strategy,
+                  "decision": d.decision, "note": d.note, "judge_violation": d.judge_violation,
+                  "batch": d.batch, "undoes": d.undoes}
+        if args.json:
+            print(json.dumps(record, ensure_ascii=False))
+        else:
+            undo = f" (undoes #{d.undoes})" if d.undoes is not None else ""
+            print(f"#{d.id} {record['when']} {d.reviewer}: {d.decision}{undo} "
+                  f"{d.strategy}/{d.case_id} [{d.run_id}] {d.note}")
+    if not rows and not args.json:
+        print(f"no decisions in {args.dataset}" + (f" on {args.case}" if args.case else ""))
+    return 0
