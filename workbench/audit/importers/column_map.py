@@ -84,7 +84,7 @@ def read_mapped(text: str, origin: str, mapping: dict[str, str], policies: Polic
 def _csv_rows(text: str, origin: str, mapping: dict[str, str]) -> Iterator[tuple[int, dict[str, str]]]:
     csv.field_size_limit(max(csv.field_size_limit(), CSV_CELL_LIMIT))
     delimiter = "\t" if PurePath(origin).suffix.lower() == ".tsv" else ","
-    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter)
+    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter, strict=True)
     try:
         header = next(reader, None)
         if not header:
@@ -173,7 +173,7 @@ def _case(row: dict[str, Any], where: str, line: int, origin: str, mapping: dict
     named = got.get("skills", got.get("policy", _MISSING))
     skills = _skills(None if named is _MISSING else _json_cell(named) if flat else named,
                      where, policies)
-    used = set(mapping.values())
+    used = set(mapping.values()) if flat else {c.split(".")[0] for c in mapping.values()}
     rest = {k: v for k, v in row.items() if k not in used}
     return AuditCase(id=cid, model_response=reply, session=session, label=label, skills=skills,
                      context=history, background=state,

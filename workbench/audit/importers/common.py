@@ -79,7 +79,7 @@ class PolicyNames:
             return [self.mapping[named]]
         if self.known is not None and named in self.known:
             return [named]
-        notes.add(f"policy {named!r} names no SKILL{'' if self.known is None else ' of the index'}; "
+        notes.add(f"policy {named!r} names no {'' if self.known is None else 'known '}SKILL; "
                   f"its cases are routed by keywords (map it: --policy {named}=SKILL)")
         return None
 
@@ -180,7 +180,8 @@ def cases_from(messages: list[Message], conversation: str, *, session: str = "",
         out.append(AuditCase(
             id=f"{conversation}:{i}", model_response=m.text, session=session or conversation,
             label=own, skills=None if skills is None else list(skills), context=history,
-            background=background, extra={**base, **m.meta, "source_message": i},
+            background=background,
+            extra={**base, **m.meta, "source": {**base.get("source", {}), "message": i}},
         ))
     return out
 
@@ -210,7 +211,5 @@ def text_of(value: Any, where: str, what: str = "content") -> str:
             else:
                 out.append(f"[{kind or 'unknown'} part]")
         return "\n".join(out)
-    if isinstance(value, dict | int | float | bool):
-        return json.dumps(value, ensure_ascii=False)
     raise fail(where, f"'{what}' must be text or a list of content parts",
                "write the message text as a string")

@@ -100,7 +100,7 @@ def read_otel(text: str, origin: str, policies: PolicyNames, notes: Notes) -> li
         # One reply per span: its output (the replies in its history are other spans' outputs),
         # under the span's own id.
         for c in made:
-            if c.extra["source_message"] == len(history):
+            if c.extra["source"]["message"] == len(history):
                 c.id = f"{span.trace_id}-{span.span_id}"
                 cases.append(c)
     return cases
@@ -284,7 +284,10 @@ def _from_events(events: list[tuple[str, dict[str, Any]]], where: str) -> tuple[
                            'write message as {"role": "assistant", "content": "..."}')
             choices.append((e.get("index", 0), {"role": "assistant", **message}))
             continue
-        message = {"role": EVENT_ROLES[name], "content": e.get("content")}
+        content = e.get("content")  # an AnyValue: structured content reads as its JSON
+        if content is not None and not isinstance(content, str | list):
+            content = json.dumps(content, ensure_ascii=False)
+        message = {"role": EVENT_ROLES[name], "content": content}
         if name == "gen_ai.assistant.message" and e.get("tool_calls") is not None:
             message["tool_calls"] = _json(e["tool_calls"], where, "tool_calls")
         if name == "gen_ai.tool.message" and isinstance(e.get("id"), str):

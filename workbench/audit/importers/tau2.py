@@ -93,7 +93,11 @@ def _loads(text: str, origin: str) -> Any:
         return loads_json(text, origin)
     except InputError as exc:
         where = exc.origin if exc.line is None else f"{exc.origin}:{exc.line}"
-        raise fail(where, exc.problem, exc.fix) from None
+        fix = exc.fix
+        if "Extra data" in exc.problem:  # JSON lines, not one results document
+            fix = ("a tau2-bench results file is one JSON document and this file holds several "
+                   "(JSON lines?); if it is chat logs or spans, use --format openai, otel or map")
+        raise fail(where, exc.problem, fix) from None
 
 
 def _run_facts(sim: dict[str, Any], domain: str | None) -> dict[str, Any]:
