@@ -42,9 +42,11 @@ def import_options(args: argparse.Namespace, known: Iterable[str] | None = None)
                          None if known is None else list(known))
 
 
-def read_cases_arg(args: argparse.Namespace, path: str, known: Iterable[str] | None = None):
-    """The cases of ``path`` in the format the command line names; notes go to stderr, a
-    missing file is a CLI error, a bad one the importer's CaseFormatError."""
+def read_cases_arg(args: argparse.Namespace, path: str, known: Iterable[str] | None = None,
+                   quiet: bool = False):
+    """The cases of ``path`` in the format the command line names; notes go to stderr (with
+    ``quiet``: the whole ImportResult is returned instead), a missing file is a CLI error, a
+    bad one the importer's CaseFormatError."""
     from workbench.audit.importers import read_cases_file
     from workbench.cli import CliError
 
@@ -52,8 +54,13 @@ def read_cases_arg(args: argparse.Namespace, path: str, known: Iterable[str] | N
         result = read_cases_file(path, import_options(args, known))
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
-    for note in result.notes[:20]:
+    if not quiet:
+        print_notes(result.notes)
+    return result if quiet else result.cases
+
+
+def print_notes(notes: list[str]) -> None:
+    for note in notes[:20]:
         print(f"note: {note}", file=sys.stderr)
-    if len(result.notes) > 20:
-        print(f"note: {len(result.notes) - 20} more", file=sys.stderr)
-    return result.cases
+    if len(notes) > 20:
+        print(f"note: {len(notes) - 20} more", file=sys.stderr)

@@ -70,12 +70,18 @@ def _import_cases(args) -> int:
     from workbench.audit import CaseFormatError
     from workbench.audit.importers import ImportFormatError
     from workbench.cli import CliError
-    from workbench.commands._case_formats import read_cases_arg
+    from workbench.commands._case_formats import print_notes, read_cases_arg
 
-    engine = make_engine(args.db)
     try:
-        # The store's SKILL names: a policy a file names that is one of them is used as is.
-        cases = read_cases_arg(args, args.cases, repo.skill_names(engine))
+        # The whole file is checked before the database is opened (opening it creates it).
+        first = read_cases_arg(args, args.cases, quiet=True)
+        engine = make_engine(args.db)
+        if first.notes and any(c.skills is None for c in first.cases):
+            # A policy the file names may be a SKILL of the store: read again knowing them.
+            cases = read_cases_arg(args, args.cases, repo.skill_names(engine))
+        else:
+            cases = first.cases
+            print_notes(first.notes)
     except ImportFormatError:
         raise  # names its own fix
     except (OSError, CaseFormatError) as exc:
