@@ -58,6 +58,10 @@ EXPECTED = {
     f"{SIM}:2": (False, []),  # the reservation lookup
     f"{SIM}:6": (True, ["AIR-R051"]),  # cancels a 4-day-old basic economy booking: caught,
     # citing the 24-hour cancellation rule
+    # The other simulation's refusal to add insurance after booking is compliant, but the small
+    # judge flags it under the very rule it follows (no insurance after booking): a false
+    # positive of the 1.5B model, kept as it answered.
+    "9a8b7c6d-5e4f-4a3b-8c2d-1f0e9d8c7b6a:2": (True, ["AIR-R041"]),
 }
 
 
@@ -85,8 +89,8 @@ def test_tau2_simulation_imported_audited_and_shown_on_replay(tmp_path, monkeypa
                  "--format", "tau2", "--policy", "airline=airline-policy"]) == 0
     stored = {c.id: c for c in audit_repo.load_cases(eng, "tau2-airline")}
     assert len(stored) == 7
-    traces = [_audit(stored[cid], index, gateway) for cid in EXPECTED]
-    assert audit_repo.save_traces(eng, traces, "recorded", "tau2-airline") == 3
+    traces = [_audit(stored[cid], index, gateway) for cid in EXPECTED if cid in stored]
+    assert audit_repo.save_traces(eng, traces, "recorded", "tau2-airline") == 4
 
     at = AppTest.from_file(str(ROOT / "pages" / "replay.py"), default_timeout=90).run()
     assert not at.exception
