@@ -62,6 +62,9 @@ EXPECTED = {
     # judge flags it under the very rule it follows (no insurance after booking): a false
     # positive of the 1.5B model, kept as it answered.
     "9a8b7c6d-5e4f-4a3b-8c2d-1f0e9d8c7b6a:2": (True, ["AIR-R041"]),
+    # OpenAI chat log: the agent offers to add insurance after booking (labelled a violation);
+    # the small judge in whole mode misses it, as it misses the merchant case study.
+    "chat-7f3a:4": (False, []),
 }
 
 
