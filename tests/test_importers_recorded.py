@@ -65,6 +65,9 @@ EXPECTED = {
     # OpenAI chat log: the agent offers to add insurance after booking (labelled a violation);
     # the small judge in whole mode misses it, as it misses the merchant case study.
     "chat-7f3a:4": (False, []),
+    # OpenTelemetry chat span: a $50 certificate to a regular economy member without
+    # insurance (no compensation is due): missed too.
+    "4bf92f3577b34da6a3ce929d0e0e4736-53995c3f42cd8ad8": (False, []),
 }
 
 
