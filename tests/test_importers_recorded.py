@@ -68,6 +68,8 @@ EXPECTED = {
     # OpenTelemetry chat span: a $50 certificate to a regular economy member without
     # insurance (no compensation is due): missed too.
     "4bf92f3577b34da6a3ce929d0e0e4736-53995c3f42cd8ad8": (False, []),
+    # CSV by column mapping: a $100 certificate to a regular economy member: missed.
+    "T-1042": (False, []),
 }
 
 
