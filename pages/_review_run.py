@@ -19,7 +19,8 @@ from components.state import model_gateway
 from pages import _audit_cache as audit_cache
 from store import audit_repo
 from workbench.audit import AuditOptions, run_audit
-from workbench.audit.cases import CaseFormatError, parse_cases_bytes
+from workbench.audit.cases import CaseFormatError
+from workbench.audit.importers import FORMAT_HELP, FORMATS, ImportOptions, parse_cases_upload
 from workbench.audit.sinks import sink_done_keys
 from workbench.audit.strategies import CONTEXT_FORMS
 from workbench.audit.trace_file import read_traces
@@ -27,7 +28,7 @@ from workbench.errors import WorkbenchError, is_fatal
 from workbench.inputs import InputError, decode_text
 from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
 
-SOURCES = ("A stored dataset", "Upload a cases JSONL")
+SOURCES = ("A stored dataset", "Upload a cases file")
 
 
 def safe_key(text: str) -> str:
@@ -36,8 +37,19 @@ def safe_key(text: str) -> str:
 
 
 def store_uploaded_cases(eng: Engine) -> None:
-    upload = st.file_uploader("Cases JSONL (normalised schema: id, context, model_response, ...)",
-                              type=["jsonl", "ndjson"], key="rv_cases_file")
+    fmt = st.selectbox("File format", FORMATS, format_func=FORMAT_HELP.get, key="rv_cases_format",
+                       help="One case per assistant reply; tool calls and their results are kept "
+                       "as turns of the conversation.")
+    upload = st.file_uploader("Cases file", type=["jsonl", "ndjson", "json", "csv", "tsv"],
+                              key="rv_cases_file")
+    column_map = st.text_input("Column mapping", key="rv_cases_map", disabled=fmt != "map",
+                               placeholder="reply=output,history=messages,id=ticket",
+                               help="Which column holds the reply (required), the history, id, "
+                               "session, label, skills and state.")
+    policy = st.text_input("Policy", key="rv_cases_policy", disabled=fmt == "cases",
+                           placeholder="airline=airline-policy",
+                           help="A SKILL name for every case, or NAME=SKILL to map the policy "
+                           "the file names (a tau2 domain, an agent name); comma-separated.")
     name = st.text_input("Store as dataset", key="rv_cases_name", placeholder="e.g. airline-may")
     # Storing a case again under its id replaces it, gold label included (workbench.roles).
     may_import = identity.permitted("import cases")
@@ -45,11 +57,18 @@ def store_uploaded_cases(eng: Engine) -> None:
         if upload is None or not name.strip():
             st.error("Choose a cases file and name the dataset first.")
             return
+        stored = policy_index(eng)  # a policy the file names that is a stored SKILL is used as is
         try:
-            cases = parse_cases_bytes(upload.getvalue(), upload.name)
+            result = parse_cases_upload(upload.getvalue(), upload.name, ImportOptions(
+                fmt, column_map.strip() if fmt == "map" else None,
+                tuple(p.strip() for p in policy.split(",") if p.strip()) if fmt != "cases" else (),
+                None if stored is None else list(stored.skills)))
         except CaseFormatError as exc:
             show_error(exc, lead="Nothing was stored: ")
             return
+        cases = result.cases
+        for note in result.notes[:10]:
+            st.warning(md(note))
         try:
             n = audit_repo.save_cases(eng, name.strip(), cases, actor=identity.actor())
         except WorkbenchError as exc:  # roles.NotAllowed: the store checks the role too

@@ -130,6 +130,41 @@ def save_traces(
     return retry_conflicts(write)
 
 
+def save_case_and_trace(engine: Engine, dataset: str, case: AuditCase, trace: AuditTrace,
+                        run_id: str, actor: Actor = COMMAND_LINE) -> None:
+    """Store one case and its trace in one transaction (the audit API: a request's
+    conversation and verdict land together or not at all). Reads only that case's row, so
+    the cost does not grow with the dataset, unlike ``save_cases``."""
+    require(actor, "import cases")
+    require(actor, "store audit results")
+    payload = dumps_utf8(case.to_dict())
+    row = dict(run_id=run_id, dataset=dataset, case_id=trace.id, strategy=trace.strategy,
+               violation=trace.violation,
+               error=None if trace.error is None
+               else bound_message(f"{trace.error.kind}: {trace.error.message}"),
+               trace_json=encode_trace(trace))
+
+    def write() -> None:
+        with write_session(engine) as session:
+            stored = session.exec(select(CaseRow).where(CaseRow.dataset == dataset,
+                                                        CaseRow.case_id == case.id)).first()
+            stored = stored or CaseRow(dataset=dataset, case_id=case.id)
+            stored.session, stored.label, stored.payload_json = case.session, case.label, payload
+            session.add(stored)
+            session.add(AuditResultRow(**row))
+            session.commit()
+
+    retry_conflicts(write)
+
+
+def load_case(engine: Engine, dataset: str, case_id: str) -> AuditCase | None:
+    """One stored case of ``dataset`` (None when there is none)."""
+    with Session(engine) as session:
+        row = session.exec(select(CaseRow).where(CaseRow.dataset == dataset,
+                                                 CaseRow.case_id == case_id)).first()
+    return None if row is None else case_from_dict(json.loads(row.payload_json), f"dataset {dataset}")
+
+
 def run_traces(
     engine: Engine,
     dataset: str | None = None,

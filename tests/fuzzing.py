@@ -36,6 +36,7 @@ CONTRACT = FIX / "contracts" / "airline.yaml"
 TRAJECTORIES = FIX / "contracts" / "airline_synthetic.json"
 OUTCOMES = FIX / "scaling" / "outcomes.csv"
 COMPLIBENCH = FIX / "audit" / "complibench" / "airlines" / "conversation_00000.json"
+IMPORTERS = FIX / "importers"
 SKILL = FIX / "demo" / "skills"
 LABELS = b"item,annotator,label\nr1,ann,correct\nr1,bob,wrong\nr2,ann,correct\nr2,bob,\n"
 TIME_LIMIT_S = 20.0  # per input, on a loaded 2-core machine; a hang is far beyond it
@@ -298,6 +299,22 @@ TARGETS: tuple[Target, ...] = (
            argv=lambda p, w: ["import-cases", str(p), "--dataset", "fz"], writes=True),
     Target("cases:audit", "cases.jsonl", CASES.read_bytes, lambda r, d: mutate_json(r, d, True),
            argv=_audit_argv, outputs=("out.jsonl",)),
+    Target("cases:openai", "chat.jsonl", (IMPORTERS / "openai_chat.jsonl").read_bytes,
+           lambda r, d: mutate_json(r, d, True),
+           argv=lambda p, w: ["import-cases", str(p), "--dataset", "fz", "--format", "openai"],
+           writes=True),
+    Target("cases:tau2", "results.json", (IMPORTERS / "tau2_airline_results.json").read_bytes,
+           lambda r, d: mutate_json(r, d, False),
+           argv=lambda p, w: ["import-cases", str(p), "--dataset", "fz", "--format", "tau2"],
+           writes=True),
+    Target("cases:otel", "spans.jsonl", (IMPORTERS / "otel_genai_spans.jsonl").read_bytes,
+           lambda r, d: mutate_json(r, d, True),
+           argv=lambda p, w: ["import-cases", str(p), "--dataset", "fz", "--format", "otel"],
+           writes=True),
+    Target("cases:map-csv", "qa.csv", (IMPORTERS / "qa_export.csv").read_bytes, mutate_bytes,
+           argv=lambda p, w: ["import-cases", str(p), "--dataset", "fz", "--map",
+                              "id=ticket,history=conversation,reply=bot_answer,label=qa_result"],
+           writes=True),
     Target("traces:metrics", "traces.jsonl", TRACES.read_bytes,
            lambda r, d: mutate_json(r, d, True), argv=lambda p, w: ["metrics", str(p)]),
     Target("traces:import-traces", "traces.jsonl", TRACES.read_bytes,

@@ -125,7 +125,7 @@ def test_annotator_cannot_import_cases_or_traces_on_review_analyst_can(review_db
 
     for role, disabled in (("annotator", True), ("analyst", False)):
         at = _as(REVIEW, role)
-        at.radio(key="rv_cases_source").set_value("Upload a cases JSONL").run()
+        at.radio(key="rv_cases_source").set_value("Upload a cases file").run()
         assert not at.exception, role
         assert at.button(key="rv_cases_store").disabled is disabled, role
         assert at.button(key="rv_traces_store").disabled is disabled, role

@@ -7,6 +7,8 @@ import json
 import sys
 
 from workbench.audit.judge.probability import DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES
+from workbench.commands._case_formats import add_case_format_args, read_cases_arg
+from workbench.commands._ci_gate import GateRun, add_gate_args
 from workbench.commands._common import action, add_index_and_cases, cli_gateway
 from workbench.vocabulary import (
     JUDGED_MODES,
@@ -33,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "case's AuditTrace as JSON. Re-running the same command skips cases already in --out.",
     )
     add_index_and_cases(p)
+    add_case_format_args(p)  # --format/--map/--policy (issue 34)
+    add_gate_args(p)  # --fail-on/--junit (issue 34)
     p.add_argument("--strategy", required=True, choices=STRATEGY_NAMES)
     p.add_argument("--keywords", choices=values(KeywordMethod), default=KeywordMethod.LEXICAL,
                    help="audit keywords: deterministic words (default) or the keyworder role")
@@ -179,7 +183,8 @@ def _audit(args) -> int:
     if args.out is not None and Path(args.out).is_dir():
         raise CliError(f"--out {args.out} is a folder; give a file for the traces (e.g. "
                        f"{Path(args.out) / 'traces.jsonl'})")
-    cases = load_cases_or_fail(args.cases)
+    gate = GateRun.from_args(args)
+    cases = read_cases_arg(args, args.cases, index.skills)
     if args.limit is not None:
         cases = cases[: args.limit]
     if args.order == "skill":  # stable: file order within each SKILL; unnamed ones last
@@ -223,6 +228,8 @@ def _audit(args) -> int:
             notes += f", {fit.turns_dropped} oldest turns left out"
         print(f"[audit] {trace.id} {trace.strategy}: {state} ({trace.context_tokens} ctx tokens{notes})",
               file=sys.stderr, flush=True)
+        if gate is not None:
+            gate.collect(trace)
 
     engine = _ray_engine(args, index, needs_model) if args.engine == "ray" else None
     try:
@@ -240,7 +247,7 @@ def _audit(args) -> int:
     )
     if stored is not None:
         _store_earlier(args, cases, stored)
-    return 0
+    return gate.finish(cases, index) if gate is not None else 0
 
 
 def _ray_engine(args, index, needs_model: bool):

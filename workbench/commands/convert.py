@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.commands._case_formats import add_case_format_args
 from workbench.commands._common import action
 
 
@@ -12,14 +13,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub, "convert", _convert,
         help="cases or traces between JSONL and Parquet (by file extension)",
         description="Convert audit cases or traces between JSONL and Parquet (.parquet). "
-        "Traces from JSONL keep the newest trace per case, as a resumed run means them.",
+        "Traces from JSONL keep the newest trace per case, as a resumed run means them. "
+        "Cases in another format (--format openai|tau2|otel|map) are converted into the case "
+        "schema, JSONL or Parquet.",
     )
     p.add_argument("kind", choices=("cases", "traces"))
-    p.add_argument("source", help="input file: .jsonl or .parquet")
+    p.add_argument("source", help="input file: .jsonl or .parquet (cases: or --format's file)")
     p.add_argument("target", help="output file: .jsonl or .parquet")
     p.add_argument("--threshold", default=None, metavar="P|dataset:NAME|policy:NAME",
                    help="traces to Parquet: also write the decision this threshold makes of each "
                    "verdict's probability (a number, or a saved setting)")
+    add_case_format_args(p)
 
 
 def _convert(args) -> int:
@@ -30,15 +34,20 @@ def _convert(args) -> int:
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import encode_trace, read_traces
     from workbench.cli import CliError
+    from workbench.commands._case_formats import import_options, read_cases_arg
 
-    if parquet.is_parquet(args.source) == parquet.is_parquet(args.target):
+    foreign = args.kind == "cases" and import_options(args).format != "cases"
+    if args.kind == "traces" and (args.cases_format or args.cases_map or args.cases_policy):
+        raise CliError("--format, --map and --policy are for cases, not traces")
+    if not foreign and parquet.is_parquet(args.source) == parquet.is_parquet(args.target):
         raise CliError(
             f"convert {args.source} -> {args.target}: exactly one of the two must end in .parquet "
             "(the other is JSONL)"
         )
     try:
         if args.kind == "cases":
-            cases = load_cases(args.source)  # reads both formats
+            # The case schema in either form, or an imported format (to the case schema).
+            cases = read_cases_arg(args, args.source) if foreign else load_cases(args.source)
             n = (parquet.write_cases(cases, args.target) if parquet.is_parquet(args.target)
                  else dump_cases(cases, args.target))
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.commands._case_formats import add_case_format_args
 from workbench.commands._common import action
 
 
@@ -20,10 +21,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--skill", action="append", help="only this SKILL (repeatable)")
 
     p = action(sub, "import-cases", _import_cases,
-               help="store audit cases (JSONL or .parquet) under a dataset name")
+               help="store audit cases (the case schema, OpenAI chat logs, tau2-bench results, "
+               "OpenTelemetry spans, or any CSV/JSONL with --map) under a dataset name",
+               description="The whole file is read and checked first: a bad record stores "
+               "nothing. Foreign formats make one case per assistant reply (--format).")
     p.add_argument("cases")
     p.add_argument("--dataset", required=True)
     p.add_argument("--db")
+    add_case_format_args(p)
 
     p = action(sub, "import-traces", _import_traces,
                help="store audit traces (JSONL or .parquet) of a run; idempotent")
@@ -60,16 +65,29 @@ def _export(args) -> int:
 
 
 def _import_cases(args) -> int:
-    from store import audit_repo
+    from store import audit_repo, repo
     from store.db import make_engine
-    from workbench.audit import CaseFormatError, load_cases
+    from workbench.audit import CaseFormatError
+    from workbench.audit.importers import ImportFormatError
     from workbench.cli import CliError
+    from workbench.commands._case_formats import print_notes, read_cases_arg
 
     try:
-        cases = load_cases(args.cases)
+        # The whole file is checked before the database is opened (opening it creates it).
+        first = read_cases_arg(args, args.cases, quiet=True)
+        engine = make_engine(args.db)
+        if first.notes and any(c.skills is None for c in first.cases):
+            # A policy the file names may be a SKILL of the store: read again knowing them.
+            cases = read_cases_arg(args, args.cases, repo.skill_names(engine))
+        else:
+            cases = first.cases
+            print_notes(first.notes)
+    except ImportFormatError:
+        raise  # names its own fix
     except (OSError, CaseFormatError) as exc:
-        raise CliError(f"{exc}. Cases are JSONL in the normalised schema (see README).") from None
-    n = audit_repo.save_cases(make_engine(args.db), args.dataset, cases)
+        raise CliError(f"{exc}. Cases are JSONL in the normalised schema (see README), or "
+                       "another format with --format.") from None
+    n = audit_repo.save_cases(engine, args.dataset, cases)
     print(f"{args.dataset}: {n} case(s) stored")
     return 0
 

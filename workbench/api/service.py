@@ -1,0 +1,148 @@
+"""What one ``POST /v1/audit`` does, without the web framework: the request becomes an
+:class:`AuditCase`, the case goes through the same pipeline as ``workbench audit``
+(``runner.audit_one``: its strategies, window fitting and judge), the case and its trace are
+kept by the injected :class:`TraceStore`, and the trace becomes the response body.
+
+The store is injected (``workbench api`` passes the database's; tests and the benchmark may
+pass a memory one), so this module stays in the core and never imports ``store/``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from workbench.audit.cases import AuditCase, Turn
+from workbench.audit.importers.common import SYSTEM_ROLES, ImportFormatError
+from workbench.audit.importers.openai_chat import chat_messages
+from workbench.audit.pipeline import AuditOptions
+from workbench.audit.policy import AuditIndex
+from workbench.audit.runner import audit_one
+from workbench.audit.strategies import get_strategy
+from workbench.audit.trace import AuditTrace
+from workbench.errors import WorkbenchError
+from workbench.vocabulary import verdict_word
+
+QUOTE_MAX = 600
+
+
+class RequestError(WorkbenchError, ValueError):
+    """The request cannot be audited as sent; answered 422 with the message and the fix."""
+
+
+class TraceStore(Protocol):
+    def save(self, case: AuditCase, trace: AuditTrace) -> None:
+        """Keep the case and its trace (the trace id is the case id)."""
+        ...
+
+    def get(self, trace_id: str) -> tuple[AuditCase | None, AuditTrace] | None:
+        """The stored case and newest trace of ``trace_id``; None when there is none."""
+        ...
+
+
+class MemoryTraceStore:
+    """A TraceStore in a dict: for tests and the benchmark, not for a served API."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, tuple[AuditCase, AuditTrace]] = {}
+        self._lock = threading.Lock()
+
+    def save(self, case: AuditCase, trace: AuditTrace) -> None:
+        with self._lock:
+            self.items[trace.id] = (case, trace)
+
+    def get(self, trace_id: str) -> tuple[AuditCase | None, AuditTrace] | None:
+        with self._lock:
+            return self.items.get(trace_id)
+
+
+@dataclass
+class AuditService:
+    index: AuditIndex
+    gateway: Any  # a workbench.llm.Gateway (the CLI's: database response cache included)
+    store: TraceStore
+    strategy: str = "cdg"
+    options: AuditOptions = AuditOptions()
+
+    def __post_init__(self) -> None:
+        self._strategy = get_strategy(self.strategy, self.gateway)  # built once (dense encoder)
+
+    def case_of(self, body: dict[str, Any]) -> AuditCase:
+        """The request as a case: OpenAI-style messages (tool calls included) as history,
+        the reply as text or an assistant message; policies must be SKILLs of the index."""
+        try:
+            history = chat_messages(body.get("conversation") or [], "conversation")
+            reply = body.get("reply")
+            if isinstance(reply, dict):
+                [said] = chat_messages([{"role": "assistant", **reply}], "reply")
+                reply = said.text
+        except ImportFormatError as exc:
+            raise RequestError(exc.message, exc.hint) from None
+        if not isinstance(reply, str) or not reply.strip():
+            raise RequestError("'reply' (the agent reply to audit) is empty",
+                               "send the reply as text, or as an assistant message with tool_calls")
+        policies = body.get("policies") or None
+        if policies is not None:
+            unknown = [p for p in policies if p not in self.index]
+            if unknown:
+                raise RequestError(f"unknown policy {', '.join(map(repr, unknown))}",
+                                   f"name SKILLs of the served index: {', '.join(self.index.names)}")
+        trace_id = f"api-{uuid.uuid4().hex}"
+        extra: dict[str, Any] = {"source": {"format": "api"}}
+        if body.get("client_id"):
+            extra["client_id"] = str(body["client_id"])
+        return AuditCase(
+            id=trace_id, model_response=reply, session=str(body.get("session") or ""),
+            skills=list(policies) if policies else None,
+            context=[Turn(m.role, m.text) for m in history if m.role not in SYSTEM_ROLES],
+            background=body.get("state"), extra=extra,
+        )
+
+    def audit(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Audit one request, store it, and return the response body. Fatal setup errors
+        (no model configuration, an aborted endpoint) raise; a failed case is an answer."""
+        started = time.perf_counter()
+        case = self.case_of(body)
+        trace = audit_one(case, self.index, self._strategy, self.gateway, self.options)
+        self.store.save(case, trace)
+        out = response_body(trace, self.index)
+        out["timings_ms"]["request"] = round((time.perf_counter() - started) * 1000.0, 3)
+        return out
+
+
+def cited_rules(trace: AuditTrace, index: AuditIndex) -> list[dict[str, Any]]:
+    """Each violated rule with the policy text it stands for: SKILL, character spans and
+    the text at them."""
+    out = []
+    for rid in trace.verdict.violated_rules if trace.verdict else []:
+        where = trace.unit_spans.get(rid) or {}
+        skill = where.get("skill", "")
+        source = index.skill(skill).source if skill in index else ""
+        spans = [{"start": s, "end": e, "text": source[s:e][:QUOTE_MAX]}
+                 for s, e in where.get("spans") or []]
+        out.append({"id": rid, "skill": skill, "spans": spans})
+    return out
+
+
+def response_body(trace: AuditTrace, index: AuditIndex) -> dict[str, Any]:
+    v = trace.verdict
+    probability = getattr(v, "probability", None) if v is not None else None
+    return {
+        "trace_id": trace.id,
+        "verdict": None if v is None else verdict_word(v.violation),
+        "violation": None if v is None else v.violation,
+        "probability": probability,
+        "reason": "" if v is None else v.reason,
+        "cited_rules": cited_rules(trace, index),
+        "unknown_rule_ids": [] if v is None else list(v.unknown_rule_ids),
+        "skills": list(trace.skills),
+        "closure": {k: list(ids) for k, ids in trace.closure.items()},
+        "closure_ids": trace.closure_ids,
+        "error": None if trace.error is None else {"kind": trace.error.kind,
+                                                   "message": trace.error.message},
+        "model_calls": len(trace.usage),
+        "timings_ms": dict(trace.timings_ms),
+    }

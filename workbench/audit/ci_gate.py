@@ -1,0 +1,193 @@
+"""The CI gate of ``workbench audit --fail-on violation[=P] --junit FILE``: which audited
+cases fail, the exit code, and a JUnit XML report CI systems show natively.
+
+A case **fails** when it is judged a violation: with ``=P`` and a verdict that carries a
+probability (``Verdict.probability``, P(violation) in [0, 1]), when that probability is at
+least P; a verdict without one is decided by its bare violation flag. A case whose audit
+ended in an error (no route, a model that failed, ...) was not checked: it is an **error**,
+not a pass. Exit codes: 0 every case passed; 1 a case failed; 3 none failed but some could
+not be judged (the gate cannot say the run is clean). 2 stays the CLI's usage/input error.
+
+The report follows the JUnit XML that Jenkins, GitLab, GitHub Actions reporters and Azure
+DevOps read (validated against the Jenkins xUnit plugin's ``junit-10.xsd``): one
+``<testsuite>`` for the run, one ``<testcase>`` per case, a ``<failure>`` naming the
+violated rules with their source spans, an ``<error>`` for a case that could not be judged.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.audit.trace import AuditTrace
+from workbench.clock import utcnow
+from workbench.errors import WorkbenchError
+
+EXIT_PASS, EXIT_FAIL, EXIT_UNJUDGED = 0, 1, 3
+QUOTE_MAX = 400  # characters of a rule's source text quoted in a failure
+_XML_BAD = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+class GateSpecError(WorkbenchError, ValueError):
+    """``--fail-on`` is not ``violation`` or ``violation=P``."""
+
+
+@dataclass(frozen=True)
+class FailOn:
+    """``violation`` (threshold None: the verdict decides) or ``violation=P``."""
+
+    threshold: float | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> FailOn:
+        word, sep, value = spec.strip().partition("=")
+        if word.strip() != "violation":
+            raise GateSpecError(f"--fail-on {spec!r}: the gate fails on 'violation'",
+                                "write --fail-on violation or --fail-on violation=0.8")
+        if not sep:
+            return cls()
+        try:
+            p = float(value)
+        except ValueError:
+            p = -1.0
+        if not 0.0 < p <= 1.0:
+            raise GateSpecError(f"--fail-on {spec!r}: the probability must be a number in (0, 1]",
+                                "write e.g. --fail-on violation=0.8")
+        return cls(p)
+
+    def __str__(self) -> str:
+        return "violation" if self.threshold is None else f"violation={self.threshold:g}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case_id: str
+    status: str  # "passed" | "failed" | "error"
+    message: str  # one line: why
+    trace: AuditTrace | None = None
+
+
+def probability_of(trace: AuditTrace) -> float | None:
+    p = getattr(trace.verdict, "probability", None) if trace.verdict is not None else None
+    return float(p) if isinstance(p, int | float) and not isinstance(p, bool) else None
+
+
+def outcome(case_id: str, trace: AuditTrace | None, rule: FailOn) -> Outcome:
+    """What the gate makes of one case's newest trace (None: the case was not audited)."""
+    if trace is None:
+        return Outcome(case_id, "error", "not audited: no trace for this case")
+    if trace.error is not None:
+        return Outcome(case_id, "error", f"{trace.error.kind}: {trace.error.message}", trace)
+    if trace.verdict is None:
+        return Outcome(case_id, "error", "not judged (the audit ran without a judge)", trace)
+    p = probability_of(trace)
+    rules = ", ".join(trace.verdict.violated_rules) or "no rule named"
+    shown = "" if p is None else f" (P(violation) = {p:.3f})"
+    if rule.threshold is not None and p is not None:
+        failed = p >= rule.threshold
+        why = f"{'at or above' if failed else 'below'} the gate's {rule.threshold:g}"
+        if failed:
+            return Outcome(case_id, "failed", f"violation of {rules}{shown}, {why}", trace)
+        word = "violation" if trace.verdict.violation else "compliant"
+        return Outcome(case_id, "passed", f"{word}{shown}, {why}", trace)
+    if trace.verdict.violation:
+        return Outcome(case_id, "failed", f"violation of {rules}{shown}", trace)
+    return Outcome(case_id, "passed", f"compliant{shown}", trace)
+
+
+def outcomes(case_ids: Iterable[str], traces: Mapping[str, AuditTrace], rule: FailOn) -> list[Outcome]:
+    return [outcome(cid, traces.get(cid), rule) for cid in dict.fromkeys(case_ids)]
+
+
+def exit_code(results: list[Outcome]) -> int:
+    if any(o.status == "failed" for o in results):
+        return EXIT_FAIL
+    if any(o.status == "error" for o in results):
+        return EXIT_UNJUDGED
+    return EXIT_PASS
+
+
+def summary_line(results: list[Outcome], rule: FailOn) -> str:
+    n = {s: sum(o.status == s for o in results) for s in ("passed", "failed", "error")}
+    return (f"[gate] --fail-on {rule}: {n['failed']} failed, {n['error']} could not be judged, "
+            f"{n['passed']} passed of {len(results)} cases")
+
+
+def clean(text: str) -> str:
+    """Text XML 1.0 can hold: control characters and lone surrogates become U+FFFD."""
+    return _XML_BAD.sub("\ufffd", text)
+
+
+def _rule_lines(trace: AuditTrace, sources: Mapping[str, str]) -> list[str]:
+    """Each violated rule with where its text stands in its SKILL, and the text itself."""
+    lines = []
+    for rid in trace.verdict.violated_rules if trace.verdict else []:
+        where = trace.unit_spans.get(rid) or {}
+        skill, spans = where.get("skill", ""), where.get("spans") or []
+        source = sources.get(skill, "")
+        parts = []
+        for start, end in spans:
+            line = source.count("\n", 0, start) + 1 if source else None
+            quote = " ".join(source[start:end].split()) if source else ""
+            if len(quote) > QUOTE_MAX:
+                quote = quote[:QUOTE_MAX] + "..."
+            at = f"{skill} characters {start}-{end}" + (f" (line {line})" if line else "")
+            parts.append(f"    {at}: \"{quote}\"" if quote else f"    {at}")
+        lines.append(f"  {rid}" + ("" if parts else " (no source span recorded)"))
+        lines += parts
+    unknown = trace.verdict.unknown_rule_ids if trace.verdict else []
+    if unknown:
+        lines.append(f"  cited but not in the judged context: {', '.join(unknown)}")
+    return lines
+
+
+def failure_text(o: Outcome, sources: Mapping[str, str], reply: str = "") -> str:
+    """The body of a failure: readable by a person in the CI log as much as by the CI."""
+    t = o.trace
+    assert t is not None and t.verdict is not None
+    out = [f"Case {o.case_id}: {o.message}.", "", "Violated rules and where the policy says so:",
+           *_rule_lines(t, sources), "", f"Judge's reason: {t.verdict.reason}"]
+    if reply:
+        out += ["", f"Audited reply: {reply[:2000]}"]
+    out += ["", f"Strategy {t.strategy}, judge mode {t.judge_mode}, SKILLs {', '.join(t.skills) or '-'}; "
+            f"judged rules: {', '.join(t.closure_ids) or '-'}"]
+    return clean("\n".join(out))
+
+
+def junit_xml(results: list[Outcome], *, suite: str, properties: Mapping[str, Any],
+              sources: Mapping[str, str], replies: Mapping[str, str] | None = None) -> str:
+    """The JUnit XML report of one gated run (UTF-8 text, declaration included)."""
+    replies = replies or {}
+    failures = sum(o.status == "failed" for o in results)
+    errors = sum(o.status == "error" for o in results)
+    seconds = sum((o.trace.timings_ms.get("total", 0.0) if o.trace else 0.0) for o in results) / 1000
+    root = ET.Element("testsuites", name="workbench audit", tests=str(len(results)),
+                      failures=str(failures), errors=str(errors), time=f"{seconds:.3f}")
+    ts = ET.SubElement(root, "testsuite", name=clean(suite), tests=str(len(results)),
+                       failures=str(failures), errors=str(errors), skipped="0",
+                       time=f"{seconds:.3f}", timestamp=utcnow().strftime("%Y-%m-%dT%H:%M:%S"),
+                       hostname=clean(socket.gethostname() or "localhost"))
+    props = ET.SubElement(ts, "properties")
+    for key, value in properties.items():
+        ET.SubElement(props, "property", name=clean(str(key)), value=clean(str(value)))
+    for o in results:
+        t = o.trace
+        skill = (t.skills[0] if t and t.skills else "unrouted").replace(".", "_")
+        case = ET.SubElement(ts, "testcase", name=clean(o.case_id), classname=clean(f"audit.{skill}"),
+                             time=f"{(t.timings_ms.get('total', 0.0) if t else 0.0) / 1000:.3f}")
+        if o.status == "failed":
+            f = ET.SubElement(case, "failure", type="violation", message=clean(o.message))
+            f.text = failure_text(o, sources, replies.get(o.case_id, ""))
+        elif o.status == "error":
+            kind = t.error.kind if t is not None and t.error is not None else "NotJudged"
+            e = ET.SubElement(case, "error", type=clean(kind), message=clean(o.message))
+            e.text = clean(f"Case {o.case_id} could not be judged: {o.message}")
+        if t is not None and t.verdict is not None:
+            out = ET.SubElement(case, "system-out")
+            out.text = clean(f"{o.message}\nJudge's reason: {t.verdict.reason}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
