@@ -70,7 +70,7 @@ def main() -> None:
         engine.dispose()
     repo.import_index(engine, PolicyIndex([skill]))
     (work / "none.toml").write_text("")  # the built-in defaults, whatever ./workbench.toml says
-    verdict = reply({"violation": False, "violated_rules": [], "reason": "complies"})
+    verdict = reply({"violation": False, "violated_rules": [], "evidence": [], "reason": "complies"})
     with FakeChatServer(default=verdict) as judge:
         gateway = Gateway(load_config(work / "none.toml", env=role_env(judge.api_base, role="judge",
                                                                       retries=0)))

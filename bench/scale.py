@@ -42,7 +42,7 @@ from workbench.llm import Gateway, load_config  # noqa: E402
 from workbench.llm.fake_server import FakeChatServer, reply, role_env  # noqa: E402
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
-VERDICT = {"violation": False, "violated_rules": [], "reason": "complies"}
+VERDICT = {"violation": False, "violated_rules": [], "evidence": [], "reason": "complies"}
 LEVELS = (1, 2, 4, 8)
 
 

@@ -51,9 +51,9 @@ def judge(body):
     said = REPLY_BLOCK.search(prompt).group(1)
     ids = re.findall(r"^\[([A-Z]+-[A-Z]?\d+)\]", prompt, re.M)
     if "cancel_reservation" in said:
-        return reply({"violation": True, "violated_rules": [ids[0]],
+        return reply({"violation": True, "violated_rules": [ids[0]], "evidence": [],
                       "reason": f"cancels a basic economy booking [{ids[0]}]"})
-    return reply({"violation": False, "violated_rules": [], "reason": "complies"})
+    return reply({"violation": False, "violated_rules": [], "evidence": [], "reason": "complies"})
 
 
 class Served:
@@ -120,7 +120,7 @@ def test_a_verdict_with_cited_spans_and_its_stored_trace(tmp_path, fake_judge, m
         assert r.status_code == 200, r.text
         body = r.json()
         assert body["verdict"] == "violation" and body["violation"] is True
-        assert body["probability"] is None  # this judge gives none
+        assert body["probability"] == 1.0  # the scripted server is certain of every token
         [cited] = body["cited_rules"]
         source = json.loads(INDEX.read_text())["skills"][0]["source"]
         assert cited["skill"] == "airline-policy" and cited["spans"]
@@ -142,7 +142,8 @@ def test_a_verdict_with_cited_spans_and_its_stored_trace(tmp_path, fake_judge, m
 
 
 def test_429_when_full_and_the_admitted_ones_are_answered(tmp_path, monkeypatch):
-    slow = replace(reply({"violation": False, "violated_rules": [], "reason": "complies"}), delay_s=1.0)
+    slow = replace(reply({"violation": False, "violated_rules": [],
+                          "evidence": [], "reason": "complies"}), delay_s=1.0)
     with FakeChatServer(default=slow) as srv, \
             Served(tmp_path, srv, monkeypatch, concurrency=1, queue=1) as api:
 

@@ -102,8 +102,9 @@ def _cancel_judge(body):
     prompt = body["messages"][-1]["content"]
     ids = re.findall(r"^\[([A-Z]+-[A-Z]?\d+)\]", prompt, re.M)
     if "cancel_reservation" in REPLY_BLOCK.search(prompt).group(1):
-        return reply({"violation": True, "violated_rules": [ids[0]], "reason": f"[{ids[0]}]"})
-    return reply({"violation": False, "violated_rules": [], "reason": "complies"})
+        return reply({"violation": True, "violated_rules": [ids[0]], "evidence": [],
+                      "reason": f"[{ids[0]}]"})
+    return reply({"violation": False, "violated_rules": [], "evidence": [], "reason": "complies"})
 
 
 def _audit(tmp_path, monkeypatch, srv, *extra: str, cases: Path = TAU2) -> int:

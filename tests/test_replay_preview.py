@@ -67,7 +67,7 @@ def fake_judge(monkeypatch):
     real gateway, litellm and HTTP, answering with a scripted verdict."""
     from workbench.llm.fake_server import FakeChatServer, reply, role_env
 
-    verdict = {"violation": False, "violated_rules": [], "reason": "No rule is broken."}
+    verdict = {"violation": False, "violated_rules": [], "evidence": [], "reason": "No rule is broken."}
     with FakeChatServer(default=reply(verdict, prompt_tokens=900, completion_tokens=40)) as srv:
         for name, value in role_env(srv.api_base, role="judge").items():
             monkeypatch.setenv(name, value)

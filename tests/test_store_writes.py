@@ -182,7 +182,7 @@ def test_cases_that_failed_in_a_500_storm_succeed_on_resume(tmp_path):
     index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
     cases = load_cases(FIX / "merchant_cases.jsonl")
     out = tmp_path / "t.jsonl"
-    ok = reply({"violation": False, "violated_rules": [], "reason": "complies"})
+    ok = reply({"violation": False, "violated_rules": [], "evidence": [], "reason": "complies"})
     with FakeChatServer(default=ok) as srv:
         gw = Gateway(config=load_config(env=role_env(srv.api_base, retries=0)),
                      sleep=lambda _s: None)
@@ -228,7 +228,7 @@ def test_a_5_mb_judge_answer_leaves_small_traces_and_a_small_database(tmp_path, 
     out = tmp_path / "t.jsonl"
     # Valid JSON that misses the schema: the schema error quoted the 5 MB value, twice (the
     # answer and the repair), in every trace.
-    junk = reply({"violation": "x" * 5_000_000, "violated_rules": [], "reason": "r"})
+    junk = reply({"violation": "x" * 5_000_000, "violated_rules": [], "evidence": [], "reason": "r"})
     with FakeChatServer(default=junk) as srv:
         gw = Gateway(config=load_config(env=role_env(srv.api_base, retries=0)),
                      sleep=lambda _s: None)

@@ -43,7 +43,8 @@ def test_records_carry_the_audit_prompts_and_targets(merchant):
     assert rec.session == materialise([case], index, salt="s3cret")[0].session
     assert rec.session != materialise([case], index, salt="other")[0].session
     target = json.loads(rec.completion)
-    assert target == {"violation": True, "violated_rules": ["C032"], "reason": "The reply breaks [C032]."}
+    assert target == {"violation": True, "violated_rules": ["C032"],
+                      "evidence": [], "reason": "The reply breaks [C032]."}
     assert json.loads(records[1].completion)["violation"] is False
     assert rec.complexity > 0 and rec.skills == ["merchant-order-refund"]
     row = rec.to_dict()

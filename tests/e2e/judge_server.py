@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from workbench.llm.fake_server import FakeChatServer, reply, role_env
 
-COMPLIANT = {"violation": False, "violated_rules": [], "reason": "No rule is broken."}
+COMPLIANT = {"violation": False, "violated_rules": [], "evidence": [], "reason": "No rule is broken."}
 
 
 @contextlib.contextmanager

@@ -102,8 +102,11 @@ def target_verdict(case: AuditCase) -> str | None:
         if rules
         else ("The reply violates the policy." if violation else "No rule is violated.")
     )
+    # The judge's answer schema (judge_v3): no gold words of the reply are known, so the
+    # target quotes none.
     return json.dumps(
-        {"violation": violation, "violated_rules": rules, "reason": reason}, ensure_ascii=False
+        {"violation": violation, "violated_rules": rules, "evidence": [], "reason": reason},
+        ensure_ascii=False,
     )
 
 
