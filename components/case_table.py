@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from components.links import replay_link
+from workbench.audit.selective import probability_words
 from workbench.audit.trace import AuditTrace, latest_per_case
 from workbench.glossary import gold_word
 from workbench.vocabulary import COMPLIANT, VIOLATION, verdict_word
@@ -114,14 +115,15 @@ def filter_sort_page(frame: pd.DataFrame, text: str = "", sort_by: str | None = 
     return frame.iloc[(page - 1) * page_size: page * page_size], matching, pages
 
 
-QUEUE_COLUMNS = ("#", "case", "strategy", "run", "verdict", "gold", "why queued", "decisions",
-                 "open")
+QUEUE_COLUMNS = ("#", "case", "strategy", "run", "verdict", "how sure", "gold", "why queued",
+                 "decisions", "open")
 
 
 def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
-               reason_text: Mapping[str, str]) -> list[dict[str, Any]]:
+               reason_text: Mapping[str, str], setting: Any = None) -> list[dict[str, Any]]:
     """One row per Review queue item (``workbench.review.QueueItem``), numbered as the queue
-    shows them, with its decisions so far (``ReviewDecision``) and a Replay link."""
+    shows them, with how sure the judge is (read through ``setting``, the dataset's saved
+    threshold), its decisions so far (``ReviewDecision``) and a Replay link."""
     decided: dict[tuple, list[str]] = {}
     for d in decisions:
         decided.setdefault((d.run_id, d.case_id, d.strategy), []).append(
@@ -129,7 +131,9 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
     rows = []
     for n, item in enumerate(items, 1):
         rows.append({"#": n, "case": item.case_id, "strategy": item.strategy, "run": item.run_id,
-                     "verdict": trace_verdict_word(item.trace), "gold": gold_word(item.label),
+                     "verdict": trace_verdict_word(item.trace),
+                     "how sure": probability_words(item.trace.verdict, setting) or "–",
+                     "gold": gold_word(item.label),
                      "why queued": ", ".join(reason_text.get(r, r) for r in item.reasons),
                      "decisions": "; ".join(decided.get(item.key, [])) or "none yet",
                      "open": replay_link(dataset, item.case_id, item.run_id)})

@@ -20,13 +20,16 @@ from components import identity, queue_nav
 from components.key_help import key_help
 from components.safe import md
 from store import review as review_store
+from workbench.audit.selective import auto_decide_preview
 from workbench.errors import WorkbenchError
+from workbench.glossary import help_for
 from workbench.review import (
     DECISION_TEXT,
     DECISIONS,
     QueueItem,
     ReviewDecision,
     item_text,
+    plan_auto_decisions,
     plan_bulk,
 )
 from workbench.review_decisions import WRONG_RULE, describe_action, last_action
@@ -171,3 +174,40 @@ def bulk_panel(eng: Engine, shown: list[QueueItem], selected: list[QueueItem], r
         st.button(f"{DECISION_TEXT[decision].capitalize()}: {len(plan.decisions)} verdict(s)",
                   key="rv_bulk_apply", disabled=not plan.decisions, on_click=_bulk,
                   args=(eng, targets, reviewer, decisions))
+
+
+AUTO_FLASH = "rv_auto_flash"
+
+
+def _auto(eng: Engine, shown: list[QueueItem], reviewer: str, decisions: list[ReviewDecision],
+          setting) -> None:
+    level = float(st.session_state.get("rv_auto_level", 0.9))
+    plan = plan_auto_decisions(shown, level, reviewer, setting, decisions)
+    if plan.decisions and _record(eng, plan.decisions, reviewer, AUTO_FLASH):
+        queue_nav.leave_flash(AUTO_FLASH, "success", f"Auto-decided {len(plan.decisions)} verdict(s) "
+                              f"as one action. Press {UNDO_KEY.upper()} to undo them all.")
+
+
+def auto_panel(eng: Engine, shown: list[QueueItem], reviewer: str, decisions: list[ReviewDecision],
+               setting, labels: dict) -> None:
+    """"Auto-decide above confidence c": before anything is recorded, how many verdicts it
+    decides, how many it leaves to people, and the accuracy it had on labelled cases."""
+    if not reviewer or not identity.allowed("decide reviews"):
+        return
+    with st.expander("Auto-decide confident verdicts", expanded=False):
+        level = st.slider("Decide automatically at confidence", 0.5, 0.99, 0.9, 0.01,
+                          key="rv_auto_level", help=help_for("auto-decide"))
+        preview = auto_decide_preview(shown, lambda i: i.trace.verdict, level, setting,
+                                      gold=lambda i: labels.get(i.case_id, i.label))
+        acc = ("no labelled case among them" if not preview.labelled else
+               f"right on {preview.correct} of the {preview.labelled} with a gold label "
+               f"({preview.accuracy:.0%})")
+        st.info(md(f"Would decide {preview.decided} of {preview.decided + preview.to_review} "
+                   f"verdicts these filters show and leave {preview.to_review} to people; {acc}."))
+        if setting is None:
+            st.caption("No threshold is saved for this dataset: probabilities are read at 0.50, "
+                       "uncalibrated (Evaluate → Verdict calibration saves one).")
+        queue_nav.show_flash(AUTO_FLASH)
+        st.button(f"Auto-decide {preview.decided} verdict(s)", key="rv_auto_apply",
+                  disabled=not preview.decided, on_click=_auto,
+                  args=(eng, shown, reviewer, decisions, setting))

@@ -18,8 +18,9 @@ from components.safe import md
 from components.trace_settings import show_trace_settings
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
-from pages._review_decide import bulk_panel, decision_buttons, item_key
+from pages._review_decide import auto_panel, bulk_panel, decision_buttons, item_key
 from pages._review_view import view_controls
+from pages._thresholds import dataset_setting
 from store import review as review_store
 from workbench.glossary import agreement_text, gold_word, help_for
 from workbench.review import (
@@ -122,11 +123,11 @@ def _queue(url: str, dataset: str, runs: tuple[str, ...] | None, versions: tuple
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _queue_list(dataset: str, versions: tuple, shown_keys: tuple, decided: tuple,
-                _shown: list[QueueItem], _decisions: list[ReviewDecision]) -> pd.DataFrame:
+def _queue_list(dataset: str, versions: tuple, shown_keys: tuple, decided: tuple, threshold: object,
+                _shown: list[QueueItem], _decisions: list[ReviewDecision], _setting) -> pd.DataFrame:
     """The queue list's rows, built once per shown queue and decision state: a key press
     that only moves through the queue finds them built (1,000 rows cost ~0.1 s)."""
-    return pd.DataFrame(queue_rows(dataset, _shown, _decisions, REASON_TEXT),
+    return pd.DataFrame(queue_rows(dataset, _shown, _decisions, REASON_TEXT, _setting),
                         columns=list(QUEUE_COLUMNS))
 
 
@@ -167,7 +168,9 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     decisions = review_store.decisions_for(eng, dataset)
     view = view_controls(eng, reviewer, sorted({i.strategy for i in items}))
     queue = filter_queue(items, view.reasons)
-    shown = apply_view(items, view, reviewer, decisions)
+    saved = dataset_setting(eng, dataset)
+    setting = saved[1] if saved else None
+    shown = apply_view(items, view, reviewer, decisions, setting)
     progress = review_progress(queue, decisions, reviewer)
     st.progress(progress.share, text=f"{progress.reviewed} of {progress.total} reviewed "
                 f"({progress.mine} by you)")
@@ -182,13 +185,15 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     with st.expander(f"Queue list ({len(shown)} verdicts): sort, filter, select, open on Replay"):
         st.caption("Select rows to decide them together below.")
         show_case_table(_queue_list(dataset, versions, tuple(i.key for i in shown),
-                                    _decided(decisions), shown, decisions),
+                                    _decided(decisions), saved[0] if saved else (), shown, decisions,
+                                    setting),
                         key="rv_list", columns=QUEUE_COLUMNS, select_into="rv_selected",
                         id_column=("case", "strategy", "run"),
                         column_filters=("strategy", "verdict", "gold"))
     picked_rows = set(st.session_state.get("rv_selected") or [])
     selected = [i for i in shown if (i.case_id, i.strategy, i.run_id) in picked_rows]
     bulk_panel(eng, shown, selected, reviewer, decisions)
+    auto_panel(eng, shown, reviewer, decisions, setting, {cid: c.label for cid, c in cases.items()})
     pos_key = f"rv_pos/{dataset}"
     _position(shown, items, pos_key)
     pos = max(0, min(int(st.session_state.get(pos_key, 0)), len(shown) - 1))
@@ -205,7 +210,8 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
         show_case(case)
     with right:
         cited = item.trace.verdict is not None and item.trace.verdict.violated_rules
-        show_verdict(item.trace, policy_index(eng) if cited else None, key=item_key(item))
+        show_verdict(item.trace, policy_index(eng) if cited else None, key=item_key(item),
+                     reply=case.model_response if case is not None else None, setting=setting)
         advance = view.status != "not reviewed by me"  # there a decided verdict leaves the list
         decision_buttons(eng, item, reviewer, decisions, pos_key, pos, shown, advance)
         show_item(item, case, decisions)

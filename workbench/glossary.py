@@ -47,6 +47,9 @@ TERMS: tuple[Term, ...] = (
     Term("violation probability", "How likely the judge finds a violation, from its own "
          "token probabilities for the verdict (or the share of several sampled answers). Shown "
          "calibrated when a threshold was saved for the dataset from labelled cases.", "verdicts"),
+    Term("how sure", "The judge's verdict in words with its confidence (\"likely violation — "
+         "83 %\"), read at the dataset's saved threshold; \"uncalibrated\" when none is saved.",
+         "Review"),
     Term("confidence", "The chance that a decision is right: the calibrated violation "
          "probability for a violation, one minus it for a compliant decision. Review can put the "
          "least confident first.", "Review"),

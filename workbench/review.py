@@ -372,3 +372,29 @@ def plan_bulk(items: Iterable[QueueItem], decision: str, reviewer: str, note: st
         out.append(ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy,
                                   reviewer, decision, note, item.violation))
     return BulkPlan(out, sum(d.key in mine for d in out), skipped)
+
+
+def plan_auto_decisions(items: Iterable[QueueItem], min_confidence: float, reviewer: str,
+                        setting: Any = None, decisions: Iterable[ReviewDecision] = ()) -> BulkPlan:
+    """Auto-decide: every item whose decision at the dataset's threshold (``setting``, a
+    ``ThresholdSetting``; None: 0.5, uncalibrated) has a confidence of at least
+    ``min_confidence`` gets that decision, recorded for ``reviewer`` (who applies it) as a
+    confirmation of the judge's verdict when they agree and an overturn when the threshold
+    decides otherwise; the note says it was automatic and how confident. Items below the
+    level, or without a probability, are left to people."""
+    from workbench.audit.selective import judgement
+
+    mine = {key for (key, who) in current_decisions(decisions) if who == reviewer}
+    out, left = [], []
+    for item in items:
+        j = judgement(item.trace.verdict, setting)
+        if j is None or j.confidence < min_confidence or item.violation is None:
+            left.append(item)
+            continue
+        decision = "confirm" if j.decided_violation == item.violation else "overturn"
+        threshold = getattr(setting, "threshold", 0.5)
+        note = (f"auto-decided: {verdict_word(j.decided_violation)} with confidence "
+                f"{j.confidence:.2f} ≥ {min_confidence:.2f} (threshold {threshold:.2f})")
+        out.append(ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy,
+                                  reviewer, decision, note, item.violation))
+    return BulkPlan(out, sum(d.key in mine for d in out), left)

@@ -49,8 +49,19 @@ SORTS: dict[str, SortKey] = {
                     lambda i, c: ("gold-mismatch" not in i.reasons, i.case_id)),
     "newest decision": SortKey("newest decision first",
                                lambda i, c: (_newest(i, c), i.case_id)),
+    # The judge's own doubt: least confident decision first (workbench.audit.selective);
+    # verdicts without a probability last.
+    "uncertainty": SortKey("most doubtful first (lowest confidence)",
+                           lambda i, c: _confidence(i, c)),
 }
 DEFAULT_SORT = "queue"
+
+
+def _confidence(item: QueueItem, context: Mapping[str, Any]) -> Any:
+    from workbench.audit.selective import judgement
+
+    j = judgement(item.trace.verdict, context.get("setting"))
+    return None if j is None else (j.confidence, item.case_id)
 
 
 def _newest(item: QueueItem, context: Mapping[str, Any]) -> Any:
@@ -172,10 +183,12 @@ def decision_words(item: QueueItem, current: Mapping[tuple, ReviewDecision]) -> 
 
 
 def apply_view(items: Sequence[QueueItem], view: ReviewView, reviewer: str = "",
-               decisions: Iterable[ReviewDecision] = ()) -> list[QueueItem]:
+               decisions: Iterable[ReviewDecision] = (), setting: Any = None) -> list[QueueItem]:
     """The queue items ``view`` shows, in its order. Filters: the queue's own (reasons,
     every word of the query in the item's text, status relative to ``reviewer``), then the
-    column filters (an item passes a column when its value is one of those chosen)."""
+    column filters (an item passes a column when its value is one of those chosen).
+    ``setting``: the dataset's saved threshold (a ``ThresholdSetting``) that reads the
+    judge's probabilities for the uncertainty order."""
     decisions = list(decisions)
     shown = filter_queue(items, view.reasons, view.query, view.status, reviewer, decisions)
     current = current_decisions(decisions)
@@ -191,7 +204,7 @@ def apply_view(items: Sequence[QueueItem], view: ReviewView, reviewer: str = "",
     sort = SORTS.get(view.sort, SORTS[DEFAULT_SORT])
     context = {"position": {item.key: n for n, item in enumerate(items)},
                "decided": {d.key: d.words for d in current.values()},
-               "newest": {}}
+               "newest": {}, "setting": setting}
     for d in current.values():
         stamp = d.created_at.timestamp()
         context["newest"][d.key] = max(stamp, context["newest"].get(d.key, stamp))
