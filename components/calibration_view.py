@@ -46,6 +46,5 @@ def show_calibration(report: dict, key: str, saved: tuple[int, float] | None = N
     else:
         st.caption("No threshold is saved for this dataset yet: verdicts are read at 0.50, uncalibrated.")
     if on_save is not None:
-        if st.button(f"Save threshold {setting['threshold']:.2f} for this dataset", key=f"{key}_save",
-                     disabled=bool(save_refusal), help=save_refusal or None):
-            on_save()
+        st.button(f"Save threshold {setting['threshold']:.2f} for this dataset", key=f"{key}_save",
+                  disabled=bool(save_refusal), help=save_refusal or None, on_click=on_save)

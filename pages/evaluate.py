@@ -15,6 +15,7 @@ from components.retrieval_curves import show_evaluations
 from components.state import engine
 from components.training_runs import training_section
 from pages import _audit_cache as audit_cache
+from pages._evaluate_calibration import calibration_section
 from store import audit_repo
 from workbench.glossary import help_for
 from workbench.plot_axes import short_labels
@@ -103,6 +104,9 @@ def bars(metrics: list[str], title: str, key: str, share: bool = False) -> None:
 bars(["ACC", "violation-F1"], "Quality", "ev_quality", share=True)
 bars(["context tokens", "online tokens"], "Tokens per case (mean)", "ev_tokens")
 bars(["latency ms"], "Latency per case (mean, ms)", "ev_latency")
+
+with st.container(border=True):
+    calibration_section(eng, chosen, audit_cache.versions)
 
 # -- per case ------------------------------------------------------------------------------
 st.subheader("Per-case results")

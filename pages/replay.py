@@ -20,6 +20,7 @@ from components.trace_view import show_steps
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
 from pages import _replay_rerun as rerun_steps
+from pages._thresholds import dataset_setting
 from store import audit_repo
 from workbench.audit import AuditTrace, CaseFormatError, case_from_dict
 from workbench.errors import WorkbenchError
@@ -198,7 +199,9 @@ with right:
     else:
         if stored(strategy_a) is None and dataset != PASTE:
             st.caption("Below: the new result (a preview, not stored).")
-        show_verdict(trace_a, index, key="a")
+        saved = None if dataset == PASTE else dataset_setting(eng, dataset)
+        setting = saved[1] if saved else None
+        show_verdict(trace_a, index, key="a", reply=case.model_response, setting=setting)
         show_trace_settings(trace_a)
         newer = None if dataset == PASTE or stored(strategy_a) is None else \
             audit_cache.newer_unjudged(eng, dataset, case.id, trace_a)
@@ -222,6 +225,6 @@ if trace_a is not None:
                 c1.metric("Context tokens", t.context_tokens)
                 c2.metric("Verdict", "—" if t.verdict is None else
                           ("violation" if t.verdict.violation else "compliant"))
-                show_verdict(t, index, key=f"side_{s}")
+                show_verdict(t, index, key=f"side_{s}", reply=case.model_response, setting=setting)
     st.subheader("Trace")
     show_steps(trace_a, index, key="a")

@@ -62,25 +62,10 @@ def _labelled(args):
     from workbench.vocabulary import label_violation
 
     if args.store:
-        from store import audit_repo
         from store.db import make_engine
-        from store.review import decisions_for
-        from workbench.audit.calibration import review_truth
-        from workbench.review import current_decisions
+        from store.labelled import labelled_traces
 
-        engine = make_engine()
-        runs = args.run
-        pairs = audit_repo.run_traces(engine, args.store, runs)
-        traces = latest_per_case([t for _, t in pairs], key=trace_key)
-        truth = {c.id: v for c in audit_repo.load_cases(engine, args.store)
-                 if (v := label_violation(c.label)) is not None}
-        judged = {t.id: t.violation for t in traces}
-        for (_key, _who), d in current_decisions(decisions_for(engine, args.store)).items():
-            said = review_truth(d.decision, d.judge_violation if d.judge_violation is not None
-                                else judged.get(d.case_id))
-            if said is not None:
-                truth[d.case_id] = said  # a reviewer's word over an imported label
-        return traces, truth
+        return labelled_traces(make_engine(), args.store, args.run)
     if not args.traces:
         raise CliError("give traces files (with --cases) or --store DATASET")
     traces = []

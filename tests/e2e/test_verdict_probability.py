@@ -1,0 +1,79 @@
+"""Verdicts an analyst can trust, in real Chromium: Replay shows the violation probability in
+words and marks the words of the reply the verdict rests on; Review puts the most doubtful
+verdict first when sorted by uncertainty."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import ROOT, demo_index, make_server, wait_idle
+from .flows import submit
+from .test_review_flow import expect_card, leave_fields
+
+pytestmark = pytest.mark.e2e
+
+# case -> (violation?, probability, a sentence of its reply to cite as evidence)
+JUDGED = {
+    "mor-001-delay-not-yet-late": (True, 0.95, "your order is running late"),
+    "mor-003-delay-premier-credit": (True, 0.55, "so it is 9 days late"),
+    "air-001-compensation-regular-economy": (False, 0.1, None),
+}
+
+
+def seed(db_url: str) -> None:
+    from store import audit_repo
+    from store.db import make_engine
+    from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
+    from workbench.audit.evidence import locate_quotes
+    from workbench.graph import PolicyIndex
+
+    eng = make_engine(db_url)
+    cases = [c for c in load_cases(ROOT / "fixtures" / "demo" / "cases.jsonl") if c.id in JUDGED]
+    audit_repo.save_cases(eng, "demo", cases)
+    index = AuditIndex(PolicyIndex.from_dict(demo_index()))
+    traces = []
+    for case in cases:
+        violation, p, quote = JUDGED[case.id]
+        t = audit_case(case, index, "cdg", None, AuditOptions(judge_mode="none"))
+        t.judge_mode = "whole"
+        cited = t.units[:1] if violation else []
+        t.verdict = Verdict(violation, "hand-set verdict", cited, probability=p,
+                            probability_source="logprobs",
+                            evidence=locate_quotes(case.model_response, [quote]) if quote else [])
+        traces.append(t)
+    audit_repo.save_traces(eng, traces, "run-1", "demo")
+    eng.dispose()
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = make_server(tmp_path, demo_index())
+    seed(srv.db_url)
+    yield srv
+    srv.stop()
+
+
+def test_replay_shows_the_probability_and_marks_the_reply_sentence(server, page):
+    page.goto(f"{server.url}/replay?dataset=demo&case=mor-001-delay-not-yet-late")
+    wait_idle(page)
+    page.get_by_text("likely violation — 95 % (uncalibrated)").wait_for(timeout=60_000)
+    mark = page.get_by_test_id("wb-evidence").locator("mark")
+    expect(mark).to_have_count(1, timeout=30_000)
+    expect(mark).to_have_text("your order is running late")
+    assert page.external_requests == []
+
+
+def test_review_sorted_by_uncertainty_shows_the_most_doubtful_verdict_first(server, page):
+    page.goto(f"{server.url}/review?dataset=demo&sort=uncertainty")
+    wait_idle(page)
+    submit(page, "Reviewer", "ada")
+    # Confidence at 0.5: 0.55 for mor-003, 0.90 for air-001, 0.95 for mor-001.
+    expect_card(page, "1/3 · case mor-003-delay-premier-credit")
+    page.get_by_text("possible violation — 55 % (uncalibrated)").first.wait_for(timeout=30_000)
+    leave_fields(page)
+    page.keyboard.press("j")
+    expect_card(page, "2/3 · case air-001-compensation-regular-economy")
+    leave_fields(page)
+    page.keyboard.press("j")
+    expect_card(page, "3/3 · case mor-001-delay-not-yet-late")
