@@ -17,6 +17,27 @@ def test_sources(tmp_path):
     assert _source(gguf) == (str(tmp_path), {"gguf_file": "m.gguf"})
 
 
+def test_both_embedded_models_resolve_to_their_own_gguf(tmp_path, monkeypatch):
+    # `train opd --teacher embedded --student embedded:small`: each name is its own GGUF file,
+    # read (and dequantised) by transformers from the model cache.
+    import workbench.llm.weights as weights
+
+    asked = []
+
+    def fake_assembled(directory=None, spec=None, *, progress=None, model="default"):
+        asked.append(model)
+        path = tmp_path / weights.embedded_model(model).filename
+        path.write_bytes(b"GGUF")
+        return path
+
+    monkeypatch.setattr(weights, "assembled_path", fake_assembled)
+    assert _source("embedded") == (str(tmp_path), {"gguf_file": weights.DEFAULT.filename})
+    assert _source("embedded:small") == (str(tmp_path), {"gguf_file": weights.SMALL.filename})
+    assert asked == ["default", "small"]
+    with pytest.raises(ModelLoadError, match="unknown embedded model 'tiny'.*small"):
+        _source("embedded:tiny")
+
+
 def test_a_folder_without_a_model_is_a_clear_error(tmp_path):
     with pytest.raises(ModelLoadError, match="could not load a causal LM"):
         load_model(tmp_path, trainable=False)

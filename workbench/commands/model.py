@@ -108,12 +108,16 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"{info.url}/v1", flush=True)
     from workbench.llm.config import url_field
 
+    field = url_field(args.model)
+    # An adapted model is another model: only its own name keeps its answers apart from the
+    # base model's in the cache, so it is reached as openai/<alias>, never as an embedded role.
+    shared = "" if adapter else (
+        f"Point the embedded roles of another process at it with [embedded].{field} = "
+        f"\"{info.url}/v1\" (WORKBENCH_EMBEDDED_{field.upper()}), or one role with ")
     print(
         f"embedded model '{info.alias}' serving at {info.url}/v1 ({info.slots} slots x "
         f"{info.slot_ctx} tokens, {info.threads} threads; started in {info.startup_s:.1f}s). "
-        f"Point the embedded roles of another process at it with [embedded].{url_field(args.model)} "
-        f"= \"{info.url}/v1\" (WORKBENCH_EMBEDDED_{url_field(args.model).upper()}), or one role "
-        f"with WORKBENCH_<ROLE>_MODEL=openai/{info.alias} "
+        f"{shared or 'Point a role at it with '}WORKBENCH_<ROLE>_MODEL=openai/{info.alias} "
         f"WORKBENCH_<ROLE>_API_BASE={info.url}/v1. Ctrl-C stops it.",
         file=sys.stderr,
         flush=True,

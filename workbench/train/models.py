@@ -146,6 +146,7 @@ def sample(
     group: int,
     max_new_tokens: int,
     temperature: float,
+    top_p: float = 1.0,
 ) -> Samples:
     texts = [render_prompt(tokenizer, m) for m in prompts]
     enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -155,7 +156,7 @@ def sample(
             **enc,
             do_sample=True,
             temperature=temperature,
-            top_p=1.0,
+            top_p=top_p,
             top_k=0,
             max_new_tokens=max_new_tokens,
             num_return_sequences=group,
