@@ -124,6 +124,26 @@ def test_labels_from_the_cases_file_override_the_traces(runs, tmp_path):
     assert run_f1(runs["base"], "base", labels=labels).f1 == pytest.approx(2 * 2 / (2 * 2 + 0 + 3))
 
 
+def test_the_held_out_cases_cut_a_longer_run_to_them(runs, tmp_path, capsys):
+    # The base judge's run covers the 8 cases; the held-out set is cases 0-3 and 4-5.
+    held = tmp_path / "held.jsonl"
+    rows = [{"id": f"case-{i}", "model_response": "ok", "label": "negative" if GOLD[i] else "positive"}
+            for i in (0, 1, 2, 3, 4, 5)]
+    held.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    from workbench.audit.cases import load_cases
+
+    labels = {c.id: c.label for c in load_cases(str(held))}
+    got = run_f1(runs["base"], "base", labels=labels)
+    # base on 0-5: TP 1 (case 0), FN 3, FP 1 (case 4) -> 2/6
+    assert got.labelled == 6 and got.cases == frozenset(labels) and got.f1 == pytest.approx(1 / 3)
+    args = ["scaling", "recovery", "--runs-cases", str(held), "--json"]
+    args += [a for n, p in runs.items() for a in (f"--{n}-run", str(p))]
+    assert main(args) == 0
+    assert {r["labelled"] for r in json.loads(capsys.readouterr().out)} == {6}
+    with pytest.raises(RunEvaluationError, match="no trace of the given cases"):
+        run_f1(runs["base"], "base", labels={"elsewhere": "negative"})
+
+
 def test_both_a_run_and_a_typed_f1_for_one_judge_is_an_error(runs, capsys):
     args = ["scaling", "recovery", "--base-run", str(runs["base"]), "--f1-base", "0.3",
             "--teacher-run", str(runs["teacher"]), "--uniform-run", str(runs["uniform"])]

@@ -57,6 +57,24 @@ def test_the_embedded_gguf_tokenizer_loads_with_its_chat_template():
     assert tok.eos_token == "<|im_end|>" and tok.chat_template
 
 
+@pytest.mark.slow
+@pytest.mark.model
+def test_transformers_reads_one_vocabulary_from_both_embedded_ggufs():
+    # What `train opd --teacher embedded --student embedded:small` compares before it starts:
+    # the tokenizers transformers builds from the two GGUF files (about 45 s each on a busy
+    # 2-core machine; only the tokenizers, not the weights).
+    from transformers import AutoTokenizer
+
+    from workbench.llm.weights import assembled_path
+
+    toks = []
+    for model in ("default", "small"):
+        where, extra = _source(assembled_path(model=model))
+        toks.append(AutoTokenizer.from_pretrained(where, **extra))
+    assert toks[0].get_vocab() == toks[1].get_vocab() and len(toks[0]) >= 151_936
+    assert toks[0].eos_token == toks[1].eos_token == "<|im_end|>"
+
+
 def _tiny_qwen2(layers: int = 3):
     torch = pytest.importorskip("torch")
     from transformers import Qwen2Config, Qwen2ForCausalLM

@@ -130,7 +130,8 @@ def _add_recovery(parser: argparse.ArgumentParser) -> None:
         recovery.add_argument(f"--{name}-run", metavar="FILE", help=f"evaluation of {what}")
         recovery.add_argument(f"--f1-{name}", type=float, metavar="F1", help=f"F1 of {what}, typed in")
     recovery.add_argument("--runs-cases", metavar="CASES.jsonl",
-                          help="labels of the held-out cases (default: the labels in the traces)")
+                          help="the held-out cases: only their traces count, with these labels "
+                          "(default: every trace, with the labels it carries)")
     recovery.add_argument("--runs-strategy", metavar="STRATEGY",
                           help="the strategy row to read when an evaluation holds several")
 

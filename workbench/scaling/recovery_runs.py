@@ -92,6 +92,11 @@ def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | No
         raise RunEvaluationError(f"--{name}-run {path}: holds no audit traces{first}",
                                  "give the JSONL `workbench audit --out` wrote, or a metrics JSON")
     traces = latest_per_case(traces, key=trace_key)
+    if labels is not None:  # the held-out cases: only their traces count
+        traces = [t for t in traces if t.id in labels]
+        if not traces:
+            raise RunEvaluationError(f"--{name}-run {path}: no trace of the given cases",
+                                     "evaluate the judge on the held-out cases (--runs-cases)")
     rows = [r.as_dict() for r in compute_metrics([t.to_dict() for t in traces], labels)]
     picked = _pick(rows, path, name, group)
     chosen = [t for t in traces if _group_of(t.to_dict(), rows) == picked.group]
