@@ -70,6 +70,10 @@ def test_the_default_url_does_not_attach_the_small_model(tmp_path):
 
 def test_the_registry_knows_both_models_without_a_second_assembly():
     assert set(weights.EMBEDDED_MODELS) == {"default", "small"}
+    from workbench.llm.config import EmbeddedConfig, url_field
+
+    # Every embedded model can be reached through a running server of its own.
+    assert all(hasattr(EmbeddedConfig(), url_field(name)) for name in weights.EMBEDDED_MODELS)
     small = weights.embedded_model("small")
     assert small.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
     assert small.filename == "qwen2.5-coder-0.5b-instruct-q4_k_m-1d9614638d18.gguf"
