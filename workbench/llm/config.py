@@ -5,11 +5,9 @@ the file's ``[roles.<name>]`` table, ``WORKBENCH_DEFAULT_<SETTING>``, ``WORKBENC
 The file is ``$WORKBENCH_CONFIG`` if set, else ``./workbench.toml`` if present; without a
 file every role uses the embedded model. ``workbench.toml.example`` documents every setting.
 
-Embedded models: ``model = "embedded"`` is the default embedded model (Qwen2.5-Coder-1.5B),
-``model = "embedded:small"`` the 0.5B of the same family and tokenizer (``embedded:default``
-is a synonym of ``embedded``); ``workbench.llm.weights`` knows both. Each runs in its own
-in-process server sized by ``[embedded]``, or is reached through a running ``workbench model
-serve --model NAME`` named by ``[embedded].url`` (default) / ``[embedded].small_url``.
+``model = "embedded"`` (= ``embedded:default``) is the embedded Qwen2.5-Coder-1.5B,
+``embedded:small`` the 0.5B (``workbench.llm.weights``): each runs in its own in-process
+server sized by ``[embedded]``, or in a ``model serve`` at ``[embedded].url`` / ``.small_url``.
 
 API keys never live in the file: :func:`resolve_api_key` reads them at call time from the
 environment or ``.streamlit/secrets.toml``, and nothing here stores or prints them.
