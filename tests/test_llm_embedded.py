@@ -120,3 +120,36 @@ def test_served_model_stops_at_once_with_a_request_in_flight(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_both_embedded_models_serve_in_one_process_under_their_own_keys(monkeypatch, tmp_path):
+    # A role on embedded:small gets the 0.5B (its own in-process server, its own request key)
+    # beside the 1.5B; the small model's file is hash-checked like the default's.
+    from workbench.llm.weights import SMALL
+
+    monkeypatch.chdir(tmp_path)
+    for var in ("WORKBENCH_CONFIG", "WORKBENCH_LLM_MODE", "WORKBENCH_EMBEDDED_URL",
+                "WORKBENCH_EMBEDDED_SMALL_URL"):
+        monkeypatch.delenv(var, raising=False)
+    path = assembled_path(model="small")
+    with open(path, "rb") as f:
+        assert hashlib.file_digest(f, "sha256").hexdigest() == SMALL.sha256
+    env = {"WORKBENCH_JUDGE_MODEL": "embedded:small", "WORKBENCH_DEFAULT_MAX_TOKENS": "8",
+           "WORKBENCH_EMBEDDED_CTX_SIZE": "4096"}
+    gw = Gateway(load_config(env=env))
+    messages = [{"role": "user", "content": 'Reply with {"ok": true}.'}]
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    try:
+        small = gw.complete_json("judge", messages, schema, schema_name="check", step="t", use_cache=False)
+        big = gw.complete_json("extractor", messages, schema, schema_name="check", step="t", use_cache=False)
+        assert small.usage.model == "embedded/qwen2.5-coder-0.5b-instruct-q4_k_m"
+        assert big.usage.model == "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
+        servers = current_embedded_server("small"), current_embedded_server()
+        assert all(s is not None and s.info is not None for s in servers)
+        assert servers[0].info.url != servers[1].info.url
+        assert servers[0].info.alias == SMALL.alias
+        assert servers[1].info.alias == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    finally:
+        stop_embedded_server()
+    assert current_embedded_server("small") is None and current_embedded_server() is None

@@ -90,6 +90,24 @@ def test_embedded_url_is_shown_as_the_embedded_roles_endpoint(env, monkeypatch):
     assert any("running `workbench model serve` at http://127.0.0.1:8091/v1" in c.value for c in at.caption)
 
 
+def test_each_role_shows_which_embedded_model_it_uses(env, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_KEYWORDER_MODEL", "embedded:small")
+    monkeypatch.setenv("WORKBENCH_EMBEDDED_SMALL_URL", "http://127.0.0.1:8767")
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    roles = at.dataframe[0].value.set_index("role")
+    assert roles.loc["keyworder", "runs"] == "Qwen2.5-Coder-0.5B-Instruct (Q4_K_M), embedded"
+    assert roles.loc["keyworder", "endpoint"] == "http://127.0.0.1:8767/v1"
+    assert roles.loc["extractor", "runs"] == "Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), embedded"
+    assert roles.loc["extractor", "endpoint"] != "http://127.0.0.1:8767/v1"
+    assert roles.loc["judge", "runs"] == "openai/fake-model"
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("Embedded model Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) (used by keyworder)")
+               and "serve --model small` at http://127.0.0.1:8767/v1" in c for c in captions)
+    assert any(c.startswith("Embedded model Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) (used by "
+                            "extractor, fuser)") and "not started" in c for c in captions)
+
+
 def test_judge_context_window_is_shown_or_asked_for(env, monkeypatch):
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert any("Judge context window: unknown" in c.value and "context_window" in c.value

@@ -17,6 +17,27 @@ def test_sources(tmp_path):
     assert _source(gguf) == (str(tmp_path), {"gguf_file": "m.gguf"})
 
 
+def test_both_embedded_models_resolve_to_their_own_gguf(tmp_path, monkeypatch):
+    # `train opd --teacher embedded --student embedded:small`: each name is its own GGUF file,
+    # read (and dequantised) by transformers from the model cache.
+    import workbench.llm.weights as weights
+
+    asked = []
+
+    def fake_assembled(directory=None, spec=None, *, progress=None, model="default"):
+        asked.append(model)
+        path = tmp_path / weights.embedded_model(model).filename
+        path.write_bytes(b"GGUF")
+        return path
+
+    monkeypatch.setattr(weights, "assembled_path", fake_assembled)
+    assert _source("embedded") == (str(tmp_path), {"gguf_file": weights.DEFAULT.filename})
+    assert _source("embedded:small") == (str(tmp_path), {"gguf_file": weights.SMALL.filename})
+    assert asked == ["default", "small"]
+    with pytest.raises(ModelLoadError, match="unknown embedded model 'tiny'.*small"):
+        _source("embedded:tiny")
+
+
 def test_a_folder_without_a_model_is_a_clear_error(tmp_path):
     with pytest.raises(ModelLoadError, match="could not load a causal LM"):
         load_model(tmp_path, trainable=False)
@@ -34,6 +55,24 @@ def test_the_embedded_gguf_tokenizer_loads_with_its_chat_template():
     where, extra = _source(path)
     tok = AutoTokenizer.from_pretrained(where, **extra)
     assert tok.eos_token == "<|im_end|>" and tok.chat_template
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_transformers_reads_one_vocabulary_from_both_embedded_ggufs():
+    # What `train opd --teacher embedded --student embedded:small` compares before it starts:
+    # the tokenizers transformers builds from the two GGUF files (about 45 s each on a busy
+    # 2-core machine; only the tokenizers, not the weights).
+    from transformers import AutoTokenizer
+
+    from workbench.llm.weights import assembled_path
+
+    toks = []
+    for model in ("default", "small"):
+        where, extra = _source(assembled_path(model=model))
+        toks.append(AutoTokenizer.from_pretrained(where, **extra))
+    assert toks[0].get_vocab() == toks[1].get_vocab() and len(toks[0]) >= 151_936
+    assert toks[0].eos_token == toks[1].eos_token == "<|im_end|>"
 
 
 def _tiny_qwen2(layers: int = 3):

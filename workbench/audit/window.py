@@ -67,15 +67,17 @@ def judge_window(config: Any, role: str = "judge") -> JudgeWindow | None:
     if rc.context_window:
         return JudgeWindow(rc.context_window, f"[roles.{role}] context_window", answer)
     if rc.is_embedded:
+        from workbench.llm.config import attached_url_of
+
         emb = config.embedded
-        if emb.attached_url:
-            slot = _served_slot(emb.attached_url)
+        if attached := attached_url_of(config, rc):
+            slot = _served_slot(attached)
             if slot:
-                return JudgeWindow(slot, f"slot of the server at {emb.attached_url}", answer)
+                return JudgeWindow(slot, f"slot of the server at {attached}", answer)
             return None
         from workbench.llm.embedded import current_embedded_server
 
-        server = current_embedded_server()
+        server = current_embedded_server(rc.embedded_name)
         if server is not None and server.info is not None and server.info.slot_ctx:
             return JudgeWindow(server.info.slot_ctx, "embedded server slot (running)", answer)
         return JudgeWindow(

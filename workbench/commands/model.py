@@ -18,8 +18,15 @@ CHECK_TIMEOUT_CAP_S = 120.0
 def register(sub: argparse._SubParsersAction) -> None:
     msub = command_group(sub, "model", help="run or check the models behind the roles", dest="model_command")
 
+    from workbench.llm.weights import DEFAULT_MODEL, EMBEDDED_MODELS
+
     serve = action(msub, "serve", _serve,
                    help="run the embedded model server in the foreground and print its URL")
+    serve.add_argument("--model", choices=tuple(EMBEDDED_MODELS), default=DEFAULT_MODEL,
+                       help="which embedded model: " + ", ".join(
+                           f"{n} = {m.title}" for n, m in EMBEDDED_MODELS.items())
+                       + f" (default {DEFAULT_MODEL}); roles reach it as model = \"embedded\" / "
+                       "\"embedded:small\" with [embedded].url / .small_url set to the printed URL")
     serve.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     serve.add_argument("--ctx-size", type=int, help="total context, split over the slots")
     serve.add_argument("--parallel", type=int, help="parallel request slots")
@@ -94,15 +101,24 @@ def _serve(args: argparse.Namespace) -> int:
         adapter = Path(args.lora)
         if not adapter.is_file():
             raise CliError(f"--lora {adapter}: no such file; write it with `workbench train export`")
-    server = ensure_embedded_server(embedded, progress=_progress, quiet=not args.verbose, adapter=adapter)
+    server = ensure_embedded_server(embedded, progress=_progress, quiet=not args.verbose,
+                                    adapter=adapter, model=args.model)
     info = server.info
     assert info is not None
     print(f"{info.url}/v1", flush=True)
+    from workbench.llm.config import url_field
+
+    field = url_field(args.model)
+    # An adapted model is another model: only its own name keeps its answers apart from the
+    # base model's in the cache, so it is reached as openai/<alias>, never as an embedded role.
+    shared = "" if adapter else (
+        f"Point the embedded roles of another process at it with [embedded].{field} = "
+        f"\"{info.url}/v1\" (WORKBENCH_EMBEDDED_{field.upper()}), or one role with ")
     print(
         f"embedded model '{info.alias}' serving at {info.url}/v1 ({info.slots} slots x "
         f"{info.slot_ctx} tokens, {info.threads} threads; started in {info.startup_s:.1f}s). "
-        f"Point a role at it from another process with WORKBENCH_<ROLE>_MODEL=openai/"
-        f"{info.alias} WORKBENCH_<ROLE>_API_BASE={info.url}/v1. Ctrl-C stops it.",
+        f"{shared or 'Point a role at it with '}WORKBENCH_<ROLE>_MODEL=openai/{info.alias} "
+        f"WORKBENCH_<ROLE>_API_BASE={info.url}/v1. Ctrl-C stops it.",
         file=sys.stderr,
         flush=True,
     )
@@ -142,23 +158,31 @@ def _check(args: argparse.Namespace) -> int:
         config = config.with_role(name, timeout=timeout)
     gateway = Gateway.from_env(config)
 
-    startup_error = None
-    if gateway.mode == "live" and any(config.role(r).is_embedded for r in roles):
+    from workbench.llm.config import attached_url_of
+
+    startup_errors: dict[str, str] = {}  # embedded model -> why its server did not start
+    in_process = {} if gateway.mode != "live" else {
+        config.role(r).embedded_name: None for r in roles
+        if config.role(r).is_embedded and not attached_url_of(config, config.role(r))}
+    for model in in_process:
         # Start it first so each role's latency is the request's, not the model loading.
         try:
-            server = ensure_embedded_server(config.embedded, progress=_progress)
+            server = ensure_embedded_server(config.embedded, progress=_progress, model=model)
             info = server.info
             if info is not None:
                 _progress(
-                    f"embedded server up at {info.url} in {info.startup_s:.1f}s "
+                    f"embedded server ({model}) up at {info.url} in {info.startup_s:.1f}s "
                     f"({info.slots} slots x {info.slot_ctx} tokens)"
                 )
         except EmbeddedModelUnavailable as exc:
-            startup_error = str(exc)
+            startup_errors[str(model)] = str(exc)
 
-    results = [failed_result(name, "embedded", "embedded", startup_error)
-               if startup_error and config.role(name).is_embedded else check_role(gateway, name)
-               for name in roles]
+    def result(name: str) -> dict:
+        role = config.role(name)
+        error = startup_errors.get(str(role.embedded_name)) if role.is_embedded else None
+        return failed_result(name, role.model, "embedded", error) if error else check_role(gateway, name)
+
+    results = [result(name) for name in roles]
 
     if args.json:
         payload = results[0] if args.role else results

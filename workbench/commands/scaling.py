@@ -93,17 +93,47 @@ def register(subparsers: Any) -> None:
         help="model giving the headroom (default: the one chosen by grouped CV)",
     )
     select.add_argument("--seed", type=int, default=17, help="uniform selection seed (17)")
-    recovery = select.add_argument_group(
-        "recovery (Eq. 6)",
-        "F1 measured before and after distillation on the same cases; with --f1-base, "
-        "--f1-teacher and at least one distilled F1, the output adds each set's Recovery "
-        "= (F1(distilled) - F1(base)) / (F1(teacher) - F1(base))",
-    )
-    recovery.add_argument("--f1-base", type=float, metavar="F1", help="the student before distillation")
-    recovery.add_argument("--f1-teacher", type=float, metavar="F1", help="the teacher judge")
-    recovery.add_argument("--f1-uniform", type=float, metavar="F1", help="student trained on uniform.jsonl")
-    recovery.add_argument("--f1-headroom", type=float, metavar="F1", help="student trained on headroom.jsonl")
+    _add_recovery(select)
     _add_maxiter(select)
+
+    rec = action(
+        sub, "recovery", run_recovery,
+        help="Recovery (Eq. 6) of distilled judges from their evaluations",
+        description="Read each judge's violation-F1 from its evaluation on the same held-out "
+        "cases (a `workbench audit --out` traces file or a `workbench metrics --json` "
+        "file) and print Recovery = (F1(distilled) - F1(base)) / (F1(teacher) - F1(base)). "
+        "--f1-* values stand in for judges evaluated elsewhere.",
+    )
+    _add_recovery(rec)
+    rec.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+
+RECOVERY_JUDGES = {
+    "base": "the student before distillation",
+    "teacher": "the teacher judge",
+    "uniform": "the student trained on uniform.jsonl",
+    "headroom": "the student trained on headroom.jsonl",
+}
+
+
+def _add_recovery(parser: argparse.ArgumentParser) -> None:
+    recovery = parser.add_argument_group(
+        "recovery (Eq. 6)",
+        "F1 before and after distillation on the same held-out cases: for each judge, its "
+        "evaluation (--JUDGE-run: the traces of `workbench audit --out`, or the output of "
+        "`workbench metrics --json`; runs that scored different cases are refused) or "
+        "an F1 measured elsewhere (--f1-JUDGE). With base, teacher and at least one distilled "
+        "judge, the output adds each Recovery = (F1(distilled) - F1(base)) / (F1(teacher) - "
+        "F1(base))",
+    )
+    for name, what in RECOVERY_JUDGES.items():
+        recovery.add_argument(f"--{name}-run", metavar="FILE", help=f"evaluation of {what}")
+        recovery.add_argument(f"--f1-{name}", type=float, metavar="F1", help=f"F1 of {what}, typed in")
+    recovery.add_argument("--runs-cases", metavar="CASES.jsonl",
+                          help="the held-out cases: only their traces count, with these labels "
+                          "(default: every trace, with the labels it carries)")
+    recovery.add_argument("--runs-strategy", metavar="STRATEGY",
+                          help="the strategy row to read when an evaluation holds several")
 
 
 def _add_maxiter(parser: argparse.ArgumentParser) -> None:
@@ -243,28 +273,67 @@ def run_select(args: argparse.Namespace) -> int:
     for name, path in paths.items():
         print(f"{name}: {path}")
     if recovery:
-        print(f"recovery (F1 base {args.f1_base:g}, teacher {args.f1_teacher:g}):")
-        for row in recovery:
-            print(f"  {row['model']:<9} F1 {row['f1']:.3f}  recovery {row['recovery']:.3f}")
+        _print_recovery(recovery)
     return 0
 
 
 def _recovery(args: argparse.Namespace) -> list[dict]:
-    """Recovery rows from the --f1-* options, [] when no distilled F1 is given."""
-    from workbench.scaling import recovery_rows
+    """Recovery rows from the --JUDGE-run evaluations and --f1-JUDGE values, [] when no
+    distilled judge is given."""
+    from workbench.scaling.recovery_runs import recovery_from_runs, run_f1, typed_f1
 
-    distilled = {
-        name: value
-        for name, value in (("uniform", args.f1_uniform), ("headroom", args.f1_headroom))
-        if value is not None
-    }
+    given = {}
+    for name in RECOVERY_JUDGES:
+        path, typed = getattr(args, f"{name}_run"), getattr(args, f"f1_{name}")
+        if path and typed is not None:
+            raise CliError(f"give --{name}-run or --f1-{name}, not both")
+        if path or typed is not None:
+            given[name] = (path, typed)
+    distilled = [n for n in ("uniform", "headroom") if n in given]
     if not distilled:
-        if args.f1_base is not None or args.f1_teacher is not None:
-            raise CliError("recovery needs a distilled model's F1: add --f1-uniform and/or --f1-headroom")
+        if given:
+            raise CliError("recovery needs a distilled model's F1: add --uniform-run / --headroom-run "
+                           "(or --f1-uniform / --f1-headroom)")
         return []
-    if args.f1_base is None or args.f1_teacher is None:
-        raise CliError("recovery needs --f1-base (the student before distillation) and --f1-teacher")
-    try:
-        return recovery_rows(args.f1_base, args.f1_teacher, distilled)
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
+    missing = [n for n in ("base", "teacher") if n not in given]
+    if missing:
+        raise CliError("recovery needs " + " and ".join(f"--{n}-run or --f1-{n} ({RECOVERY_JUDGES[n]})"
+                                                       for n in missing))
+    for name, (_path, typed) in given.items():
+        if typed is not None and not 0 <= typed <= 1:
+            raise CliError(f"F1 of {name} must be a number in [0, 1], got {typed!r}")
+    labels = None
+    if args.runs_cases:
+        from workbench.commands.audit import load_cases_or_fail
+
+        labels = {c.id: c.label for c in load_cases_or_fail(args.runs_cases)}
+
+    def judge(name: str):
+        path, typed = given[name]
+        if path:
+            return run_f1(path, name, labels=labels, group=args.runs_strategy)
+        return typed_f1(name, typed)
+
+    runs = {name: judge(name) for name in given}
+    rows = recovery_from_runs(runs["base"], runs["teacher"], [runs[n] for n in distilled])
+    return [{**row, "base_f1": runs["base"].f1, "teacher_f1": runs["teacher"].f1} for row in rows]
+
+
+def _print_recovery(rows: list[dict]) -> None:
+    first = rows[0]
+    print(f"recovery (F1 base {first['base_f1']:g}, teacher {first['teacher_f1']:g}):")
+    for row in rows:
+        where = f"  ({row['labelled']} cases, {row['source']})" if row["source"] != "typed in" else ""
+        print(f"  {row['model']:<9} F1 {row['f1']:.3f}  recovery {row['recovery']:.3f}{where}")
+
+
+def run_recovery(args: argparse.Namespace) -> int:
+    rows = _recovery(args)
+    if not rows:
+        raise CliError("nothing to compare: give the base, teacher and at least one distilled "
+                       "judge (--base-run, --teacher-run, --uniform-run / --headroom-run)")
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        _print_recovery(rows)
+    return 0

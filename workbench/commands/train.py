@@ -58,8 +58,13 @@ def register(subparsers: Any) -> None:
     add_index_and_cases(grpo, cases_help="the audit cases the records were made from",
                         index_help="the policy index the records were made with")
     grpo.add_argument("--reward", choices=("coverage", "verified"), default="coverage",
-                      help="coverage: gold rules in the closure minus token cost (no judge "
-                      "call); verified: the judge role's verdict on the closure (default coverage)")
+                      help="coverage (default): gold rules in the closure minus a token cost; "
+                      "no judge call, and a graded reward, so fewer groups of equal rewards "
+                      "(no learning signal). verified: the second paper's valid closure x "
+                      "correct verdict of the judge role; needs only labels, not gold rules, "
+                      "but one judge call per candidate (K per case per step: about a minute "
+                      "each for the embedded 1.5B on 2 cores). `train joint` uses the verified "
+                      "reward with the student's own verdicts instead of judge calls")
     grpo.add_argument("--token-cost", type=float, default=0.05,
                       help="λ of the coverage reward, per 1000 context tokens (default 0.05)")
     grpo.add_argument("--group", type=int, default=8, help="candidates per case K (default 8)")
@@ -75,7 +80,8 @@ def register(subparsers: Any) -> None:
     export.add_argument("adapter", help="a run folder (its adapter/ is used) or a PEFT adapter folder")
     export.add_argument("--out", required=True, help="adapter GGUF to write")
     export.add_argument("--base", default="embedded",
-                        help="base model GGUF the adapter was trained on (default: the embedded model)")
+                        help="base model GGUF the adapter was trained on: a .gguf file, 'embedded' "
+                        "(default, the 1.5B) or 'embedded:small' (the 0.5B)")
 
     opd = action(
         sub, "opd", run_opd,
@@ -86,16 +92,52 @@ def register(subparsers: Any) -> None:
         "`train data` output or a `scaling select` set (uniform.jsonl / headroom.jsonl).",
     )
     opd.add_argument("--records", required=True, help="records with a judge 'prompt'")
-    opd.add_argument("--teacher", required=True, help="teacher checkpoint (same tokenizer)")
+    opd.add_argument("--teacher", required=True,
+                     help="teacher checkpoint (same tokenizer), e.g. 'embedded' (the 1.5B GGUF) "
+                     "for --student embedded:small (the 0.5B)")
     opd.add_argument("--gate", choices=("entropy", "none"), default="entropy",
                      help="entropy: top fraction + verdict/termination tokens; none: uniform OPD")
     opd.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
     opd.add_argument("--clip", type=float, default=5.0, help="k1 clip (default 5)")
-    _common(opd, max_new_tokens=128)
+    _common(opd, max_new_tokens=128, temperature=0.7, top_p=0.9)
+    _register_joint(sub)
 
 
-def _common(p: argparse.ArgumentParser, max_new_tokens: int) -> None:
-    p.add_argument("--student", required=True, help="student checkpoint (folder or cached hub id)")
+def _register_joint(sub: Any) -> None:
+    from workbench.train.joint import DEFAULT_JUDGE_TOKENS, DEFAULT_OPD_WEIGHT
+
+    joint = action(
+        sub, "joint", run_joint,
+        help="one rollout batch, two losses: GRPO for the keywords, OPD for the verdicts",
+        description="The second paper's joint step (§4.2): the student writes K keyword "
+        "candidates per case; each valid closure they seed is judged by the student itself; "
+        "the verified reward (valid closure x correct verdict) drives GRPO on the keyword "
+        "tokens, and the frozen teacher's scores of the student's verdict tokens drive "
+        "entropy-gated OPD, in one update (loss = GRPO + w x OPD). Needs labelled cases; "
+        "beside it, `train grpo` and `train opd` run the two stages apart.",
+    )
+    joint.add_argument("--records", required=True, help="records from `workbench train data`")
+    add_index_and_cases(joint, cases_help="the audit cases the records were made from",
+                        index_help="the policy index the records were made with")
+    joint.add_argument("--teacher", required=True,
+                       help="teacher checkpoint for the judgment stage (same tokenizer), e.g. 'embedded'")
+    joint.add_argument("--group", type=int, default=8, help="keyword candidates per case K (default 8)")
+    joint.add_argument("--opd-weight", type=float, default=DEFAULT_OPD_WEIGHT,
+                       help=f"w, the OPD loss against the GRPO loss (default {DEFAULT_OPD_WEIGHT:g})")
+    joint.add_argument("--judge-max-new-tokens", type=int, default=DEFAULT_JUDGE_TOKENS,
+                       help=f"verdict length limit (default {DEFAULT_JUDGE_TOKENS})")
+    joint.add_argument("--gate", choices=("entropy", "none"), default="entropy",
+                       help="OPD gate: entropy (top fraction + verdict/termination tokens) or none")
+    joint.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
+    joint.add_argument("--clip", type=float, default=5.0, help="k1 clip (default 5)")
+    _common(joint, max_new_tokens=48, temperature=0.7, top_p=0.9)
+
+
+def _common(p: argparse.ArgumentParser, max_new_tokens: int, temperature: float = 1.0,
+            top_p: float = 1.0) -> None:
+    p.add_argument("--student", required=True,
+                   help="student checkpoint: a folder, a cached hub id, a .gguf file, or "
+                   "'embedded' / 'embedded:small' (the workbench's 1.5B / 0.5B GGUF, dequantised)")
     p.add_argument("--run-dir", required=True, help="run folder: checkpoints, metrics, adapter")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     p.add_argument("--epochs", type=int, default=2, help="passes over the records (default 2)")
@@ -111,7 +153,11 @@ def _common(p: argparse.ArgumentParser, max_new_tokens: int) -> None:
                    "is 1.3-1.6x faster on CPUs with AVX-512 BF16; adapters stay float32")
     p.add_argument("--max-new-tokens", type=int, default=max_new_tokens,
                    help=f"completion length limit (default {max_new_tokens})")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1.0)")
+    p.add_argument("--temperature", type=float, default=temperature,
+                   help=f"sampling temperature ({temperature:g})")
+    p.add_argument("--top-p", type=float, default=top_p,
+                   help=f"nucleus sampling: the smallest token set of this probability ({top_p:g}"
+                   + ("; 0.7 / 0.9 as the second paper's OPD)" if top_p < 1 else ": off)"))
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
     p.add_argument("--save-every", type=int, default=10, help="checkpoint interval in steps")
     p.add_argument("--seed", type=int, default=17, help="data order and sampling seed (17)")
@@ -132,6 +178,7 @@ def _config(args: argparse.Namespace):
     cfg = TrainConfig(
         epochs=args.epochs, global_batch=args.global_batch, micro_batch=args.micro_batch,
         learning_rate=args.lr, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+        top_p=args.top_p,
         save_every=args.save_every, max_steps=args.max_steps, seed=args.seed, dtype=args.dtype,
         lora=LoraSettings(rank=args.lora_rank, alpha=2 * args.lora_rank, layers=args.lora_layers),
         group=getattr(args, "group", 8), gate=getattr(args, "gate", "entropy"),
@@ -146,7 +193,8 @@ def _config(args: argparse.Namespace):
 
 def _progress(row: dict[str, Any]) -> None:
     parts = [f"step {row['step']}/{row['total_steps']}"]
-    for key in ("reward_mean", "zero_advantage_share", "kl", "gated_share", "verdict_accuracy", "loss"):
+    for key in ("reward_mean", "zero_advantage_share", "closure_share", "kl", "gated_share",
+                "verdict_accuracy", "loss"):
         if row.get(key) is not None:
             parts.append(f"{key} {row[key]:.4f}")
     parts.append(f"{row['seconds']:.1f}s")
@@ -294,6 +342,49 @@ def run_grpo(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_joint(args: argparse.Namespace) -> int:
+    from workbench.audit.judge import judge_messages
+    from workbench.commands.audit import audit_index_and_cases
+    from workbench.train.data import read_jsonl
+    from workbench.train.joint import JointSettings, train_joint
+    from workbench.train.rewards import keyword_closure
+    from workbench.vocabulary import label_violation
+
+    config = _config(args)
+    settings = JointSettings(opd_weight=args.opd_weight, judge_max_new_tokens=args.judge_max_new_tokens)
+    try:
+        settings.check()
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    index, cases = audit_index_and_cases(args)
+    rows = read_jsonl(args.records, require=("id", "keyword_prompt", "label"))
+    by_id = {c.id: c for c in cases}
+    missing = [r["id"] for r in rows if r["id"] not in by_id]
+    if missing:
+        raise CliError(f"{len(missing)} records have no case in {args.cases} (first: {missing[:3]}); "
+                       "pass the cases the records were made from")
+    rows = [r for r in rows if label_violation(r.get("label")) is not None]
+    if not rows:
+        raise CliError("no record is labelled, which the verified reward of the joint step needs")
+    chosen = [by_id[r["id"]] for r in rows]
+
+    def judge_prompt(i: int, text: str):
+        outcome = keyword_closure(chosen[i], text, index)
+        if not outcome.valid or not outcome.closure_nonempty or outcome.context is None:
+            return None
+        return judge_messages(chosen[i], outcome.context.text)
+
+    labels = [label_violation(r["label"]) for r in rows]
+    try:
+        result = train_joint(args.student, args.teacher, [r["keyword_prompt"] for r in rows],
+                             judge_prompt, labels, args.run_dir, config, settings,
+                             resume=args.resume, progress=_progress)
+    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
+        raise CliError(str(exc)) from None
+    print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
+    return 0
+
+
 def run_opd(args: argparse.Namespace) -> int:
     from workbench.train.data import read_jsonl
     from workbench.train.trainers import train_opd
@@ -322,7 +413,11 @@ def run_export(args: argparse.Namespace) -> int:
     folder = Path(args.adapter)
     if (folder / "adapter").is_dir():
         folder = folder / "adapter"
+    from workbench.llm.weights import DEFAULT_MODEL, embedded_name_of
+
     done = export_lora_gguf(folder, args.out, base=args.base)
+    name = embedded_name_of(str(args.base))
+    model = f" --model {name}" if name not in (None, DEFAULT_MODEL) else ""
     print(f"{done.tensors} LoRA pairs (rank {done.rank}, alpha {done.alpha:g}, {done.architecture}) "
-          f"-> {done.path}; serve with `workbench model serve --lora {done.path}`")
+          f"-> {done.path}; serve with `workbench model serve{model} --lora {done.path}`")
     return 0

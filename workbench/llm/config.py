@@ -5,6 +5,10 @@ the file's ``[roles.<name>]`` table, ``WORKBENCH_DEFAULT_<SETTING>``, ``WORKBENC
 The file is ``$WORKBENCH_CONFIG`` if set, else ``./workbench.toml`` if present; without a
 file every role uses the embedded model. ``workbench.toml.example`` documents every setting.
 
+``model = "embedded"`` (= ``embedded:default``) is the embedded Qwen2.5-Coder-1.5B,
+``embedded:small`` the 0.5B (``workbench.llm.weights``): each runs in its own in-process
+server sized by ``[embedded]``, or in a ``model serve`` at ``[embedded].url`` / ``.small_url``.
+
 API keys never live in the file: :func:`resolve_api_key` reads them at call time from the
 environment or ``.streamlit/secrets.toml``, and nothing here stores or prints them.
 """
@@ -22,6 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from workbench.llm.errors import LlmConfigError
+from workbench.llm.weights import (
+    DEFAULT_MODEL,
+    EMBEDDED_MODELS,
+    EmbeddedModel,
+    embedded_model,
+    embedded_name_of,
+)
 
 EMBEDDED = "embedded"
 ROLE_NAMES = ("extractor", "fuser", "keyworder", "judge", "matcher")
@@ -51,7 +62,8 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class RoleConfig:
-    """How one role reaches its model. ``model`` is a litellm model string, or ``embedded``."""
+    """How one role reaches its model. ``model`` is a litellm model string, ``embedded`` (the
+    default embedded model) or ``embedded:<name>`` (e.g. ``embedded:small``)."""
 
     name: str
     model: str = EMBEDDED
@@ -75,7 +87,19 @@ class RoleConfig:
 
     @property
     def is_embedded(self) -> bool:
-        return self.model == EMBEDDED
+        return self.embedded_name is not None
+
+    @property
+    def embedded_name(self) -> str | None:
+        """Which embedded model (``default``, ``small``), None for any other model."""
+        return embedded_name_of(self.model)
+
+    @property
+    def embedded_model(self) -> EmbeddedModel | None:
+        """The embedded model the role uses, None for any other model (an unknown name was
+        refused when the configuration was read)."""
+        name = self.embedded_name
+        return embedded_model(name) if name is not None else None
 
     @property
     def is_fleet(self) -> bool:
@@ -113,11 +137,18 @@ class EmbeddedConfig:
     startup_timeout: float = 300.0
     cache_dir: str = ""  # "": ~/.cache/skillcdg-workbench/models (WORKBENCH_MODEL_CACHE wins)
     url: str = ""  # a running `workbench model serve` (.../v1) to use instead of starting one
+    small_url: str = ""  # the same for the small model (`workbench model serve --model small`)
 
     @property
     def attached_url(self) -> str:
         """``url`` as an OpenAI base URL ending in /v1, or "" when the server runs in-process."""
-        base = self.url.strip().rstrip("/")
+        return self.attached_url_for(DEFAULT_MODEL)
+
+    def attached_url_for(self, model: str) -> str:
+        """The running server of the embedded model ``model`` as an OpenAI base URL ending in
+        /v1 (``url`` for the default model, ``<model>_url`` for another), or "" when that
+        model runs in-process."""
+        base = getattr(self, url_field(model)).strip().rstrip("/")
         if not base:
             return ""
         return base if base.endswith("/v1") else f"{base}/v1"
@@ -157,6 +188,18 @@ class LlmConfig:
         embedded = dataclasses.replace(self.embedded, url=url)
         _validate(embedded, "--attach")
         return dataclasses.replace(self, embedded=embedded)
+
+
+def url_field(model: str) -> str:
+    """The [embedded] setting naming a running server of the embedded model ``model``."""
+    return "url" if model == DEFAULT_MODEL else f"{model}_url"
+
+
+def attached_url_of(config: LlmConfig, role: RoleConfig) -> str:
+    """The running `workbench model serve` an embedded ``role`` is attached to, or "" (it
+    runs in-process, or the role is not embedded)."""
+    name = role.embedded_name
+    return config.embedded.attached_url_for(name) if name is not None else ""
 
 
 ROLE_FIELDS = {f.name: f for f in fields(RoleConfig) if f.name != "name"}
@@ -354,6 +397,10 @@ def _validate(obj: Any, where: str) -> None:
     if isinstance(obj, RoleConfig):
         if not obj.model:
             problems.append("model must not be empty (use 'embedded' or a litellm model string)")
+        elif obj.embedded_name is not None and obj.embedded_name not in EMBEDDED_MODELS:
+            known = ", ".join(f"embedded:{n} ({m.title})" for n, m in EMBEDDED_MODELS.items())
+            problems.append(f"model {obj.model!r} names no embedded model; use 'embedded' (the "
+                            f"default) or one of {known}")
         if not 0.0 <= obj.temperature <= 2.0:
             problems.append(f"temperature {obj.temperature} is outside 0..2")
         for key in ("max_tokens", "concurrency"):
@@ -374,11 +421,13 @@ def _validate(obj: Any, where: str) -> None:
             problems.append("parallel must be at least 1 and ctx_size at least 512")
         if obj.threads < 0 or not 0 <= obj.port <= 65535 or obj.startup_timeout <= 0:
             problems.append("threads >= 0, port in 0..65535 and startup_timeout > 0 are required")
-        if obj.url.strip() and not re.match(r"https?://[^/\s]+", obj.url.strip()):
-            problems.append(
-                f"url {obj.url!r} is not an http(s) address; give the one `workbench model serve` "
-                "prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
-            )
+        for key in (url_field(name) for name in EMBEDDED_MODELS):
+            url = getattr(obj, key).strip()
+            if url and not re.match(r"https?://[^/\s]+", url):
+                problems.append(
+                    f"{key} {url!r} is not an http(s) address; give the one `workbench model serve` "
+                    "prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
+                )
     if problems:
         raise LlmConfigError(f"{where}: " + "; ".join(problems))
 
@@ -420,11 +469,12 @@ def _check_fallbacks(config: LlmConfig) -> None:
                 f"{where}: {role.fallback!r} is not another role; name a role such as "
                 f"[roles.{role.name}_backup] that defines the fallback model and its server"
             )
-        if role.is_embedded or (other.is_embedded and not config.embedded.attached_url):
+        if role.is_embedded or (other.is_embedded and not attached_url_of(config, other)):
             raise LlmConfigError(
                 f"{where}: the embedded model runs in this process and cannot be part of a "
-                "Router; serve it with `workbench model serve` and set [embedded].url, or "
-                f"give role '{other.name}' an OpenAI-compatible api_base"
+                "Router; serve it with `workbench model serve` and set [embedded].url "
+                f"(.small_url for embedded:small), or give role '{other.name}' an "
+                "OpenAI-compatible api_base"
             )
         if other.fallback:
             raise LlmConfigError(
@@ -435,9 +485,9 @@ def _check_fallbacks(config: LlmConfig) -> None:
 
 def _check_slots(config: LlmConfig) -> None:
     emb = config.embedded
-    if emb.attached_url:
-        return  # a running server: its own --ctx-size and --parallel apply, not these
     for role in config.roles.values():
+        if attached_url_of(config, role):
+            continue  # a running server: its own --ctx-size and --parallel apply, not these
         if role.is_embedded and role.max_tokens + MIN_PROMPT_ROOM > emb.slot_ctx:
             raise LlmConfigError(
                 f"role '{role.name}' may answer with {role.max_tokens} tokens, but each of the "

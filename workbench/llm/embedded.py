@@ -1,10 +1,13 @@
 """The embedded model server: llama.cpp's OpenAI-compatible HTTP server, in this process.
 
 ``xllamacpp.Server`` loads the GGUF and serves ``/v1/chat/completions`` on 127.0.0.1 from
-native threads. One server per process (a singleton): it starts on first use by a role
-whose model is ``embedded`` (or by ``workbench model serve``), is checked on ``/health``,
-and stops at interpreter exit. JSON-schema ``response_format`` is enforced by the server's
-grammar sampler; GBNF grammars can be passed as ``extra_body={"grammar": ...}``.
+native threads. One server per embedded model and process (``default``, the 1.5B, and
+``small``, the 0.5B; see ``workbench.llm.weights``): each starts on first use by a role whose
+model is ``embedded`` / ``embedded:small`` (or by ``workbench model serve --model``), is
+checked on ``/health``, and stops at interpreter exit. Two servers in one process were
+measured to work (each its own port, model and threads). JSON-schema ``response_format``
+is enforced by the server's grammar sampler; GBNF grammars can be passed as
+``extra_body={"grammar": ...}``.
 
 Sizing on a small CPU machine: threads = all cores, waiting passively (see ``start``) so a
 busy machine does not collapse throughput; the context (``ctx_size``, 32768 by
@@ -29,7 +32,7 @@ from typing import Any
 
 from workbench.llm.config import EmbeddedConfig
 from workbench.llm.errors import EmbeddedModelUnavailable
-from workbench.llm.weights import MODEL_ALIAS, assembled_path, cache_dir
+from workbench.llm.weights import DEFAULT_MODEL, assembled_path, cache_dir, embedded_model
 
 XLLAMACPP_HINT = (
     "Install it with `make install` (or `pip install xllamacpp==2026.10.11549`); it is the "
@@ -46,15 +49,18 @@ class ServerInfo:
     threads: int
     assemble_s: float
     startup_s: float
+    model: str = DEFAULT_MODEL  # which embedded model (workbench.llm.weights)
 
 
 class EmbeddedServer:
     """A started server. Use :func:`ensure_embedded_server` rather than building one."""
 
-    def __init__(self, config: EmbeddedConfig, quiet: bool = True, adapter: Path | None = None) -> None:
+    def __init__(self, config: EmbeddedConfig, quiet: bool = True, adapter: Path | None = None,
+                 model: str = DEFAULT_MODEL) -> None:
         self.config = config
         self.quiet = quiet
         self.adapter = adapter
+        self.model = embedded_model(model)
         self._server: Any = None
         self.info: ServerInfo | None = None
 
@@ -82,18 +88,19 @@ class EmbeddedServer:
                 f"the embedded model server package xllamacpp is not installed ({exc}). " + XLLAMACPP_HINT
             ) from exc
         t0 = time.perf_counter()
-        model_path = assembled_path(cache_dir(self.config.cache_dir or None), progress=progress)
+        model_path = assembled_path(cache_dir(self.config.cache_dir or None), progress=progress,
+                                    model=self.model.name)
         assemble_s = time.perf_counter() - t0
 
         params = xllamacpp.CommonParams()
         params.model.path = str(model_path)
-        alias = MODEL_ALIAS
+        alias = self.model.alias
         if self.adapter is not None:
             lora = xllamacpp.CommonAdapterLoraInfo()
             lora.path = str(self.adapter)
             lora.scale = 1.0
             params.lora_adapters = [lora]
-            alias = adapter_alias(self.adapter)
+            alias = adapter_alias(self.adapter, self.model.name)
         params.model_alias = {alias}
         params.hostnames = ["127.0.0.1"]
         params.port = self.config.port  # 0: the server picks a free port
@@ -106,7 +113,7 @@ class EmbeddedServer:
             params.verbosity = 0  # keep llama.cpp's per-request log lines off our stderr
         if progress:
             progress(
-                f"starting llama.cpp on 127.0.0.1 ({self.config.n_threads} threads, "
+                f"starting llama.cpp with {self.model.title} on 127.0.0.1 ({self.config.n_threads} threads, "
                 f"{self.config.parallel} slots x {self.config.slot_ctx} tokens)"
             )
         t1 = time.perf_counter()
@@ -134,6 +141,7 @@ class EmbeddedServer:
             threads=self.config.n_threads,
             assemble_s=assemble_s,
             startup_s=time.perf_counter() - t1,
+            model=self.model.name,
         )
         return self.info
 
@@ -156,14 +164,14 @@ class EmbeddedServer:
         self.info = None
 
 
-def adapter_alias(adapter: Path) -> str:
+def adapter_alias(adapter: Path, model: str = DEFAULT_MODEL) -> str:
     """The served model name with a LoRA adapter applied: the base alias plus the adapter
     file's content hash, so request keys (cache, recordings) of the adapted model never
     answer for the base model or for another adapter."""
     import hashlib
 
     digest = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
-    return f"{MODEL_ALIAS}+lora-{digest}"
+    return f"{embedded_model(model).alias}+lora-{digest}"
 
 
 def _get_json(url: str, timeout: float) -> tuple[int, Any]:
@@ -193,7 +201,7 @@ def _wait_healthy(url: str, timeout: float) -> dict[str, Any]:
 
 
 _lock = threading.Lock()
-_instance: EmbeddedServer | None = None
+_instances: dict[str, EmbeddedServer] = {}
 
 
 def ensure_embedded_server(
@@ -201,34 +209,38 @@ def ensure_embedded_server(
     progress: Callable[[str], None] | None = None,
     quiet: bool = True,
     adapter: Path | None = None,
+    model: str = DEFAULT_MODEL,
 ) -> EmbeddedServer:
-    """The process's embedded server, started (assembling the model once) if needed.
+    """The process's server of the embedded model ``model``, started (assembling the model
+    once) if needed.
 
     The first caller's configuration wins for the life of the process. ``adapter``: a
     llama.cpp LoRA adapter GGUF (``workbench train export``) applied to every request; the
     server is then named by :func:`adapter_alias`. Raises
     EmbeddedModelUnavailable with the fix when it cannot run.
     """
-    global _instance
     with _lock:
-        if _instance is None or not _instance.running:
-            server = EmbeddedServer(config or EmbeddedConfig(), quiet=quiet, adapter=adapter)
+        server = _instances.get(model)
+        if server is None or not server.running:
+            server = EmbeddedServer(config or EmbeddedConfig(), quiet=quiet, adapter=adapter, model=model)
             server.start(progress)
-            _instance = server
-        return _instance
+            _instances[model] = server
+        return server
 
 
-def current_embedded_server() -> EmbeddedServer | None:
-    """The running server, if any (never starts one)."""
-    return _instance if _instance is not None and _instance.running else None
+def current_embedded_server(model: str = DEFAULT_MODEL) -> EmbeddedServer | None:
+    """The running server of the embedded model ``model``, if any (never starts one)."""
+    server = _instances.get(model)
+    return server if server is not None and server.running else None
 
 
-def stop_embedded_server() -> None:
-    global _instance
+def stop_embedded_server(model: str | None = None) -> None:
+    """Stop the server of ``model``, or (None) every embedded server of the process."""
     with _lock:
-        if _instance is not None:
-            _instance.stop()
-            _instance = None
+        for name in [model] if model is not None else list(_instances):
+            server = _instances.pop(name, None)
+            if server is not None:
+                server.stop()
 
 
 atexit.register(stop_embedded_server)

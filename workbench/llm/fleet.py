@@ -23,8 +23,7 @@ from typing import Any
 
 from workbench.llm.attempts import PLACEHOLDER_KEY as _PLACEHOLDER_KEY
 from workbench.llm.attempts import AttemptError, RawResponse, classify, to_raw
-from workbench.llm.config import LlmConfig, RoleConfig, resolve_api_key
-from workbench.llm.weights import MODEL_ALIAS
+from workbench.llm.config import LlmConfig, RoleConfig, attached_url_of, resolve_api_key
 
 log = logging.getLogger("workbench.llm")
 
@@ -151,7 +150,9 @@ def _deployments(role: RoleConfig, group: str, config: LlmConfig) -> list[dict[s
     (which names it in responses, errors and our counts)."""
     model, servers = role.model, role.servers
     if role.is_embedded:  # only as a fallback, and only a running `workbench model serve`
-        model, servers = f"openai/{MODEL_ALIAS}", (config.embedded.attached_url,)
+        served = role.embedded_model
+        assert served is not None
+        model, servers = f"openai/{served.alias}", (attached_url_of(config, role),)
     api_key = _api_key(role)
     out = []
     for server in servers:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.llm.cache import CachedResponse, ResponseCache, request_key
-from workbench.llm.config import LlmConfig, RoleConfig, load_config
+from workbench.llm.config import LlmConfig, RoleConfig, attached_url_of, load_config
 from workbench.llm.errors import ModelCallError
 from workbench.llm.recording import Recorder, transport_from_env
 from workbench.llm.structured import (
@@ -403,7 +403,7 @@ class Gateway:
             endpoint=endpoint,
             kind=last.kind,
             attempts=spend.attempts,
-            hint=_hint(last.kind, role, endpoint, step, bool(self.config.embedded.attached_url)),
+            hint=_hint(last.kind, role, endpoint, step, bool(attached_url_of(self.config, role))),
         ) from last
 
     @staticmethod

@@ -18,12 +18,18 @@ from workbench.llm.attempts import (  # noqa: F401
     classify,
 )
 from workbench.llm.attempts import to_raw as _to_raw
-from workbench.llm.config import EMBEDDED, LlmConfig, RoleConfig, resolve_api_key
+from workbench.llm.config import EMBEDDED, LlmConfig, RoleConfig, attached_url_of, resolve_api_key
 from workbench.llm.errors import EmbeddedModelUnavailable
 from workbench.llm.fleet import Fleet
-from workbench.llm.weights import MODEL_ALIAS
+from workbench.llm.weights import MODEL_ALIAS, EmbeddedModel, model_by_alias
 
+# The default (1.5B) model's key: unchanged since the first recordings, so they replay.
 EMBEDDED_KEY_MODEL = f"{EMBEDDED}/{MODEL_ALIAS}"
+
+
+def embedded_key_model(model: EmbeddedModel) -> str:
+    """``embedded/<alias>``: each embedded model keys its requests by its own alias."""
+    return f"{EMBEDDED}/{model.alias}"
 
 
 class Transport(Protocol):
@@ -37,13 +43,15 @@ class Transport(Protocol):
 def key_model(role: RoleConfig) -> str:
     """The model name that goes into the request key (never an address).
 
-    The embedded model reached through ``workbench model serve`` (``openai/<alias>`` at some
-    api_base) is the same model as ``embedded``: both share one key, so recordings and cache
-    entries made either way answer both.
+    An embedded model reached through ``workbench model serve`` (``openai/<alias>`` at some
+    api_base) is the same model as ``embedded`` / ``embedded:<name>``: both share one key, so
+    recordings and cache entries made either way answer both. The two embedded models have
+    different aliases, hence different keys: one never answers with the other's answers.
     """
-    if role.is_embedded or role.model == f"openai/{MODEL_ALIAS}":
-        return EMBEDDED_KEY_MODEL
-    return role.model
+    served = role.embedded_model
+    if served is None and role.model.startswith("openai/"):
+        served = model_by_alias(role.model.removeprefix("openai/"))
+    return embedded_key_model(served) if served is not None else role.model
 
 
 class LiteLLMTransport:
@@ -52,30 +60,32 @@ class LiteLLMTransport:
     def __init__(self, config: LlmConfig, on_attempt: Any = None) -> None:
         """``on_attempt``: called with each fleet role's EndpointAttempt (see llm.fleet)."""
         self._config = config
-        self._embedded_url: str | None = None
+        self._embedded_url: dict[str, str] = {}  # in-process server per embedded model
         self.fleet = Fleet(config, on_attempt)
 
     def endpoint(self, role: RoleConfig) -> str:
         if role.is_embedded:
-            if self._config.embedded.attached_url:
-                return self._config.embedded.attached_url
-            return f"{self._embedded_url}/v1" if self._embedded_url else role.endpoint
+            if attached := attached_url_of(self._config, role):
+                return attached
+            url = self._embedded_url.get(role.embedded_name or "")
+            return f"{url}/v1" if url else role.endpoint
         return role.endpoint
 
     def _target(self, role: RoleConfig) -> tuple[str, str | None, str | None]:
-        if role.is_embedded and self._config.embedded.attached_url:
-            # [embedded].url: a `workbench model serve` shared by several processes. The
-            # request (and so its key) stays that of the embedded model.
-            return f"openai/{MODEL_ALIAS}", self._config.embedded.attached_url, _PLACEHOLDER_KEY
-        if role.is_embedded:
+        served = role.embedded_model
+        if served is not None and (attached := attached_url_of(self._config, role)):
+            # [embedded].url / .small_url: a `workbench model serve` shared by several
+            # processes. The request (and so its key) stays that of the embedded model.
+            return f"openai/{served.alias}", attached, _PLACEHOLDER_KEY
+        if served is not None:
             from workbench.llm.embedded import ensure_embedded_server
 
             try:
-                server = ensure_embedded_server(self._config.embedded)
+                server = ensure_embedded_server(self._config.embedded, model=served.name)
             except EmbeddedModelUnavailable as exc:
                 raise AttemptError("embedded_unavailable", str(exc), retryable=False) from exc
-            self._embedded_url = server.url
-            return f"openai/{MODEL_ALIAS}", f"{server.url}/v1", _PLACEHOLDER_KEY
+            self._embedded_url[served.name] = server.url
+            return f"openai/{served.alias}", f"{server.url}/v1", _PLACEHOLDER_KEY
         key = resolve_api_key(role)
         if key is None and role.api_base and role.model.startswith("openai/"):
             key = _PLACEHOLDER_KEY  # the OpenAI client refuses to start without one

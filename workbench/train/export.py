@@ -86,17 +86,17 @@ def export_lora_gguf(
     adapter_dir: str | Path, out: str | Path, base: str | Path = "embedded"
 ) -> ExportedAdapter:
     """Write ``adapter_dir`` (a PEFT LoRA folder) as a llama.cpp adapter GGUF at ``out``,
-    checked against the base model GGUF ``base`` (``embedded``: the workbench's own model).
+    checked against the base model GGUF ``base`` (``embedded`` / ``embedded:small``: the
+    workbench's own models).
     Raises :class:`AdapterExportError` naming the first problem; writes nothing then."""
     import gguf
     import numpy as np
 
     folder = Path(adapter_dir)
     config, weights = _read_adapter(folder)
-    if str(base) == "embedded":
-        from workbench.llm.weights import assembled_path
+    from workbench.llm.weights import embedded_gguf
 
-        base = assembled_path()
+    base = embedded_gguf(str(base)) or base
     arch, blocks, shapes = _base_tensors(Path(base))
     try:
         arch_id = next(k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == arch)

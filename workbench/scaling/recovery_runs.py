@@ -1,0 +1,171 @@
+"""Recovery (first paper, Eq. 6) from the runs' own evaluations, not typed-in F1 values.
+
+Each of the four judges of a distillation comparison — the student before distillation
+(``base``), the ``teacher``, and the students trained on the ``uniform`` and ``headroom``
+sets — is evaluated by ``workbench audit`` on the same held-out cases. Its violation-F1 is
+read here from what that evaluation left:
+
+- a traces file (``workbench audit --out``, JSONL): the F1 is computed as ``workbench audit
+  metrics`` computes it (newest trace per case; labels from the traces, or from ``labels``),
+  and the labelled case ids are kept, so the runs can be checked to score the same cases;
+- a metrics file (``workbench metrics --json``): the F1 of its one row (or of the row of
+  ``group``, a strategy), and its count of labelled cases.
+
+Recovery compares F1 values on one set of cases: runs that scored different cases (ids of
+traces files, or labelled counts of metrics files) are refused, naming the difference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.scaling.distill import recovery_rows
+
+ROLES = ("base", "teacher", "uniform", "headroom")
+
+
+class RunEvaluationError(WorkbenchError, ValueError):
+    """An evaluation file cannot give an F1, or the runs scored different cases."""
+
+
+@dataclass(frozen=True)
+class RunF1:
+    """The violation-F1 one run's evaluation gives, and what it was measured on."""
+
+    name: str  # base | teacher | uniform | headroom (or any label)
+    source: str  # the file it was read from, or "typed in"
+    f1: float
+    labelled: int  # labelled cases the F1 was measured on
+    cases: frozenset[str] | None = None  # their ids, when the file has them (traces)
+    group: str = ""  # strategy (and judge mode / keyword method) of the row
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source, "f1": self.f1,
+                "labelled": self.labelled, "group": self.group}
+
+
+def typed_f1(name: str, value: float) -> RunF1:
+    """An F1 measured elsewhere (an outside figure): no case ids to check."""
+    return RunF1(name, "typed in", float(value), 0)
+
+
+def run_f1(path: str | Path, name: str, *, labels: Mapping[str, str | None] | None = None,
+           group: str | None = None) -> RunF1:
+    """The F1 of the run evaluated in ``path`` (a traces JSONL or a metrics JSON, told apart
+    by their content). ``group``: the strategy whose row counts when the file has several.
+    Raises :class:`RunEvaluationError` saying what is wrong and what to pass instead."""
+    p = Path(path)
+    if not p.is_file():
+        raise RunEvaluationError(f"--{name}-run {p}: no such file",
+                                 "give the traces `workbench audit --out` wrote, or the output "
+                                 "of `workbench metrics --json`")
+    from workbench.inputs import loads_json, read_input_text
+
+    text = read_input_text(p)
+    if text.lstrip().startswith("["):  # a JSON list: metrics; a traces line is an object
+        return _from_metrics(loads_json(text, str(p)), p, name, group)
+    return _from_traces(text, p, name, labels, group)
+
+
+def _from_metrics(rows: Any, path: Path, name: str, group: str | None) -> RunF1:
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "f1" in r for r in rows):
+        raise RunEvaluationError(f"--{name}-run {path}: not the output of `workbench metrics "
+                                 "--json` (a list of rows with f1)", "write it again with that command")
+    return _pick(rows, path, name, group)
+
+
+def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | None] | None,
+                 group: str | None) -> RunF1:
+    from workbench.audit.metrics import compute_metrics
+    from workbench.audit.trace import latest_per_case, trace_key
+    from workbench.audit.trace_file import read_traces
+    from workbench.vocabulary import label_violation
+
+    traces, problems = read_traces(text=text, origin=str(path))
+    if not traces:
+        first = f" ({problems[0]})" if problems else ""
+        raise RunEvaluationError(f"--{name}-run {path}: holds no audit traces{first}",
+                                 "give the JSONL `workbench audit --out` wrote, or a metrics JSON")
+    traces = latest_per_case(traces, key=trace_key)
+    if labels is not None:  # the held-out cases: only their traces count
+        traces = [t for t in traces if t.id in labels]
+        if not traces:
+            raise RunEvaluationError(f"--{name}-run {path}: no trace of the given cases",
+                                     "evaluate the judge on the held-out cases (--runs-cases)")
+    rows = [r.as_dict() for r in compute_metrics([t.to_dict() for t in traces], labels)]
+    picked = _pick(rows, path, name, group)
+    chosen = [t for t in traces if _group_of(t.to_dict(), rows) == picked.group]
+
+    def label(t) -> str | None:
+        return labels.get(t.id) if labels is not None and t.id in labels else t.label
+
+    ids = frozenset(t.id for t in chosen if label_violation(label(t)) is not None)
+    return RunF1(picked.name, picked.source, picked.f1, picked.labelled, ids, picked.group)
+
+
+def _group_of(trace: Mapping[str, Any], rows: list[dict]) -> str:
+    from workbench.audit.metrics import group_name
+
+    with_mode = any("/" in r["group"] for r in rows)
+    return group_name(trace, with_mode)
+
+
+def _pick(rows: list[dict], path: Path, name: str, group: str | None) -> RunF1:
+    if group is not None:
+        rows = [r for r in rows if r["group"] == group or str(r["group"]).split("/")[0] == group]
+    if len(rows) != 1:
+        found = ", ".join(str(r.get("group")) for r in rows) or "none"
+        raise RunEvaluationError(
+            f"--{name}-run {path}: {len(rows)} strategy rows ({found}) where one is needed",
+            "pass --runs-strategy to pick one, or evaluate one strategy per file")
+    row = rows[0]
+    f1 = row["f1"]
+    if not isinstance(f1, int | float) or isinstance(f1, bool) or math.isnan(float(f1)):
+        raise RunEvaluationError(
+            f"--{name}-run {path}: its F1 is undefined (no predicted or no actual violation "
+            f"among {row.get('labelled', 0)} labelled cases)",
+            "evaluate on held-out cases with violations and compliant replies both")
+    return RunF1(name, str(path), float(f1), int(row.get("labelled") or 0), None, str(row["group"]))
+
+
+def check_same_cases(runs: list[RunF1]) -> None:
+    """Refuse runs measured on different cases (among those read from files)."""
+    measured = [r for r in runs if r.source != "typed in"]
+    with_ids = [r for r in measured if r.cases is not None]
+    if len(with_ids) > 1:
+        first = with_ids[0]
+        for other in with_ids[1:]:
+            if other.cases != first.cases:
+                only_a = sorted(first.cases - other.cases)[:3]
+                only_b = sorted(other.cases - first.cases)[:3]
+                raise RunEvaluationError(
+                    f"the {first.name} and {other.name} runs scored different cases "
+                    f"({len(first.cases)} vs {len(other.cases)} labelled; only in {first.name}: "
+                    f"{only_a}, only in {other.name}: {only_b})",
+                    "evaluate every judge on the same held-out cases (the same --cases file)")
+    counts = {r.labelled for r in measured}
+    if len(counts) > 1:
+        named = ", ".join(f"{r.name} {r.labelled}" for r in measured)
+        raise RunEvaluationError(f"the runs scored different numbers of labelled cases ({named})",
+                                 "evaluate every judge on the same held-out cases")
+
+
+def recovery_from_runs(base: RunF1, teacher: RunF1, distilled: list[RunF1]) -> list[dict]:
+    """Recovery rows ``{"model", "f1", "recovery", "source", "labelled"}`` of each distilled
+    run, after checking that the measured runs scored the same cases."""
+    if not distilled:
+        raise RunEvaluationError("recovery needs a distilled student's evaluation",
+                                 "add --uniform-run and/or --headroom-run (or --f1-uniform/--f1-headroom)")
+    check_same_cases([base, teacher, *distilled])
+    try:
+        rows = recovery_rows(base.f1, teacher.f1, {r.name: r.f1 for r in distilled})
+    except ValueError as exc:
+        raise RunEvaluationError(str(exc), "check the base and teacher evaluations") from None
+    by_name = {r.name: r for r in distilled}
+    return [{**row, "source": by_name[row["model"]].source, "labelled": by_name[row["model"]].labelled}
+            for row in rows]
