@@ -223,6 +223,10 @@ def test_only_a_graph_editor_may_delete_a_skill(server, page, browser):
         delete = author.get_by_role("button", name="Delete refunds")
         expect(delete).to_be_enabled()
         delete.click()
+        # Read the store only once the page says the deletion is done (issue 32 item 8: the
+        # store was read right after the click, before the page's write had finished).
+        author.get_by_text("Deleted refunds: 1 version hidden").wait_for(timeout=60_000)
+        author.get_by_text("No SKILLs in the store yet").wait_for()
         settle(author)
         assert_no_exception(author, server)
     eng = make_engine(server.db_url)
