@@ -118,11 +118,11 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 continue
             try:
                 saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
-                                        report=report.to_dict(), actor=identity.actor())
+                                        report=report.to_dict(), actor=identity.actor(),
+                                        trust=True)  # provenance, in the version's transaction
             except NotAllowed as exc:  # the store checks the role too
                 show_error(exc)
                 continue
-            edge_review.save_edge_trust(eng, doc.name, saved.version, graph)
             state = f"version {saved.version}" if saved.created else "unchanged (same as latest)"
             st.success(md(f"{doc.name}: {len(graph.graph)} rules, {len(graph.graph.edges)} edges "
                           f"— {state}"))

@@ -1,7 +1,9 @@
 """Repository functions for SKILL versions, rules and edges.
 
-Import/export with ``skillcdg/1`` is lossless: rule order, edge order, spans and the full source
-text round-trip exactly. Saving content identical to the latest version does not add a version.
+Import/export with ``skillcdg/1`` is lossless: rule order, edge order, spans, the full source
+text, and every optional field (provenance, confidence, evidence and notes of rules and edges,
+proposed edges, an author's verdicts) round-trip exactly (``store.skill_trust`` keeps the
+optional ones). Saving content identical to the latest version does not add a version.
 """
 
 from __future__ import annotations
@@ -9,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from store import skill_trust
 from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
 from store.session import retry_conflicts, write_session
 from workbench.errors import WorkbenchError
@@ -32,6 +35,7 @@ class SavedVersion:
     version: int
     id: int
     created: bool  # False when the content equalled the latest version
+    decisions_added: int = 0  # an import's verdicts on edges the store did not hold yet
 
 
 def _sha(text: str) -> str:
@@ -39,9 +43,11 @@ def _sha(text: str) -> str:
 
 
 def graph_fingerprint(skill: SkillGraph) -> str:
-    """Hash of description, rules and edges (in order): what makes two versions different."""
+    """Hash of description, rules and edges (in order, with their provenance) and proposed
+    edges: what makes two versions different. Verdicts are kept per SKILL, not per version."""
     payload = PolicyIndex([skill]).to_dict()["skills"][0]
     payload.pop("source")
+    payload.pop("decisions", None)
     return _sha(json.dumps(payload, sort_keys=True, ensure_ascii=False))
 
 
@@ -66,6 +72,7 @@ def save_skill(
     report: dict | None = None,
     base_version: int | None = None,
     actor: Actor = COMMAND_LINE,
+    trust: bool = False,
 ) -> SavedVersion:
     """Store ``skill`` as a new version of its name, unless it equals the latest version.
 
@@ -76,6 +83,11 @@ def save_skill(
     latest, nothing is saved and :class:`StaleVersion` is raised (an edit of an old version
     must never revert later ones). Imports and extractions pass none: their content is new.
     The version number is taken under the write lock, so concurrent saves never collide.
+
+    ``trust=True`` (imports, extractions, edge decisions: a SKILL that knows where each rule
+    and edge came from) keeps ``skill``'s provenance, confidences and proposed edges with the
+    version, in the same transaction. An edit leaves it False: the version then reads the
+    provenance of the version it was built on, and its new edges read as the author's.
     """
     require(actor, "edit graphs")
     src_sha, g_sha = _sha(skill.source), graph_fingerprint(skill)
@@ -88,7 +100,8 @@ def save_skill(
             if base_version is not None and latest is not None and latest.version != base_version:
                 raise StaleVersion(skill.name, base_version, latest.version,
                                    _changes_since(engine, skill.name, base_version, latest.version))
-            return _insert_version(session, skill, latest, src_sha, g_sha, author, note, report)
+            return _insert_version(session, skill, latest, src_sha, g_sha, author, note, report,
+                                   trust)
 
     return retry_conflicts(write)
 
@@ -111,6 +124,7 @@ def _insert_version(
     author: str,
     note: str,
     report: dict | None,
+    trust: bool = False,
 ) -> SavedVersion:
     # max over every row, deleted ones too: a number is never reused.
     number = (
@@ -146,6 +160,8 @@ def _insert_version(
         session.add(
             EdgeRow(version_id=row.id, position=pos, source=e.source, target=e.target, type=e.type)
         )
+    if trust:
+        session.add_all(skill_trust.trust_rows(row.id, skill))
     if latest is not None:
         session.add(
             EditRecord(
@@ -160,8 +176,27 @@ def _insert_version(
     return SavedVersion(skill.name, number, row.id, True)
 
 
-def import_index(engine: Engine, index: PolicyIndex, author: str = "import") -> list[SavedVersion]:
-    return [save_skill(engine, skill, author=author, note="imported") for skill in index]
+def import_index(engine: Engine, index: PolicyIndex, author: str = "import",
+                 actor: Actor = COMMAND_LINE) -> list[SavedVersion]:
+    """Store every SKILL of ``index`` as a new version (unless equal to its latest) with all
+    that ``skillcdg/1`` carries: provenance, confidence, evidence, notes, proposed edges, and
+    the verdicts on its edges (appended to the SKILL's log unless already there). ``actor``
+    must be allowed to "edit graphs"."""
+    require(actor, "edit graphs")
+    out = []
+    for skill in index:
+        saved = save_skill(engine, skill, author=author, note="imported", actor=actor, trust=True)
+        added = 0
+        if skill.decisions:
+            def write(skill=skill) -> int:
+                with write_session(engine) as session:
+                    n = skill_trust.add_decisions(session, skill.name, skill.decisions, author)
+                    session.commit()
+                    return n
+
+            added = retry_conflicts(write)
+        out.append(replace(saved, decisions_added=added))
+    return out
 
 
 def _live(name: str):
@@ -200,6 +235,8 @@ def get_version(engine: Engine, name: str, version: int | None = None) -> SkillV
 
 
 def load_skill(engine: Engine, name: str, version: int | None = None) -> SkillGraph:
+    """Version ``version`` (default: the latest) of ``name`` with everything kept for it:
+    rules and edges with their provenance, the proposals still waiting, every verdict."""
     row = get_version(engine, name, version)
     with Session(engine) as session:
         rules = session.exec(
@@ -216,7 +253,9 @@ def load_skill(engine: Engine, name: str, version: int | None = None) -> SkillGr
         ),
         (Edge(e.source, e.target, e.type) for e in edges),
     )
-    return SkillGraph(row.name, row.description, row.source, graph)
+    with Session(engine) as session:
+        return skill_trust.with_trust(session, row.name, row.version,
+                                      SkillGraph(row.name, row.description, row.source, graph))
 
 
 def export_index(engine: Engine, names: Iterable[str] | None = None) -> PolicyIndex:

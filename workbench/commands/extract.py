@@ -158,7 +158,7 @@ def _extract(args: argparse.Namespace) -> int:
     engine = None
     if args.into_store:
         from store.db import make_engine
-        from store.edge_review import load_decisions, save_edge_trust
+        from store.edge_review import load_decisions
         from store.extraction import SqlStepStore
         from store.repo import save_skill
 
@@ -202,8 +202,8 @@ def _extract(args: argparse.Namespace) -> int:
             print(line)
         if engine is not None:
             saved = save_skill(engine, skill, author="extract",
-                               note=f"extracted by {report.extractor_model}", report=report.to_dict())
-            save_edge_trust(engine, skill.name, saved.version, skill)
+                               note=f"extracted by {report.extractor_model}", report=report.to_dict(),
+                               trust=True)
             state = "saved as version" if saved.created else "unchanged, still version"
             print(f"  {state} {saved.version} in the store")
 

@@ -37,14 +37,20 @@ def _import(args) -> int:
     from store import repo
     from store.db import make_engine
     from workbench.commands.graph import load_index_or_fail
+    from workbench.words import plural
 
     # The whole index is read and validated (text, names, rules, edges) before the first
     # write, so a bad SKILL anywhere in the file leaves the store untouched.
     index = load_index_or_fail(args.index)
     engine = make_engine(args.db)
-    for saved in repo.import_index(engine, index, author=args.author):
+    for skill, saved in zip(index, repo.import_index(engine, index, author=args.author), strict=True):
         state = "new version" if saved.created else "unchanged"
-        print(f"{saved.name}: version {saved.version} ({state})")
+        # What was kept, counted, so a user sees nothing of the file was dropped (issue 35).
+        sourced = sum(bool(e.provenance) for e in skill.graph.edges)
+        print(f"{saved.name}: version {saved.version} ({state}): "
+              f"{plural(len(skill.graph), 'rule')}, {plural(len(skill.graph.edges), 'edge')} "
+              f"({sourced} with provenance), {plural(len(skill.proposed), 'proposed edge')}, "
+              f"{plural(saved.decisions_added, 'new verdict')}")
     return 0
 
 
