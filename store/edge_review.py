@@ -7,18 +7,23 @@ reads with every version; this module holds the decisions: re-extraction reads
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from store import repo, skill_trust
+from store.session import insert_all
 from store.skill_trust import EdgeDecisionRow, EdgeTrustRow, RuleTrustRow, replace_trust
+from workbench.editing import apply_verdicts
 from workbench.extract.provenance import EdgeDecisions
-from workbench.graph import Edge, RuleGraph, SkillGraph
+from workbench.graph import EdgeDecision, SkillGraph
+from workbench.graph_diff import diff_skills
 from workbench.roles import Actor, require
 
-__all__ = ["EdgeDecisionRow", "EdgeTrustRow", "RuleTrustRow", "decide_edge", "load_decisions",
+__all__ = ["Decided", "EdgeDecisionRow", "EdgeTrustRow", "RuleTrustRow", "decide_edge", "decide_edges",
+           "load_decisions",
            "save_edge_trust", "with_trust"]
 
 
@@ -57,46 +62,60 @@ def decide_edge(
     """Record a verdict on ``pair`` and apply it: accepting a proposed edge adds it (as an
     ``author`` edge) in a new version; rejecting an edge of the graph removes it in a new
     version; rejecting a proposal only records the verdict. Returns the version now showing
-    the decision. Raises ``repo.StaleVersion`` when ``version`` is not the latest and the
-    graph would change, ``repo.NotFound`` for an unknown SKILL or version, ``ValueError``
-    when ``pair`` names a rule the version does not have, ``roles.NotAllowed`` (nothing
-    recorded) when ``actor`` may not edit graphs: a rejection steers later extractions, so
-    even one that leaves the graph as it is needs the graph editor's role."""
+    the decision. See :func:`decide_edges` for the errors."""
+    return decide_edges(engine, name, version, [(pair, accept)], actor).version
+
+
+@dataclass(frozen=True)
+class Decided:
+    version: int  # the version now showing the verdicts
+    created: bool  # a new version was saved (False: only proposals were rejected)
+    accepted: int
+    rejected: int
+    summary: str  # what the graph change did ("no changes" for rejected proposals only)
+
+
+def decide_edges(
+    engine: Engine, name: str, version: int, verdicts: Sequence[tuple[tuple[str, str], bool]],
+    actor: Actor, note: str = "",
+) -> Decided:
+    """Apply several verdicts ``((source, target), accept)`` at once: ONE new version holds
+    every accepted proposal (an ``author`` edge), confirmed edge and removed edge, and every
+    verdict is recorded in that version's transaction (63 proposals: one version, not 63).
+    Rejecting proposals only changes no graph: the verdicts are recorded, no version added.
+
+    Raises ``repo.StaleVersion`` when ``version`` is not the latest and the graph would
+    change (nothing recorded), ``repo.NotFound`` for an unknown SKILL or version,
+    ``ValueError`` when a pair names a rule the version lacks, ``roles.NotAllowed``
+    (nothing recorded) when ``actor`` may not edit graphs: a rejection steers later
+    extractions, so even one that leaves the graph as it is needs the graph editor's role."""
     require(actor, "edit graphs")
-    author = actor.name
-    skill = with_trust(engine, name, version, repo.load_skill(engine, name, version))
-    unknown = [r for r in pair if r not in skill.graph.rules]
-    if unknown:
-        raise ValueError(f"{name} v{version} has no rule {', '.join(unknown)}; reload the graph")
-
-    def record() -> None:
-        with Session(engine) as session:
-            session.add(EdgeDecisionRow(skill=name, source=pair[0], target=pair[1],
-                                        decision="accepted" if accept else "rejected",
-                                        author=author))
-            session.commit()
-
-    is_edge = pair in {e.pair for e in skill.graph.edges}
-    if not accept and not is_edge:
-        record()
-        return version  # rejecting a proposal: nothing in the graph changes
-    if accept and is_edge:
-        edges = [replace(e, provenance="author", confidence=1.0) if e.pair == pair else e
-                 for e in skill.graph.edges]
-        verb = "confirmed"
-    elif accept:
-        shown = next((e for e in skill.proposed if e.pair == pair), Edge(*pair))
-        edges = [*skill.graph.edges, replace(shown, provenance="author", confidence=1.0)]
-        verb = "accepted"
-    else:
-        edges = [e for e in skill.graph.edges if e.pair != pair]
-        verb = "rejected"
-    changed = SkillGraph(skill.name, skill.description, skill.source,
-                         RuleGraph(skill.graph.rules.values(), edges),
-                         [e for e in skill.proposed if e.pair != pair])
+    if not verdicts:
+        raise ValueError("no verdict given: choose the proposals to accept or reject")
+    skill = repo.load_skill(engine, name, version)
+    changed = apply_verdicts(skill, verdicts)
+    decisions = [EdgeDecision(s, t, "accepted" if ok else "rejected", actor.name)
+                 for (s, t), ok in dict(verdicts).items()]
+    diff = diff_skills(skill, changed)
+    accepted = sum(d.accepted for d in decisions)
+    graph_changes = diff.edges_added or diff.edges_removed or diff.edges_changed
+    if not graph_changes:  # rejecting proposals only: the graph stays, the verdicts are kept
+        _record_only(engine, name, decisions)
+        return Decided(version, False, accepted, len(decisions) - accepted, "no changes")
+    if not note:
+        verb = {True: "accepted", False: "rejected"}
+        note = (f"{verb[decisions[0].accepted]} edge {decisions[0].source} -> {decisions[0].target}"
+                if len(decisions) == 1 else
+                f"decided {len(decisions)} edges at once ({accepted} accepted, "
+                f"{len(decisions) - accepted} rejected)")
     # An edge decision is an edit built on ``version``: refused (StaleVersion) when a later
     # version exists, so accepting an edge on an old version never reverts newer edits.
-    saved = repo.save_skill(engine, changed, author=author, base_version=version, actor=actor,
-                            note=f"{verb} edge {pair[0]} -> {pair[1]}", trust=True)
-    record()  # only once the graph change is saved: a refused stale save records nothing
-    return saved.version
+    saved = repo.save_skill(engine, changed, author=actor.name, base_version=version, actor=actor,
+                            note=note, trust=True, decisions=decisions)
+    return Decided(saved.version, saved.created, accepted, len(decisions) - accepted,
+                   diff.summary())
+
+
+def _record_only(engine: Engine, name: str, decisions: list[EdgeDecision]) -> None:
+    insert_all(engine, [EdgeDecisionRow(skill=name, source=d.source, target=d.target,
+                                        decision=d.decision, author=d.author) for d in decisions])

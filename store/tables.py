@@ -15,5 +15,6 @@ import store.extraction  # noqa: F401
 import store.llm_cache  # noqa: F401
 import store.llm_endpoints  # noqa: F401
 import store.models  # noqa: F401
+import store.people  # noqa: F401
 import store.review  # noqa: F401
 import store.skill_trust  # noqa: F401
