@@ -103,7 +103,7 @@ def bulk_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor,
             return None
         verdicts = [(e.pair, True) for e in chosen]
         preview = diff_skills(skill, apply_verdicts(skill, verdicts))
-        st.markdown(md(f"**Accepting** saves one new version: {preview.summary()}."))
+        st.markdown("**Accepting** saves one new version: " + md(f"{preview.summary()}."))
         st.caption(md(f"Rejecting records {plural(len(chosen), 'verdict')}; the graph stays as "
                       "it is (no new version)."))
         c1, c2 = st.columns(2)

@@ -128,7 +128,7 @@ def _rule_panel(eng: Engine, skill: SkillGraph, rule_id: str, version: int, late
     label = _label(skill)
 
     with st.form(f"graph_rule_form_{skill.name}_{version}_{rule_id}"):
-        st.markdown(md(f"**Edit {rule_id}**"))
+        st.markdown(f"**Edit {md(rule_id)}**")
         condition = st.text_area("When (condition)", rule.condition, height=70)
         action = st.text_area("Then (action)", rule.action, height=70)
         modality = st.selectbox("Modality", MODALITIES, index=MODALITIES.index(rule.modality))

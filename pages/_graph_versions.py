@@ -25,7 +25,7 @@ def compare(eng: Engine, name: str, numbers: list[int], shown: int) -> None:
         old = c1.selectbox("Older version", older[::-1], key=f"graph_diff_from_{name}")
         change = diff_skills(repo.load_skill(eng, name, old), repo.load_skill(eng, name, new))
         st.session_state["graph_compare_open"] = True
-        st.markdown(md(f"**Version {old} → {new}:** {change.summary()}"))
+        st.markdown(f"**Version {old} → {new}:** " + md(change.summary()))
         rows = change_rows(change)
         if rows:
             st.dataframe(rows, hide_index=True, width="stretch", key=f"graph_diff_table_{name}",
