@@ -35,12 +35,29 @@ from workbench.graph_layout import layered
 MARKS = ("seeds", "violated")
 SEED_PREFIX, VIOLATED_PREFIX = "★ ", "✗ "
 
-_SCRIPT = """
+# The library is a component of its own, mounted once per page: its message never changes,
+# so Streamlit sends it once (later runs send a reference), and a click resends only the
+# drawing's data, not 470 kB of vis-network.
+_LIBRARY = """
 if (!globalThis.vis) { (function () {
 __VIS__
 }).call(globalThis); }
+export default function () {}
+"""
 
+_SCRIPT = """
 const PAD = 24, LAYER_GAP = 22;
+
+function visLoaded() {  // the library component's module may load after this one
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    (function wait() {
+      if (globalThis.vis && globalThis.vis.Network) resolve(globalThis.vis);
+      else if (Date.now() - started > 20000) reject(new Error("vis-network did not load"));
+      else setTimeout(wait, 20);
+    })();
+  });
+}
 
 function layout(data, width) {
   const sx = data.spacing_x, sy = data.row_height;
@@ -84,8 +101,9 @@ function nodeOf(n, x, y, data) {
   };
 }
 
-export default function (component) {
+export default async function (component) {
   const { data, parentElement, setTriggerValue } = component;
+  const vis = await visLoaded();
   let root = parentElement.querySelector(".wb-rule-graph");
   if (!root) {
     root = document.createElement("div");
@@ -164,14 +182,19 @@ _CSS = """
 
 
 @cache
-def _component():
+def _components():
     lib = resources.files("pyvis") / "lib" / "vis-9.1.2"
     # Without its source-map comment: that line comment would swallow the code after it.
     vis_js = re.sub(r"^//# sourceMappingURL=.*$", "", (lib / "vis-network.min.js").read_text(
         encoding="utf-8"), flags=re.M)
     vis_css = (lib / "vis-network.css").read_text(encoding="utf-8")
-    return st.components.v2.component("workbench_rule_graph", js=_SCRIPT.replace("__VIS__", vis_js),
-                                      css=vis_css + _CSS, isolate_styles=False)
+    library = st.components.v2.component("workbench_vis_network",
+                                         js=_LIBRARY.replace("__VIS__", vis_js),
+                                         css="/* vis-network 9.1.2 */\n" + vis_css,
+                                         isolate_styles=False)
+    drawing = st.components.v2.component("workbench_rule_graph", js=_SCRIPT, css=_CSS,
+                                         isolate_styles=False)
+    return library, drawing
 
 
 def graph_data(skill: SkillGraph, rule_ids: Iterable[str], *, selected: str | None = None,
@@ -222,9 +245,11 @@ def rule_graph(skill: SkillGraph, rule_ids: Iterable[str], *, key: str,
     """Draw the graph of ``rule_ids``; returns the rule clicked in this run, if any.
     ``on_select`` runs before the rerun a click causes (read the rule with
     :func:`clicked` there, e.g. to set a selectbox's value)."""
-    result = _component()(key=key, data=graph_data(skill, rule_ids, selected=selected,
-                                                   marked=marked, provenances=provenances, key=key),
-                          on_selected_change=on_select or (lambda: None))
+    library, drawing = _components()
+    library(key=f"{key}_library")
+    result = drawing(key=key, data=graph_data(skill, rule_ids, selected=selected, marked=marked,
+                                              provenances=provenances, key=key),
+                     on_selected_change=on_select or (lambda: None))
     return getattr(result, "selected", None)
 
 

@@ -142,10 +142,11 @@ def _rule_panel(eng: Engine, skill: SkillGraph, rule_id: str, version: int, late
     # the second value cannot land in another row, and an empty choice is refused, not dropped.
     with st.form(f"graph_add_edge_{skill.name}_{version}"):
         st.markdown("**Add an edge**")
+        # No keys: the pickers are new for each chosen rule, the source starting on it.
         source = st.selectbox("Rule that requires (source)", ids, index=ids.index(rule_id),
-                              format_func=label, key="graph_edge_source")
+                              format_func=label)
         target = st.selectbox("Prerequisite (target)", ids, index=None, format_func=label,
-                              key="graph_edge_target", placeholder="choose a rule")
+                              placeholder="choose a rule")
         if st.form_submit_button("Add edge", disabled=disabled):
             if target is None:
                 st.error("Choose the prerequisite (target) rule; nothing was saved.")

@@ -105,8 +105,10 @@ if version != latest:
 may_edit = identity.permitted("edit graphs")
 if st.button("Save as new version", type="primary", key="graph_save", disabled=not may_edit):
     result = apply_edits(skill, edited_rules, edited_edges)
-    for skipped in result.skipped:  # never dropped without a word
-        st.info(md(f"Not saved: {skipped}."))
+    # Empty rows are left out, never without a word (here, and in the message after a save).
+    left_out = "".join(f" Not saved: {skipped}." for skipped in result.skipped)
+    if left_out:
+        st.info(md(left_out.strip()))
     if not result.ok:
         st.error("Nothing was saved. Fix these and save again:\n\n"
                  + "\n".join(f"- {md(str(p))}" for p in result.problems))
@@ -133,7 +135,7 @@ if st.button("Save as new version", type="primary", key="graph_save", disabled=n
         else:
             summary = (f"{restored}; " if restored else "") + result.summary
             queue_nav.leave_flash("graph_table_saved", "success",
-                                  f"Saved version {saved.version}: {summary}")
+                                  f"Saved version {saved.version}: {summary}.{left_out}")
             st.session_state["graph_show_version"] = saved.version
             st.rerun()
 queue_nav.show_flash("graph_table_saved")
