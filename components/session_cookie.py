@@ -64,4 +64,4 @@ def held() -> str | None:
         value = st.context.cookies.get(COOKIE)
     except Exception:  # no browser session (a bare script run)
         return None
-    return value if value and _TOKEN.fullmatch(value) else None
+    return value if isinstance(value, str) and _TOKEN.fullmatch(value) else None

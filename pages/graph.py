@@ -20,6 +20,7 @@ from workbench.editing import apply_edits
 from workbench.impact import closure_changes, reaudit, with_skill
 from workbench.roles import NotAllowed
 from workbench.vocabulary import Seeding
+from workbench.words import plural
 
 IMPACT_SEEDING = {"scored (as audits run)": Seeding.SCORED.value, "keyword match": Seeding.KEYWORDS.value}
 
@@ -175,7 +176,8 @@ else:
         if not changes:
             st.success(f"No stored case of {impact_ds} changes closure between v{base} and v{version}.")
         else:
-            st.write(f"**{len(changes)} case(s)** change closure:")
+            verb = "changes" if len(changes) == 1 else "change"
+            st.write(f"**{plural(len(changes), 'case')}** {verb} closure:")
             st.dataframe([{"case": c.case_id, "rules added": ", ".join(c.added),
                            "rules removed": ", ".join(c.removed),
                            "closure before": len(c.before), "closure after": len(c.after),
@@ -191,7 +193,7 @@ else:
                 previous = {cid: t.violation for (cid, _), t in latest_traces.items()}
                 ids = {c.case_id for c in changes}
                 cases = [c for c in audit_repo.load_cases(eng, impact_ds) if c.id in ids]
-                with st.spinner(f"Re-auditing {len(cases)} case(s) with the local judge…"):
+                with st.spinner(f"Re-auditing {plural(len(cases), 'case')} with the local judge…"):
                     flips = reaudit(cases, with_skill(policy_index(eng), skill), previous,
                                     model_gateway(),
                                     options=AuditOptions(context=impact_opts.context))
@@ -201,4 +203,4 @@ else:
                                "flipped": f.flipped} for f in flips],
                              hide_index=True, width="stretch", key="impact_flips")
                 n = sum(f.flipped for f in flips)
-                st.info(f"{n} verdict(s) flipped." if n else "No verdict flipped.")
+                st.info(f"{plural(n, 'verdict')} flipped." if n else "No verdict flipped.")

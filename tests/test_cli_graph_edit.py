@@ -143,3 +143,30 @@ def test_graph_diff_names_rules_fields_and_edges(db, capsys):
         {"field": "condition", "before": "a fare", "after": "a fare is shown"}]}]
     code, _, err = run(capsys, "graph", "diff", "desk", "--to", "1", "--db", url)
     assert code == 2 and "no version before 1" in err
+
+
+def test_what_the_command_line_decided_shows_on_the_graph_page(db, capsys, monkeypatch):
+    """Issue 32 item 6: a scripted edit and accept are what the page then shows."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    url, eng = db
+    assert run(capsys, "graph", "edit", "desk", "--base-version", "1", "--db", url,
+               "--add-edge", "K", "F")[0] == 0
+    assert run(capsys, "graph", "edit", "desk", "--base-version", "2", "--db", url,
+               "--accept", "C", "V")[0] == 0
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    page = Path(__file__).resolve().parents[1] / "pages" / "graph.py"
+    at = AppTest.from_file(str(page), default_timeout=60)
+    at.query_params["rule"] = "K"
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="graph_version").value == 3  # edit: v2, accept: v3
+    # The one proposal left (K -> V) is the one waiting; C -> V is an edge now.
+    assert any("K requires V — cross-reference" in m.value.replace("\\", "") for m in at.markdown)
+    assert not any("C requires V" in m.value.replace("\\", "") for m in at.markdown)
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    assert "Requires: C, F · Required by: nothing" in captions  # K's edges: imported and added
+    # Edges by the author: K -> C (imported), K -> F (edited), C -> V (accepted).
+    assert at.multiselect(key="graph_provenance_desk").format_func("author") == "author (3)"
