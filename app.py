@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components import identity
+from pages._sign_in import backend
 
 st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
 
@@ -44,5 +45,7 @@ PAGES = {
 }
 
 navigation = st.navigation(PAGES)
-identity.sidebar()  # after st.navigation, so the sign-in box sits below the page list
+sign_in = backend()
+identity.establish(sign_in)  # who this run is for: before any page asks
+identity.sidebar(sign_in)  # after st.navigation, so the sign-in box sits below the page list
 navigation.run()

@@ -10,6 +10,10 @@ shows, and the Replay page's load time of one case of that dataset (goal: a key 
 under a second). ``--script-times``: the same two actions' page-script time on the server
 alone (AppTest, no browser), which a loaded machine's browser timings can hide.
 
+``python bench/ui.py --graph-select`` measures, on the same 1,000 stored traces, the time from
+a mouse click on a rule in the Graph page's drawing (the whole 63-rule airline graph) until
+the rule's panel beside it shows and the rerun is over (no page load: the fragment reruns).
+
 ``python bench/ui.py --review-list`` instead measures the Review queue's list view on a
 dataset of 1,000 flagged verdicts: the time from an action (type a filter, next page) until
 the page has finished its rerun and the table shows the result (goal: under a second).
@@ -184,6 +188,68 @@ def review_keys() -> None:
               f"max {max(values):.2f} s over {len(values)} runs")
 
 
+# Times a selection inside the page (performance.now, polled every 5 ms), from the mouse
+# click to the drawing showing the rule as chosen, and to its panel shown with the run over:
+# Playwright's own polling of a loaded machine adds a few hundred ms to each wait.
+_SELECTION_CLOCK = """(rid) => {
+  window.__selection = null;
+  const root = document.querySelector("[data-testid='wb-rule-graph']");
+  let t0 = null, drawn = null;
+  window.addEventListener("pointerdown", () => { t0 = performance.now(); }, {once: true, capture: true});
+  const poll = setInterval(() => {
+    if (t0 === null) return;
+    if (drawn === null && root.isConnected && root.dataset.selected === rid) drawn = performance.now() - t0;
+    const shown = [...document.querySelectorAll("h3")].some((h) => h.textContent.includes("Rule " + rid));
+    const idle = document.querySelector("[data-testid='stApp'][data-test-script-state='notRunning']");
+    if (drawn !== null && shown && idle) {
+      clearInterval(poll);
+      window.__selection = {drawn: drawn / 1000, shown: (performance.now() - t0) / 1000};
+    }
+  }, 5);
+}"""
+
+
+def graph_select() -> None:
+    """Graph node selection on a store holding 1,000 traces (issue 35 item 4)."""
+    from tests.e2e.graph_drawing import click_rule, positions, wait_drawn
+
+    clicks: list[dict] = []
+    walls: list[float] = []
+    with serving(seed_review_db) as (server, page):
+        page.goto(f"{server.url}/graph?skill=airline-policy")
+        wait_idle(page, 120_000)
+        page.get_by_text("whole graph", exact=True).click()
+        wait_idle(page, 120_000)
+        wait_drawn(page, 63)
+        page.evaluate("window.__sameDocument = true")
+        rules = sorted(positions(page))
+        for rid in rules[: RUNS * 2 + 1]:  # the first click is a warm-up
+            page.evaluate(_SELECTION_CLOCK, rid)
+            t0 = time.perf_counter()
+            click_rule(page, rid)
+            page.wait_for_function("() => window.__selection !== null", timeout=60_000)
+            walls.append(time.perf_counter() - t0)
+            clicks.append(page.evaluate("() => window.__selection"))
+            wait_idle(page)
+            wait_drawn(page, 63)
+        assert page.evaluate("window.__sameDocument === true"), "a click reloaded the page"
+        # Before: a click navigated the window to /graph?skill=&rule=, a new page load.
+        loads: list[float] = []
+        for rid in rules[: RUNS + 1]:
+            t0 = time.perf_counter()
+            page.goto(f"{server.url}/graph?skill=airline-policy&rule={rid}")
+            page.get_by_role("heading", name=f"Rule {rid}").wait_for(timeout=60_000)
+            wait_idle(page)
+            loads.append(time.perf_counter() - t0)
+    for name, values in (("drawing shows the choice", [c["drawn"] for c in clicks[1:]]),
+                         ("panel shown, run over", [c["shown"] for c in clicks[1:]]),
+                         ("as Playwright waits for it", walls[1:]),
+                         ("before, a page load per click (Playwright)", loads[1:])):
+        print(f"graph node selection, {name} ({QUEUE_SIZE} stored traces, 63-rule whole "
+              f"graph): median {statistics.median(values):.2f} s, max {max(values):.2f} s over "
+              f"{len(values)} clicks")
+
+
 def script_times() -> None:
     """The server's share of the same two actions, without a browser: the page script's
     time per rerun (Streamlit's AppTest, in this process), which a loaded machine's browser
@@ -234,8 +300,7 @@ def main() -> None:
             page.get_by_label("SKILL").first.click()
             page.get_by_role("option", name="bench-250").click()
             wait_idle(page)
-            page.frame_locator("iframe").first.locator("canvas").first.wait_for(
-                timeout=60_000)
+            page.locator("[data-testid='wb-rule-graph'] canvas").first.wait_for(timeout=60_000)
             return time.perf_counter() - t0
 
         results = {}
@@ -247,5 +312,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    modes = {"--review-list": review_list, "--review-keys": review_keys, "--script-times": script_times}
+    modes = {"--review-list": review_list, "--review-keys": review_keys,
+             "--script-times": script_times, "--graph-select": graph_select}
     next((run for flag, run in modes.items() if flag in sys.argv[1:]), main)()

@@ -1,9 +1,12 @@
-"""Graph page: filter edges by provenance, and accept or reject proposed edges one key each.
+"""Graph page: filter edges by provenance, and accept or reject proposed edges, one key each
+or many at once.
 
 One proposal is shown at a time (highest confidence first) with both rules and the text that
 suggested it; ``a`` accepts it (a new version with the edge, provenance ``author``), ``x``
-rejects it (recorded; a later extraction does not propose it again). Rule and policy text is
-shown through ``st.text``/escaped Markdown only.
+rejects it (recorded; a later extraction does not propose it again). Below, any number of
+proposals are chosen and accepted or rejected together: ONE new version, previewed before
+the press (63 proposals were 63 key presses and 63 versions). Rule and policy text is shown
+through ``st.text``/escaped Markdown only.
 """
 
 from __future__ import annotations
@@ -11,13 +14,18 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from components import identity
+from components import identity, queue_nav
 from components.errors import show_error
 from components.safe import md
 from store import edge_review, repo
+from workbench.editing import apply_verdicts
 from workbench.glossary import help_for
-from workbench.graph import PROVENANCES, SkillGraph
+from workbench.graph import PROVENANCES, Edge, SkillGraph
+from workbench.graph_diff import diff_skills
 from workbench.roles import Actor, NotAllowed
+from workbench.words import plural
+
+FLASH = "graph_saved"  # the Graph page's flash: shown where its saves are announced
 
 
 def provenance_filter(skill: SkillGraph, key: str) -> list[str]:
@@ -65,4 +73,56 @@ def review_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor) 
             return edge_review.decide_edge(engine, skill.name, version, edge.pair, accept, actor)
         except (repo.StaleVersion, NotAllowed) as exc:  # the store checks the role too
             show_error(exc)
-    return None
+    return bulk_panel(engine, skill, version, actor, pending, may_edit)
+
+
+def _pair_text(e: Edge) -> str:
+    return f"{e.source} → {e.target}"
+
+
+def bulk_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor,
+               pending: list[Edge], may_edit: bool) -> int | None:
+    """Choose several proposals, see what saving them changes, accept or reject them as ONE
+    version; returns the version to show after a decision (None: nothing decided)."""
+    key = f"edge_bulk_{skill.name}_{version}"
+    by_text = {_pair_text(e): e for e in pending}
+    with st.expander(f"Decide several at once ({plural(len(pending), 'proposal')} waiting)",
+                     expanded=bool(st.session_state.get(key))):
+        def choose_all() -> None:
+            st.session_state[key] = list(by_text) if st.session_state.get(f"{key}_all") else []
+
+        st.checkbox(f"Choose all {plural(len(pending), 'waiting proposal')}", key=f"{key}_all",
+                    on_change=choose_all)
+        chosen = [by_text[t] for t in st.multiselect(
+            "Proposals to decide", list(by_text), key=key,
+            help="Accepting adds each as an edge of yours; rejecting records the verdict (a "
+                 "later extraction does not propose it again). Either way: one version.")
+            if t in by_text]
+        if not chosen:
+            st.caption("Choose proposals above to see what accepting them changes.")
+            return None
+        verdicts = [(e.pair, True) for e in chosen]
+        preview = diff_skills(skill, apply_verdicts(skill, verdicts))
+        st.markdown("**Accepting** saves one new version: " + md(f"{preview.summary()}."))
+        st.caption(md(f"Rejecting records {plural(len(chosen), 'verdict')}; the graph stays as "
+                      "it is (no new version)."))
+        c1, c2 = st.columns(2)
+        accept = c1.button(f"Accept {plural(len(chosen), 'proposal')}", key=f"{key}_accept",
+                           type="primary", disabled=not may_edit)
+        reject = c2.button(f"Reject {plural(len(chosen), 'proposal')}", key=f"{key}_reject",
+                           disabled=not may_edit)
+        if not (accept or reject) or not may_edit:
+            return None
+        try:
+            done = edge_review.decide_edges(engine, skill.name, version,
+                                            [(e.pair, bool(accept)) for e in chosen], actor)
+        except (repo.StaleVersion, NotAllowed) as exc:  # the store checks the role too
+            show_error(exc)
+            return None
+        # The next run shows another version's panel (its keys name the version): the choice
+        # does not carry over to proposals it never saw.
+        queue_nav.leave_flash(FLASH, "success",
+                              f"Saved version {done.version} ({plural(done.accepted, 'accepted proposal')}"
+                              f"): {done.summary}" if done.created else
+                              f"Rejected {plural(done.rejected, 'proposal')}; the graph is unchanged.")
+        return done.version

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import streamlit as st
 from pyvis.network import Network
@@ -27,6 +27,7 @@ _REMOTE_TAGS = re.compile(
 
 MODALITY_COLOURS = {"required": "#2f6fde", "prohibited": "#d9363e", "permitted": "#2e9e5b"}
 SEED_BORDER = "#111111"
+VIOLATED_BORDER = "#ff8c00"  # orange: apart from the modality fills (blue, red, green)
 # Edge colour = where the edge came from, so an author sees at a glance which to check.
 PROVENANCE_COLOURS = {
     "model": "#999999", "definition": "#8e44ad", "cross-reference": "#d35400",
@@ -43,14 +44,21 @@ def graph_html(
     height_px: int = 560,
     provenances: Iterable[str] | None = None,
     version: int | None = None,
+    marked: Mapping[str, Iterable[str]] | None = None,
 ) -> str:
     """The page holding the drawing; ``provenances`` (None: all) filters the edges drawn, and
     the SKILL's proposed edges among them are drawn dashed. A node click opens the rule on the
-    Graph page, at ``version`` when given (else the latest)."""
+    Graph page, at ``version`` when given (else the latest). ``marked`` (as
+    ``components.rule_graph``): ``{"seeds": [...], "violated": [...]}``; seeds are boxed, a
+    violated rule gets a thick orange border and a "✗" before its id."""
+    unknown = set(marked or {}) - {"seeds", "violated"}
+    if unknown:
+        raise ValueError(f"unknown mark(s) {', '.join(sorted(unknown))}; use seeds, violated")
     allowed = None if provenances is None else set(provenances)
     ids = [r for r in rule_ids if r in skill.graph.rules]
     keep = set(ids)
-    seed_set = set(seeds)
+    seed_set = set(seeds) | set((marked or {}).get("seeds", ()))
+    violated = set((marked or {}).get("violated", ()))
     # Transparent canvas: the graph sits on whichever theme (light or dark) the page uses.
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
                   bgcolor="transparent")
@@ -62,11 +70,12 @@ def graph_html(
         tooltip = f"{rid} ({rule.modality})\nWhen: {rule.condition}\nThen: {rule.action}"
         if rule.provenance == "obligation":  # the model called it no rule: an author should look
             tooltip += "\nKept by its wording (the model did not call it a rule)"
+        border = VIOLATED_BORDER if rid in violated else SEED_BORDER if rid in seed_set else colour
         node = {
-            "label": rid,
-            "title": tooltip,
-            "color": {"background": colour, "border": SEED_BORDER if rid in seed_set else colour},
-            "borderWidth": 4 if rid in seed_set else 1,
+            "label": ("✗ " if rid in violated else "") + rid,
+            "title": ("Violated in this verdict\n" if rid in violated else "") + tooltip,
+            "color": {"background": colour, "border": border},
+            "borderWidth": 5 if rid in violated else 4 if rid in seed_set else 1,
             "shape": "box" if rid in seed_set else "dot",
             "size": 18 if rid == selected else 12,
             # Dot labels are drawn beside the node on the page background: a light outline
@@ -170,9 +179,12 @@ def with_node_links(page: str, skill_name: str, version: int | None = None) -> s
 
 def show_graph(skill: SkillGraph, rule_ids: Iterable[str], seeds: Iterable[str] = (),
                selected: str | None = None, height_px: int = 560,
-               provenances: Iterable[str] | None = None, version: int | None = None) -> None:
-    st.iframe(graph_html(skill, rule_ids, seeds, selected, height_px, provenances, version),
-              height=height_px + 30)
+               provenances: Iterable[str] | None = None, version: int | None = None,
+               marked: Mapping[str, Iterable[str]] | None = None) -> None:
+    """The drawing in an iframe (a click opens the rule on the Graph page). For a drawing
+    legible at any size whose clicks stay on the page, use ``components.rule_graph``."""
+    st.iframe(graph_html(skill, rule_ids, seeds, selected, height_px, provenances, version,
+                         marked), height=height_px + 30)
 
 
 def legend(seeds_are: str = "seed rules (where the audit starts)") -> None:

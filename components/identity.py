@@ -1,25 +1,43 @@
 """Who is signed in, and what they may do.
 
-With OpenID Connect configured in ``.streamlit/secrets.toml`` (an ``[auth]`` section),
-Streamlit's ``st.login`` signs people in and ``st.user`` says who they are; their role comes
-from ``[workbench.roles]`` (e-mail = role) in the same file, ``analyst`` by default. Without
-it, a local sign-in (name + role, in the sidebar) is kept in the session.
+Every run of the app (``app.py``) first calls :func:`establish`, which decides who this
+browser session is; pages then ask :func:`current`, :func:`allowed` and :func:`actor`.
 
-Nobody signed in locally is single-user mode: every action is allowed (a workbench on one
-laptop has no one to keep out) and records carry "analyst". Once someone signs in, or
-whenever OIDC is configured, the role decides (``workbench.roles``).
+- **OIDC**, when ``.streamlit/secrets.toml`` has an ``[auth]`` section: Streamlit's
+  ``st.login`` signs people in and ``st.user`` says who they are. Their role is the roster's
+  (``workbench people add E-MAIL --role ROLE``: the store and the CLI use the same list),
+  else ``[workbench.roles]`` in the same file (e-mail = role), else ``viewer`` when either of
+  those lists exists (least privilege) and ``analyst`` when none does.
+- **Local sign-in** otherwise (sidebar): the store issues a signed, expiring token
+  (``workbench.sign_in``), kept in this browser's cookie (``components.session_cookie``), so
+  the sign-in survives a reload, a pasted link, a new tab and a graph-node click; signing out
+  revokes it in the store. With a roster in the store, only people on it sign in, with the
+  roster's role (and their password when they have one).
+
+Nobody signed in: with a roster or OIDC configured, a **viewer** (reads, changes nothing);
+otherwise single-user mode (a workbench on one laptop has no one to keep out: every action
+is allowed and records carry the typed name). A sign-in that lapses (expired, signed out in
+another tab, taken off the roster) is said in the sidebar, never a silent fallback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import streamlit as st
 
+from components import session_cookie
 from components.safe import md
 from workbench.roles import ROLES, Actor, may, refusal
+from workbench.sign_in import InvalidToken, SignInError
 
 _KEY = "identity"
+_TOKEN = "identity_token"
+_DROPPED = "identity_dropped_tokens"  # signed out here: the cookie sent at start is not re-read
+_ROSTER = "identity_roster"
+_PROBLEM = "identity_problem"
 
 
 @dataclass(frozen=True)
@@ -29,6 +47,20 @@ class Identity:
     source: str  # "oidc" or "local"
 
 
+@dataclass(frozen=True)
+class Backend:
+    """What :func:`establish` needs from the store (``pages/_sign_in.py`` binds it to the
+    engine; a component does not import the store). ``sign_in`` and ``resolve`` return an
+    object with ``token``, ``name``, ``role`` and ``expires``; they raise ``SignInError`` /
+    ``InvalidToken``."""
+
+    roster_configured: Callable[[], bool]
+    role_of: Callable[[str], str | None]
+    sign_in: Callable[[str, str, str], object]
+    resolve: Callable[[str], object]
+    sign_out: Callable[[str], bool]
+
+
 def oidc_configured() -> bool:
     try:
         return "auth" in st.secrets
@@ -36,44 +68,92 @@ def oidc_configured() -> bool:
         return False
 
 
-def _oidc_role(email: str) -> str:
+def _secrets_roles() -> dict:
     try:
-        roles = st.secrets.get("workbench", {}).get("roles", {})
+        return dict(st.secrets.get("workbench", {}).get("roles", {}))
     except Exception:
-        roles = {}
-    role = roles.get(email, "analyst")
-    return role if role in ROLES else "analyst"
+        return {}
+
+
+def oidc_role(email: str, roster_role: str | None, secrets_roles: dict, roster: bool) -> str:
+    """The role of an OIDC identity: the roster's, else ``[workbench.roles]``'s, else the
+    least privilege (``viewer``) when either list exists, else ``analyst``."""
+    for role in (roster_role, secrets_roles.get(email)):
+        if role in ROLES:
+            return role
+    return "viewer" if roster or secrets_roles else "analyst"
+
+
+def roles_configured() -> bool:
+    """Whether roles decide even with nobody signed in (OIDC, or a roster in the store)."""
+    return oidc_configured() or bool(st.session_state.get(_ROSTER))
+
+
+def establish(backend: Backend) -> Identity | None:
+    """Decide who this run is for (call once per run, before the page): OIDC's user, or the
+    local sign-in whose token this session or this browser's cookie holds, verified by the
+    store. A token that no longer signs anyone in is dropped, and the sidebar says why."""
+    if oidc_configured():
+        user = st.user
+        if not getattr(user, "is_logged_in", False):
+            st.session_state.pop(_KEY, None)
+            return None
+        email = str(user.get("email") or "")
+        roster = backend.roster_configured()
+        role = oidc_role(email, backend.role_of(email), _secrets_roles(), roster)
+        st.session_state[_KEY] = {"name": str(user.get("name") or email), "role": role,
+                                  "source": "oidc"}
+        return current()
+    st.session_state[_ROSTER] = backend.roster_configured()
+    token = st.session_state.get(_TOKEN)
+    if token is None:
+        sent = session_cookie.held()
+        token = None if sent in st.session_state.get(_DROPPED, ()) else sent
+    if token is None:
+        st.session_state.pop(_KEY, None)
+        return None
+    try:
+        live = backend.resolve(token)
+    except InvalidToken as lapsed:
+        st.session_state[_PROBLEM] = f"{lapsed.message}; {lapsed.hint}."
+        _drop(token)
+        for key in (_KEY, _TOKEN):
+            st.session_state.pop(key, None)
+        return None
+    _hold(live)
+    return current()
+
+
+def _hold(live) -> None:
+    st.session_state[_TOKEN] = live.token
+    st.session_state[_KEY] = {"name": live.name, "role": live.role, "source": "local",
+                              "expires": live.expires}
+    st.session_state["user_name"] = live.name  # append-only records (edits, decisions) carry it
 
 
 def current() -> Identity | None:
     """The signed-in person, or ``None``."""
-    if oidc_configured():
-        user = st.user
-        if not getattr(user, "is_logged_in", False):
-            return None
-        email = str(user.get("email") or "")
-        return Identity(str(user.get("name") or email), _oidc_role(email), "oidc")
     data = st.session_state.get(_KEY)
-    return Identity(data["name"], data["role"], "local") if data else None
+    return Identity(data["name"], data["role"], data.get("source", "local")) if data else None
 
 
 def allowed(action: str) -> bool:
     """Whether the current person may do ``action`` (see the module docstring)."""
     who = current()
     if who is None:
-        return not oidc_configured()
+        return not roles_configured()
     return may(who.role, action)
 
 
 def actor(name: str | None = None) -> Actor:
     """The acting identity to pass to a store write, which checks the role itself
-    (``workbench.roles.require``): the signed-in person; nobody (refused) when OIDC is
-    configured and nobody signed in; else single-user mode, recorded as ``name`` (the name
-    typed on the page) or the session's name."""
+    (``workbench.roles.require``): the signed-in person; nobody (refused) when roles are
+    configured and nobody is signed in; else single-user mode, recorded as ``name`` (the
+    name typed on the page) or the session's name."""
     who = current()
     if who is not None:
         return Actor.signed_in(who.name, who.role)
-    if oidc_configured():
+    if roles_configured():
         return Actor.nobody()
     return Actor.single_user(name or st.session_state.get("user_name") or "analyst")
 
@@ -95,54 +175,91 @@ def explain_refusal(action: str) -> None:
         st.info(md(refusal(who.role, action)))
 
 
-def _sign_in() -> None:
+def _sign_in(backend: Backend) -> None:
     name = (st.session_state.get("id_name") or "").strip()
     if not name:
         st.session_state["id_flash"] = "Type your name to sign in."
         return
     role = st.session_state.get("id_role") or "analyst"
-    st.session_state[_KEY] = {"name": name, "role": role}
-    st.session_state["user_name"] = name  # append-only records (edits, decisions) carry it
+    try:
+        live = backend.sign_in(name, role, st.session_state.get("id_password") or "")
+    except SignInError as refused:
+        st.session_state["id_flash"] = f"{refused.message}. {refused.hint}."
+        return
+    finally:
+        st.session_state.pop("id_password", None)  # never kept beyond the press
+    st.session_state.pop(_PROBLEM, None)
+    _hold(live)
 
 
-def _sign_out() -> None:
+def _drop(token: str | None) -> None:
+    if token:
+        st.session_state[_DROPPED] = [*st.session_state.get(_DROPPED, ()), token]
+
+
+def _sign_out(backend: Backend) -> None:
+    token = st.session_state.pop(_TOKEN, None)
+    if token:
+        backend.sign_out(token)  # every tab and pasted link holding it is signed out too
+    _drop(token)
+    _drop(session_cookie.held())
     st.session_state.pop(_KEY, None)
     st.session_state.pop("user_name", None)
 
 
-def sidebar() -> None:
-    """Sign-in / signed-in box in the sidebar (called by app.py on every page)."""
+def sidebar(backend: Backend) -> None:
+    """Sign-in / signed-in box in the sidebar (called by app.py on every page), and the
+    cookie that keeps a local sign-in in this browser."""
     with st.sidebar:
         who, oidc = current(), oidc_configured()
+        if not oidc:
+            data = st.session_state.get(_KEY) or {}
+            expires = data.get("expires")
+            left = (expires - datetime.now(expires.tzinfo)).total_seconds() if expires else 0
+            session_cookie.keep(st.session_state.get(_TOKEN) if who else None, int(left))
         if who is not None:
             st.caption(md(f"Signed in as {who.name} ({who.role})"))
             st.button("Sign out", on_click=st.logout if oidc else _sign_out,
+                      args=() if oidc else (backend,),
                       key="id_logout" if oidc else "id_signout")
             return
+        if _PROBLEM in st.session_state:
+            st.warning(md(st.session_state[_PROBLEM]))
+        if roles_configured():
+            st.caption("Not signed in: you can read everything and change nothing.")
         if oidc:
             st.button("Sign in", on_click=st.login, key="id_login")
             return
-        with st.expander("Sign in", expanded=False):
+        roster = bool(st.session_state.get(_ROSTER))
+        with st.expander("Sign in", expanded=bool(st.session_state.get(_PROBLEM))):
             if "id_flash" in st.session_state:
-                st.error(st.session_state.pop("id_flash"))
+                st.error(md(st.session_state.pop("id_flash")))
             with st.form("id_form"):
                 st.text_input("Sign-in name", key="id_name")
-                st.selectbox("Role", ROLES, index=ROLES.index("analyst"), key="id_role",
-                             help="author: edit graphs · analyst/reviewer: decide reviews · "
-                                  "annotator: label · reviewer: adjudicate · admin: all")
-                st.form_submit_button("Sign in", on_click=_sign_in)
+                if roster:
+                    # The roster gives the role: nobody picks their own.
+                    st.text_input("Password", type="password", key="id_password",
+                                  help="Leave empty if an admin set none for you.")
+                else:
+                    st.selectbox("Role", ROLES, index=ROLES.index("analyst"), key="id_role",
+                                 help="author: edit graphs · analyst/reviewer: decide reviews · "
+                                      "annotator: label · reviewer: adjudicate · admin: all · "
+                                      "viewer: read only")
+                st.form_submit_button("Sign in", on_click=_sign_in, args=(backend,))
 
 
 def acting_name(label: str, key: str, default: str) -> str:
     """Who an append-only record (a decision, a graph version) is recorded for: the signed-in
-    identity, shown and not editable; in single-user mode (nobody signed in, no OIDC) a name
-    typed in a ``label`` field, remembered for the session. Returns "" when none is given."""
+    identity, shown and not editable; in single-user mode (nobody signed in, no roles
+    configured) a name typed in a ``label`` field, remembered for the session. Returns ""
+    when none is given."""
     who = current()
     if who is not None:
         st.caption(md(f"{label}: **{who.name}** ({who.role}, signed in)"))
         return who.name
+    if roles_configured():
+        return ""
     name = st.text_input(label, value=default, key=key).strip()
     if name:
         st.session_state["user_name"] = name
     return name
-

@@ -1,4 +1,5 @@
-"""Graph: one SKILL's CDG, focused on a rule's closure or dependants, with its source spans."""
+"""Graph: one SKILL's CDG, drawn legibly at any size, with the chosen rule edited beside it;
+proposed edges decided one key each or many at once; versions compared; edit impact."""
 
 from __future__ import annotations
 
@@ -7,23 +8,19 @@ import streamlit as st
 from components import identity, links, queue_nav
 from components.edge_review import provenance_filter, review_panel
 from components.errors import show_error
-from components.graph_view import legend, provenance_legend, show_graph
+from components.graph_view import provenance_legend
 from components.replay_state import policy_index
-from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
-from components.spans import show_source
 from components.state import engine, model_gateway, user_name
-from store import audit_repo, edge_review, repo
+from pages import _graph_focus, _graph_versions
+from store import audit_repo, repo
 from workbench.audit import AuditOptions
 from workbench.audit.strategies import ContextOptions
 from workbench.editing import apply_edits
 from workbench.impact import closure_changes, reaudit, with_skill
 from workbench.roles import NotAllowed
-from workbench.rule_search import search_rules
 from workbench.vocabulary import Seeding
-
-FULL_GRAPH_LIMIT = 300  # beyond this a whole-graph drawing is a hairball; focus instead
-
+from workbench.words import plural
 
 IMPACT_SEEDING = {"scored (as audits run)": Seeding.SCORED.value, "keyword match": Seeding.KEYWORDS.value}
 
@@ -59,80 +56,32 @@ links.publish("version", None if version == latest else version)
 if missing_version:
     st.warning(md(f"The link names version {missing_version} of {name}, which does not exist; "
                   f"showing version {version}."))
-skill = edge_review.with_trust(eng, name, version, repo.load_skill(eng, name, version))
+skill = repo.load_skill(eng, name, version)  # with provenance, proposals and verdicts
 if version != latest:
     st.warning(md(f"You are viewing version {version}, not the latest ({latest}). Saving an edit "
                   f"made here is refused, because it would undo what versions after {version} "
                   f"changed; switch to version {latest} to edit, or explicitly restore from this "
                   "version below."), icon="⚠️")
 
-query = st.text_input("Search rules", key="graph_query", placeholder="e.g. refund coupon")
-hits = search_rules(skill, query)
-st.caption(f"{len(hits)} of {len(skill.graph)} rules match.")
-if not hits:
-    st.warning("No rule matches the search; clear it to see all rules.")
-    st.stop()
-# Open on the rule with the most prerequisites: its closure shows the graph's structure best.
-default = max(range(len(hits)), key=lambda i: len(skill.graph.requires(hits[i])))
-missing_rule = links.adopt("rule", "graph_rule", hits)
-rule_id = st.selectbox("Rule", hits, index=default, key="graph_rule",
-                       format_func=lambda r: f"{r} — {skill.graph.rules[r].action[:80]}")
-links.publish("rule", rule_id)
-if missing_rule:
-    st.warning(md(f"The link names rule {missing_rule}, which is not among the rules shown "
-                  f"(not in this version, or hidden by the search); showing {rule_id}."))
-focus = st.radio("Show", ["closure of this rule", "dependants of this rule", "search results",
-                          "whole graph"], horizontal=True, key="graph_focus")
+kinds = provenance_filter(skill, key=f"graph_provenance_{name}")
+provenance_legend()
+author = identity.acting_name("Your name", "graph_author", user_name())
+_graph_focus.focus(eng, skill, version, latest,
+                  kinds if (skill.graph.edges or skill.proposed) else None, author)
 
-if focus == "closure of this rule":
-    shown = skill.graph.closure([rule_id])
-elif focus == "dependants of this rule":
-    shown = skill.graph.dependants([rule_id])
-elif focus == "search results":
-    shown = hits
-else:
-    shown = list(skill.graph.rules)
-    if len(shown) > FULL_GRAPH_LIMIT:
-        st.warning(f"{len(shown)} rules is too many to draw at once; showing the closure instead.")
-        shown = skill.graph.closure([rule_id])
-
-graph_col, detail_col = st.columns([3, 2])
-with detail_col:  # drawn first, at the side, so the drawing does not move down
-    kinds = provenance_filter(skill, key=f"graph_provenance_{name}")
-    provenance_legend()
-with graph_col:
-    st.write(f"**{len(shown)} rules** shown.")
-    legend("the chosen rule")
-    # A node click opens that rule here, on the version being viewed.
-    show_graph(skill, shown, seeds=[rule_id], selected=rule_id, provenances=kinds,
-               version=None if version == latest else version)
-with detail_col:
-    st.subheader(f"Rule {rule_id}")
-    rule = skill.graph.rules[rule_id]
-    st.text(f"Modality: {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}")
-    requires = skill.graph.requires(rule_id)
-    st.caption("Requires: " + (", ".join(requires) if requires else "nothing"))
-    if rule.spans:
-        show_source(skill.source, rule.spans, context_chars=400)
-    else:
-        st.warning("This rule has no source span yet (added by an edit).")
-with st.expander("Rules shown"):
-    # A search narrows this table too (it listed every rule whatever the search said).
-    listed = [r for r in shown if r in set(hits)] if query.strip() else shown
-    pinned = None if version == latest else version
-    st.dataframe(with_rule_links(rules_frame(skill, listed), name, version=pinned),
-                 hide_index=True, width="stretch", column_config=RULE_LINK_CONFIG)
-
-decided = review_panel(eng, skill, version, identity.actor())
+decided = review_panel(eng, skill, version, identity.actor(author))
 if decided is not None:
     st.session_state["graph_show_version"] = decided
     st.rerun()
 
-# -- editing -------------------------------------------------------------------------------
+_graph_versions.compare(eng, name, vers, version)
+
+# -- every rule and edge as tables -------------------------------------------------------------
 st.divider()
-st.subheader("Edit rules and edges")
-st.caption("Edit condition, action or modality in place; add or delete rows. Saving validates "
-           "everything and creates a new version; older versions stay readable.")
+st.subheader("Edit all rules and edges")
+st.caption("Edit condition, action or modality in place; add or delete rule rows, delete edge "
+           "rows or change their ends (add an edge with the pickers beside the drawing). Saving "
+           "validates everything and creates a new version; older versions stay readable.")
 rule_rows = [{"id": r.id, "condition": r.condition, "action": r.action, "modality": r.modality}
              for r in skill.graph.rules.values()]
 edge_rows = [{"source": e.source, "target": e.target} for e in skill.graph.edges]
@@ -143,13 +92,12 @@ edited_rules = st.data_editor(
 )
 rule_options = [r["id"] for r in edited_rules if r.get("id")]
 edited_edges = st.data_editor(
-    edge_rows, num_rows="dynamic", key=f"edges_editor_{name}_{version}", width="stretch",
+    edge_rows, num_rows="delete", key=f"edges_editor_{name}_{version}", width="stretch",
     column_config={
         "source": st.column_config.SelectboxColumn("source (requires →)", options=rule_options),
         "target": st.column_config.SelectboxColumn("target (prerequisite)", options=rule_options),
     },
 )
-author = identity.acting_name("Your name", "graph_author", user_name())
 note = st.text_input("What and why (optional)", key="graph_note")
 restore = False
 if version != latest:
@@ -158,21 +106,26 @@ if version != latest:
 may_edit = identity.permitted("edit graphs")
 if st.button("Save as new version", type="primary", key="graph_save", disabled=not may_edit):
     result = apply_edits(skill, edited_rules, edited_edges)
+    # Empty rows are left out, never without a word (here, and in the message after a save).
+    left_out = "".join(f" Not saved: {skipped}." for skipped in result.skipped)
+    if left_out:
+        st.info(md(left_out.strip()))
     if not result.ok:
         st.error("Nothing was saved. Fix these and save again:\n\n"
-                 + "\n".join(f"- {p}" for p in result.problems))
+                 + "\n".join(f"- {md(str(p))}" for p in result.problems))
     elif result.summary == "no changes" and not restore:
         st.info("No changes to save.")
     else:
         # The version the edit was built on: the store refuses it if it is no longer the
         # latest (an old version selected, or another author saved meanwhile). Restoring
-        # says "on top of the latest" explicitly.
+        # says "on top of the latest" explicitly, and says so in the note.
         built_on = latest if restore else version
-        summary = (f"restored from version {version}; " if restore else "") + result.summary
+        restored = f"restored from version {version}" if restore else ""
         try:
             saved = repo.save_skill(eng, result.skill, author=author or "analyst",
-                                    note=note or summary, base_version=built_on,
-                                    actor=identity.actor(author))
+                                    note="; ".join(x for x in (restored, note) if x),
+                                    base_version=built_on, actor=identity.actor(author),
+                                    trust=True)
         except NotAllowed as refused:  # the store checks the role too
             show_error(refused)
         except repo.StaleVersion as stale:
@@ -181,19 +134,14 @@ if st.button("Save as new version", type="primary", key="graph_save", disabled=n
                         f"since: {stale.changes}. Switch to version {stale.latest} and make the "
                         "edit there."))
         else:
-            queue_nav.leave_flash("graph_saved", "success", f"Saved version {saved.version}: {summary}")
+            summary = (f"{restored}; " if restored else "") + result.summary
+            queue_nav.leave_flash("graph_table_saved", "success",
+                                  f"Saved version {saved.version}: {summary}.{left_out}")
             st.session_state["graph_show_version"] = saved.version
             st.rerun()
-queue_nav.show_flash("graph_saved")
+queue_nav.show_flash("graph_table_saved")
 
-with st.expander("Edit history"):
-    history = repo.edit_history(eng, name)
-    if history:
-        st.dataframe([{"when": h.created_at, "who": h.author, "from": h.from_version,
-                       "to": h.to_version, "summary": h.summary} for h in history],
-                     hide_index=True, width="stretch")
-    else:
-        st.caption("No edits yet.")
+_graph_versions.history(eng, name)
 
 # -- edit impact ---------------------------------------------------------------------------
 st.divider()
@@ -228,7 +176,8 @@ else:
         if not changes:
             st.success(f"No stored case of {impact_ds} changes closure between v{base} and v{version}.")
         else:
-            st.write(f"**{len(changes)} case(s)** change closure:")
+            verb = "changes" if len(changes) == 1 else "change"
+            st.write(f"**{plural(len(changes), 'case')}** {verb} closure:")
             st.dataframe([{"case": c.case_id, "rules added": ", ".join(c.added),
                            "rules removed": ", ".join(c.removed),
                            "closure before": len(c.before), "closure after": len(c.after),
@@ -240,11 +189,11 @@ else:
             may_store = identity.permitted("store audit results")
             if st.button("Re-audit these cases with the judge", key="impact_reaudit",
                          disabled=not may_store):
-                latest = audit_repo.latest_traces(eng, impact_ds, strategy="cdg")
-                previous = {cid: t.violation for (cid, _), t in latest.items()}
+                latest_traces = audit_repo.latest_traces(eng, impact_ds, strategy="cdg")
+                previous = {cid: t.violation for (cid, _), t in latest_traces.items()}
                 ids = {c.case_id for c in changes}
                 cases = [c for c in audit_repo.load_cases(eng, impact_ds) if c.id in ids]
-                with st.spinner(f"Re-auditing {len(cases)} case(s) with the local judge…"):
+                with st.spinner(f"Re-auditing {plural(len(cases), 'case')} with the local judge…"):
                     flips = reaudit(cases, with_skill(policy_index(eng), skill), previous,
                                     model_gateway(),
                                     options=AuditOptions(context=impact_opts.context))
@@ -254,4 +203,4 @@ else:
                                "flipped": f.flipped} for f in flips],
                              hide_index=True, width="stretch", key="impact_flips")
                 n = sum(f.flipped for f in flips)
-                st.info(f"{n} verdict(s) flipped." if n else "No verdict flipped.")
+                st.info(f"{plural(n, 'verdict')} flipped." if n else "No verdict flipped.")

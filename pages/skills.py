@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from components import identity
+from components import identity, queue_nav
 from components.errors import show_error
 from components.extraction_report import reference_panel, report_panel
 from components.glossary import column_help
@@ -31,11 +31,13 @@ from workbench.skill_upload import (
     screen_upload,
 )
 from workbench.stats import skill_stats
+from workbench.words import plural
 
 DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "index.json"
 
 st.title("Skills")
 eng = engine()
+queue_nav.show_flash("skills_deleted")  # a deletion says what it did, above everything else
 
 # Extracting a SKILL saves a graph version and deleting one hides every version: both edit
 # graphs, so they need the role that saving a graph edit needs.
@@ -116,11 +118,11 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 continue
             try:
                 saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
-                                        report=report.to_dict(), actor=identity.actor())
+                                        report=report.to_dict(), actor=identity.actor(),
+                                        trust=True)  # provenance, in the version's transaction
             except NotAllowed as exc:  # the store checks the role too
                 show_error(exc)
                 continue
-            edge_review.save_edge_trust(eng, doc.name, saved.version, graph)
             state = f"version {saved.version}" if saved.created else "unchanged (same as latest)"
             st.success(md(f"{doc.name}: {len(graph.graph)} rules, {len(graph.graph.edges)} edges "
                           f"— {state}"))
@@ -173,8 +175,11 @@ with st.expander(f"Delete {chosen}"):
         identity.explain_refusal("edit graphs")
     if st.button(f"Delete {chosen}", key="skills_delete", disabled=not may_edit) and may_edit:
         try:
-            repo.delete_skill(eng, chosen, identity.actor())
+            hidden = repo.delete_skill(eng, chosen, identity.actor())
         except NotAllowed as exc:  # the store checks the role too
             show_error(exc)
         else:
+            queue_nav.leave_flash("skills_deleted", "success",
+                                  f"Deleted {chosen}: {plural(hidden, 'version')} hidden "
+                                  "(kept for the audit trail).")
             st.rerun()

@@ -1,7 +1,9 @@
 """Repository functions for SKILL versions, rules and edges.
 
-Import/export with ``skillcdg/1`` is lossless: rule order, edge order, spans and the full source
-text round-trip exactly. Saving content identical to the latest version does not add a version.
+Import/export with ``skillcdg/1`` is lossless: rule order, edge order, spans, the full source
+text, and every optional field (provenance, confidence, evidence and notes of rules and edges,
+proposed edges, an author's verdicts) round-trip exactly (``store.skill_trust`` keeps the
+optional ones). Saving content identical to the latest version does not add a version.
 """
 
 from __future__ import annotations
@@ -9,16 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from store import skill_trust
 from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
 from store.session import retry_conflicts, write_session
 from workbench.errors import WorkbenchError
-from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
+from workbench.graph import Edge, EdgeDecision, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
+from workbench.graph_diff import diff_skills
 from workbench.roles import COMMAND_LINE, Actor, require
 
 
@@ -32,6 +37,7 @@ class SavedVersion:
     version: int
     id: int
     created: bool  # False when the content equalled the latest version
+    decisions_added: int = 0  # an import's verdicts on edges the store did not hold yet
 
 
 def _sha(text: str) -> str:
@@ -39,9 +45,11 @@ def _sha(text: str) -> str:
 
 
 def graph_fingerprint(skill: SkillGraph) -> str:
-    """Hash of description, rules and edges (in order): what makes two versions different."""
+    """Hash of description, rules and edges (in order, with their provenance) and proposed
+    edges: what makes two versions different. Verdicts are kept per SKILL, not per version."""
     payload = PolicyIndex([skill]).to_dict()["skills"][0]
     payload.pop("source")
+    payload.pop("decisions", None)
     return _sha(json.dumps(payload, sort_keys=True, ensure_ascii=False))
 
 
@@ -66,6 +74,8 @@ def save_skill(
     report: dict | None = None,
     base_version: int | None = None,
     actor: Actor = COMMAND_LINE,
+    trust: bool = False,
+    decisions: Iterable[EdgeDecision] = (),
 ) -> SavedVersion:
     """Store ``skill`` as a new version of its name, unless it equals the latest version.
 
@@ -76,21 +86,42 @@ def save_skill(
     latest, nothing is saved and :class:`StaleVersion` is raised (an edit of an old version
     must never revert later ones). Imports and extractions pass none: their content is new.
     The version number is taken under the write lock, so concurrent saves never collide.
+
+    ``trust=True`` (imports, extractions, edge decisions: a SKILL that knows where each rule
+    and edge came from) keeps ``skill``'s provenance, confidences and proposed edges with the
+    version, in the same transaction. An edit leaves it False: the version then reads the
+    provenance of the version it was built on, and its new edges read as the author's.
+
+    ``decisions`` (verdicts on edges) are recorded in the same transaction, also when the
+    content equals the latest version (rejecting proposals changes no graph), and not at all
+    when the save is refused. ``note`` is the author's; the edit history's summary is
+    computed from the change itself (``workbench.graph_diff``).
     """
     require(actor, "edit graphs")
+    verdicts = list(decisions)
     src_sha, g_sha = _sha(skill.source), graph_fingerprint(skill)
 
     def write() -> SavedVersion:
         with write_session(engine) as session:
             latest = _latest(session, skill.name)
             if latest and latest.source_sha256 == src_sha and latest.graph_sha256 == g_sha:
+                _record(session, skill.name, verdicts)
+                session.commit()
                 return SavedVersion(skill.name, latest.version, latest.id, False)
             if base_version is not None and latest is not None and latest.version != base_version:
                 raise StaleVersion(skill.name, base_version, latest.version,
                                    _changes_since(engine, skill.name, base_version, latest.version))
-            return _insert_version(session, skill, latest, src_sha, g_sha, author, note, report)
+            _record(session, skill.name, verdicts)
+            return _insert_version(session, skill, latest, src_sha, g_sha, author, note, report,
+                                   trust)
 
     return retry_conflicts(write)
+
+
+def _record(session: Session, name: str, verdicts: list[EdgeDecision]) -> None:
+    session.add_all(skill_trust.EdgeDecisionRow(skill=name, source=d.source, target=d.target,
+                                                decision=d.decision, author=d.author)
+                    for d in verdicts)
 
 
 def _changes_since(engine: Engine, name: str, base: int, latest: int) -> str:
@@ -111,6 +142,7 @@ def _insert_version(
     author: str,
     note: str,
     report: dict | None,
+    trust: bool = False,
 ) -> SavedVersion:
     # max over every row, deleted ones too: a number is never reused.
     number = (
@@ -146,22 +178,47 @@ def _insert_version(
         session.add(
             EdgeRow(version_id=row.id, position=pos, source=e.source, target=e.target, type=e.type)
         )
+    if trust:
+        session.add_all(skill_trust.trust_rows(row.id, skill))
     if latest is not None:
+        # What the change did, from the stored latest to this version: never the note, which
+        # may claim what was not saved. Without trust rows of its own the version reads its
+        # ancestor's provenance, so only what the edit itself changed is named.
+        change = diff_skills(_load(session, latest), skill)
         session.add(
             EditRecord(
                 name=skill.name,
                 from_version=latest.version,
                 to_version=number,
                 author=author,
-                summary=note or "new version",
+                summary=change.summary(with_trust=trust),
             )
         )
     session.commit()
     return SavedVersion(skill.name, number, row.id, True)
 
 
-def import_index(engine: Engine, index: PolicyIndex, author: str = "import") -> list[SavedVersion]:
-    return [save_skill(engine, skill, author=author, note="imported") for skill in index]
+def import_index(engine: Engine, index: PolicyIndex, author: str = "import",
+                 actor: Actor = COMMAND_LINE) -> list[SavedVersion]:
+    """Store every SKILL of ``index`` as a new version (unless equal to its latest) with all
+    that ``skillcdg/1`` carries: provenance, confidence, evidence, notes, proposed edges, and
+    the verdicts on its edges (appended to the SKILL's log unless already there). ``actor``
+    must be allowed to "edit graphs"."""
+    require(actor, "edit graphs")
+    out = []
+    for skill in index:
+        saved = save_skill(engine, skill, author=author, note="imported", actor=actor, trust=True)
+        added = 0
+        if skill.decisions:
+            def write(skill=skill) -> int:
+                with write_session(engine) as session:
+                    n = skill_trust.add_decisions(session, skill.name, skill.decisions, author)
+                    session.commit()
+                    return n
+
+            added = retry_conflicts(write)
+        out.append(replace(saved, decisions_added=added))
+    return out
 
 
 def _live(name: str):
@@ -200,14 +257,20 @@ def get_version(engine: Engine, name: str, version: int | None = None) -> SkillV
 
 
 def load_skill(engine: Engine, name: str, version: int | None = None) -> SkillGraph:
+    """Version ``version`` (default: the latest) of ``name`` with everything kept for it:
+    rules and edges with their provenance, the proposals still waiting, every verdict."""
     row = get_version(engine, name, version)
     with Session(engine) as session:
-        rules = session.exec(
-            select(RuleRow).where(RuleRow.version_id == row.id).order_by(RuleRow.position)
-        ).all()
-        edges = session.exec(
-            select(EdgeRow).where(EdgeRow.version_id == row.id).order_by(EdgeRow.position)
-        ).all()
+        return _load(session, row)
+
+
+def _load(session: Session, row: SkillVersion) -> SkillGraph:
+    rules = session.exec(
+        select(RuleRow).where(RuleRow.version_id == row.id).order_by(RuleRow.position)
+    ).all()
+    edges = session.exec(
+        select(EdgeRow).where(EdgeRow.version_id == row.id).order_by(EdgeRow.position)
+    ).all()
     graph = RuleGraph(
         (
             Rule(r.rule_id, r.condition, r.action, r.modality,
@@ -216,7 +279,8 @@ def load_skill(engine: Engine, name: str, version: int | None = None) -> SkillGr
         ),
         (Edge(e.source, e.target, e.type) for e in edges),
     )
-    return SkillGraph(row.name, row.description, row.source, graph)
+    return skill_trust.with_trust(session, row.name, row.version,
+                                  SkillGraph(row.name, row.description, row.source, graph))
 
 
 def export_index(engine: Engine, names: Iterable[str] | None = None) -> PolicyIndex:
@@ -243,8 +307,24 @@ def delete_skill(engine: Engine, name: str, actor: Actor) -> int:
         return len(rows)
 
 
-def edit_history(engine: Engine, name: str) -> list[EditRecord]:
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One saved edit: ``summary`` is what the change did (computed), ``note`` what its
+    author wrote about it (their words, shown as a note)."""
+
+    created_at: datetime
+    author: str
+    from_version: int | None
+    to_version: int
+    summary: str
+    note: str
+
+
+def edit_history(engine: Engine, name: str) -> list[HistoryEntry]:
     with Session(engine) as session:
-        return list(
-            session.exec(select(EditRecord).where(EditRecord.name == name).order_by(EditRecord.id)).all()
-        )
+        records = session.exec(select(EditRecord).where(EditRecord.name == name)
+                               .order_by(EditRecord.id)).all()
+        notes = dict(session.exec(select(SkillVersion.version, SkillVersion.note)
+                                  .where(SkillVersion.name == name)).all())
+    return [HistoryEntry(r.created_at, r.author, r.from_version, r.to_version, r.summary,
+                         notes.get(r.to_version, "")) for r in records]

@@ -16,6 +16,8 @@ import store.llm_cache  # noqa: F401
 import store.llm_endpoints  # noqa: F401
 import store.model_speed  # noqa: F401
 import store.models  # noqa: F401
+import store.people  # noqa: F401
 import store.review  # noqa: F401
 import store.review_views  # noqa: F401
+import store.skill_trust  # noqa: F401
 import store.thresholds  # noqa: F401

@@ -52,3 +52,48 @@ def test_hostile_skill_name_stays_a_string_in_the_click_script():
     literal = page.split("var skill = ", 1)[1].split(", version = ", 1)[0]
     assert json.loads(literal) == hostile  # the exact name, as one JSON/JS string literal
     assert page.count("</script>") == 2  # pyvis's own and ours: nothing closed early
+
+
+def test_marked_violated_and_seed_rules_are_drawn_apart(refund_index_data):
+    """Issue 35 item 4: the violated rule was not marked in Replay's closure graph."""
+    import pytest
+
+    from components.graph_view import VIOLATED_BORDER
+    from components.rule_graph import graph_data
+
+    skill = PolicyIndex.from_dict(refund_index_data).skills["refunds"]
+    page = graph_html(skill, list(skill.graph.rules), marked={"seeds": ["R3"], "violated": ["R1"]})
+    nodes = {n["id"]: n for n in json.loads(page.split("nodes = new vis.DataSet(", 1)[1]
+                                            .split(");", 1)[0])}
+    assert nodes["R1"]["label"] == "✗ R1" and nodes["R1"]["color"]["border"] == VIOLATED_BORDER
+    assert nodes["R3"]["shape"] == "box" and nodes["R3"]["label"] == "R3"
+    assert nodes["R2"]["shape"] == "dot" and nodes["R2"]["borderWidth"] == 1
+    data = graph_data(skill, list(skill.graph.rules), marked={"seeds": ["R3"], "violated": ["R1"]})
+    drawn = {n["id"]: n for n in data["nodes"]}
+    assert (drawn["R1"]["violated"], drawn["R1"]["label"]) == (True, "✗ R1")
+    assert (drawn["R3"]["seed"], drawn["R3"]["label"]) == (True, "★ R3")
+    assert not (drawn["R2"]["seed"] or drawn["R2"]["violated"])
+    with pytest.raises(ValueError, match="unknown mark"):
+        graph_data(skill, ["R1"], marked={"broken": ["R1"]})
+
+
+def test_the_layered_layout_puts_prerequisites_below_and_loners_last(refund_index_data):
+    from workbench.graph_layout import layered
+
+    skill = PolicyIndex.from_dict(refund_index_data).skills["refunds"]
+    places = layered(skill.graph, list(skill.graph.rules))
+    for e in skill.graph.edges:  # every arrow points down
+        assert places[e.source].layer < places[e.target].layer, e
+    lonely = layered(skill.graph, ["R1", "R4"])  # no edge between the two drawn
+    assert {p.linked for p in lonely.values()} == {False}
+
+
+def test_the_layered_layout_survives_a_cycle():
+    from workbench.graph import Edge, Rule, RuleGraph
+    from workbench.graph_layout import layered
+
+    rules = [Rule(r, "c", "a", "required") for r in "ABC"]
+    graph = RuleGraph(rules, [Edge("A", "B"), Edge("B", "C"), Edge("C", "A")])
+    places = layered(graph, "ABC")
+    assert sorted(p.layer for p in places.values()) == [0, 1, 2]  # one back edge ignored
+    assert all(p.linked for p in places.values())

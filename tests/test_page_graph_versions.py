@@ -103,7 +103,10 @@ def test_restoring_an_old_version_is_an_explicit_choice(db):
     assert [v.version for v in repo.versions(db, "refunds")] == [1, 2, 3, 4]
     v4 = repo.load_skill(db, "refunds", 4)
     assert EDGE_DROPPED_IN_V2 in {(e.source, e.target) for e in v4.graph.edges}
-    assert "restored from version 1" in repo.edit_history(db, "refunds")[-1].summary
+    # The restore is the author's act, said in the note; the summary is what the change did.
+    entry = repo.edit_history(db, "refunds")[-1]
+    assert "restored from version 1" in entry.note
+    assert "added edges R2->R1" in entry.summary
     assert at.selectbox(key="graph_version").value == 4
 
 

@@ -41,9 +41,12 @@ def test_graph_page_focus_and_search(db):
     assert at.selectbox(key="graph_rule").value == "R3"  # most prerequisites
     assert any("4 rules" in m.value for m in at.markdown)
     at.radio(key="graph_focus").set_value("dependants of this rule").run()
-    assert any("1 rules" in m.value for m in at.markdown)
+    # Issue 35: "1 rules" read as a typo.
+    assert any("**1 rule** shown" in m.value for m in at.markdown)
+    assert not any("1 rules" in m.value for m in at.markdown)
     at.text_input(key="graph_query").set_value("identity").run()
     assert at.selectbox(key="graph_rule").options == ["R1 — verify the customer's identity"]
+    assert any("1 of 4 rules matches." in c.value for c in at.caption)
     at.radio(key="graph_focus").set_value("dependants of this rule").run()
     assert any("3 rules" in m.value for m in at.markdown)  # R1 <- R2 <- R3
     at.text_input(key="graph_query").set_value("zzz-no-match").run()

@@ -23,15 +23,18 @@ def test_config_sets_headless_no_usage_statistics_and_both_themes():
         assert {"backgroundColor", "textColor", "primaryColor"} <= theme.keys()
     # No `base`: Streamlit then follows prefers-color-scheme and offers both variants.
     assert "base" not in cfg["theme"]
+    # Issue 35: no "Deploy" button (it offers to publish policies to Streamlit's cloud).
+    assert cfg["client"]["toolbarMode"] == "viewer"
 
 
 def test_streamlit_reads_the_config_from_the_checkout():
     # What a plain `streamlit run app.py` from the checkout sees, read by Streamlit itself.
     code = ("from streamlit import config; "
-            "print(config.get_option('server.headless'), config.get_option('browser.gatherUsageStats'))")
+            "print(config.get_option('server.headless'), config.get_option('browser.gatherUsageStats'), "
+            "config.get_option('client.toolbarMode'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out == ["True", "False"]
+    assert out == ["True", "False", "viewer"]
 
 
 def test_workbench_ui_passes_only_per_run_flags(monkeypatch):

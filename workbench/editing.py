@@ -7,10 +7,16 @@ what changed, or every problem found (nothing is saved until all are fixed).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from workbench.errors import WorkbenchError
 from workbench.graph import MODALITIES, Edge, Problem, Rule, RuleGraph, SkillGraph, Span
+from workbench.graph_diff import diff_skills
+
+
+class VerdictError(WorkbenchError, ValueError):
+    """A verdict on an edge whose rules the SKILL version does not have."""
 
 
 @dataclass
@@ -18,6 +24,8 @@ class EditResult:
     skill: SkillGraph | None
     problems: list[Problem] = field(default_factory=list)
     summary: str = ""
+    # Rows left out because they were empty: said on the page, never dropped silently.
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -38,9 +46,12 @@ def apply_edits(
     edge_rows: Iterable[Mapping[str, object]],
 ) -> EditResult:
     """Build the edited graph from table rows (``id, condition, action, modality`` and
-    ``source, target``). Spans of kept rules are preserved; a new rule starts without a span
-    (the UI marks it so an author can locate its source text later)."""
+    ``source, target``). Spans, provenance and confidence of kept rules and edges are
+    preserved, and so are the proposals that did not become edges; a new rule starts without
+    a span (the UI marks it so an author can locate its source text later), and new rules and
+    edges are the author's. Empty rows are left out and named in ``skipped``."""
     problems: list[Problem] = []
+    skipped: list[str] = []
     rules: list[Rule] = []
     seen: set[str] = set()
     for i, row in enumerate(rule_rows):
@@ -49,7 +60,8 @@ def apply_edits(
         condition, action = _clean(row.get("condition")), _clean(row.get("action"))
         modality = _clean(row.get("modality"))
         if not rid and not condition and not action:
-            continue  # an empty row the editor added
+            skipped.append(f"{loc} is empty")  # a row the editor added and nobody filled
+            continue
         if not rid:
             problems.append(Problem(loc, "the rule needs an id"))
             continue
@@ -63,8 +75,12 @@ def apply_edits(
             problems.append(Problem(loc, f"rule {rid!r}: modality {modality!r} is not one of "
                                          f"{', '.join(MODALITIES)}"))
         old = skill.graph.rules.get(rid)
-        spans: tuple[Span, ...] = old.spans if old else ()
-        rules.append(Rule(rid, condition, action, modality, spans))
+        if old is None:
+            rules.append(Rule(rid, condition, action, modality, (), "author"))
+        else:
+            spans: tuple[Span, ...] = old.spans
+            rules.append(replace(old, condition=condition, action=action, modality=modality,
+                                 spans=spans))
 
     edges: list[Edge] = []
     pairs: set[tuple[str, str]] = set()
@@ -72,6 +88,7 @@ def apply_edits(
         loc = f"edge row {i + 1}"
         src, tgt = _clean(row.get("source")), _clean(row.get("target"))
         if not src and not tgt:
+            skipped.append(f"{loc} is empty")
             continue
         for end, rid in (("source", src), ("target", tgt)):
             if rid not in seen:
@@ -81,26 +98,50 @@ def apply_edits(
         if (src, tgt) in pairs:
             problems.append(Problem(loc, f"duplicate edge {src!r} -> {tgt!r}"))
         pairs.add((src, tgt))
-        edges.append(Edge(src, tgt))
+        kept = next((e for e in skill.graph.edges if e.pair == (src, tgt)), None)
+        edges.append(kept or _accepted(skill, (src, tgt)))
 
     if problems:
-        return EditResult(None, problems)
-    new = SkillGraph(skill.name, skill.description, skill.source, RuleGraph(rules, edges))
-    return EditResult(new, [], summarize_changes(skill, new))
+        return EditResult(None, problems, skipped=skipped)
+    proposed = [e for e in skill.proposed if e.pair not in pairs
+                and e.source in seen and e.target in seen]
+    new = SkillGraph(skill.name, skill.description, skill.source, RuleGraph(rules, edges),
+                     proposed, list(skill.decisions))
+    return EditResult(new, [], summarize_changes(skill, new), skipped)
+
+
+def _accepted(skill: SkillGraph, pair: tuple[str, str]) -> Edge:
+    """A new edge from the author: a proposal's evidence and note kept when it was one."""
+    shown = next((e for e in skill.proposed if e.pair == pair), Edge(*pair))
+    return replace(shown, provenance="author", confidence=1.0)
+
+
+def apply_verdicts(skill: SkillGraph, verdicts: Sequence[tuple[tuple[str, str], bool]]) -> SkillGraph:
+    """``skill`` with an author's verdicts applied, all at once (one version for many):
+    accepting a proposal adds it as an ``author`` edge, accepting an edge confirms it
+    (``author``, confidence 1), rejecting an edge removes it; every decided pair leaves the
+    proposals. Raises :class:`VerdictError` naming the rules the SKILL lacks."""
+    unknown = sorted({r for pair, _ in verdicts for r in pair if r not in skill.graph.rules})
+    if unknown:
+        raise VerdictError(f"{skill.name} has no rule {', '.join(unknown)}; nothing was decided",
+                           "reload the graph, or name rules of this version "
+                           "(`workbench graph diff` lists them)")
+    decided = dict(verdicts)  # the last verdict on a pair wins
+    edges = []
+    for e in skill.graph.edges:
+        if e.pair not in decided:
+            edges.append(e)
+        elif decided[e.pair]:
+            edges.append(replace(e, provenance="author", confidence=1.0))
+    kept = {e.pair for e in edges}
+    edges += [_accepted(skill, pair) for pair, accept in decided.items()
+              if accept and pair not in kept]
+    proposed = [e for e in skill.proposed if e.pair not in decided]
+    return SkillGraph(skill.name, skill.description, skill.source,
+                      RuleGraph(skill.graph.rules.values(), edges), proposed, list(skill.decisions))
 
 
 def summarize_changes(old: SkillGraph, new: SkillGraph) -> str:
-    """A one-line, human-readable description of what changed between two versions."""
-    o, n = old.graph.rules, new.graph.rules
-    added = [r for r in n if r not in o]
-    removed = [r for r in o if r not in n]
-    changed = [r for r in n if r in o and (n[r].condition, n[r].action, n[r].modality)
-               != (o[r].condition, o[r].action, o[r].modality)]
-    oe = {(e.source, e.target) for e in old.graph.edges}
-    ne = {(e.source, e.target) for e in new.graph.edges}
-    parts = [f"{what} {', '.join(ids)}" for what, ids in (
-        ("added rules", added), ("removed rules", removed), ("edited rules", changed),
-        ("added edges", [f"{a}->{b}" for a, b in sorted(ne - oe)]),
-        ("removed edges", [f"{a}->{b}" for a, b in sorted(oe - ne)]),
-    ) if ids]
-    return "; ".join(parts) or "no changes"
+    """A one-line, human-readable description of what changed between two versions
+    (``workbench.graph_diff``: the same computation as the version comparison)."""
+    return diff_skills(old, new).summary()

@@ -16,7 +16,16 @@ from workbench.index_validation import validate_skills
 # The data types live in workbench.rule_graph so that index_validation can build them without
 # importing this module (which imports it); re-exported here, where callers import them from.
 from workbench.rule_graph import *  # noqa: F403
-from workbench.rule_graph import FORMAT, Edge, IndexValidationError, Problem, Rule, SkillGraph, by_unique_key
+from workbench.rule_graph import (
+    FORMAT,
+    Edge,
+    EdgeDecision,
+    IndexValidationError,
+    Problem,
+    Rule,
+    SkillGraph,
+    by_unique_key,
+)
 
 
 def _known(**optional: object) -> dict:
@@ -40,6 +49,11 @@ def _edge_dict(e: Edge) -> dict:
     evidence = None if e.evidence is None else {"start": e.evidence.start, "end": e.evidence.end}
     return {"source": e.source, "target": e.target, "type": e.type,
             **_known(provenance=e.provenance, confidence=e.confidence, evidence=evidence, note=e.note)}
+
+
+def _decision_dict(d: EdgeDecision) -> dict:
+    return {"source": d.source, "target": d.target, "decision": d.decision,
+            **_known(author=d.author, at=d.at)}
 
 
 class PolicyIndex:
@@ -75,6 +89,8 @@ class PolicyIndex:
             }
             if s.proposed:
                 skill["proposed_edges"] = [_edge_dict(e) for e in s.proposed]
+            if s.decisions:
+                skill["decisions"] = [_decision_dict(d) for d in s.decisions]
             out.append(skill)
         return {"format": FORMAT, "skills": out}
 

@@ -7,11 +7,13 @@ from collections.abc import Iterator
 
 # Only the data types, not workbench.graph: PolicyIndex.from_dict calls validate_skills.
 from workbench.rule_graph import (
+    DECISIONS,
     EDGE_TYPES,
     FORMAT,
     MODALITIES,
     PROVENANCES,
     Edge,
+    EdgeDecision,
     IndexValidationError,
     Problem,
     Rule,
@@ -144,12 +146,46 @@ def _skill(raw: object, loc: str, problems: list[Problem], warnings: list[str]):
 
     edges = _edges(raw, "edges", loc, ids, source, problems, warnings)
     proposed = _edges(raw, "proposed_edges", loc, ids, source, problems, warnings)
+    decisions = _decisions(raw, loc, problems)
 
     if len(problems) > first_problem:
         return None  # the caller raises with every problem; no partial graph is built
     kept = {e.pair for e in edges}
     return SkillGraph(name, description, source, RuleGraph(rules, edges),
-                      [e for e in proposed if e.pair not in kept])
+                      [e for e in proposed if e.pair not in kept], decisions)
+
+
+def _decisions(raw: dict, loc: str, problems: list[Problem]) -> list[EdgeDecision]:
+    """The optional ``decisions``: verdicts on pairs of rule ids, which may name rules this
+    version no longer has (a verdict outlives the version it was made on)."""
+    out: list[EdgeDecision] = []
+    for dloc, dr in _objects(raw, "decisions", loc, problems):
+        src = _str_field(dr, "source", dloc, problems)
+        tgt = _str_field(dr, "target", dloc, problems)
+        decision = _str_field(dr, "decision", dloc, problems)
+        author = _str_field(dr, "author", dloc, problems, required=False) or ""
+        at = _str_field(dr, "at", dloc, problems, required=False) or ""
+        if decision is not None and decision not in DECISIONS:
+            problems.append(Problem(f"{dloc}.decision",
+                                    f"{decision!r} is not one of {', '.join(DECISIONS)}"))
+            decision = None
+        if at and not _is_iso_time(at):
+            problems.append(Problem(f"{dloc}.at", f"{at!r} is not an ISO 8601 time "
+                                                  "(e.g. 2025-03-01T09:30:00+00:00)"))
+            at = ""
+        if None not in (src, tgt, decision):
+            out.append(EdgeDecision(src, tgt, decision, author, at))
+    return out
+
+
+def _is_iso_time(text: str) -> bool:
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _edges(raw: dict, key: str, loc: str, ids: dict[str, str], source: str | None,

@@ -2,7 +2,9 @@
 
 Roles (issue #16): authors edit policy graphs; analysts and reviewers decide Review verdicts;
 annotators label (blind); reviewers adjudicate labels; admins do everything, including
-changing settings. Pages ask :func:`may` before an action and show :func:`refusal` instead.
+changing settings and the roster of people; viewers read and change nothing (the least
+privilege: what a person not on a configured roster gets). Pages ask :func:`may` before an
+action and show :func:`refusal` instead.
 
 The writes themselves check too, so a page that forgets cannot get past the role: every
 store function that saves what a role guards (deleting or saving a SKILL version, deciding a
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 from workbench.errors import WorkbenchError
 
-ROLES = ("author", "analyst", "annotator", "reviewer", "admin")
+ROLES = ("author", "analyst", "annotator", "reviewer", "admin", "viewer")
 
 PERMISSIONS: dict[str, frozenset[str]] = {
     "edit graphs": frozenset({"author", "admin"}),
@@ -41,6 +43,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # Storing a case again under its id replaces it, gold label included: the analysts who
     # assemble datasets and the reviewers who own the gold labels, not authors or annotators.
     "import cases": frozenset({"analyst", "reviewer", "admin"}),
+    # Who is on the roster (store.people) and with which role decides every other action.
+    "manage people": frozenset({"admin"}),
 }
 
 # Not a role anyone signs in with: the workbench run by one person without sign-in (the
@@ -109,12 +113,13 @@ def require(actor: Actor, action: str) -> None:
         return
     if actor.role is None:
         raise NotAllowed(f"nobody is signed in: cannot {action}; nothing was saved",
-                         f"sign in (sidebar) with the role {_who_may(action)}")
+                         f"sign in (sidebar; `--as NAME` on the command line) with the role "
+                         f"{_who_may(action)}")
     if not may(actor.role, action):
         raise NotAllowed(f"{actor.name or 'someone'} is signed in as {actor.role}, which may not "
                          f"{action}; nothing was saved",
                          f"to {action} you need the role {_who_may(action)}: sign in with that "
-                         "role (sidebar) or ask an admin")
+                         "role (sidebar; `--as NAME` on the command line) or ask an admin")
 
 
 def _who_may(action: str) -> str:

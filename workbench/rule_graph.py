@@ -16,8 +16,9 @@ from typing import TypeVar
 from workbench.errors import WorkbenchError
 
 # What ``workbench.graph`` re-exports (``from workbench.rule_graph import *``).
-__all__ = ["EDGE_TYPES", "FORMAT", "MODALITIES", "PROVENANCES", "Edge", "IndexValidationError", "Problem",
-           "Rule", "RuleGraph", "SkillGraph", "Span", "UnknownRule", "by_unique_key"]
+__all__ = ["DECISIONS", "EDGE_TYPES", "FORMAT", "MODALITIES", "PROVENANCES", "Edge", "EdgeDecision",
+           "IndexValidationError", "Problem", "Rule", "RuleGraph", "SkillGraph", "Span", "UnknownRule",
+           "by_unique_key"]
 
 FORMAT = "skillcdg/1"
 MODALITIES = ("required", "prohibited", "permitted")
@@ -62,6 +63,31 @@ class Edge:
     @property
     def pair(self) -> tuple[str, str]:
         return (self.source, self.target)
+
+
+# An author's verdict on an edge (proposed or kept): what ``decisions`` in the file holds.
+DECISIONS = ("accepted", "rejected")
+
+
+@dataclass(frozen=True)
+class EdgeDecision:
+    """One verdict on the pair ``source -> target`` of a SKILL, by ``author`` at ``at`` (ISO
+    8601, UTC; "" when unknown). Kept per SKILL name, not per version: a verdict outlives the
+    version it was made on (re-extraction reads it), so it may name rules a version lacks."""
+
+    source: str
+    target: str
+    decision: str  # one of DECISIONS
+    author: str = ""
+    at: str = ""
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return (self.source, self.target)
+
+    @property
+    def accepted(self) -> bool:
+        return self.decision == "accepted"
 
 
 @dataclass(frozen=True)
@@ -194,6 +220,8 @@ class SkillGraph:
     # Edges suggested (by a cue) but not confirmed: shown to the author to accept or reject,
     # never used by the closure.
     proposed: list[Edge] = field(default_factory=list)
+    # Every verdict on this SKILL's edges, oldest first (the latest per pair wins).
+    decisions: list[EdgeDecision] = field(default_factory=list)
 
     def span_text(self, span: Span) -> str:
         return self.source[span.start : span.end]

@@ -142,7 +142,7 @@ def test_upload_extract_edit_save_and_impact(server, page):
     page.get_by_text("keyword match").click()
     settle(page)
     page.get_by_role("button", name="Find cases whose closure changes").click()
-    page.get_by_text("1 case(s) change closure:").wait_for(timeout=30_000)
+    page.get_by_text("1 case changes closure:").wait_for(timeout=30_000)
     settle(page)
     assert_no_exception(page, server)
     # (st.dataframe takes no st-key class; its header names it)

@@ -18,6 +18,7 @@ from .flows import (
     settle,
     start_server,
 )
+from .graph_drawing import click_rule, positions, wait_drawn
 
 pytestmark = pytest.mark.e2e
 
@@ -89,33 +90,26 @@ def test_graph_rule_link_opens_cold(browser, server):
         context.close()
 
 
-_NODE_AT = """() => {
-  const ids = network.body.data.nodes.getIds();
-  const positions = network.getPositions(ids);
-  return ids.map(id => ({id: String(id), ...network.canvasToDOM(positions[id])}));
-}"""
-
-
 def test_clicking_a_graph_node_opens_that_rule(browser, server):
-    """Issue #16 item 5: a node click in the (sandboxed) graph iframe opens that rule's panel."""
+    """Issue #16 item 5 and issue 35 item 4: a click on a rule in the drawing opens its panel
+    and its address, without a page load (it was a full reload of the window, 9 s)."""
     skill = demo_index_data()["skills"][0]["name"]
     context, page = _cold(browser, server, f"/graph?skill={skill}")
     try:
         expect(page).to_have_url(re.compile(r"rule="))
         current = re.search(r"rule=([^&]+)", page.url).group(1)
-        frame_el = page.locator("iframe").first
-        frame_el.scroll_into_view_if_needed()
-        frame = frame_el.element_handle().content_frame()
-        frame.wait_for_function("() => typeof network !== 'undefined' && network !== null")
-        nodes = [n for n in frame.evaluate(_NODE_AT) if n["id"] != current]
-        assert nodes, "the closure drawn has a rule besides the chosen one"
-        target = nodes[0]
-        frame.locator("canvas").first.click(position={"x": target["x"], "y": target["y"]})
-        expect(page).to_have_url(re.compile(rf"[?&]rule={re.escape(target['id'])}(&|$)"))
+        wait_drawn(page)
+        others = [r for r in positions(page) if r != current]
+        assert others, "the closure drawn has a rule besides the chosen one"
+        target = others[0]
+        page.evaluate("window.__sameDocument = true")  # gone if the window loads again
+        click_rule(page, target)
+        expect(page).to_have_url(re.compile(rf"[?&]rule={re.escape(target)}(&|$)"))
         settle(page)
-        expect(page.get_by_role("heading", name=f"Rule {target['id']}")).to_be_visible()
+        expect(page.get_by_role("heading", name=f"Rule {target}")).to_be_visible()
         expect(page.get_by_role("combobox", name="Rule", exact=True)).to_have_value(
-            re.compile(rf"^{re.escape(target['id'])} "))
+            re.compile(rf"^{re.escape(target)} "))
+        assert page.evaluate("window.__sameDocument === true"), "the click reloaded the page"
         assert_no_exception(page, server)
     finally:
         context.close()

@@ -7,7 +7,6 @@ Markdown image's address."""
 
 from __future__ import annotations
 
-import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -25,6 +24,7 @@ from .flows import (
     settle,
     start_server,
 )
+from .graph_drawing import positions, wait_drawn
 from .identity import sign_in
 
 pytestmark = pytest.mark.e2e
@@ -123,17 +123,6 @@ def grid_holds(page, text: str) -> None:
     page.locator("[data-testid='stDataFrame'] td", has_text=text).first.wait_for(state="attached")
 
 
-def graph_frame(page, timeout_s: float = 30):
-    """The frame that holds the vis-network graph (pyvis names it ``network``)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for frame in page.frames:
-            if frame.evaluate("typeof network !== 'undefined'"):
-                return frame
-        page.wait_for_timeout(250)
-    raise AssertionError("no frame with the rule graph")
-
-
 def test_skills_page(server, watched):
     goto(watched, server, "")
     watched.get_by_text("v1 by import (imported)").wait_for()
@@ -153,25 +142,24 @@ def test_graph_page(server, watched):
     mark = page.locator("[data-testid='wb-source'] mark").first
     expect(mark).to_contain_text(SCRIPT_PAYLOADS[1])
     grid_holds(page, f"a customer asks for a refund {PAYLOAD}")
-    # The graph's tooltip for R1 (vis-network, in its own frame) shows the rule as text.
-    # A tall window keeps the node on screen whatever the captions above the drawing wrap to.
-    page.set_viewport_size({"width": 1400, "height": 1600})
-    frame = graph_frame(page)
-    frame.frame_element().scroll_into_view_if_needed()
-    frame.wait_for_function("network.getPositions(['R1']).R1 !== undefined")
-    page.wait_for_timeout(1500)  # let the layout settle before pointing at the node
-    x, y = frame.evaluate("(() => { const p = network.canvasToDOM(network.getPositions(['R1']).R1);"
-                          " const r = network.body.container.getBoundingClientRect();"
-                          " return [r.left + p.x, r.top + p.y]; })()")
-    box = frame.frame_element().bounding_box()
-    page.mouse.move(box["x"] + x - 30, box["y"] + y - 30)
-    page.mouse.move(box["x"] + x, box["y"] + y, steps=4)
-    tip = frame.locator(".vis-tooltip")
+    # The drawing's tooltip for R1 (vis-network, in the app's page) shows the rule as text.
+    wait_drawn(page)
+    x, y = _scrolled_to(page, "R1")
+    page.mouse.move(x - 30, y - 30)
+    page.mouse.move(x, y, steps=4)
+    tip = page.locator(".vis-tooltip")
     expect(tip).to_be_visible(timeout=10_000)
     # vis-network shows a string title as text (innerText): verbatim, not entity-escaped.
     expect(tip).to_contain_text("Then: verify the customer's identity")
     shows_as_text(tip)
     assert_inert(page, server)
+
+
+def _scrolled_to(page, rule_id: str) -> tuple[float, float]:
+    from .graph_drawing import _SCROLL, DRAWING
+
+    page.evaluate(_SCROLL, [DRAWING, positions(page)[rule_id][1]])
+    return positions(page)[rule_id]
 
 
 def test_replay_page(server, watched):

@@ -68,22 +68,31 @@ def server(tmp_path_factory):
 
 # -- the wheel over a graph ------------------------------------------------------------------
 
-def _graph_frame(page):
-    """The iframe element holding a drawn vis-network, and its frame."""
-    page.wait_for_function("""() => [...document.querySelectorAll('iframe')].some(f => {
-        try { return !!f.contentWindow.network; } catch (e) { return false; } })""")
-    for el in page.locator("iframe").element_handles():
-        frame = el.content_frame()
-        if frame is not None and frame.evaluate("() => typeof network !== 'undefined' && !!network"):
-            return el, frame
-    raise AssertionError("no iframe with a drawn graph")
+class _Drawing:
+    """A drawn vis-network: the Graph page's component (in the page) or Replay's iframe."""
+
+    def __init__(self, page, where: str):
+        if where == "graph":
+            page.wait_for_function("() => window.__wbRuleGraphs && window.__wbRuleGraphs.graph_drawing")
+            self.el = page.locator("[data-testid='wb-rule-graph']").element_handle()
+            self.scale = lambda: page.evaluate("() => window.__wbRuleGraphs.graph_drawing.getScale()")
+            return
+        page.wait_for_function("""() => [...document.querySelectorAll('iframe')].some(f => {
+            try { return !!f.contentWindow.network; } catch (e) { return false; } })""")
+        for el in page.locator("iframe").element_handles():
+            frame = el.content_frame()
+            if frame is not None and frame.evaluate("() => typeof network !== 'undefined' && !!network"):
+                self.el = el
+                self.scale = lambda frame=frame: frame.evaluate("() => network.getScale()")
+                return
+        raise AssertionError("no iframe with a drawn graph")
 
 
-def _settled_scale(frame) -> float:
+def _settled_scale(drawing: _Drawing) -> float:
     """The graph's zoom once its first layout and fit are over (two equal readings)."""
     last = None
     for _ in range(20):
-        scale = frame.evaluate("() => network.getScale()")
+        scale = drawing.scale()
         if scale == last:
             return scale
         last = scale
@@ -91,14 +100,17 @@ def _settled_scale(frame) -> float:
     raise AssertionError(f"the graph's zoom kept changing (last {last})")
 
 
-def _wheel_over_graph(page) -> tuple[float, float, float, float]:
-    """Centre the graph in the window, turn the wheel over its middle; returns the iframe's
-    top on screen and the graph's scale, before and after."""
-    el, frame = _graph_frame(page)
-    el.evaluate("e => e.scrollIntoView({block: 'center'})")
-    scale_before = _settled_scale(frame)
+def _wheel_over_graph(page, where: str) -> tuple[float, float, float, float]:
+    """Put the graph in the window, turn the wheel over its middle; returns the
+    drawing's top on screen and its scale, before and after."""
+    drawing = _Drawing(page, where)
+    el = drawing.el
+    # A tall drawing (the Graph page's whole graph grows downwards) starts at the window's top.
+    el.evaluate(f"e => e.scrollIntoView({{block: '{'start' if where == 'graph' else 'center'}'}})")
+    scale_before = _settled_scale(drawing)
     box = el.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    shown = min(box["height"], page.viewport_size["height"] - max(box["y"], 0))
+    page.mouse.move(box["x"] + box["width"] / 2, max(box["y"], 0) + shown / 2)
     page.mouse.wheel(0, 400)
     top_after = box["y"]
     for _ in range(20):  # the page scrolls (smoothly) a moment after the event
@@ -106,7 +118,7 @@ def _wheel_over_graph(page) -> tuple[float, float, float, float]:
         top_after = el.bounding_box()["y"]
         if top_after < box["y"] - 100:
             break
-    return box["y"], top_after, scale_before, frame.evaluate("() => network.getScale()")
+    return box["y"], top_after, scale_before, drawing.scale()
 
 
 @pytest.mark.parametrize("where", ["graph", "replay"])
@@ -121,7 +133,7 @@ def test_wheel_over_a_graph_scrolls_the_page_not_the_zoom(browser, server, where
             case = violation_trace(demo_index_data(), {c.id for c in demo_cases()})["id"]
             goto(page, server, f"replay?dataset=demo&case={case}")
             page.get_by_text(re.compile(r"^4 · Closure")).wait_for()
-        top_before, top_after, scale_before, scale_after = _wheel_over_graph(page)
+        top_before, top_after, scale_before, scale_after = _wheel_over_graph(page, where)
         assert scale_after == pytest.approx(scale_before, rel=1e-9), (
             f"the wheel zoomed the graph: scale {scale_before} -> {scale_after}")
         assert top_after < top_before - 100, (

@@ -45,9 +45,8 @@ def test_skills_and_graph_pages_render_offline(server, page):
     wait_idle(page)
     page.get_by_role("heading", name="Graph").wait_for()
     page.get_by_text("4 of 4 rules match.").wait_for()
-    # The graph iframe holds vis-network's canvas.
-    frame = page.frame_locator("iframe").first
-    frame.locator("canvas").first.wait_for(timeout=30_000)
+    # The drawing (vis-network in the page, a Components-v2 component) holds its canvas.
+    page.locator("[data-testid='wb-rule-graph'] canvas").first.wait_for(timeout=30_000)
     # The rule's source span is highlighted.
     page.locator("[data-testid='wb-source'] mark").first.wait_for()
     # It opens on R3 (most prerequisites); its closure is R3, R2, R4, R1.
@@ -60,7 +59,7 @@ def test_search_and_closure_focus(server, page):
     page.goto(f"{server.url}/graph")
     wait_idle(page)
     submit(page, "Search rules", "coupon")
-    page.get_by_text("1 of 4 rules match.").wait_for()
+    page.get_by_text("1 of 4 rules matches.").wait_for()
     # Rule R3's closure is R3, R2, R4, R1.
     page.get_by_text("4 rules shown.").wait_for()
 

@@ -111,7 +111,7 @@ def test_annotator_cannot_save_a_graph(server, page):
     settle(page)
     sign_in(page, "ann", "annotator")
     expect(page.get_by_role("button", name="Save as new version")).to_be_disabled()
-    page.get_by_text("you need the role author or admin").wait_for()
+    page.get_by_text("you need the role author or admin").first.wait_for()
 
 
 @pytest.fixture
@@ -175,7 +175,8 @@ def test_only_an_admin_changes_settings(settings_server, page, browser):
     settle(page)
     page.locator("[data-testid='stDataFrame'] td", has_text="0.35").first.wait_for(
         state="attached")
-    sign_in(page, "ada", "admin")
+    # Still signed in after the reload (issue 35: the sign-in vanished on F5).
+    page.locator("[data-testid='stSidebar']").get_by_text("Signed in as ada (admin)").wait_for()
     choose(page, "Role to change", "judge")
     settle(page)
     expect(main.get_by_role("spinbutton", name="Temperature")).to_have_count(1)
@@ -223,6 +224,10 @@ def test_only_a_graph_editor_may_delete_a_skill(server, page, browser):
         delete = author.get_by_role("button", name="Delete refunds")
         expect(delete).to_be_enabled()
         delete.click()
+        # Read the store only once the page says the deletion is done (issue 32 item 8: the
+        # store was read right after the click, before the page's write had finished).
+        author.get_by_text("Deleted refunds: 1 version hidden").wait_for(timeout=60_000)
+        author.get_by_text("No SKILLs in the store yet").wait_for()
         settle(author)
         assert_no_exception(author, server)
     eng = make_engine(server.db_url)

@@ -53,3 +53,31 @@ def cli_gateway(no_cache: bool, attach: str = ""):
     from store.llm_cache import persistent_gateway
 
     return persistent_gateway(make_engine(), config)
+
+
+USER_ENV = "WORKBENCH_USER"
+
+
+def add_actor_option(parser: argparse.ArgumentParser) -> None:
+    """``--as NAME``: who a command that writes acts as (the roster's person and role)."""
+    parser.add_argument("--as", dest="acting_as", metavar="NAME",
+                        help=f"act as this person of the roster, with their role (default: "
+                             f"${USER_ENV}); needed once `workbench people` lists anyone")
+
+
+def cli_actor(args: argparse.Namespace, engine: Any):
+    """The acting ``roles.Actor`` of a command: the person ``--as`` (or ``WORKBENCH_USER``)
+    names, with the roster's role, the same identities and roles as the pages; the single
+    user while the roster is empty. With a roster and no name, a ``CliError`` says to give one
+    (a guarded write would be refused anyway)."""
+    import os
+
+    from store.people import command_line_actor
+    from workbench.cli import CliError
+
+    name = (getattr(args, "acting_as", None) or os.environ.get(USER_ENV, "")).strip() or None
+    actor = command_line_actor(engine, name)
+    if actor.role is None:
+        raise CliError("roles are configured on this workbench (`workbench people list` shows "
+                       "who): say who is acting", f"pass --as NAME or set {USER_ENV}")
+    return actor

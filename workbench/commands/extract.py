@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from workbench.commands._common import action
+from workbench.commands._common import action, add_actor_option, cli_actor
 
 DEFAULT_STEPS_DIR = ".workbench/steps"
 
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--into-store", action="store_true",
                    help="save each SKILL as a new version in the workbench database")
     p.add_argument("--db", help="database URL for --into-store (default: WORKBENCH_DB or .workbench)")
+    add_actor_option(p)
     p.add_argument("--report", metavar="REPORTS.json", help="write the extraction reports as JSON")
     p.add_argument("--steps", metavar="DIR",
                    help=f"folder of stored step results (default: {DEFAULT_STEPS_DIR}; with "
@@ -158,11 +159,14 @@ def _extract(args: argparse.Namespace) -> int:
     engine = None
     if args.into_store:
         from store.db import make_engine
-        from store.edge_review import load_decisions, save_edge_trust
+        from store.edge_review import load_decisions
         from store.extraction import SqlStepStore
         from store.repo import save_skill
+        from workbench.roles import require
 
         engine = make_engine(args.db)
+        actor = cli_actor(args, engine)
+        require(actor, "edit graphs")  # before any model call: a refused role costs nothing
         steps = JsonStepStore(args.steps) if args.steps else SqlStepStore(engine)
     else:
         steps = JsonStepStore(args.steps or DEFAULT_STEPS_DIR)
@@ -201,9 +205,9 @@ def _extract(args: argparse.Namespace) -> int:
         for line in report.summary_lines():
             print(line)
         if engine is not None:
-            saved = save_skill(engine, skill, author="extract",
-                               note=f"extracted by {report.extractor_model}", report=report.to_dict())
-            save_edge_trust(engine, skill.name, saved.version, skill)
+            saved = save_skill(engine, skill, author="extract", actor=actor,
+                               note=f"extracted by {report.extractor_model}", report=report.to_dict(),
+                               trust=True)
             state = "saved as version" if saved.created else "unchanged, still version"
             print(f"  {state} {saved.version} in the store")
 

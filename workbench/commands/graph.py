@@ -1,4 +1,5 @@
-"""``workbench graph stats|closure|export`` over a ``skillcdg/1`` index file."""
+"""``workbench graph stats|closure|export`` over a ``skillcdg/1`` index file, and
+``workbench graph diff|edit`` over the SKILL versions in the store (``_graph_edit``)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import argparse
 import json
 import sys
 
+from workbench.commands import _graph_edit
 from workbench.commands._common import action
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    graph = sub.add_parser("graph", help="inspect a policy index file (stats, closure, export)")
+    graph = sub.add_parser("graph", help="inspect a policy index file (stats, closure, export); "
+                                         "compare and edit stored versions (diff, edit)")
     gsub = graph.add_subparsers(dest="graph_command", metavar="ACTION", required=True)
 
     p = action(gsub, "stats", _stats, help="rules, edges, coupling, depth, cycles, density, complexity")
@@ -36,6 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("index")
     p.add_argument("--format", choices=["graphml", "json"], default="json")
     p.add_argument("--out", help="output file (default: standard output)")
+
+    _graph_edit.add_diff(action(gsub, "diff", _graph_edit.diff,
+                                help="what changed between two stored versions of a SKILL"))
+    _graph_edit.add_edit(action(
+        gsub, "edit", _graph_edit.edit,
+        help="edit a stored SKILL (rule fields, rules, edges) or accept/reject its proposed "
+             "edges: one new version, as the Graph page saves it"))
 
 
 def load_index_or_fail(path: str):

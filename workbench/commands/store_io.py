@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 
 from workbench.commands._case_formats import add_case_format_args
-from workbench.commands._common import action
+from workbench.commands._common import action, add_actor_option, cli_actor
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = action(sub, "import", _import, help="import a skillcdg/1 index into the workbench database")
     p.add_argument("index")
     p.add_argument("--db", help="SQLAlchemy URL (default: WORKBENCH_DB or .workbench/workbench.db)")
-    p.add_argument("--author", default="import")
+    p.add_argument("--author", default="", help="recorded as the versions' author "
+                   "(default: the --as person, else 'import')")
+    add_actor_option(p)
 
     p = action(sub, "export-store", _export,
                help="write the latest SKILL versions in the store as skillcdg/1")
@@ -29,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", required=True)
     p.add_argument("--db")
     add_case_format_args(p)
+    add_actor_option(p)
 
     p = action(sub, "import-traces", _import_traces,
                help="store audit traces (JSONL or .parquet) of a run; idempotent")
@@ -36,20 +39,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", required=True)
     p.add_argument("--run-id", required=True)
     p.add_argument("--db")
+    add_actor_option(p)
 
 
 def _import(args) -> int:
     from store import repo
     from store.db import make_engine
     from workbench.commands.graph import load_index_or_fail
+    from workbench.roles import COMMAND_LINE
+    from workbench.words import plural
 
     # The whole index is read and validated (text, names, rules, edges) before the first
     # write, so a bad SKILL anywhere in the file leaves the store untouched.
     index = load_index_or_fail(args.index)
     engine = make_engine(args.db)
-    for saved in repo.import_index(engine, index, author=args.author):
+    actor = cli_actor(args, engine)
+    author = args.author or (actor.name if actor != COMMAND_LINE else "import")
+    for skill, saved in zip(index, repo.import_index(engine, index, author=author, actor=actor),
+                            strict=True):
         state = "new version" if saved.created else "unchanged"
-        print(f"{saved.name}: version {saved.version} ({state})")
+        # What was kept, counted, so a user sees nothing of the file was dropped (issue 35).
+        sourced = sum(bool(e.provenance) for e in skill.graph.edges)
+        print(f"{saved.name}: version {saved.version} ({state}): "
+              f"{plural(len(skill.graph), 'rule')}, {plural(len(skill.graph.edges), 'edge')} "
+              f"({sourced} with provenance), {plural(len(skill.proposed), 'proposed edge')}, "
+              f"{plural(saved.decisions_added, 'new verdict')}")
     return 0
 
 
@@ -87,7 +101,7 @@ def _import_cases(args) -> int:
     except (OSError, CaseFormatError) as exc:
         raise CliError(f"{exc}. Cases are JSONL in the normalised schema (see README), or "
                        "another format with --format.") from None
-    n = audit_repo.save_cases(engine, args.dataset, cases)
+    n = audit_repo.save_cases(engine, args.dataset, cases, actor=cli_actor(args, engine))
     print(f"{args.dataset}: {n} case(s) stored")
     return 0
 
@@ -120,6 +134,8 @@ def _import_traces(args) -> int:
     traces = latest_per_case(traces, key=trace_key)  # a retried case: its newest trace
     # save_traces skips a trace equal to the newest stored one of its case: importing the same
     # file again adds nothing, and a case retried since (its newest trace changed) is updated.
-    added = audit_repo.save_traces(make_engine(args.db), traces, args.run_id, args.dataset)
+    engine = make_engine(args.db)
+    added = audit_repo.save_traces(engine, traces, args.run_id, args.dataset,
+                                   actor=cli_actor(args, engine))
     print(f"{args.run_id}: {added} new trace(s), {len(traces) - added} already stored")
     return 0
