@@ -26,7 +26,7 @@ def cli(*args: str) -> int:
 
 def test_a_script_decides_and_labels_and_the_pages_show_both(db, capsys):  # noqa: F811
     assert cli("review", "decide", "--dataset", "demo", "--case", CASE, "--strategy", "cdg",
-               "--decision", "confirm", "--reviewer", "ada", "--role", "analyst") == 0
+               "--decision", "confirm", "--reviewer", "ada") == 0  # the single user (no roster)
     assert "ada confirmed the cdg verdict (violation) on " + CASE in capsys.readouterr().out
     skill = repo.load_skill(db, "merchant-order-refund")
     rule = next(iter(skill.graph.rules))
@@ -60,17 +60,28 @@ def test_a_script_decides_and_labels_and_the_pages_show_both(db, capsys):  # noq
 
 
 def test_the_command_line_refuses_what_the_role_may_not_do(db, capsys):  # noqa: F811
+    # The roster the pages sign in with: from now on the store checks each person's role.
+    for name, role in (("ada", "admin"), ("ann", "annotator"), ("otto", "author"), ("rita", "reviewer")):
+        assert cli("people", "add", name, "--role", role, "--as", "ada") == 0
+    capsys.readouterr()
     assert cli("review", "decide", "--dataset", "demo", "--case", CASE, "--strategy", "cdg",
-               "--decision", "confirm", "--reviewer", "ann", "--role", "annotator") == 2
+               "--decision", "confirm", "--as", "ann") == 2
     assert "may not decide reviews; nothing was saved" in capsys.readouterr().err
+    # Nobody records for someone else, and without --as nobody acts at all.
+    assert cli("review", "decide", "--dataset", "demo", "--case", CASE, "--strategy", "cdg",
+               "--decision", "confirm", "--reviewer", "rita", "--as", "ada") == 2
+    assert "records under their own name" in capsys.readouterr().err
+    assert cli("review", "decide", "--dataset", "demo", "--case", CASE, "--strategy", "cdg",
+               "--decision", "confirm", "--reviewer", "ada") == 2
+    assert "say who is acting" in capsys.readouterr().err
     skill = repo.load_skill(db, "merchant-order-refund")
     rule = next(iter(skill.graph.rules))
-    assert cli("annotate", "label", "--annotator", "otto", "--role", "author", "--skill",
+    assert cli("annotate", "label", "--as", "otto", "--skill",
                skill.name, "--rule", rule, "--value", "correct") == 2
     assert "may not label" in capsys.readouterr().err
     assert decisions_for(db) == [] and labels_for(db, "rule_correctness") == []
     # A reviewer's label is the adjudication, as on the page.
-    assert cli("annotate", "label", "--annotator", "rita", "--role", "reviewer", "--skill",
+    assert cli("annotate", "label", "--as", "rita", "--skill",
                skill.name, "--rule", rule, "--value", "correct") == 0
     [adj] = adjudications_for(db, "rule_correctness")
     assert (adj.reviewer, adj.value, adj.item) == ("rita", "correct", next(

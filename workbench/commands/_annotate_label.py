@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli import CliError
-from workbench.commands._acting import add_role
+from workbench.commands._acting import add_person
 from workbench.commands._common import action
 
 # workbench.annotation.labels.ERROR_TYPES / CRITERIA, spelled out so that building the
@@ -32,11 +32,11 @@ def register_label(sub: argparse._SubParsersAction, db_help: str) -> None:
         help="record one label (rule correctness or CDG inspection), as the Annotate page does",
         description="Label one extracted rule (correct, or incorrect with an error type) or "
         "one CDG inspection criterion of an audit case (pass or fail). The label is recorded "
-        "under --annotator and checked against --role by the store; a reviewer's or admin's "
+        "under the --as person (or --annotator without a roster) and checked against their role "
+        "by the store; a reviewer's or admin's "
         "label is the adjudication, as on the page.",
     )
-    label.add_argument("--annotator", required=True, help="who labels (recorded with the label)")
-    add_role(label, default="annotator")
+    add_person(label, "--annotator", "annotator")
     label.add_argument("--skill", help="rule correctness: the stored SKILL")
     label.add_argument("--version", type=int, help="its version (default: the latest)")
     label.add_argument("--rule", help="rule correctness: the rule id")
@@ -81,8 +81,8 @@ def run_label(args: argparse.Namespace) -> int:
     from store.annotation import add_adjudication, add_annotator, add_label
     from store.db import make_engine
     from workbench.annotation.labels import CDG_INSPECTION, Adjudication, Label, inspection_item
-    from workbench.commands._acting import actor_of
-    from workbench.roles import may, require
+    from workbench.commands._acting import acting
+    from workbench.roles import ROLES, may, require
 
     engine = make_engine(args.db)
     if args.case_key or args.criterion:
@@ -95,9 +95,9 @@ def run_label(args: argparse.Namespace) -> int:
         if args.value not in ("correct", "incorrect"):
             raise CliError(f"a rule correctness label is correct or incorrect, not {args.value!r}")
         task, item = _rule_item(engine, args)
-    name = args.annotator.strip()
-    actor = actor_of(name, args.role)
-    reviewer = may(args.role, "adjudicate")
+    name, actor = acting(args, engine, args.annotator)
+    # A roster's reviewer or admin adjudicates; the single user (no roster) labels.
+    reviewer = actor.role in ROLES and may(actor.role, "adjudicate")
     # The role first: a refused author or analyst is not registered as an annotator either.
     require(actor, "adjudicate" if reviewer else "label")
     # The annotation store's view of the person, as the page registers them.

@@ -14,7 +14,7 @@ agreement per task type and judge-vs-human agreement.
 ``workbench annotate export [--db URL] [--task T] [--current] [--adjudications]
 [--format jsonl|csv] [--out F]`` writes the label records.
 
-``workbench annotate label --annotator NAME [--role ROLE] (--skill S [--version V] --rule R
+``workbench annotate label [--annotator NAME] [--as NAME] (--skill S [--version V] --rule R
 | --case-key K --criterion C) --value V`` records one label as the Annotate page does
 (``workbench.commands._annotate_label``).
 """

@@ -3,9 +3,9 @@ script their audits. They go through the same store functions and role checks as
 (``store.review.add_decisions``, ``undo_last``), so a decision made here shows on the page.
 
 ``workbench review decide --dataset D --case C [--strategy S] [--run R] --decision
-confirm|overturn|wrong-rule [--note TEXT] --reviewer NAME [--role ROLE] [--db URL]`` decides
+confirm|overturn|wrong-rule [--note TEXT] [--reviewer NAME] [--as NAME] [--db URL]`` decides
 the newest judged trace of that case and strategy (among ``--run`` runs, as the page's queue
-picks it). ``workbench review undo --dataset D --reviewer NAME`` takes back that reviewer's
+picks it). ``workbench review undo --dataset D [--reviewer NAME] [--as NAME]`` takes back that reviewer's
 last action (a bulk decision whole). ``workbench review decisions --dataset D [--case C]
 [--json]`` lists the records, undos included.
 """
@@ -16,7 +16,7 @@ import argparse
 import json
 
 from workbench.cli import CliError
-from workbench.commands._acting import actor_of, add_role
+from workbench.commands._acting import acting, add_person
 from workbench.commands._common import action, command_group
 
 DB_HELP = "SQLAlchemy URL of the workbench database (default: WORKBENCH_DB or .workbench/workbench.db)"
@@ -58,8 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _who(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--reviewer", required=True, help="the name the decision is recorded under")
-    add_role(parser)
+    add_person(parser, "--reviewer", "reviewer")
     parser.add_argument("--db", help=DB_HELP)
 
 
@@ -95,12 +94,13 @@ def run_decide(args: argparse.Namespace) -> int:
     from workbench.review import ReviewDecision
 
     engine = make_engine(args.db)
+    name, actor = acting(args, engine, args.reviewer)
     item = _verdict(engine, args)
     decision = ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy,
-                              args.reviewer.strip(), args.decision, args.note, item.violation)
-    record = add_decision(engine, decision, actor=actor_of(args.reviewer, args.role))
+                              name, args.decision, args.note, item.violation)
+    record = add_decision(engine, decision, actor=actor)
     verdict = "violation" if item.violation else "compliant"
-    print(f"recorded #{record}: {args.reviewer.strip()} {decision.words} the {item.strategy} "
+    print(f"recorded #{record}: {name} {decision.words} the {item.strategy} "
           f"verdict ({verdict}) on {item.case_id} in run {item.run_id}")
     return 0
 
@@ -111,9 +111,10 @@ def run_undo(args: argparse.Namespace) -> int:
     from workbench.review_decisions import describe_action
 
     engine = make_engine(args.db)
-    undone = undo_last(engine, args.dataset, args.reviewer, actor=actor_of(args.reviewer, args.role))
+    name, actor = acting(args, engine, args.reviewer)
+    undone = undo_last(engine, args.dataset, name, actor=actor)
     if not undone:
-        print(f"nothing to undo: {args.reviewer.strip()} has no decision in {args.dataset}")
+        print(f"nothing to undo: {name} has no decision in {args.dataset}")
         return 1
     print(f"undone: {describe_action(undone)}")
     return 0
