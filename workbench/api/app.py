@@ -67,11 +67,20 @@ class AuditError(BaseModel):
     message: str
 
 
+class Evidence(BaseModel):
+    start: int = Field(description="character offset into the reply")
+    end: int
+    quote: str = Field(description="the reply's text at [start, end)")
+
+
 class AuditResponse(BaseModel):
     trace_id: str
     verdict: str | None = Field(description="violation, compliant, or null when not judged")
     violation: bool | None
     probability: float | None = Field(description="P(violation) when the judge gives one")
+    probability_source: str = Field("", description="logprobs, sampled:K, or empty")
+    evidence: list[Evidence] = Field(default_factory=list,
+                                     description="the words of the reply the verdict rests on")
     reason: str
     cited_rules: list[CitedRule]
     unknown_rule_ids: list[str]

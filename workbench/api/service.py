@@ -129,12 +129,14 @@ def cited_rules(trace: AuditTrace, index: AuditIndex) -> list[dict[str, Any]]:
 
 def response_body(trace: AuditTrace, index: AuditIndex) -> dict[str, Any]:
     v = trace.verdict
-    probability = getattr(v, "probability", None) if v is not None else None
+    probability = v.probability if v is not None else None
     return {
         "trace_id": trace.id,
         "verdict": None if v is None else verdict_word(v.violation),
         "violation": None if v is None else v.violation,
         "probability": probability,
+        "probability_source": "" if v is None else v.probability_source,
+        "evidence": [] if v is None else [dict(e) for e in v.evidence],
         "reason": "" if v is None else v.reason,
         "cited_rules": cited_rules(trace, index),
         "unknown_rule_ids": [] if v is None else list(v.unknown_rule_ids),
