@@ -151,6 +151,9 @@ def failure_text(o: Outcome, sources: Mapping[str, str], reply: str = "") -> str
     assert t is not None and t.verdict is not None
     out = [f"Case {o.case_id}: {o.message}.", "", "Violated rules and where the policy says so:",
            *_rule_lines(t, sources), "", f"Judge's reason: {t.verdict.reason}"]
+    if t.verdict.evidence:
+        out += ["", "Words of the reply it rests on:",
+                *(f"  [{e['start']}:{e['end']}] \"{e['quote']}\"" for e in t.verdict.evidence)]
     if reply:
         out += ["", f"Audited reply: {reply[:2000]}"]
     out += ["", f"Strategy {t.strategy}, judge mode {t.judge_mode}, SKILLs {', '.join(t.skills) or '-'}; "
