@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,38 @@ def test_audit_writes_a_probability_for_every_judged_case_by_default(tmp_path):
         assert trace.verdict.probability_source == "logprobs"
         back = AuditTrace.from_dict(json.loads(json.dumps(trace.to_dict())))
         assert back.verdict.probability == 0.0 and back == trace
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "audit" / "logprobs_recorded.jsonl"
+
+
+def _recorded(schema: str) -> dict:
+    return next(e for line in RECORDED.read_text(encoding="utf-8").splitlines()
+                if (e := json.loads(line))["schema"] == schema)
+
+
+def test_recorded_real_verdict_reads_the_probability_its_greedy_answer_implies():
+    # A whole-context answer of the 1.5B judge over llama.cpp, as the response cache keeps it.
+    entry = _recorded("verdict")
+    answer = json.loads(entry["text"])
+    tokens = compact_logprobs(entry["logprobs"])
+    assert tokens is not None
+    p = probability_of(tokens, "violation", "true", ("true", "false"))
+    # Near-greedy decoding picks the likelier allowed value: the probability agrees with it.
+    assert p is not None and 0.0 < p < 1.0 and (p > 0.5) == answer["violation"]
+
+
+def test_recorded_real_checklist_reads_each_status_where_the_answer_writes_it():
+    entry = _recorded("checklist")
+    answer = json.loads(entry["text"])
+    tokens = compact_logprobs(entry["logprobs"])
+    statuses = ("not applicable", "followed", "violated")
+    checks = answer["checks"]
+    assert len(checks) > 10
+    for i, check in enumerate(checks):
+        dist = value_distribution(tokens, "status", statuses, i)
+        assert dist is not None and abs(sum(dist.values()) - 1) < 1e-9
+        # The status written is the likeliest allowed one at its own token, for every entry:
+        # reading the wrong occurrence would break this somewhere in 20-odd entries.
+        assert max(dist, key=dist.get) == check["status"], (i, dist, check)
+    assert value_distribution(tokens, "status", statuses, len(checks)) is None
