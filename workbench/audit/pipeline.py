@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from workbench.audit.cases import AuditCase
+from workbench.audit.deadline import CaseTimeLimit, case_deadline, check_deadline
 from workbench.audit.judge import (
     JUDGE_PROMPT,
     RULE_PROMPT,
@@ -67,6 +68,9 @@ class AuditOptions:
     split: str = Split.GROUPED
     # The judge's context window; None: from the gateway's configuration (judge_window).
     window: JudgeWindow | None = None
+    # Seconds of audit work (model calls not counted) per case; None: WORKBENCH_AUDIT_TIME_LIMIT
+    # (default 120), 0: no limit. Past it the case ends with a TimeLimit error.
+    time_limit_s: float | None = None
 
     def with_context(self, **changes: Any) -> AuditOptions:
         return replace(self, context=replace(self.context, **changes))
@@ -93,6 +97,10 @@ def _failed_call(gateway: Any, step: str, label: str) -> list[ModelCall]:
             return [ModelCall(label, u.role, u.prompt_tokens, u.completion_tokens,
                               round(u.latency_ms, 3), u.cached, u.attempts, "", u.error or "failed")]
     return []
+
+
+def _model_seconds(trace: AuditTrace) -> float:
+    return sum(c.latency_ms for c in trace.usage if not c.cached) / 1000.0
 
 
 def _prerequisites(index: AuditIndex):
@@ -139,7 +147,10 @@ def audit_case(
     )
     t_start = time.perf_counter()
     try:
-        _run(case, aindex, strat, gateway, opts, trace)
+        with case_deadline(opts.time_limit_s, lambda: _model_seconds(trace)):
+            _run(case, aindex, strat, gateway, opts, trace)
+    except CaseTimeLimit as exc:  # the case's own outcome: the batch goes on
+        trace.error = AuditError(exc.kind, str(exc))
     finally:
         trace.timings_ms["total"] = round((time.perf_counter() - t_start) * 1000.0, 3)
         trace.timings_ms["pipeline"] = round(
@@ -156,6 +167,8 @@ def _run(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace) -> 
         now = time.perf_counter()
         trace.timings_ms[name] = round((now - t) * 1000.0, 3)
         t = now
+        if trace.error is None and trace.verdict is None:  # not over a finished outcome
+            check_deadline(f"after step {name}")
 
     # 1. Keywords: needed for seeding, and for routing when the case names no SKILL.
     if strat.uses_keywords or not case.skills:

@@ -223,13 +223,20 @@ def case_query(
 ) -> CaseQuery:
     """The case as weighted bags of stems (see the module doc)."""
 
+    memo: dict[int, list[str]] = {}  # turn -> its stems: both bags read the same turns
+
     def bag(decay: float) -> dict[str, float]:
         raw: dict[str, float] = {}
 
-        def add(text: str, w: float) -> None:
+        def add(text: str, w: float, turn: int = -1) -> None:
             if w <= 0 or not text:
                 return
-            for s in stems(text):
+            found = memo.get(turn) if turn >= 0 else None
+            if found is None:
+                found = stems(text)
+                if turn >= 0:
+                    memo[turn] = found
+            for s in found:
                 if len(s) > 1 and not s.isdigit():
                     raw[s] = raw.get(s, 0.0) + w
 
@@ -238,7 +245,7 @@ def case_query(
             add(case.context, weights.history * decay)
         else:
             for i, turn in enumerate(reversed(case.turns)):
-                add(turn.content, weights.history * decay**i)
+                add(turn.content, weights.history * decay**i, i)
         state = render_state(case)
         if state != "(none)":
             add(state, weights.state)

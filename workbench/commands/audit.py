@@ -58,6 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "bm25/dense then fill it instead of taking --top-k")
     p.add_argument("--top-k", type=int, default=6, help="passages for bm25 and dense")
     p.add_argument("--concurrency", type=int, default=2, help="cases audited at once")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="seconds of audit work per case, model calls not counted (default: "
+                   "WORKBENCH_AUDIT_TIME_LIMIT or 120; 0: none); a case past it gets a "
+                   "TimeLimit error and the run goes on")
     p.add_argument("--limit", type=int, default=None, help="audit only the first N cases")
     p.add_argument("--order", choices=["input", "skill"], default="input",
                    help="audit cases in file order (default), or grouped by the SKILLs they name "
@@ -168,6 +172,7 @@ def _audit(args) -> int:
         ),
         split=args.split,
         window=_judge_window(),
+        time_limit_s=args.time_limit,
     )
     if opts.window is not None:
         print(f"[audit] judge window: {opts.window.tokens} tokens ({opts.window.source})",
