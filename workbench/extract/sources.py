@@ -2,7 +2,9 @@
 
 A folder with a ``SKILL.md`` is one SKILL; a folder without one is searched for
 ``*/.../SKILL.md``. A zip is searched the same way (``__MACOSX`` and hidden entries are
-skipped; oversized members are refused, so a zip bomb cannot fill memory). Two SKILLs with the
+skipped; the number of entries, the SKILLs' total unpacked size and their compression
+ratio are bounded before anything is unpacked, see ``zip_bounds``, so a zip bomb cannot
+fill memory). Two SKILLs with the
 same name and different text are an error unless the caller asks for renaming; the same
 SKILL given twice (identical text) is read once, with a warning.
 """
@@ -16,6 +18,14 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from workbench.errors import WorkbenchError
+from workbench.extract.zip_bounds import (
+    Member,
+    ZipLimits,
+    declared_entries,
+    entry_problem,
+    members_problem,
+    too_large,
+)
 from workbench.inputs import InputError, read_input_bytes
 from workbench.skill import (
     MAX_SKILL_BYTES,
@@ -65,38 +75,63 @@ def _is_skill_name(name: str) -> bool:
 
 
 def _from_zip(path: Path | str, data: bytes | None = None) -> list[SkillDoc]:
+    limits = ZipLimits.from_env()
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data) if data is not None else path)
-    except _ZIP_ERRORS as exc:
-        raise SkillSourceError(f"{path}: not a readable zip file ({exc}); re-create the "
-                               "archive") from None
+        fp = io.BytesIO(data) if data is not None else open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise SkillSourceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with fp:
+        # Bounds first, from the archive's directory alone (see zip_bounds).
+        try:
+            problem = entry_problem(str(path), declared_entries(fp), limits)
+        except OSError as exc:
+            raise SkillSourceError(f"{path}: cannot be read ({exc})") from None
+        if problem:
+            raise SkillSourceError(problem)
+        try:
+            archive = zipfile.ZipFile(fp)
+        except _ZIP_ERRORS as exc:
+            raise SkillSourceError(f"{path}: not a readable zip file ({exc}); re-create the "
+                                   "archive") from None
+        with archive:
+            return _read_members(path, archive, limits)
+
+
+def _read_members(path: Path | str, archive: zipfile.ZipFile, limits: ZipLimits) -> list[SkillDoc]:
+    members = []
+    for info in sorted((i for i in archive.infolist() if not i.is_dir()), key=lambda i: i.filename):
+        parts = PurePosixPath(info.filename).parts
+        if not parts or not _is_skill_name(parts[-1]):
+            continue
+        if parts[0] == "__MACOSX" or any(p.startswith(".") for p in parts):
+            continue
+        if info.file_size > MAX_MEMBER_BYTES:
+            raise SkillSourceError(
+                f"{path}!{info.filename}: {info.file_size} bytes is more than a SKILL may "
+                f"have ({MAX_MEMBER_BYTES}); split the document"
+            )
+        members.append(info)
+    problem = members_problem(
+        str(path), [Member(i.filename, i.file_size, i.compress_size) for i in members], limits)
+    if problem:
+        raise SkillSourceError(problem)
     docs: list[SkillDoc] = []
-    with archive:
-        members = sorted(
-            (i for i in archive.infolist() if not i.is_dir()), key=lambda i: i.filename
-        )
-        for info in members:
-            parts = PurePosixPath(info.filename).parts
-            if not parts or not _is_skill_name(parts[-1]):
-                continue
-            if parts[0] == "__MACOSX" or any(p.startswith(".") for p in parts):
-                continue
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise SkillSourceError(
-                    f"{path}!{info.filename}: {info.file_size} bytes is more than a SKILL may "
-                    f"have ({MAX_MEMBER_BYTES}); split the document"
-                )
-            try:
-                with archive.open(info) as member:
-                    data = member.read(MAX_MEMBER_BYTES + 1)
-            except _ZIP_ERRORS as exc:
-                raise SkillSourceError(
-                    f"{path}!{info.filename}: cannot be unpacked ({exc}); re-create the archive "
-                    "without encryption, with deflate or no compression"
-                ) from None
-            if len(data) > MAX_MEMBER_BYTES:
-                raise SkillSourceError(f"{path}!{info.filename}: larger than it claims; refused")
-            docs.append(_from_bytes(data, f"{path}!{info.filename}"))
+    total = 0
+    for info in members:
+        try:
+            with archive.open(info) as member:
+                data = member.read(MAX_MEMBER_BYTES + 1)
+        except _ZIP_ERRORS as exc:
+            raise SkillSourceError(
+                f"{path}!{info.filename}: cannot be unpacked ({exc}); re-create the archive "
+                "without encryption, with deflate or no compression"
+            ) from None
+        if len(data) > MAX_MEMBER_BYTES:
+            raise SkillSourceError(f"{path}!{info.filename}: larger than it claims; refused")
+        total += len(data)
+        if total > limits.max_bytes:  # the directory understated the sizes
+            raise SkillSourceError(too_large(str(path), len(members), total, limits))
+        docs.append(_from_bytes(data, f"{path}!{info.filename}"))
     if not docs:
         raise SkillSourceError(f"{path}: the zip holds no SKILL.md; put each SKILL in <name>/SKILL.md")
     return docs
