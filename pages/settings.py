@@ -18,6 +18,7 @@ from workbench.llm import LlmConfigError, api_key_source, load_config
 from workbench.llm.check import check_role
 from workbench.llm.embedded import current_embedded_server
 from workbench.llm.fleet import fleet_table
+from workbench.llm.redact import redact_url
 
 RESULTS = "settings_check_results"
 
@@ -43,8 +44,8 @@ st.dataframe(
             {
                 "role": r.name,
                 "model": r.model,
-                "endpoint": config.embedded.attached_url if r.is_embedded and config.embedded.attached_url
-                else r.endpoint,
+                "endpoint": redact_url(config.embedded.attached_url)
+                if r.is_embedded and config.embedded.attached_url else r.endpoint,
                 "temperature": r.temperature,
                 "max tokens": r.max_tokens,
                 "timeout s": r.timeout,
@@ -66,7 +67,7 @@ emb = config.embedded
 server = current_embedded_server()
 if emb.attached_url:
     st.caption(
-        f"Embedded model: the running `workbench model serve` at {emb.attached_url} "
+        f"Embedded model: the running `workbench model serve` at {redact_url(emb.attached_url)} "
         "([embedded].url / WORKBENCH_EMBEDDED_URL); none is started in this process."
     )
 elif server is not None and server.info is not None:

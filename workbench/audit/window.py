@@ -27,6 +27,7 @@ from workbench.audit.judge import ContextUnit, judge_messages, rule_messages
 from workbench.audit.prompts import quote
 from workbench.audit.trace import WindowFit
 from workbench.errors import WorkbenchError
+from workbench.llm.redact import redact_url
 from workbench.tokens import count_tokens
 
 # Qwen2.5's tokenizer counted 1.4% more tokens than cl100k on policy text (3,041 for 3,000,
@@ -75,7 +76,8 @@ def judge_window(config: Any, role: str = "judge") -> JudgeWindow | None:
         if emb.attached_url:
             slot = _served_slot(emb.attached_url)
             if slot:
-                return JudgeWindow(slot, f"slot of the server at {emb.attached_url}", answer)
+                return JudgeWindow(slot, f"slot of the server at {redact_url(emb.attached_url)}",
+                                   answer)
             return None
         from workbench.llm.embedded import current_embedded_server
 

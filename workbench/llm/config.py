@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.llm.errors import LlmConfigError
+from workbench.llm.redact import redact_text, redact_url, remember
 
 EMBEDDED = "embedded"
 ROLE_NAMES = ("extractor", "fuser", "keyworder", "judge", "matcher")
@@ -73,6 +74,9 @@ class RoleConfig:
     cooldown: float = 30.0
     fallback: str = ""  # another role whose server(s) answer when this role's all fail
 
+    def __post_init__(self) -> None:
+        remember(self.api_base, *self.endpoints)  # masked in every message from now on
+
     @property
     def is_embedded(self) -> bool:
         return self.model == EMBEDDED
@@ -90,11 +94,12 @@ class RoleConfig:
 
     @property
     def endpoint(self) -> str:
-        """Where calls go, for messages: the api_base, or who chooses it."""
+        """Where calls go, for messages: the api_base, or who chooses it (credentials in an
+        address masked: this is what errors, logs and pages show)."""
         if self.endpoints:
-            return f"a fleet of {len(self.endpoints)} ({', '.join(self.endpoints)})"
+            return f"a fleet of {len(self.endpoints)} ({', '.join(map(redact_url, self.endpoints))})"
         if self.api_base:
-            return self.api_base
+            return redact_url(self.api_base)
         if self.is_embedded:
             return "the embedded server (127.0.0.1, started on first use)"
         return f"the default endpoint of provider '{self.model.split('/', 1)[0]}'"
@@ -113,6 +118,9 @@ class EmbeddedConfig:
     startup_timeout: float = 300.0
     cache_dir: str = ""  # "": ~/.cache/skillcdg-workbench/models (WORKBENCH_MODEL_CACHE wins)
     url: str = ""  # a running `workbench model serve` (.../v1) to use instead of starting one
+
+    def __post_init__(self) -> None:
+        remember(self.url)
 
     @property
     def attached_url(self) -> str:
@@ -315,7 +323,7 @@ def _build(cls: type, settings: dict[str, Any], where: str) -> Any:
         try:
             values[key] = _coerce(raw, str(types[key]))
         except (TypeError, ValueError) as exc:
-            raise LlmConfigError(f"{where}: bad value for {origin}: {exc}") from None
+            raise LlmConfigError(redact_text(f"{where}: bad value for {origin}: {exc}")) from None
     obj = cls(**values)
     _validate(obj, where)
     return obj
@@ -376,8 +384,8 @@ def _validate(obj: Any, where: str) -> None:
             problems.append("threads >= 0, port in 0..65535 and startup_timeout > 0 are required")
         if obj.url.strip() and not re.match(r"https?://[^/\s]+", obj.url.strip()):
             problems.append(
-                f"url {obj.url!r} is not an http(s) address; give the one `workbench model serve` "
-                "prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
+                f"url {redact_url(obj.url)!r} is not an http(s) address; give the one "
+                "`workbench model serve` prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
             )
     if problems:
         raise LlmConfigError(f"{where}: " + "; ".join(problems))
@@ -403,7 +411,8 @@ def _fleet_problems(role: RoleConfig) -> list[str]:
         )
     bad = [e for e in role.endpoints if not re.match(r"https?://[^/\s]+", e)]
     if bad:
-        problems.append(f"endpoints {bad} are not http(s) addresses like http://gpu-1:8000/v1")
+        problems.append(f"endpoints {[redact_url(e) for e in bad]} are not http(s) addresses "
+                        "like http://gpu-1:8000/v1")
     if len(set(role.endpoints)) != len(role.endpoints):
         problems.append("endpoints lists the same address twice")
     return problems

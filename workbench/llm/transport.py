@@ -21,6 +21,7 @@ from workbench.llm.attempts import to_raw as _to_raw
 from workbench.llm.config import EMBEDDED, LlmConfig, RoleConfig, resolve_api_key
 from workbench.llm.errors import EmbeddedModelUnavailable
 from workbench.llm.fleet import Fleet
+from workbench.llm.redact import redact_url
 from workbench.llm.weights import MODEL_ALIAS
 
 EMBEDDED_KEY_MODEL = f"{EMBEDDED}/{MODEL_ALIAS}"
@@ -58,7 +59,7 @@ class LiteLLMTransport:
     def endpoint(self, role: RoleConfig) -> str:
         if role.is_embedded:
             if self._config.embedded.attached_url:
-                return self._config.embedded.attached_url
+                return redact_url(self._config.embedded.attached_url)
             return f"{self._embedded_url}/v1" if self._embedded_url else role.endpoint
         return role.endpoint
 
