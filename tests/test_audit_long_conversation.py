@@ -181,3 +181,25 @@ def test_a_negative_time_limit_is_refused():
 
     with pytest.raises(SettingError, match="0 \\(no limit\\) or a positive"):
         deadline.time_limit(-1)
+
+
+def test_seed_ranking_reads_only_the_turns_whose_weight_counts(monkeypatch):
+    """The ranking query of a long conversation is that of its newest turns: a turn weighing
+    under a billionth of the newest is not stemmed (it was, for every turn of every case)."""
+    from workbench.audit import rule_ranking
+    from workbench.audit.rule_ranking import DEFAULT_WEIGHTS, NEGLIGIBLE_TURN_WEIGHT, case_query
+
+    # Old turns carry words no newer turn has: read, they would enter the query.
+    old = [Turn("user", f"ancient{i} warehouse{i}") for i in range(5_000)]
+    new = [Turn("assistant" if i % 2 else "user", f"refund the late order {i}") for i in range(200)]
+    case = AuditCase("c", "I refunded the late order.", context=old + new)
+    read = max(i for i in range(1000) if DEFAULT_WEIGHTS.section_decay**i >= NEGLIGIBLE_TURN_WEIGHT) + 1
+    assert 50 < read < 200  # the section bag reads ~93 turns back at its default decay
+    short = replace(case, context=(old + new)[-read:])
+    calls = []
+    real = rule_ranking.stems
+    monkeypatch.setattr(rule_ranking, "stems", lambda text: calls.append(text) or real(text))
+    query = case_query(case, ["refund"])
+    assert len(calls) == read + 4  # the turns once for both bags; the reply and keyword per bag
+    assert query == case_query(short, ["refund"])
+    assert not any(s.startswith("ancient") for s in query)

@@ -35,7 +35,8 @@ the defaults names a domain.
 
 Cost: per case, one pass over the query's stems (numpy adds over precomputed per-term
 contributions) plus one closure per seed tried; independent of the SKILL's size beyond the
-rules that share a word with the case.
+rules that share a word with the case, and of the conversation's length beyond the turns
+whose weight is not negligible (:data:`NEGLIGIBLE_TURN_WEIGHT`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ from workbench.graph import SkillGraph
 from workbench.render import render_rule
 from workbench.tokens import count_tokens
 
+# A turn weighing less than this share of the newest one is not read: it can only break an
+# exact tie between rules, and a 20,000-turn conversation would otherwise be stemmed whole
+# for every case (issue 36). At the default decays the bags read the newest 18 (rule) and
+# 93 (section) turns.
+NEGLIGIBLE_TURN_WEIGHT = 1e-9
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 
 
@@ -245,6 +251,8 @@ def case_query(
             add(case.context, weights.history * decay)
         else:
             for i, turn in enumerate(reversed(case.turns)):
+                if decay**i < NEGLIGIBLE_TURN_WEIGHT:  # older turns weigh less still
+                    break
                 add(turn.content, weights.history * decay**i, i)
         state = render_state(case)
         if state != "(none)":

@@ -151,7 +151,9 @@ def fixed_tokens_upto(case: AuditCase, cap: int) -> int | None:
             memo.line_tokens.append(_line_tokens(case, lines[i]))
         total += memo.line_tokens[len(lines) - 1 - i]
         if total > cap:
-            if fixed_tokens(_with_items(case, lines[i:])) > cap:
+            if i not in memo.partial:  # both calls often stop at the same turn
+                memo.partial[i] = fixed_tokens(_with_items(case, lines[i:]))
+            if memo.partial[i] > cap:
                 return None
             break
     if memo.fixed is None:
@@ -163,6 +165,7 @@ class _Memo(threading.local):
     case: weakref.ref | None = None  # weak: a long conversation is not kept alive by it
     fixed: int | None = None
     line_tokens: list[int]
+    partial: dict[int, int]  # i -> fixed_tokens of the case with only its turns from i on
 
 
 _memo = _Memo()
@@ -172,7 +175,7 @@ def _memo_for(case: AuditCase) -> _Memo:
     # One case per thread at a time (the runner's workers): identity, not equality, so a
     # changed copy of the case is counted afresh.
     if _memo.case is None or _memo.case() is not case:
-        _memo.case, _memo.fixed, _memo.line_tokens = weakref.ref(case), None, []
+        _memo.case, _memo.fixed, _memo.line_tokens, _memo.partial = weakref.ref(case), None, [], {}
     return _memo
 
 
