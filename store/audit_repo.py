@@ -28,9 +28,11 @@ from sqlmodel import Session, select
 
 from store.models import AuditResultRow, CaseRow
 from store.session import retry_conflicts, where_given, write_session
-from workbench.audit.cases import AuditCase, case_from_dict
+from workbench.audit.cases import LABELS, AuditCase, CaseFormatError, case_from_dict
 from workbench.audit.trace import AuditTrace, TraceFormatError, case_and_strategy, latest_per_case
+from workbench.audit.trace_check import trace_problem
 from workbench.audit.trace_file import encode_trace
+from workbench.identifiers import id_problem
 from workbench.inputs import dumps_utf8
 from workbench.llm.errors import bound_message
 from workbench.roles import COMMAND_LINE, Actor, require
@@ -42,6 +44,13 @@ def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase],
     Raises ``roles.NotAllowed`` (nothing written) when ``actor`` may not import cases."""
     require(actor, "import cases")
     chosen = list(cases)
+    for case in chosen:  # cases built in code are held to what a cases file may say
+        if bad := id_problem(case.id, "case id"):
+            raise CaseFormatError(f"dataset {dataset}: {bad}; nothing was stored")
+        if case.label is not None and case.label not in LABELS:
+            raise CaseFormatError(f"dataset {dataset}: case {case.id!r} has the label "
+                                  f"{str(case.label)[:40]!r}, not one of {', '.join(LABELS)}; "
+                                  "nothing was stored")
 
     def write() -> int:
         with write_session(engine) as session:
@@ -81,6 +90,9 @@ def save_trace(engine: Engine, trace: AuditTrace | dict[str, Any], run_id: str, 
     return save_traces(engine, [trace], run_id, dataset, actor=actor)
 
 
+_CHECKED_FIELDS = ("id", "strategy", "judge_mode", "keywords_method", "label")
+
+
 def save_traces(
     engine: Engine, traces: Iterable[AuditTrace | dict[str, Any]], run_id: str, dataset: str,
     actor: Actor = COMMAND_LINE,
@@ -94,6 +106,9 @@ def save_traces(
     fields = []
     for t in traces:
         trace = t if isinstance(t, AuditTrace) else AuditTrace.from_dict(t)
+        # A trace built in code is held to the words a read one is (vocabulary, id).
+        if bad := trace_problem({k: getattr(trace, k) for k in _CHECKED_FIELDS}):
+            raise TraceFormatError(f"trace of case {trace.id[:60]!r}: {bad}; nothing was stored")
         fields.append(dict(
             run_id=run_id,
             dataset=dataset,

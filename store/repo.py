@@ -20,6 +20,7 @@ from store.session import retry_conflicts, write_session
 from workbench.errors import WorkbenchError
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 from workbench.roles import COMMAND_LINE, Actor, require
+from workbench.skill_names import look_alike_problem, name_skeleton
 
 
 class NotFound(WorkbenchError, LookupError):
@@ -85,12 +86,33 @@ def save_skill(
             latest = _latest(session, skill.name)
             if latest and latest.source_sha256 == src_sha and latest.graph_sha256 == g_sha:
                 return SavedVersion(skill.name, latest.version, latest.id, False)
+            if latest is None:  # a new name: it must not look like a stored one
+                _refuse_look_alikes(session, [skill.name])
             if base_version is not None and latest is not None and latest.version != base_version:
                 raise StaleVersion(skill.name, base_version, latest.version,
                                    _changes_since(engine, skill.name, base_version, latest.version))
             return _insert_version(session, skill, latest, src_sha, g_sha, author, note, report)
 
     return retry_conflicts(write)
+
+
+class LookAlikeName(WorkbenchError, ValueError):
+    """A new SKILL's name looks like a stored SKILL's (case, look-alike letters)."""
+
+
+def _refuse_look_alikes(session: Session, names: Iterable[str]) -> None:
+    """Raise LookAlikeName when one of ``names`` is not stored but looks like a stored
+    SKILL's name (``skill_names.name_skeleton``): the two would show as one in every list."""
+    stored = session.exec(
+        select(SkillVersion.name).where(SkillVersion.deleted == False).distinct()  # noqa: E712
+    ).all()
+    by_look = {name_skeleton(other): other for other in stored}
+    for name in set(names) - set(stored):  # a stored name gets a new version, as ever
+        other = by_look.get(name_skeleton(name))
+        if other is not None and (problem := look_alike_problem(name, other)):
+            raise LookAlikeName(f"{problem}; nothing was saved",
+                                f"save it under a name that reads differently from {other!r}, "
+                                f"or as a new version of {other!r}")
 
 
 def _changes_since(engine: Engine, name: str, base: int, latest: int) -> str:
@@ -160,7 +182,18 @@ def _insert_version(
     return SavedVersion(skill.name, number, row.id, True)
 
 
+def check_new_names(engine: Engine, names: Iterable[str]) -> None:
+    """Raise :class:`LookAlikeName` when one of ``names`` would be a new SKILL whose name
+    looks like a stored one's. Call it before costly work whose result :func:`save_skill`
+    would then refuse (an extraction); ``save_skill`` checks again under the write lock."""
+    with Session(engine) as session:
+        _refuse_look_alikes(session, list(names))
+
+
 def import_index(engine: Engine, index: PolicyIndex, author: str = "import") -> list[SavedVersion]:
+    """Save every SKILL of ``index``. Names are checked against the stored ones first, so
+    a look-alike name anywhere in the index leaves the store untouched."""
+    check_new_names(engine, [skill.name for skill in index])
     return [save_skill(engine, skill, author=author, note="imported") for skill in index]
 
 

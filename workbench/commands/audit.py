@@ -275,20 +275,24 @@ def _metrics(args) -> int:
 
     from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.trace import latest_per_case, trace_key
-    from workbench.audit.trace_file import read_traces
+    from workbench.audit.trace_file import no_valid_trace, read_traces
     from workbench.cli import CliError
 
-    traces, skipped = [], []
+    traces, skipped, empty = [], [], []
     for path in args.traces:
-        if not Path(path).is_file():
+        if not Path(path).exists():
             raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
         found, problems = read_traces(path)
         traces += latest_per_case(found, key=trace_key)  # a retried case counts once
         skipped += problems
+        if not found:
+            empty.append(no_valid_trace(path, problems))
     for problem in skipped[:10]:
         print(f"warning: skipped {problem}", file=sys.stderr)
     if len(skipped) > 10:
         print(f"warning: skipped {len(skipped) - 10} more line(s)", file=sys.stderr)
+    if empty:  # a file of which no line counted would make the figures silently partial
+        raise CliError("; ".join(empty), "give the JSONL that `workbench audit --out` writes")
     labels = gold = None
     if args.cases:
         cases = load_cases_or_fail(args.cases)

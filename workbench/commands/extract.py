@@ -160,9 +160,10 @@ def _extract(args: argparse.Namespace) -> int:
         from store.db import make_engine
         from store.edge_review import load_decisions, save_edge_trust
         from store.extraction import SqlStepStore
-        from store.repo import save_skill
+        from store.repo import check_new_names, save_skill
 
         engine = make_engine(args.db)
+        check_new_names(engine, [doc.name for doc in docs])  # before any model call
         steps = JsonStepStore(args.steps) if args.steps else SqlStepStore(engine)
     else:
         steps = JsonStepStore(args.steps or DEFAULT_STEPS_DIR)

@@ -26,7 +26,7 @@ from workbench.extract.zip_bounds import (
     members_problem,
     too_large,
 )
-from workbench.inputs import InputError, read_input_bytes
+from workbench.inputs import InputError, open_regular, read_input_bytes
 from workbench.skill import (
     MAX_SKILL_BYTES,
     SkillDoc,
@@ -34,6 +34,7 @@ from workbench.skill import (
     decode_skill_bytes,
     parse_skill,
 )
+from workbench.skill_names import name_skeleton
 
 MAX_MEMBER_BYTES = MAX_SKILL_BYTES
 # What a damaged or unusual archive raises from zipfile/zlib: bad CRCs and headers, encrypted
@@ -51,6 +52,18 @@ class DuplicateSkillName(SkillSourceError):
         self.name, self.first, self.second = name, first, second
         super().__init__(
             f"two different SKILLs are named {name!r}: {first} and {second}. Give one a "
+            "different 'name:' in its front matter, extract them separately, or rename "
+            "duplicates automatically (--rename-duplicates)."
+        )
+
+
+class LookAlikeSkillName(DuplicateSkillName):
+    def __init__(self, name: str, other: str, first: str, second: str) -> None:
+        self.name, self.first, self.second = name, first, second
+        SkillSourceError.__init__(
+            self,
+            f"two SKILLs have names that look the same: {other!r} ({first}) and {name!r} "
+            f"({second}), which differ only in case or look-alike letters. Give one a "
             "different 'name:' in its front matter, extract them separately, or rename "
             "duplicates automatically (--rename-duplicates)."
         )
@@ -77,9 +90,9 @@ def _is_skill_name(name: str) -> bool:
 def _from_zip(path: Path | str, data: bytes | None = None) -> list[SkillDoc]:
     limits = ZipLimits.from_env()
     try:
-        fp = io.BytesIO(data) if data is not None else open(path, "rb")  # noqa: SIM115
-    except OSError as exc:
-        raise SkillSourceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        fp = io.BytesIO(data) if data is not None else open_regular(path, "zip archive")
+    except InputError as exc:
+        raise SkillSourceError(str(exc)) from None
     with fp:
         # Bounds first, from the archive's directory alone (see zip_bounds).
         try:
@@ -151,7 +164,12 @@ def _from_path(path: Path) -> list[SkillDoc]:
         return [_from_bytes(_read(p), str(p)) for p in found]
     if not path.exists():
         raise SkillSourceError(f"{path}: no such file or folder")
-    if path.suffix.lower() == ".zip" or zipfile.is_zipfile(path):
+    try:  # a FIFO or device is refused here, before anything waits on it
+        with open_regular(path, "SKILL file") as fp:
+            is_zip = path.suffix.lower() == ".zip" or zipfile.is_zipfile(fp)
+    except InputError as exc:
+        raise SkillSourceError(str(exc)) from None
+    if is_zip:
         return _from_zip(path)
     return [_from_bytes(_read(path), str(path))]
 
@@ -184,30 +202,36 @@ def load_sources(paths: Iterable[str | Path], rename_duplicates: bool = False) -
 
 
 def _dedupe(found: Iterable[SkillDoc], rename_duplicates: bool) -> list[SkillDoc]:
+    # Keyed by what a name looks like (name_skeleton): two SKILLs whose names differ only in
+    # case or look-alike letters would show as one in every list.
     docs: list[SkillDoc] = []
-    by_name: dict[str, SkillDoc] = {}
+    by_look: dict[str, SkillDoc] = {}
     for doc in found:
-        first = by_name.get(doc.name)
+        first = by_look.get(name_skeleton(doc.name))
         if first is None:
-            by_name[doc.name] = doc
+            by_look[name_skeleton(doc.name)] = doc
             docs.append(doc)
             continue
-        if first.source == doc.source:
+        if first.source == doc.source and first.name == doc.name:
             first.warnings.append(f"{doc.path}: same text as {first.path}; read once")
             continue
         if not rename_duplicates:
+            if first.name != doc.name:
+                raise LookAlikeSkillName(doc.name, first.name, str(first.path), str(doc.path))
             raise DuplicateSkillName(doc.name, str(first.path), str(doc.path))
         n = 2
-        while f"{doc.name}-{n}" in by_name:
+        while name_skeleton(f"{doc.name}-{n}") in by_look:
             n += 1
         new_name = f"{doc.name}-{n}"
         doc.warnings.append(
-            f"{doc.path}: renamed {doc.name!r} to {new_name!r}: {first.path} already uses that name"
+            f"{doc.path}: renamed {doc.name!r} to {new_name!r}: {first.path} already uses "
+            + ("that name" if first.name == doc.name else f"the look-alike name {first.name!r}")
         )
         doc.name = new_name
-        by_name[new_name] = doc
+        by_look[name_skeleton(new_name)] = doc
         docs.append(doc)
     return docs
 
 
-__all__ = ["DuplicateSkillName", "SkillFormatError", "SkillSourceError", "load_sources", "load_uploads"]
+__all__ = ["DuplicateSkillName", "LookAlikeSkillName", "SkillFormatError", "SkillSourceError",
+           "load_sources", "load_uploads"]
