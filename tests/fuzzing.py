@@ -5,7 +5,12 @@ examples per reader in the normal suite) and ``bench/fuzz_inputs.py`` (thousands
 counts). Mutations start from a valid file of each kind and apply what issue 15 found
 breaking readers: foreign encodings, stray bytes, truncation (also inside a multi-byte
 character), NUL, BOMs, lone surrogates, huge integers, deep nesting, duplicate keys, YAML
-aliases and tags, and structure-aware edits that keep the JSON valid but the content wrong.
+aliases and tags, and structure-aware edits that keep the JSON valid but the content wrong;
+and the hostile shapes of issue 36: SKILL names that look like another (zero-width, bidi
+overrides, full-width and mixed-script letters), a second ``name:`` in front matter, zip
+bombs (a high ratio, many members, look-alike names), ids holding line breaks or bidi
+controls, trace fields outside the vocabulary, conversations of thousands of turns, and
+inputs that are not regular files (a FIFO, a device: :func:`run_special`).
 
 The property for every target: the entry point returns (exit 0, or 2 with an ``error:``
 message naming the input file), never raises; it finishes within :data:`TIME_LIMIT_S`; and
@@ -17,9 +22,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import random
+import re
 import shutil
 import sys
+import threading
 import time
 import zipfile
 from collections.abc import Callable
@@ -49,6 +57,15 @@ PAYLOADS: tuple[bytes, ...] = (
     b"- " * 500, b"\xf0\x9f\x98", b"null", b"true", b"\"\"",
 )
 
+# Ids and names of issue 36: a forged log line, direction overrides, invisible characters.
+HOSTILE_IDS = ("c1\n[audit] c2 cdg: compliant", "c1\r", "\u202e1-esac", "c\u2066x", "a\x1b[31m")
+HOSTILE_NAMES = ("retail\u200b-policy", "retail-\u202epolicy", "\uff52etail-policy",
+                 "r\u0435tail-policy", "\ufb01nance", "a\u2028b", "MERCHANT-ORDER-REFUND")
+# Near misses of trace vocabulary: each would make a group of its own in the metrics.
+VOCABULARY_MISSES = {"strategy": ["skillcdg", "CDG", "<b>cdg</b>", "cdg "],
+                     "judge_mode": ["whole ", "per_rule", "checklist?"],
+                     "keywords_method": ["LLM", "lexical\n"], "label": ["violation", "Negative"]}
+
 YAML_BOMB = (b"a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
              b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
              b"e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
@@ -68,7 +85,8 @@ def _json_value(rng: random.Random, depth: int = 0) -> Any:
     if pick == 4:
         return ""
     if pick == 5:
-        return rng.choice(["\udc80", "a\ud800b", "x\x00y", "../../x", "\u2028", "é" * 3, " "])
+        return rng.choice(["\udc80", "a\ud800b", "x\x00y", "../../x", "\u2028", "é" * 3, " ",
+                           *HOSTILE_IDS])
     if pick == 6:
         return "".join(chr(rng.randrange(0x20, 0x3000)) for _ in range(rng.randrange(1, 12)))
     if pick == 7:
@@ -166,6 +184,8 @@ def mutate_json(rng: random.Random, data: bytes, jsonl: bool) -> bytes:
         lines = [ln for ln in data.split(b"\n") if ln.strip()]
         i = rng.randrange(len(lines))
         edited = _edit_json(rng, json.loads(lines[i]))
+        if isinstance(edited, dict) and rng.random() < 0.25:
+            edited = _hostile_record(rng, edited)
         lines[i] = _dump_json(rng, edited, None).replace(b"\n", b" ")
         if rng.random() < 0.2:  # the same key twice on one line
             lines[i] = lines[i].replace(b"{", b'{"id": "dup", ', 1)
@@ -177,6 +197,21 @@ def mutate_json(rng: random.Random, data: bytes, jsonl: bool) -> bytes:
     if rng.random() < 0.2:
         out = out.replace(b'"format"', b'"format": "skillcdg/1", "format"', 1)
     return out
+
+
+def _hostile_record(rng: random.Random, record: dict) -> dict:
+    """One issue-36 edit of a case or trace line: an id with a control character, a field
+    outside the vocabulary, or (a case) a conversation of thousands of turns."""
+    action = rng.randrange(3)
+    if action == 0:
+        record["id"] = rng.choice(HOSTILE_IDS)
+    elif action == 1:
+        key = rng.choice(sorted(VOCABULARY_MISSES))
+        record[key] = rng.choice(VOCABULARY_MISSES[key])
+    elif isinstance(record.get("context"), list) and record["context"]:
+        turns = record["context"]
+        record["context"] = [turns[k % len(turns)] for k in range(rng.choice([2_000, 6_000]))]
+    return record
 
 
 def mutate_yaml(rng: random.Random, data: bytes) -> bytes:
@@ -197,7 +232,24 @@ def _zip(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -
     return buf.getvalue()
 
 
+def _zip_bomb(rng: random.Random, skill: bytes) -> bytes:
+    """Small-scale shapes of the issue-36 bomb: a member of repeated text (ratio far over
+    the limit), more entries than allowed (the default 10,000; empty ones, so the archive
+    stays small), or two SKILLs whose names differ only in case or look-alike letters."""
+    shape = rng.randrange(3)
+    if shape == 0:
+        return _zip([("s/SKILL.md", skill + b"Refund within five days.\n" * 40_000)])
+    if shape == 1:
+        return _zip([("s/SKILL.md", skill)] + [(f"junk/{i}", b"") for i in range(10_050)],
+                    zipfile.ZIP_STORED)
+    other = rng.choice(HOSTILE_NAMES[-2:] + ("Merchant-Order-Refund",)).encode()
+    twin = re.sub(rb"(?m)^name:.*$", lambda _m: b"name: " + other, skill, count=1)
+    return _zip([("a/SKILL.md", skill), ("b/SKILL.md", twin)])
+
+
 def mutate_zip(rng: random.Random, skill: bytes) -> bytes:
+    if rng.random() < 0.2:
+        return _zip_bomb(rng, skill)
     name = rng.choice(["s/SKILL.md", "../../evil/SKILL.md", "/abs/SKILL.md", "a/b/c/skill.md",
                        "__MACOSX/s/SKILL.md", ".hidden/SKILL.md", "SKILL.md", "s\\SKILL.md"])
     body = mutate_skill(rng, skill) if rng.random() < 0.7 else skill
@@ -209,6 +261,12 @@ def mutate_zip(rng: random.Random, skill: bytes) -> bytes:
 
 
 def mutate_skill(rng: random.Random, data: bytes) -> bytes:
+    if rng.random() < 0.15:  # the name itself looks like another, or is given twice
+        hostile = json.dumps(rng.choice(HOSTILE_NAMES)).encode()
+        if rng.random() < 0.5:
+            return re.sub(rb"(?m)^name:.*$", lambda _m: b"name: " + hostile, data, count=1)
+        end = data.index(b"\n---", 3)
+        return data[:end] + b"\nname: " + hostile + data[end:]
     if rng.random() < 0.3:
         end = data.index(b"\n---", 3)
         extra = rng.choice([b"\nversion: " + b"9" * 5000, b"\nx: " + b"[" * 300 + b"]" * 300,
@@ -397,11 +455,101 @@ def run_target(target: Target, data: bytes, work: Path) -> Outcome:
 def use_db(work: Path) -> str:
     """Point WORKBENCH_DB at a scratch database under ``work`` (the CLI's default engine),
     so a fuzz run never touches a real workspace."""
-    import os
-
     url = f"sqlite:///{work / 'fuzz.db'}"
     os.environ["WORKBENCH_DB"] = url
     return url
+
+
+SPECIAL_KINDS = ("fifo", "device")
+RESCUE_AFTER_S = 10.0  # a reader still waiting on the FIFO by then is released (and fails)
+
+
+@contextlib.contextmanager
+def released_after(fifo: Path, seconds: float):
+    """While the body runs, a reader that blocks on ``fifo`` (nobody writes it) is released
+    after ``seconds``: a writer opens and closes it, so the reader sees the end of the file
+    instead of hanging the suite. Yields a list that holds True when that was needed."""
+    done, fired = threading.Event(), []
+
+    def release() -> None:
+        if done.wait(seconds):
+            return
+        fired.append(True)
+        while not done.is_set():
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader has it open right now
+                time.sleep(0.05)
+                continue
+            os.close(fd)
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield fired
+    finally:
+        done.set()
+        thread.join(5)
+
+
+def _load_skill_file(path: Path) -> int:
+    """``_load_skill`` without the upload half (an upload is bytes, never a FIFO)."""
+    from workbench.extract.sources import SkillSourceError, load_sources
+    from workbench.skill import SkillFormatError
+
+    try:
+        load_sources([path])
+    except (SkillFormatError, SkillSourceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run_special(target: Target, kind: str, work: Path) -> Outcome:
+    """Give ``target`` an input path that is not a regular file: a FIFO nobody writes
+    (``kind="fifo"``) or a link to the endless ``/dev/zero`` (``"device"``). The property:
+    exit 2 naming the file, at once; never a wait (the FIFO is released after
+    :data:`RESCUE_AFTER_S` and that counts as a hang) nor a read of the device."""
+    import traceback
+
+    from workbench.cli import main
+
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / target.filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+    use_db(work)
+    err = io.StringIO()
+    started = time.perf_counter()
+    with released_after(path, RESCUE_AFTER_S) as fired:
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                if target.call is not None:
+                    call = _load_skill_file if target.call is _load_skill else target.call
+                    code = call(path)
+                else:
+                    assert target.argv is not None
+                    code = main(target.argv(path, work))
+        except BaseException as exc:  # noqa: BLE001 - reported, not raised
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return Outcome(None, time.perf_counter() - started,
+                           "".join(traceback.format_exception(exc))[-3000:])
+        finally:
+            path.unlink(missing_ok=True)
+    out = Outcome(code, time.perf_counter() - started)
+    message = err.getvalue()
+    if fired:
+        out.problem = f"waited on the {kind} until it was released: {message[-300:]}"
+    elif code != 2 or not any(line.startswith("error: ") for line in message.splitlines()):
+        out.problem = f"a {kind} gave exit {code}, not a refusal: {message[-500:]}"
+    elif path.name not in message:
+        out.problem = f"the refusal does not name {path.name}: {message[:500]}"
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick manual smoke run
