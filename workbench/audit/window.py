@@ -144,15 +144,16 @@ def fixed_tokens_upto(case: AuditCase, cap: int) -> int | None:
     turns only add tokens: each quoted turn is its own line). The pipeline asks twice for
     the same case (policy target, then fitting): the counts are kept for the last case."""
     memo = _memo_for(case)
+    if memo.at_least > cap:  # an earlier call found the prompt over a larger cap
+        return None
     lines = _history_items(case)
     total = 0
     for i in range(len(lines) - 1, 0, -1):
-        if len(memo.line_tokens) < len(lines) - i:
-            memo.line_tokens.append(_line_tokens(case, lines[i]))
-        total += memo.line_tokens[len(lines) - 1 - i]
+        total += _newest_line_tokens(case, lines, len(lines) - 1 - i)
         if total > cap:
             if i not in memo.partial:  # both calls often stop at the same turn
                 memo.partial[i] = fixed_tokens(_with_items(case, lines[i:]))
+                memo.at_least = max(memo.at_least, memo.partial[i])
             if memo.partial[i] > cap:
                 return None
             break
@@ -166,9 +167,19 @@ class _Memo(threading.local):
     fixed: int | None = None
     line_tokens: list[int]
     partial: dict[int, int]  # i -> fixed_tokens of the case with only its turns from i on
+    at_least: int = 0  # the case's fixed_tokens is at least this (the largest partial)
 
 
 _memo = _Memo()
+
+
+def _newest_line_tokens(case: AuditCase, lines: list[Turn], k: int) -> int:
+    """The tokens of the ``k``-th newest line of ``case`` (0: the newest), counted once per
+    case however often the policy target and the fitting ask."""
+    memo = _memo_for(case)
+    while len(memo.line_tokens) <= k:
+        memo.line_tokens.append(_line_tokens(case, lines[len(lines) - 1 - len(memo.line_tokens)]))
+    return memo.line_tokens[k]
 
 
 def _memo_for(case: AuditCase) -> _Memo:
@@ -176,6 +187,7 @@ def _memo_for(case: AuditCase) -> _Memo:
     # changed copy of the case is counted afresh.
     if _memo.case is None or _memo.case() is not case:
         _memo.case, _memo.fixed, _memo.line_tokens, _memo.partial = weakref.ref(case), None, [], {}
+        _memo.at_least = 0
     return _memo
 
 
@@ -257,7 +269,7 @@ def _fewest_dropped(case: AuditCase, lines: list[Turn], limit: int) -> tuple[int
     fits(n)  # the prompt with every turn dropped: the note alone
     kept, guess = exact[n], n
     for i in range(n - 1, 0, -1):  # newest first: keep turns while the estimate fits
-        kept += _line_tokens(case, lines[i])
+        kept += _newest_line_tokens(case, lines, n - 1 - i)
         if kept > limit:
             break
         guess = i
