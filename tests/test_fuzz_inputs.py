@@ -7,7 +7,7 @@ The property: exit 0, or exit 2 with ``error:`` and the file's name; never an ex
 within the time limit; and an exit 2 leaves the store unchanged (no partial write). The
 mutations include the hostile shapes of issue 36 (look-alike names, zip bombs, ids with
 control characters, trace words outside the vocabulary, thousands of turns), and every
-target is also handed a FIFO and a device instead of a file (:func:`run_special`).
+target is also handed a FIFO and a device instead of a file (``tests/special_inputs.py``).
 
 ``FUZZ_EXAMPLES`` sets the examples per target (default 60); ``bench/fuzz_inputs.py`` runs
 thousands and prints the counts.
@@ -24,7 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzzing import SPECIAL_KINDS, TARGETS, run_special, run_target
+from tests.fuzzing import TARGETS, run_target
+from tests.special_inputs import SPECIAL_KINDS, run_special
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzzing import released_after
+from tests.special_inputs import released_after
 from workbench.audit.cases import AuditCase, CaseFormatError, case_from_dict, iter_cases
 from workbench.audit.trace import AuditTrace, TraceFormatError
 from workbench.audit.trace_file import read_traces
