@@ -32,6 +32,7 @@ from workbench.llm.config_file import (
     save_role_settings,
     settings_file_path,
 )
+from workbench.llm.redact import redact_url
 
 BASE_KEY = "settings_base_hash"  # the file's hash as this session read it
 FLASH_KEY = "settings_flash"
@@ -126,8 +127,12 @@ def _reload() -> None:
 
 
 def _shown(role: RoleConfig, key: str) -> Any:
+    """The value the form shows; an address with credentials masked (left as shown, the
+    saved one stays; to change it, type the whole new address)."""
     value = getattr(role, key)
-    return "" if key == "api_base" and value is None else value
+    if key == "api_base":
+        return "" if value is None else redact_url(value)
+    return value
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -18,6 +18,7 @@ from workbench.llm import LlmConfigError, api_key_source, load_config
 from workbench.llm.check import check_role
 from workbench.llm.embedded import current_embedded_server
 from workbench.llm.fleet import fleet_table
+from workbench.llm.redact import redact_url
 from workbench.llm.role_models import embedded_status, role_endpoint, role_model_title
 from workbench.llm.weights import EMBEDDED_MODELS
 
@@ -46,7 +47,7 @@ st.dataframe(
                 "role": r.name,
                 "model": r.model,
                 "runs": role_model_title(r),
-                "endpoint": role_endpoint(config, r),
+                "endpoint": redact_url(role_endpoint(config, r)),
                 "temperature": r.temperature,
                 "max tokens": r.max_tokens,
                 "timeout s": r.timeout,

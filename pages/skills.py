@@ -82,6 +82,11 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
             except SkillSourceError as exc:
                 st.error(md(f"Nothing was extracted: {public_text(str(exc), uploaded)}"))
                 docs = []
+        try:  # a name that looks like a stored SKILL's is refused before the model runs
+            repo.check_new_names(eng, [doc.name for doc in docs])
+        except repo.LookAlikeName as exc:
+            show_error(exc)
+            docs = []
         n_blocks = sum(len(plan_blocks(doc, int(max_block))) for doc in docs)
         seconds = extraction_seconds(n_blocks)
         if docs and seconds > CONFIRM_ABOVE_SECONDS and not confirmed:
@@ -120,7 +125,7 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 saved = repo.save_skill(eng, graph, author=user_name(), note="extracted",
                                         report=report.to_dict(), actor=identity.actor(),
                                         trust=True)  # provenance, in the version's transaction
-            except NotAllowed as exc:  # the store checks the role too
+            except (NotAllowed, repo.LookAlikeName) as exc:  # the store checks these too
                 show_error(exc)
                 continue
             state = f"version {saved.version}" if saved.created else "unchanged (same as latest)"

@@ -28,12 +28,41 @@ from sqlmodel import Session, select
 
 from store.models import AuditResultRow, CaseRow
 from store.session import retry_conflicts, where_given, write_session
-from workbench.audit.cases import AuditCase, case_from_dict
+from workbench.audit.cases import LABELS, AuditCase, CaseFormatError, case_from_dict
 from workbench.audit.trace import AuditTrace, TraceFormatError, case_and_strategy, latest_per_case
+from workbench.audit.trace_check import trace_problem
 from workbench.audit.trace_file import encode_trace
+from workbench.identifiers import id_problem
 from workbench.inputs import dumps_utf8
 from workbench.llm.errors import bound_message
 from workbench.roles import COMMAND_LINE, Actor, require
+
+
+def _check_case(dataset: str, case: AuditCase) -> None:
+    """A case built in code is held to what a cases file may say (id, label)."""
+    if bad := id_problem(case.id, "case id"):
+        raise CaseFormatError(f"dataset {dataset}: {bad}; nothing was stored")
+    if case.label is not None and case.label not in LABELS:
+        raise CaseFormatError(f"dataset {dataset}: case {case.id!r} has the label "
+                              f"{str(case.label)[:40]!r}, not one of {', '.join(LABELS)}; "
+                              "nothing was stored")
+
+
+def _trace_row(trace: AuditTrace, run_id: str, dataset: str) -> dict[str, Any]:
+    """The row of a trace, once it is held to the words a read one is (vocabulary, id)."""
+    if bad := trace_problem({k: getattr(trace, k) for k in _CHECKED_FIELDS}):
+        raise TraceFormatError(f"trace of case {trace.id[:60]!r}: {bad}; nothing was stored")
+    return dict(
+        run_id=run_id,
+        dataset=dataset,
+        case_id=trace.id,
+        strategy=trace.strategy,
+        violation=trace.violation,
+        probability=None if trace.verdict is None else trace.verdict.probability,
+        error=None if trace.error is None
+        else bound_message(f"{trace.error.kind}: {trace.error.message}"),
+        trace_json=encode_trace(trace),  # a lone surrogate escaped: SQLite stores UTF-8 only
+    )
 
 
 def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase],
@@ -42,6 +71,8 @@ def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase],
     Raises ``roles.NotAllowed`` (nothing written) when ``actor`` may not import cases."""
     require(actor, "import cases")
     chosen = list(cases)
+    for case in chosen:
+        _check_case(dataset, case)
 
     def write() -> int:
         with write_session(engine) as session:
@@ -81,6 +112,9 @@ def save_trace(engine: Engine, trace: AuditTrace | dict[str, Any], run_id: str, 
     return save_traces(engine, [trace], run_id, dataset, actor=actor)
 
 
+_CHECKED_FIELDS = ("id", "strategy", "judge_mode", "keywords_method", "label")
+
+
 def save_traces(
     engine: Engine, traces: Iterable[AuditTrace | dict[str, Any]], run_id: str, dataset: str,
     actor: Actor = COMMAND_LINE,
@@ -94,17 +128,7 @@ def save_traces(
     fields = []
     for t in traces:
         trace = t if isinstance(t, AuditTrace) else AuditTrace.from_dict(t)
-        fields.append(dict(
-            run_id=run_id,
-            dataset=dataset,
-            case_id=trace.id,
-            strategy=trace.strategy,
-            violation=trace.violation,
-            probability=None if trace.verdict is None else trace.verdict.probability,
-            error=None if trace.error is None
-            else bound_message(f"{trace.error.kind}: {trace.error.message}"),
-            trace_json=encode_trace(trace),  # a lone surrogate escaped: SQLite stores UTF-8 only
-        ))
+        fields.append(_trace_row(trace, run_id, dataset))
 
     def write() -> int:
         with write_session(engine) as session:
@@ -137,12 +161,9 @@ def save_case_and_trace(engine: Engine, dataset: str, case: AuditCase, trace: Au
     the cost does not grow with the dataset, unlike ``save_cases``."""
     require(actor, "import cases")
     require(actor, "store audit results")
+    _check_case(dataset, case)
     payload = dumps_utf8(case.to_dict())
-    row = dict(run_id=run_id, dataset=dataset, case_id=trace.id, strategy=trace.strategy,
-               violation=trace.violation,
-               error=None if trace.error is None
-               else bound_message(f"{trace.error.kind}: {trace.error.message}"),
-               trace_json=encode_trace(trace))
+    row = _trace_row(trace, run_id, dataset)
 
     def write() -> None:
         with write_session(engine) as session:

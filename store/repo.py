@@ -25,6 +25,7 @@ from workbench.errors import WorkbenchError
 from workbench.graph import Edge, EdgeDecision, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 from workbench.graph_diff import diff_skills
 from workbench.roles import COMMAND_LINE, Actor, require
+from workbench.skill_names import look_alike_problem, name_skeleton
 
 
 class NotFound(WorkbenchError, LookupError):
@@ -108,6 +109,8 @@ def save_skill(
                 _record(session, skill.name, verdicts)
                 session.commit()
                 return SavedVersion(skill.name, latest.version, latest.id, False)
+            if latest is None:  # a new name: it must not look like a stored one
+                _refuse_look_alikes(session, [skill.name])
             if base_version is not None and latest is not None and latest.version != base_version:
                 raise StaleVersion(skill.name, base_version, latest.version,
                                    _changes_since(engine, skill.name, base_version, latest.version))
@@ -122,6 +125,25 @@ def _record(session: Session, name: str, verdicts: list[EdgeDecision]) -> None:
     session.add_all(skill_trust.EdgeDecisionRow(skill=name, source=d.source, target=d.target,
                                                 decision=d.decision, author=d.author)
                     for d in verdicts)
+
+
+class LookAlikeName(WorkbenchError, ValueError):
+    """A new SKILL's name looks like a stored SKILL's (case, look-alike letters)."""
+
+
+def _refuse_look_alikes(session: Session, names: Iterable[str]) -> None:
+    """Raise LookAlikeName when one of ``names`` is not stored but looks like a stored
+    SKILL's name (``skill_names.name_skeleton``): the two would show as one in every list."""
+    stored = session.exec(
+        select(SkillVersion.name).where(SkillVersion.deleted == False).distinct()  # noqa: E712
+    ).all()
+    by_look = {name_skeleton(other): other for other in stored}
+    for name in set(names) - set(stored):  # a stored name gets a new version, as ever
+        other = by_look.get(name_skeleton(name))
+        if other is not None and (problem := look_alike_problem(name, other)):
+            raise LookAlikeName(f"{problem}; nothing was saved",
+                                f"save it under a name that reads differently from {other!r}, "
+                                f"or as a new version of {other!r}")
 
 
 def _changes_since(engine: Engine, name: str, base: int, latest: int) -> str:
@@ -198,13 +220,23 @@ def _insert_version(
     return SavedVersion(skill.name, number, row.id, True)
 
 
+def check_new_names(engine: Engine, names: Iterable[str]) -> None:
+    """Raise :class:`LookAlikeName` when one of ``names`` would be a new SKILL whose name
+    looks like a stored one's. Call it before costly work whose result :func:`save_skill`
+    would then refuse (an extraction); ``save_skill`` checks again under the write lock."""
+    with Session(engine) as session:
+        _refuse_look_alikes(session, list(names))
+
+
 def import_index(engine: Engine, index: PolicyIndex, author: str = "import",
                  actor: Actor = COMMAND_LINE) -> list[SavedVersion]:
     """Store every SKILL of ``index`` as a new version (unless equal to its latest) with all
     that ``skillcdg/1`` carries: provenance, confidence, evidence, notes, proposed edges, and
     the verdicts on its edges (appended to the SKILL's log unless already there). ``actor``
-    must be allowed to "edit graphs"."""
+    must be allowed to "edit graphs". Names are checked against the stored ones first, so a
+    look-alike name anywhere in the index leaves the store untouched."""
     require(actor, "edit graphs")
+    check_new_names(engine, [skill.name for skill in index])  # one look-alike: nothing saved
     out = []
     for skill in index:
         saved = save_skill(engine, skill, author=author, note="imported", actor=actor, trust=True)

@@ -5,7 +5,12 @@ examples per reader in the normal suite) and ``bench/fuzz_inputs.py`` (thousands
 counts). Mutations start from a valid file of each kind and apply what issue 15 found
 breaking readers: foreign encodings, stray bytes, truncation (also inside a multi-byte
 character), NUL, BOMs, lone surrogates, huge integers, deep nesting, duplicate keys, YAML
-aliases and tags, and structure-aware edits that keep the JSON valid but the content wrong.
+aliases and tags, and structure-aware edits that keep the JSON valid but the content wrong;
+and the hostile shapes of issue 36: SKILL names that look like another (zero-width, bidi
+overrides, full-width and mixed-script letters), a second ``name:`` in front matter, zip
+bombs (a high ratio, many members, look-alike names), ids holding line breaks or bidi
+controls, trace fields outside the vocabulary, conversations of thousands of turns, and
+inputs that are not regular files (a FIFO, a device: ``tests/special_inputs.py``).
 
 The property for every target: the entry point returns (exit 0, or 2 with an ``error:``
 message naming the input file), never raises; it finishes within :data:`TIME_LIMIT_S`; and
@@ -17,7 +22,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import random
+import re
 import shutil
 import sys
 import time
@@ -50,6 +57,15 @@ PAYLOADS: tuple[bytes, ...] = (
     b"- " * 500, b"\xf0\x9f\x98", b"null", b"true", b"\"\"",
 )
 
+# Ids and names of issue 36: a forged log line, direction overrides, invisible characters.
+HOSTILE_IDS = ("c1\n[audit] c2 cdg: compliant", "c1\r", "\u202e1-esac", "c\u2066x", "a\x1b[31m")
+HOSTILE_NAMES = ("retail\u200b-policy", "retail-\u202epolicy", "\uff52etail-policy",
+                 "r\u0435tail-policy", "\ufb01nance", "a\u2028b", "MERCHANT-ORDER-REFUND")
+# Near misses of trace vocabulary: each would make a group of its own in the metrics.
+VOCABULARY_MISSES = {"strategy": ["skillcdg", "CDG", "<b>cdg</b>", "cdg "],
+                     "judge_mode": ["whole ", "per_rule", "checklist?"],
+                     "keywords_method": ["LLM", "lexical\n"], "label": ["violation", "Negative"]}
+
 YAML_BOMB = (b"a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
              b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
              b"e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
@@ -69,7 +85,8 @@ def _json_value(rng: random.Random, depth: int = 0) -> Any:
     if pick == 4:
         return ""
     if pick == 5:
-        return rng.choice(["\udc80", "a\ud800b", "x\x00y", "../../x", "\u2028", "é" * 3, " "])
+        return rng.choice(["\udc80", "a\ud800b", "x\x00y", "../../x", "\u2028", "é" * 3, " ",
+                           *HOSTILE_IDS])
     if pick == 6:
         return "".join(chr(rng.randrange(0x20, 0x3000)) for _ in range(rng.randrange(1, 12)))
     if pick == 7:
@@ -167,6 +184,8 @@ def mutate_json(rng: random.Random, data: bytes, jsonl: bool) -> bytes:
         lines = [ln for ln in data.split(b"\n") if ln.strip()]
         i = rng.randrange(len(lines))
         edited = _edit_json(rng, json.loads(lines[i]))
+        if isinstance(edited, dict) and rng.random() < 0.25:
+            edited = _hostile_record(rng, edited)
         lines[i] = _dump_json(rng, edited, None).replace(b"\n", b" ")
         if rng.random() < 0.2:  # the same key twice on one line
             lines[i] = lines[i].replace(b"{", b'{"id": "dup", ', 1)
@@ -178,6 +197,21 @@ def mutate_json(rng: random.Random, data: bytes, jsonl: bool) -> bytes:
     if rng.random() < 0.2:
         out = out.replace(b'"format"', b'"format": "skillcdg/1", "format"', 1)
     return out
+
+
+def _hostile_record(rng: random.Random, record: dict) -> dict:
+    """One issue-36 edit of a case or trace line: an id with a control character, a field
+    outside the vocabulary, or (a case) a conversation of thousands of turns."""
+    action = rng.randrange(3)
+    if action == 0:
+        record["id"] = rng.choice(HOSTILE_IDS)
+    elif action == 1:
+        key = rng.choice(sorted(VOCABULARY_MISSES))
+        record[key] = rng.choice(VOCABULARY_MISSES[key])
+    elif isinstance(record.get("context"), list) and record["context"]:
+        turns = record["context"]
+        record["context"] = [turns[k % len(turns)] for k in range(rng.choice([2_000, 6_000]))]
+    return record
 
 
 def mutate_yaml(rng: random.Random, data: bytes) -> bytes:
@@ -198,7 +232,24 @@ def _zip(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -
     return buf.getvalue()
 
 
+def _zip_bomb(rng: random.Random, skill: bytes) -> bytes:
+    """Small-scale shapes of the issue-36 bomb: a member of repeated text (ratio far over
+    the limit), more entries than allowed (the default 10,000; empty ones, so the archive
+    stays small), or two SKILLs whose names differ only in case or look-alike letters."""
+    shape = rng.randrange(3)
+    if shape == 0:
+        return _zip([("s/SKILL.md", skill + b"Refund within five days.\n" * 40_000)])
+    if shape == 1:
+        return _zip([("s/SKILL.md", skill)] + [(f"junk/{i}", b"") for i in range(10_050)],
+                    zipfile.ZIP_STORED)
+    other = rng.choice(HOSTILE_NAMES[-2:] + ("Merchant-Order-Refund",)).encode()
+    twin = re.sub(rb"(?m)^name:.*$", lambda _m: b"name: " + other, skill, count=1)
+    return _zip([("a/SKILL.md", skill), ("b/SKILL.md", twin)])
+
+
 def mutate_zip(rng: random.Random, skill: bytes) -> bytes:
+    if rng.random() < 0.2:
+        return _zip_bomb(rng, skill)
     name = rng.choice(["s/SKILL.md", "../../evil/SKILL.md", "/abs/SKILL.md", "a/b/c/skill.md",
                        "__MACOSX/s/SKILL.md", ".hidden/SKILL.md", "SKILL.md", "s\\SKILL.md"])
     body = mutate_skill(rng, skill) if rng.random() < 0.7 else skill
@@ -210,6 +261,12 @@ def mutate_zip(rng: random.Random, skill: bytes) -> bytes:
 
 
 def mutate_skill(rng: random.Random, data: bytes) -> bytes:
+    if rng.random() < 0.15:  # the name itself looks like another, or is given twice
+        hostile = json.dumps(rng.choice(HOSTILE_NAMES)).encode()
+        if rng.random() < 0.5:
+            return re.sub(rb"(?m)^name:.*$", lambda _m: b"name: " + hostile, data, count=1)
+        end = data.index(b"\n---", 3)
+        return data[:end] + b"\nname: " + hostile + data[end:]
     if rng.random() < 0.3:
         end = data.index(b"\n---", 3)
         extra = rng.choice([b"\nversion: " + b"9" * 5000, b"\nx: " + b"[" * 300 + b"]" * 300,
@@ -414,8 +471,6 @@ def run_target(target: Target, data: bytes, work: Path) -> Outcome:
 def use_db(work: Path) -> str:
     """Point WORKBENCH_DB at a scratch database under ``work`` (the CLI's default engine),
     so a fuzz run never touches a real workspace."""
-    import os
-
     url = f"sqlite:///{work / 'fuzz.db'}"
     os.environ["WORKBENCH_DB"] = url
     return url

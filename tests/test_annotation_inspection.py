@@ -123,7 +123,7 @@ def test_audit_traces_are_joined_with_their_cases(engine):
         "context": [{"role": "user", "content": "cancel and refund"}],
         "model_response": "Refunded in full."})])
     save_traces(engine, [
-        AuditTrace(id="c1", strategy="skillcdg", skills=["refunds"], seeds={"refunds": ["R3"]},
+        AuditTrace(id="c1", strategy="cdg", skills=["refunds"], seeds={"refunds": ["R3"]},
                    closure={"refunds": ["R3", "R2"]}, context="[R3] refund ...",
                    verdict=Verdict(True, "coupon kept", ["R3"])),
         AuditTrace(id="c1", strategy="bm25", passages=["p1"], verdict=Verdict(False, "", [])),
@@ -131,7 +131,7 @@ def test_audit_traces_are_joined_with_their_cases(engine):
     [case], errors = inspection_cases(engine)  # the bm25 trace has no closure to inspect
     assert errors == []
     assert (case.key, case.strategy, case.violation, case.violated_rules) == (
-        "run-1/c1", "skillcdg", True, ("R3",))
+        "run-1/c1", "cdg", True, ("R3",))
     assert case.closure == {"refunds": ("R3", "R2")} and case.seeds == {"refunds": ("R3",)}
     assert case.history == "user: cancel and refund" and case.response == "Refunded in full."
     assert '"order": "pending"' in case.state and case.rendered_context == "[R3] refund ..."

@@ -4,7 +4,10 @@ For each target of ``tests/fuzzing.py`` hypothesis draws a seeded ``random.Rando
 mutates a valid file (foreign encodings, truncation, stray bytes, NUL, BOMs, lone surrogates,
 huge integers, deep nesting, duplicate keys, YAML aliases and tags, wrong-typed fields).
 The property: exit 0, or exit 2 with ``error:`` and the file's name; never an exception; done
-within the time limit; and an exit 2 leaves the store unchanged (no partial write).
+within the time limit; and an exit 2 leaves the store unchanged (no partial write). The
+mutations include the hostile shapes of issue 36 (look-alike names, zip bombs, ids with
+control characters, trace words outside the vocabulary, thousands of turns), and every
+target is also handed a FIFO and a device instead of a file (``tests/special_inputs.py``).
 
 ``FUZZ_EXAMPLES`` sets the examples per target (default 60); ``bench/fuzz_inputs.py`` runs
 thousands and prints the counts.
@@ -22,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzzing import TARGETS, run_target
+from tests.special_inputs import SPECIAL_KINDS, run_special
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 
@@ -54,3 +58,13 @@ def test_the_seeds_themselves_are_read_successfully(monkeypatch):
                 continue  # its seed is a SKILL.md that mutate_zip packs; covered by skill-md
             out = run_target(target, target.seed(), Path(tmp) / target.name.replace(":", "_"))
             assert (out.code, out.error, out.problem) == (0, "", ""), target.name
+
+
+@pytest.mark.parametrize("kind", SPECIAL_KINDS)
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_a_fifo_or_a_device_is_refused_at_once_never_waited_on(target, kind, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_DB", "sqlite://")
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
+        out = run_special(target, kind, Path(tmp))
+    assert not out.error, out.error
+    assert not out.problem, out.problem

@@ -21,7 +21,7 @@ from workbench.rule_graph import (
     SkillGraph,
     Span,
 )
-from workbench.skill_names import skill_name_problem
+from workbench.skill_names import look_alike_problem, name_skeleton, skill_name_problem
 
 
 def _str_field(obj: dict, key: str, loc: str, problems: list[Problem], required: bool = True):
@@ -238,6 +238,7 @@ def validate_skills(data: object, origin: str = "index") -> tuple[list[SkillGrap
         raw_skills = []
     skills: list[SkillGraph] = []
     names: dict[str, str] = {}
+    looks: dict[str, tuple[str, str]] = {}  # name_skeleton -> (name, where)
     for i, raw in enumerate(raw_skills):
         loc = f"skills[{i}]"
         skill = _skill(raw, loc, problems, warnings)
@@ -248,7 +249,13 @@ def validate_skills(data: object, origin: str = "index") -> tuple[list[SkillGrap
                 Problem(f"{loc}.name", f"duplicate SKILL name {skill.name!r} (first at {names[skill.name]})")
             )
             continue
+        other = looks.get(name_skeleton(skill.name))
+        if other is not None:
+            problems.append(Problem(f"{loc}.name", f"{look_alike_problem(skill.name, other[0])} "
+                                                   f"(first at {other[1]})"))
+            continue
         names[skill.name] = loc
+        looks[name_skeleton(skill.name)] = (skill.name, loc)
         skills.append(skill)
     if problems:
         raise IndexValidationError(problems, origin)

@@ -14,7 +14,7 @@ from pathlib import Path
 from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, decode_text, load_yaml, read_input_bytes
 from workbench.skill_names import inferred_skill_name, skill_name_problem
-from workbench.tokens import count_tokens
+from workbench.tokens import count_tokens, count_tokens_upto
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -207,15 +207,25 @@ def pack_ranges(text: str, pieces: list[tuple[int, int]], max_tokens: int) -> li
     """Consecutive ``pieces`` (``(start, end)`` into ``text``, at least one) joined into ranges
     of at most ``max_tokens`` tokens, in order and without gaps; a piece over the limit is a
     range of its own."""
-    out: list[tuple[int, int]] = []
-    cur_start, cur_tokens = pieces[0][0], 0
+    return [(a, b) for a, b, _ in pack_counted(text, pieces, max_tokens)]
+
+
+def pack_counted(text: str, pieces: list[tuple[int, int]],
+                 max_tokens: int) -> list[tuple[int, int, int | None]]:
+    """:func:`pack_ranges`, each range with its token count when it is one piece (counted
+    already; ``max_tokens + 1`` when only known to be over), else None (a sum of pieces is
+    not the count of their join)."""
+    out: list[tuple[int, int, int | None]] = []
+    cur_start, cur_tokens, cur_pieces = pieces[0][0], 0, 0
     for a, b in pieces:
-        t = count_tokens(text[a:b])
+        # A piece surely over the limit is a range of its own whatever its exact count.
+        t = count_tokens_upto(text[a:b], max_tokens)
         if cur_tokens and cur_tokens + t > max_tokens:
-            out.append((cur_start, a))
-            cur_start, cur_tokens = a, 0
+            out.append((cur_start, a, cur_tokens if cur_pieces == 1 else None))
+            cur_start, cur_tokens, cur_pieces = a, 0, 0
         cur_tokens += t
-    out.append((cur_start, pieces[-1][1]))
+        cur_pieces += 1
+    out.append((cur_start, pieces[-1][1], cur_tokens if cur_pieces == 1 else None))
     return out
 
 

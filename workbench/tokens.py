@@ -56,7 +56,38 @@ def count_tokens(text: str) -> int:
     """Number of ``cl100k_base`` tokens in ``text`` (0 for the empty string)."""
     if not text:
         return 0
-    return len(_encoding().encode(text, disallowed_special=()))
+    # encode_ordinary: special-token text counted as plain text, as encode(...,
+    # disallowed_special=()) does, without its per-call special-token checks.
+    return len(_encoding().encode_ordinary(text))
+
+
+# The longest cl100k_base token, in bytes (tests/test_tokens.py reads it off the vocabulary).
+LONGEST_TOKEN_BYTES = 128
+
+
+def longest_token_bytes() -> int:
+    """The longest token of the vocabulary in bytes, read off it (slow: for the test)."""
+    enc = _encoding()
+    special = {enc.encode_single_token(t) for t in enc.special_tokens_set}
+    longest = 0
+    for i in range(enc.n_vocab):
+        if i in special:
+            continue
+        try:
+            longest = max(longest, len(enc.decode_single_token_bytes(i)))
+        except KeyError:  # an unused id between the ordinary and the special tokens
+            continue
+    return longest
+
+
+def count_tokens_upto(text: str, limit: int) -> int:
+    """``count_tokens(text)``, or ``limit + 1`` without counting when ``text`` surely has more
+    than ``limit`` tokens: no token is longer than the vocabulary's longest (in bytes, so in
+    characters too), so a text longer than ``limit`` times that has more than ``limit``.
+    Counting one 10 MB line took longer than counting its sentences one by one."""
+    if len(text) > limit * LONGEST_TOKEN_BYTES:
+        return limit + 1
+    return count_tokens(text)
 
 
 def truncate_to_tokens(text: str, limit: int) -> str:

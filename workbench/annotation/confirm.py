@@ -12,6 +12,8 @@ import hashlib
 import json
 from collections.abc import Callable
 
+from workbench.fencing import defuse
+
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -44,7 +46,8 @@ def model_confirmer(gateway, role: str = "judge") -> Callable[[str, str], bool]:
     cached by the gateway like any other call.
     """
     def confirm(extracted: str, reference: str) -> bool:
-        payload = json.dumps({"rule_a": extracted, "rule_b": reference}, ensure_ascii=False)
+        # Rules quote policy text and model output: defused like every prompt's data.
+        payload = defuse(json.dumps({"rule_a": extracted, "rule_b": reference}, ensure_ascii=False))
         digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:12]
         result = gateway.complete_json(
             role=role,

@@ -24,6 +24,7 @@ from typing import Any
 from workbench.audit import parquet
 from workbench.audit.prompts import quote
 from workbench.errors import WorkbenchError
+from workbench.identifiers import id_problem
 from workbench.inputs import InputError, decode_text, iter_jsonl, read_input_bytes
 from workbench.vocabulary import Label, label_violation, values
 
@@ -141,6 +142,8 @@ def case_from_dict(data: Any, where: str = "case") -> AuditCase:
         cid = str(cid)
     if not isinstance(cid, str) or not cid.strip():
         raise CaseFormatError(f"{where}: 'id' is missing or empty; give every case a unique id")
+    if bad := id_problem(cid, "'id'"):
+        raise CaseFormatError(f"{where}: {bad}")
     where = f"{where} (id {cid!r})"
     response = data.get("model_response")
     if not isinstance(response, str):
@@ -225,7 +228,7 @@ def load_cases(path: str | Path) -> list[AuditCase]:
     p = Path(path)
     if parquet.is_parquet(p):
         return read_parquet_cases(p)
-    if not p.is_file():
+    if not p.exists():  # a folder or FIFO is refused by the reader with what it is
         raise FileNotFoundError(f"{p}: no such cases file (JSONL, one case per line)")
     return parse_cases_bytes(read_bytes_or_fail(p), str(p))
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from workbench.audit.trace import AuditTrace, TraceFormatError
 from workbench.errors import WorkbenchError
+from workbench.inputs import InputError, open_regular
 
 BATCH_ROWS = 5000
 CASE_COLUMN = "case_json"
@@ -160,8 +161,13 @@ def json_rows(path: str | Path, column: str, what: str) -> Iterator[tuple[int, A
     """(row number from 1, decoded JSON) per row; ParquetFormatError names file, row and fix."""
     _, pq = _pa()
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise FileNotFoundError(f"{p}: no such {what} file")
+    try:  # a FIFO or device is refused, not waited on
+        with open_regular(p, f"{what} file"):
+            pass
+    except InputError as exc:
+        raise ParquetFormatError(str(exc)) from None
     try:
         reader = pq.ParquetFile(p)
     except Exception as exc:  # pyarrow raises its own ArrowInvalid for non-Parquet bytes

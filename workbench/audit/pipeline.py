@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from workbench.audit.cases import AuditCase
+from workbench.audit.deadline import CaseTimeLimit, case_deadline, check_deadline
 from workbench.audit.judge import PROMPTS, ProbabilityOptions, call_record, failed_record, judge_context
 from workbench.audit.keywords import (
     DEFAULT_MAX_LEXICAL_KEYWORDS,
@@ -69,6 +70,9 @@ class AuditOptions:
     window: JudgeWindow | None = None
     # Where the verdict's violation probability comes from (log-probabilities or samples).
     probability: ProbabilityOptions = ProbabilityOptions()
+    # Seconds of the audit's own work (model calls not counted) a case may take before it
+    # is stopped with a CaseTimeLimit outcome (workbench.audit.deadline); None: no limit.
+    time_limit_s: float | None = None
 
     def with_context(self, **changes: Any) -> AuditOptions:
         return replace(self, context=replace(self.context, **changes))
@@ -136,10 +140,13 @@ def audit_case(
     trace.settings = _settings(opts, gateway)
     laps = _Laps(trace)
     try:
-        _run(case, aindex, strat, gateway, opts, trace, laps)
+        with case_deadline(opts.time_limit_s, lambda: _model_seconds(trace)):
+            _run(case, aindex, strat, gateway, opts, trace, laps)
     except Outcome as out:
         trace.error = out.error
         trace.usage += out.calls
+    except CaseTimeLimit as exc:  # the case's own outcome: the batch goes on
+        trace.error = AuditError(exc.kind, str(exc))
     finally:
         laps.finish()
     return trace
@@ -174,6 +181,11 @@ def _run(case: AuditCase, index: AuditIndex, strat: Strategy, gateway: Any, opts
     trace.verdict = laps.run("judge", _judge, judged, index, strat, ctx, gateway, opts, trace)
 
 
+def _model_seconds(trace: AuditTrace) -> float:
+    """Seconds of the case's model calls so far (not its own work: cache hits cost nothing)."""
+    return sum(c.latency_ms for c in trace.usage if not c.cached) / 1000.0
+
+
 class _Laps:
     """Each step's wall time into ``trace.timings_ms`` (also when the step ends the audit)."""
 
@@ -184,9 +196,12 @@ class _Laps:
     def run(self, name: str, step: Callable[..., T], *args: Any) -> T:
         began = time.perf_counter()
         try:
-            return step(*args)
+            out = step(*args)
         finally:
             self.trace.timings_ms[name] = round((time.perf_counter() - began) * 1000.0, 3)
+        if name != "judge":  # a verdict once given is kept, however long it took
+            check_deadline(f"after step {name}")
+        return out
 
     def finish(self) -> None:
         t = self.trace

@@ -14,25 +14,14 @@ model that tagged text is data, never instructions.
 
 from __future__ import annotations
 
-import json
-import re
 from functools import lru_cache
 from pathlib import Path
 from string import Template
 
 from workbench.errors import WorkbenchError
+from workbench.fencing import DATA_TAGS, defuse, quote  # noqa: F401  (re-exported)
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
-DATA_TAGS = ("policy", "state", "conversation", "reply", "rule")
-# Spaces are allowed around the slash: "< /reply>" reads as a closing tag to a model.
-_TAG = re.compile(r"<\s*(/?)\s*(" + "|".join(DATA_TAGS) + r")\b", re.IGNORECASE)
-# "<|im_end|>" and the like: llama.cpp's server tokenizes special tokens in message text,
-# so a raw one in data would end the user turn for real.
-_SPECIAL = re.compile(r"<\s*\|")
-# Escaped inside quoted data: "<" and ">" (no tag or special token survives quoting, in any
-# spacing or lookalike order), the characters str.splitlines() breaks at that json.dumps
-# leaves raw (a quoted value stays one line), and lone surrogates (not encodable as UTF-8).
-_UNSAFE_IN_QUOTES = re.compile("[<>\x85\u2028\u2029\ud800-\udfff]")
 
 
 class PromptTemplateError(WorkbenchError, ValueError):
@@ -50,25 +39,6 @@ def load_template(name: str) -> tuple[Template, Template]:
     system = text.split("[system]\n", 1)[1].split("[user]\n", 1)[0].strip()
     user = text.split("[user]\n", 1)[1].strip()
     return Template(system), Template(user)
-
-
-def defuse(text: str) -> str:
-    """Make data unable to open or close our data tags (``<policy>`` -> ``‹policy>``,
-    ``< /reply>`` -> ``‹/reply>``) or to write a chat-template token (``<|`` -> ``‹|``)."""
-    text = _TAG.sub(lambda m: "‹" + m.group(1) + m.group(2), text)
-    return _SPECIAL.sub("‹|", text)
-
-
-def quote(value: object, *, sort_keys: bool = False) -> str:
-    """``value`` as one line of JSON, safe to place in a prompt as data.
-
-    Standard JSON (``json.loads`` gives ``value`` back), keeping non-ASCII text readable;
-    quotes, backslashes and newlines are escaped by JSON itself, and ``<``, ``>``, Unicode
-    line separators and lone surrogates as ``\\uXXXX``, so the result has no line break, no
-    tag and no chat-template token whatever ``value`` holds.
-    """
-    text = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys)
-    return _UNSAFE_IN_QUOTES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def build_messages(name: str, **values: str) -> list[dict[str, str]]:

@@ -35,7 +35,8 @@ the defaults names a domain.
 
 Cost: per case, one pass over the query's stems (numpy adds over precomputed per-term
 contributions) plus one closure per seed tried; independent of the SKILL's size beyond the
-rules that share a word with the case.
+rules that share a word with the case, and of the conversation's length beyond the turns
+whose weight is not negligible (:data:`NEGLIGIBLE_TURN_WEIGHT`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ from workbench.graph import SkillGraph
 from workbench.render import render_rule
 from workbench.tokens import count_tokens
 
+# A turn weighing less than this share of the newest one is not read: it can only break an
+# exact tie between rules, and a 20,000-turn conversation would otherwise be stemmed whole
+# for every case (issue 36). At the default decays the bags read the newest 18 (rule) and
+# 93 (section) turns.
+NEGLIGIBLE_TURN_WEIGHT = 1e-9
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 
 
@@ -231,13 +237,20 @@ def case_query(
 ) -> CaseQuery:
     """The case as weighted bags of stems (see the module doc)."""
 
+    memo: dict[int, list[str]] = {}  # turn -> its stems: both bags read the same turns
+
     def bag(decay: float) -> dict[str, float]:
         raw: dict[str, float] = {}
 
-        def add(text: str, w: float) -> None:
+        def add(text: str, w: float, turn: int = -1) -> None:
             if w <= 0 or not text:
                 return
-            for s in stems(text):
+            found = memo.get(turn) if turn >= 0 else None
+            if found is None:
+                found = stems(text)
+                if turn >= 0:
+                    memo[turn] = found
+            for s in found:
                 if len(s) > 1 and not s.isdigit():
                     raw[s] = raw.get(s, 0.0) + w
 
@@ -246,7 +259,9 @@ def case_query(
             add(case.context, weights.history * decay)
         else:
             for i, turn in enumerate(reversed(case.turns)):
-                add(turn.content, weights.history * decay**i)
+                if decay**i < NEGLIGIBLE_TURN_WEIGHT:  # older turns weigh less still
+                    break
+                add(turn.content, weights.history * decay**i, i)
         state = render_state(case)
         if state != "(none)":
             add(state, weights.state)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from workbench.audit.trace_check import trace_problem
 from workbench.errors import WorkbenchError
 from workbench.llm.errors import bound_message
+from workbench.llm.redact import redact_text
 
 TRACE_VERSION = 1
 
@@ -97,7 +98,8 @@ class AuditError:
 
     def __post_init__(self) -> None:
         # Messages can carry model output (untrusted, unbounded): bound what every trace keeps.
-        self.message = bound_message(str(self.message))
+        # ... and never an endpoint's credentials (also in traces stored before this rule).
+        self.message = bound_message(redact_text(str(self.message)))
 
 
 @dataclass

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from workbench.identifiers import id_problem
+from workbench.vocabulary import JudgeMode, KeywordMethod, Label, StrategyName, values
+
 Check = Callable[[Any], bool]
 
 
@@ -116,18 +119,33 @@ TRACE: dict[str, Check] = {
 }
 
 
+# Fields whose value is a word of workbench.vocabulary: grouped by, filtered on and shown,
+# so a value no run writes ("whole " or "<b>cdg</b>") would make a group of its own.
+VOCABULARY: dict[str, tuple[str, ...]] = {
+    "strategy": values(StrategyName), "judge_mode": values(JudgeMode),
+    "keywords_method": values(KeywordMethod), "label": values(Label),
+}
+
+
 def trace_problem(data: Mapping[str, Any]) -> str | None:
     """Why ``data`` is not a usable trace (naming the field), or None when it is.
 
-    ``id`` and ``strategy`` must be non-empty strings; other fields, when present, must have
-    the types ``AuditTrace`` gives them. Unknown top-level fields are allowed (newer writers).
+    ``id`` and ``strategy`` must be non-empty strings, the id without control or
+    direction-changing characters; other fields, when present, must have the types
+    ``AuditTrace`` gives them, and those of :data:`VOCABULARY` one of its words (``label``
+    may be null). Unknown top-level fields are allowed (newer writers).
     """
     for key in ("id", "strategy"):
         if not isinstance(data.get(key), str) or not data[key]:
             return f"'{key}' must be a non-empty string"
+    if bad := id_problem(data["id"], "'id'"):
+        return bad
     for key, ok in TRACE.items():
         if key in data and not ok(data[key]):
             return f"'{key}' has the wrong type"
+    for key, words in VOCABULARY.items():
+        if data.get(key) is not None and data[key] not in words:
+            return f"'{key}' is {str(data[key])[:40]!r}, not one of {', '.join(words)}"
     if data.get("verdict") is not None and (bad := _verdict(data["verdict"], "verdict")):
         return bad
     if data.get("error") is not None and (bad := _error(data["error"], "error")):

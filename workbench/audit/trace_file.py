@@ -26,7 +26,7 @@ def json_lines(path: str | Path | None = None, *, text: str | bytes | None = Non
         raise TypeError("json_lines takes a path or text=, not both")
     if path is not None:
         p = Path(path)
-        if not p.is_file():
+        if not p.exists():  # a FIFO or folder is refused by the reader, never waited on
             return
         text, origin = read_input_bytes(p, "traces file"), origin or str(p)
     origin = origin or "traces"
@@ -74,6 +74,14 @@ def read_traces(path: str | Path | None = None, *, text: str | bytes | None = No
         except TraceFormatError as exc:
             problems.append(str(exc))
     return traces, problems
+
+
+def no_valid_trace(origin: str | Path, problems: list[str]) -> str:
+    """What to say of a traces file of which no line was a usable trace."""
+    if not problems:
+        return f"{origin}: holds no trace (the file is empty)"
+    return (f"{origin}: no line is a valid trace ({len(problems)} skipped; the first: "
+            f"{problems[0][:300]})")
 
 
 def encode_trace(trace: AuditTrace) -> str:

@@ -14,15 +14,20 @@ only ``1 - TOKENIZER_SLACK`` of the window is planned with.
 from __future__ import annotations
 
 import json
+import threading
 import urllib.request
+import weakref
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from workbench.audit.cases import AuditCase, Turn
+from workbench.audit.deadline import check_deadline
 from workbench.audit.judge import ContextUnit, judge_messages, rule_messages
+from workbench.audit.prompts import quote
 from workbench.audit.trace import WindowFit
 from workbench.errors import WorkbenchError
+from workbench.llm.redact import redact_url
 from workbench.tokens import count_tokens
 
 # Qwen2.5's tokenizer counted 1.4% more tokens than cl100k on policy text (3,041 for 3,000,
@@ -73,7 +78,7 @@ def judge_window(config: Any, role: str = "judge") -> JudgeWindow | None:
         if attached := attached_url_of(config, rc):
             slot = _served_slot(attached)
             if slot:
-                return JudgeWindow(slot, f"slot of the server at {attached}", answer)
+                return JudgeWindow(slot, f"slot of the server at {redact_url(attached)}", answer)
             return None
         from workbench.llm.embedded import current_embedded_server
 
@@ -120,8 +125,9 @@ def policy_target(case: AuditCase, window: JudgeWindow) -> int:
     """The soft token target of the policy context for ``case`` before any turn is cut:
     what the window leaves after the answer and the fixed prompt, but never less than
     ``MIN_POLICY_SHARE`` of it (a long conversation is cut down to that, see fit_case)."""
-    left = planned(window) - window.answer_tokens - fixed_tokens(case)
-    return max(left, int(planned(window) * MIN_POLICY_SHARE))
+    floor = int(planned(window) * MIN_POLICY_SHARE)
+    fixed = fixed_tokens_upto(case, planned(window) - window.answer_tokens - floor)
+    return floor if fixed is None else max(planned(window) - window.answer_tokens - fixed, floor)
 
 
 def fixed_tokens(case: AuditCase) -> int:
@@ -130,6 +136,60 @@ def fixed_tokens(case: AuditCase) -> int:
     whole = sum(count_tokens(m["content"]) for m in judge_messages(case, ""))
     rule = sum(count_tokens(m["content"]) for m in rule_messages(case, ContextUnit("", "")))
     return max(whole, rule) + CHAT_MARKUP
+
+
+def fixed_tokens_upto(case: AuditCase, cap: int) -> int | None:
+    """``fixed_tokens(case)`` when it is at most ``cap``, else None, without rendering a
+    conversation far longer than the window: the turns are counted newest first, and once
+    they alone pass ``cap`` the prompt with only those turns is counted exactly (older
+    turns only add tokens: each quoted turn is its own line). The pipeline asks twice for
+    the same case (policy target, then fitting): the counts are kept for the last case."""
+    memo = _memo_for(case)
+    if memo.at_least > cap:  # an earlier call found the prompt over a larger cap
+        return None
+    lines = _history_items(case)
+    total = 0
+    for i in range(len(lines) - 1, 0, -1):
+        total += _newest_line_tokens(case, lines, len(lines) - 1 - i)
+        if total > cap:
+            if i not in memo.partial:  # both calls often stop at the same turn
+                memo.partial[i] = fixed_tokens(_with_items(case, lines[i:]))
+                memo.at_least = max(memo.at_least, memo.partial[i])
+            if memo.partial[i] > cap:
+                return None
+            break
+    if memo.fixed is None:
+        memo.fixed = fixed_tokens(case)
+    return memo.fixed if memo.fixed <= cap else None
+
+
+class _Memo(threading.local):
+    case: weakref.ref | None = None  # weak: a long conversation is not kept alive by it
+    fixed: int | None = None
+    line_tokens: list[int]
+    partial: dict[int, int]  # i -> fixed_tokens of the case with only its turns from i on
+    at_least: int = 0  # the case's fixed_tokens is at least this (the largest partial)
+
+
+_memo = _Memo()
+
+
+def _newest_line_tokens(case: AuditCase, lines: list[Turn], k: int) -> int:
+    """The tokens of the ``k``-th newest line of ``case`` (0: the newest), counted once per
+    case however often the policy target and the fitting ask."""
+    memo = _memo_for(case)
+    while len(memo.line_tokens) <= k:
+        memo.line_tokens.append(_line_tokens(case, lines[len(lines) - 1 - len(memo.line_tokens)]))
+    return memo.line_tokens[k]
+
+
+def _memo_for(case: AuditCase) -> _Memo:
+    # One case per thread at a time (the runner's workers): identity, not equality, so a
+    # changed copy of the case is counted afresh.
+    if _memo.case is None or _memo.case() is not case:
+        _memo.case, _memo.fixed, _memo.line_tokens, _memo.partial = weakref.ref(case), None, [], {}
+        _memo.at_least = 0
+    return _memo
 
 
 def fit_case(
@@ -165,16 +225,13 @@ def fit_case(
     need = largest_unit if per_rule else min(
         context_tokens, max(largest_unit, int(planned(window) * MIN_POLICY_SHARE))
     )
-    fixed = fixed_tokens(case)
-    fit = WindowFit(window.tokens, window.source, answer_tokens, fixed, room - fixed)
+    fixed = fixed_tokens_upto(case, room - need)
     lines = _history_items(case)
-    if fixed + need <= room or not lines:
-        return case, fit
-    for dropped in range(1, len(lines) + 1):
-        trimmed = _without_oldest(case, lines, dropped)
-        fixed = fixed_tokens(trimmed)
-        if fixed + need <= room:
-            break
+    if fixed is not None or not lines:
+        fixed = fixed_tokens(case) if fixed is None else fixed
+        return case, WindowFit(window.tokens, window.source, answer_tokens, fixed, room - fixed)
+    dropped, fixed = _fewest_dropped(case, lines, room - need)
+    fit = WindowFit(window.tokens, window.source, answer_tokens, fixed, room - fixed)
     tokens_dropped = sum(count_tokens(t.content) for t in lines[:dropped])
     if room - fixed < largest_unit:  # only the note about the cut turns is left, and too big
         raise WindowExceeded(
@@ -182,12 +239,71 @@ def fit_case(
             f"without the {len(lines)} turns of the conversation only {room - fixed} are left "
             f"for the policy, and its largest item renders to {largest_unit} tokens. Give the "
             "judge a larger window ([embedded].ctx_size or [roles.judge].context_window)",
-            replace(fit, fixed_tokens=fixed, target_tokens=room - fixed),
+            fit,
         )
-    return trimmed, replace(
-        fit, fixed_tokens=fixed, target_tokens=room - fixed, turns_total=len(lines),
-        turns_dropped=dropped, tokens_dropped=tokens_dropped,
+    return _without_oldest(case, lines, dropped), replace(
+        fit, turns_total=len(lines), turns_dropped=dropped, tokens_dropped=tokens_dropped,
     )
+
+
+def _fewest_dropped(case: AuditCase, lines: list[Turn], limit: int) -> tuple[int, int]:
+    """The fewest oldest turns to drop so that the prompt without the policy is at most
+    ``limit`` tokens (all of them when nothing is enough), and that prompt's tokens.
+
+    Rendering and counting the whole prompt once per candidate made this quadratic (600
+    turns took 20 s). Instead the turns are counted one by one, newest first, until they
+    pass the limit: that estimates the cut. Exact counts then confirm it, galloping from the
+    estimate to the boundary; they are of prompts that (nearly) fit the window, so they cost
+    the window, not the conversation. The prompt shrinks as turns go (up to a token of the
+    note's digits), so this is the first cut that fits, as dropping one turn at a time
+    found it.
+    """
+    n = len(lines)
+    exact: dict[int, int] = {}
+
+    def fits(dropped: int) -> bool:
+        if dropped not in exact:
+            check_deadline("fitting the conversation into the judge's window")
+            exact[dropped] = fixed_tokens(_without_oldest(case, lines, dropped))
+        return exact[dropped] <= limit
+
+    fits(n)  # the prompt with every turn dropped: the note alone
+    kept, guess = exact[n], n
+    for i in range(n - 1, 0, -1):  # newest first: keep turns while the estimate fits
+        kept += _newest_line_tokens(case, lines, n - 1 - i)
+        if kept > limit:
+            break
+        guess = i
+    if fits(guess):  # gallop towards fewer dropped turns (lo fails, hi fits)
+        hi, step = guess, 1
+        lo = hi - step
+        while lo >= 1 and fits(lo):
+            hi, step = lo, step * 2
+            lo = hi - step
+        lo = max(lo, 0)  # dropping none is known not to fit
+    else:  # gallop towards more dropped turns
+        lo, step = guess, 1
+        hi = min(lo + step, n)
+        while hi < n and not fits(hi):
+            lo, step = hi, step * 2
+            hi = min(lo + step, n)
+        if not fits(hi):  # even the note alone is over: drop everything
+            return n, exact[n]
+    while hi - lo > 1:  # bisect
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, exact[hi]
+
+
+def _line_tokens(case: AuditCase, turn: Turn) -> int:
+    """A turn's tokens as the conversation block shows it (one quoted line per turn; a
+    transcript line inside the one quoted transcript)."""
+    if isinstance(case.context, str):  # inside the transcript's string, plus its "\n"
+        return count_tokens(quote(turn.content)[1:-1]) + 1
+    return count_tokens(quote({"role": turn.role, "content": turn.content}))
 
 
 def _history_items(case: AuditCase) -> list[Turn]:
@@ -202,7 +318,10 @@ def _without_oldest(case: AuditCase, items: list[Turn], dropped: int) -> AuditCa
         f"({dropped} earlier {'turn was' if dropped == 1 else 'turns were'} left out to fit "
         "the judge's context window)"
     )
-    kept = items[dropped:]
+    return _with_items(case, [Turn("note", note), *items[dropped:]])
+
+
+def _with_items(case: AuditCase, items: list[Turn]) -> AuditCase:
     if isinstance(case.context, str):
-        return replace(case, context="\n".join([note] + [t.content for t in kept]))
-    return replace(case, context=[Turn("note", note), *kept])
+        return replace(case, context="\n".join(t.content for t in items))
+    return replace(case, context=items)

@@ -73,6 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "bm25/dense then fill it instead of taking --top-k")
     p.add_argument("--top-k", type=int, default=6, help="passages for bm25 and dense")
     p.add_argument("--concurrency", type=int, default=2, help="cases audited at once")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="seconds of audit work per case, model calls not counted (default: "
+                   "WORKBENCH_AUDIT_TIME_LIMIT or 120; 0: none); a case past it gets a "
+                   "TimeLimit error and the run goes on")
     p.add_argument("--limit", type=int, default=None, help="audit only the first N cases")
     p.add_argument("--order", choices=["input", "skill"], default="input",
                    help="audit cases in file order (default), or grouped by the SKILLs they name "
@@ -200,6 +204,7 @@ def _audit(args) -> int:
         split=args.split,
         window=_judge_window(),
         probability=_probability_options(args),
+        time_limit_s=args.time_limit,
     )
     if opts.window is not None:
         print(f"[audit] judge window: {opts.window.tokens} tokens ({opts.window.source})",
@@ -306,20 +311,24 @@ def _metrics(args) -> int:
 
     from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.trace import latest_per_case, trace_key
-    from workbench.audit.trace_file import read_traces
+    from workbench.audit.trace_file import no_valid_trace, read_traces
     from workbench.cli import CliError
 
-    traces, skipped = [], []
+    traces, skipped, empty = [], [], []
     for path in args.traces:
-        if not Path(path).is_file():
+        if not Path(path).exists():
             raise CliError(f"{path}: no such traces file; write one with `workbench audit --out`")
         found, problems = read_traces(path)
         traces += latest_per_case(found, key=trace_key)  # a retried case counts once
         skipped += problems
+        if not found:
+            empty.append(no_valid_trace(path, problems))
     for problem in skipped[:10]:
         print(f"warning: skipped {problem}", file=sys.stderr)
     if len(skipped) > 10:
         print(f"warning: skipped {len(skipped) - 10} more line(s)", file=sys.stderr)
+    if empty:  # a file of which no line counted would make the figures silently partial
+        raise CliError("; ".join(empty), "give the JSONL that `workbench audit --out` writes")
     labels = gold = None
     if args.cases:
         cases = load_cases_or_fail(args.cases)

@@ -53,7 +53,7 @@ def _convert(args) -> int:
         else:
             if parquet.is_parquet(args.source):
                 traces = parquet.read_traces(args.source)
-            elif not Path(args.source).is_file():
+            elif not Path(args.source).exists():
                 raise FileNotFoundError(f"{args.source}: no such traces file")
             else:
                 traces = latest_per_case(read_traces(args.source)[0], key=trace_key)

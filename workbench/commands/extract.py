@@ -161,12 +161,13 @@ def _extract(args: argparse.Namespace) -> int:
         from store.db import make_engine
         from store.edge_review import load_decisions
         from store.extraction import SqlStepStore
-        from store.repo import save_skill
+        from store.repo import check_new_names, save_skill
         from workbench.roles import require
 
         engine = make_engine(args.db)
         actor = cli_actor(args, engine)
         require(actor, "edit graphs")  # before any model call: a refused role costs nothing
+        check_new_names(engine, [doc.name for doc in docs])  # before any model call
         steps = JsonStepStore(args.steps) if args.steps else SqlStepStore(engine)
     else:
         steps = JsonStepStore(args.steps or DEFAULT_STEPS_DIR)

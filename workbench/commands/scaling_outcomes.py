@@ -89,7 +89,7 @@ def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
     cases = load_cases_or_fail(args.cases)
     runs = []
     for path, size in zip(args.traces, sizes if len(sizes) > 1 else sizes * len(args.traces), strict=True):
-        if not Path(path).is_file():
+        if not Path(path).exists():
             raise CliError(f"{path}: no such traces file; give the JSONL `workbench audit --out` wrote")
         traces, _problems = read_traces(path)
         if not traces:

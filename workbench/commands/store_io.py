@@ -101,6 +101,9 @@ def _import_cases(args) -> int:
     except (OSError, CaseFormatError) as exc:
         raise CliError(f"{exc}. Cases are JSONL in the normalised schema (see README), or "
                        "another format with --format.") from None
+    if not cases:
+        raise CliError(f"{args.cases}: holds no case (no line with a case); nothing was stored",
+                       "give the cases JSONL, one case per line (see README)")
     n = audit_repo.save_cases(engine, args.dataset, cases, actor=cli_actor(args, engine))
     print(f"{args.dataset}: {n} case(s) stored")
     return 0
@@ -114,14 +117,14 @@ def _import_traces(args) -> int:
     from store.db import make_engine
     from workbench.audit import parquet
     from workbench.audit.trace import latest_per_case, trace_key
-    from workbench.audit.trace_file import read_traces
+    from workbench.audit.trace_file import no_valid_trace, read_traces
     from workbench.cli import CliError
     from workbench.inputs import InputError
 
     try:
         if parquet.is_parquet(args.traces):
             traces, problems = parquet.read_traces(args.traces), []
-        elif not Path(args.traces).is_file():
+        elif not Path(args.traces).exists():
             raise FileNotFoundError(f"{args.traces}: no such traces file")
         else:
             traces, problems = read_traces(args.traces)
@@ -131,6 +134,9 @@ def _import_traces(args) -> int:
         print(f"warning: {args.traces}: skipped {problem}", file=sys.stderr)
     if len(problems) > 20:
         print(f"warning: {args.traces}: {len(problems) - 20} more line(s) skipped", file=sys.stderr)
+    if not traces:
+        raise CliError(no_valid_trace(args.traces, problems) + "; nothing was stored",
+                       "give the JSONL that `workbench audit --out` writes")
     traces = latest_per_case(traces, key=trace_key)  # a retried case: its newest trace
     # save_traces skips a trace equal to the newest stored one of its case: importing the same
     # file again adds nothing, and a case retried since (its newest trace changed) is updated.

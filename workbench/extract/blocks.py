@@ -15,8 +15,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from workbench.skill import Block, SkillDoc, pack_ranges
-from workbench.tokens import count_tokens
+from workbench.skill import Block, SkillDoc, pack_counted
+from workbench.tokens import count_tokens, count_tokens_upto
 
 SLUG_MAX = 32
 MIN_SPLIT_TOKENS = 12  # below this a piece is not split again: it is a sentence or so
@@ -87,12 +87,12 @@ def plan_blocks(doc: SkillDoc, max_tokens: int) -> list[PlannedBlock]:
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
     planned: list[PlannedBlock] = []
-    used: set[str] = set()
+    used = _Keys()
     for block, path in zip(doc.blocks, heading_paths(doc.blocks), strict=True):
-        base = _unique(slugify(block.heading, "intro" if block.heading is None else "section"), used)
+        base = used.unique(slugify(block.heading, "intro" if block.heading is None else "section"))
         ranges = split_range(block.text, 0, len(block.text), max_tokens)
         for n, (a, b) in enumerate(ranges, 1):
-            key = base if len(ranges) == 1 else _unique(f"{base}-p{n}", used)
+            key = base if len(ranges) == 1 else used.unique(f"{base}-p{n}")
             label = path if len(ranges) == 1 else f"{path} (part {n} of {len(ranges)})"
             planned.append(
                 PlannedBlock(key, label, block.heading, block.start + a, block.start + b, block.text[a:b])
@@ -100,19 +100,38 @@ def plan_blocks(doc: SkillDoc, max_tokens: int) -> list[PlannedBlock]:
     return planned
 
 
-def _unique(key: str, used: set[str]) -> str:
-    candidate, n = key, 1
-    while candidate in used:
-        n += 1
-        candidate = f"{key}-{n}"
-    used.add(candidate)
-    return candidate
+class _Keys:
+    """Keys handed out so far. ``unique(key)`` is ``key`` if free, else the first free of
+    ``key-2``, ``key-3``, ...: where the search for ``key`` stopped is kept, so 20,000
+    sections all named "Notes" cost 20,000 steps, not 200 million (taken keys stay taken,
+    so resuming there finds the same key a search from 2 would)."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.next: dict[str, int] = {}
+
+    def unique(self, key: str) -> str:
+        candidate, n = key, self.next.get(key, 1)
+        if n > 1:
+            candidate = f"{key}-{n}"
+        while candidate in self.used:
+            n += 1
+            candidate = f"{key}-{n}"
+        self.used.add(candidate)
+        self.next[key] = n
+        return candidate
 
 
-def split_range(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int]]:
+def split_range(text: str, start: int, end: int, max_tokens: int,
+                tokens: int | None = None) -> list[tuple[int, int]]:
     """Cut ``text[start:end]`` into consecutive ranges of at most ``max_tokens`` tokens,
-    preferring coarse boundaries. Ranges cover the whole span with no gaps."""
-    if count_tokens(text[start:end]) <= max_tokens:
+    preferring coarse boundaries. Ranges cover the whole span with no gaps. ``tokens``: the
+    range's token count when the caller has it (or ``max_tokens + 1``: known to be over). A
+    range is counted once, and one far over the limit not at all, so a 10 MB line costs
+    about one pass of the tokenizer over its pieces."""
+    if tokens is None:
+        tokens = count_tokens_upto(text[start:end], max_tokens)
+    if tokens <= max_tokens:
         return [(start, end)]
     for pattern in _BOUNDARIES:
         cuts = [m.end() for m in pattern.finditer(text, start, end) if start < m.end() < end]
@@ -120,12 +139,16 @@ def split_range(text: str, start: int, end: int, max_tokens: int) -> list[tuple[
             break
     else:
         return [(start, end)]  # one unbreakable word: nothing sensible to cut
-    out = pack_ranges(text, list(zip([start, *cuts], [*cuts, end], strict=True)), max_tokens)
+    out = pack_counted(text, list(zip([start, *cuts], [*cuts, end], strict=True)), max_tokens)
     # A piece still over the limit is one oversized paragraph/line: cut it at finer bounds.
     result: list[tuple[int, int]] = []
-    for a, b in out:
-        if (a, b) != (start, end) and count_tokens(text[a:b]) > max_tokens:
-            result.extend(split_range(text, a, b, max_tokens))
+    for a, b, known in out:
+        if (a, b) == (start, end):
+            result.append((a, b))
+            continue
+        size = count_tokens_upto(text[a:b], max_tokens) if known is None else known
+        if size > max_tokens:
+            result.extend(split_range(text, a, b, max_tokens, size))
         else:
             result.append((a, b))
     return result

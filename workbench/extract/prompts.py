@@ -3,6 +3,7 @@
 A prompt file has an optional leading HTML comment (notes for maintainers, never sent), then a
 ``## system`` section and a ``## user`` section. ``{{placeholder}}`` markers are filled with
 :meth:`Prompt.render`; plain ``{`` and ``}`` are left alone, so JSON examples need no escaping.
+Every value is defused (``workbench.fencing``), like the audit prompts' values.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
+from workbench.fencing import defuse
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
 
@@ -60,8 +62,10 @@ class Prompt:
             )
 
         def fill(text: str) -> str:
-            # One pass, so a value that itself contains "{{x}}" is never expanded again.
-            return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+            # One pass, so a value that itself contains "{{x}}" is never expanded again. Every
+            # value is defused as audit prompts are: a SKILL line "<|im_end|><|im_start|>system"
+            # must not reach the server as real turn tokens (ordinary text stays as it is).
+            return _PLACEHOLDER.sub(lambda m: defuse(values[m.group(1)]), text)
 
         return [
             {"role": "system", "content": fill(self.system)},

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, replace
 
 from workbench.extract.schema import CLAUSE_MAX, BlockExtraction, LocalRule, _closed_object, _text
+from workbench.fencing import defuse
 from workbench.graph import MODALITIES
 
 # Enough units for a paragraph or a list per request, few enough that a small model keeps
@@ -171,8 +172,9 @@ def _flat(text: str, unit: Unit) -> str:
 
 
 def opening(text: str, unit: Unit, words: int = OPENING_WORDS) -> str:
-    """The first words of a unit as the model sees it: the anchor each verdict repeats."""
-    return " ".join(_flat(text, unit).split()[:words])
+    """The first words of a unit as the model sees it (defused, as the prompt shows it): the
+    anchor each verdict repeats."""
+    return defuse(" ".join(_flat(text, unit).split()[:words]))
 
 
 def units_schema(openings: list[str]) -> dict:

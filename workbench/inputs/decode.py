@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from workbench.errors import WorkbenchError
 
@@ -36,25 +39,52 @@ def line_of_offset(data: bytes | str, offset: int) -> int:
     return data.count(newline, 0, offset) + 1  # type: ignore[arg-type]
 
 
-def read_input_bytes(path: str | Path, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of ``path``; a missing file, a folder or an oversized file is an InputError."""
+def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
+    """``path`` opened for reading as bytes, if it is a regular file; InputError otherwise.
+
+    A FIFO, a device or a socket is refused without blocking: the file is opened with
+    ``O_NONBLOCK`` (so opening a FIFO that no one writes returns at once) and checked on the
+    opened descriptor (so a path swapped after a check cannot slip through)."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-    except OSError:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
         raise InputError(str(p), f"no such {what}", fix="check the path") from None
-    if p.is_dir():
-        raise InputError(str(p), f"is a folder, not a {what}", fix="pass the file itself")
-    if size > max_bytes:
-        raise InputError(str(p), f"{size} bytes is more than a {what} may have ({max_bytes})",
-                         fix="split it into smaller files")
-    try:
-        with open(p, "rb") as src:
-            data = src.read(max_bytes + 1)
+    except IsADirectoryError:
+        raise InputError(str(p), f"is a folder, not a {what}", fix="pass the file itself") from None
     except OSError as exc:
         raise InputError(str(p), f"cannot be read ({exc.strerror or exc})",
                          fix="check its permissions") from None
-    if len(data) > max_bytes:  # grew while we looked (or a device file)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise InputError(str(p), f"is a folder, not a {what}", fix="pass the file itself")
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device" if
+                stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        raise InputError(str(p), f"is {kind}, not a {what}",
+                         fix="save the data to a regular file and pass that")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_input_bytes(path: str | Path, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of ``path``; a missing file, a folder, a FIFO or device, or an oversized
+    file is an InputError."""
+    p = Path(path)
+    with open_regular(p, what) as src:
+        size = os.fstat(src.fileno()).st_size
+        if size > max_bytes:
+            raise InputError(str(p), f"{size} bytes is more than a {what} may have ({max_bytes})",
+                             fix="split it into smaller files")
+        try:
+            data = src.read(max_bytes + 1)
+        except OSError as exc:
+            raise InputError(str(p), f"cannot be read ({exc.strerror or exc})",
+                             fix="check its permissions") from None
+    if len(data) > max_bytes:  # grew while we looked
         raise InputError(str(p), f"more than {max_bytes} bytes", fix="split it into smaller files")
     return data
 

@@ -94,6 +94,35 @@ def check_expansion(root: yaml.Node) -> None:
         stack.extend((c, depth + 1, False) for c in children if id(c) not in size)
 
 
+def refuse_duplicate_keys(root: yaml.Node, first_line: int = 1) -> None:
+    """Raise YamlBoundError at the second of two equal keys in one mapping, anywhere in
+    ``root`` (already bounded by :func:`check_expansion`). PyYAML keeps the last of them, so
+    a second ``name:`` in a SKILL's front matter silently renamed it (issue 36); JSON files
+    refuse the same (``jsonio``). Keys are equal when their tag and text are: ``1`` and
+    ``'1'`` differ; merge keys (``<<``) are not keys. ``first_line``: the file's line of the
+    text's first line (front matter starts on line 2)."""
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], int] = {}
+            for key, _value in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    continue
+                ident = (key.tag, key.value)
+                if ident in first:
+                    line = first[ident] + first_line
+                    raise YamlBoundError(None, None, f"key {key.value[:60]!r} appears twice in "
+                                         f"one mapping (first on line {line}); keep one",
+                                         key.start_mark)
+                first[ident] = key.start_mark.line
+        stack.extend(_children(node))
+
+
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
@@ -122,6 +151,8 @@ def load_yaml(text: str, origin: str, first_line: int = 1) -> Any:
     try:
         loader = BoundedSafeLoader(text)  # checks the characters: may raise ReaderError
         node = loader.bounded_node()
+        if node is not None:
+            refuse_duplicate_keys(node, first_line)
         return None if node is None else loader.construct_document(node)
     except (yaml.YAMLError, RecursionError) as exc:
         message, line = yaml_problem(exc, text)

@@ -12,6 +12,7 @@ from workbench.llm.errors import (
     ModelCallError,
 )
 from workbench.llm.gateway import Gateway
+from workbench.llm.redact import redact_text, redact_url
 
 CHECK_SCHEMA = {
     "type": "object",
@@ -62,7 +63,7 @@ def check_role(gateway: Gateway, role: str) -> dict[str, Any]:
         "latency_ms": round(result.usage.latency_ms, 1),
         "prompt_tokens": result.usage.prompt_tokens,
         "completion_tokens": result.usage.completion_tokens,
-        "endpoint": checker.endpoint(role),
+        "endpoint": redact_url(checker.endpoint(role)),
     }
 
 
@@ -77,6 +78,6 @@ def failed_result(role: str, model: str, endpoint: str, error: str,
         "latency_ms": 0.0 if started is None else round((time.perf_counter() - started) * 1000.0, 1),
         "prompt_tokens": 0,
         "completion_tokens": 0,
-        "endpoint": endpoint,
-        "error": error,
+        "endpoint": redact_url(endpoint),
+        "error": redact_text(error),
     }

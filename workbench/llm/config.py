@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.llm.errors import LlmConfigError
+from workbench.llm.redact import redact_text, redact_url, remember
 from workbench.llm.weights import (
     DEFAULT_MODEL,
     EMBEDDED_MODELS,
@@ -85,6 +86,9 @@ class RoleConfig:
     cooldown: float = 30.0
     fallback: str = ""  # another role whose server(s) answer when this role's all fail
 
+    def __post_init__(self) -> None:
+        remember(self.api_base, *self.endpoints)  # masked in every message from now on
+
     @property
     def is_embedded(self) -> bool:
         return self.embedded_name is not None
@@ -114,11 +118,12 @@ class RoleConfig:
 
     @property
     def endpoint(self) -> str:
-        """Where calls go, for messages: the api_base, or who chooses it."""
+        """Where calls go, for messages: the api_base, or who chooses it (credentials in an
+        address masked: this is what errors, logs and pages show)."""
         if self.endpoints:
-            return f"a fleet of {len(self.endpoints)} ({', '.join(self.endpoints)})"
+            return f"a fleet of {len(self.endpoints)} ({', '.join(map(redact_url, self.endpoints))})"
         if self.api_base:
-            return self.api_base
+            return redact_url(self.api_base)
         if self.is_embedded:
             return "the embedded server (127.0.0.1, started on first use)"
         return f"the default endpoint of provider '{self.model.split('/', 1)[0]}'"
@@ -138,6 +143,9 @@ class EmbeddedConfig:
     cache_dir: str = ""  # "": ~/.cache/skillcdg-workbench/models (WORKBENCH_MODEL_CACHE wins)
     url: str = ""  # a running `workbench model serve` (.../v1) to use instead of starting one
     small_url: str = ""  # the same for the small model (`workbench model serve --model small`)
+
+    def __post_init__(self) -> None:
+        remember(self.url)
 
     @property
     def attached_url(self) -> str:
@@ -358,7 +366,7 @@ def _build(cls: type, settings: dict[str, Any], where: str) -> Any:
         try:
             values[key] = _coerce(raw, str(types[key]))
         except (TypeError, ValueError) as exc:
-            raise LlmConfigError(f"{where}: bad value for {origin}: {exc}") from None
+            raise LlmConfigError(redact_text(f"{where}: bad value for {origin}: {exc}")) from None
     obj = cls(**values)
     _validate(obj, where)
     return obj
@@ -425,8 +433,8 @@ def _validate(obj: Any, where: str) -> None:
             url = getattr(obj, key).strip()
             if url and not re.match(r"https?://[^/\s]+", url):
                 problems.append(
-                    f"{key} {url!r} is not an http(s) address; give the one `workbench model serve` "
-                    "prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
+                    f"{key} {redact_url(url)!r} is not an http(s) address; give the one "
+                    "`workbench model serve` prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
                 )
     if problems:
         raise LlmConfigError(f"{where}: " + "; ".join(problems))
@@ -452,7 +460,8 @@ def _fleet_problems(role: RoleConfig) -> list[str]:
         )
     bad = [e for e in role.endpoints if not re.match(r"https?://[^/\s]+", e)]
     if bad:
-        problems.append(f"endpoints {bad} are not http(s) addresses like http://gpu-1:8000/v1")
+        problems.append(f"endpoints {[redact_url(e) for e in bad]} are not http(s) addresses "
+                        "like http://gpu-1:8000/v1")
     if len(set(role.endpoints)) != len(role.endpoints):
         problems.append("endpoints lists the same address twice")
     return problems

@@ -41,7 +41,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from workbench.llm.config import (
     CONFIG_ENV,
@@ -52,6 +51,7 @@ from workbench.llm.config import (
     settings_text,
 )
 from workbench.llm.errors import LlmConfigError
+from workbench.llm.redact import MASK, has_secret
 from workbench.roles import Actor, require
 
 # The settings the Settings page edits (RoleConfig fields); the rest stay file-only.
@@ -229,15 +229,16 @@ def _check_changes(changes: Mapping[str, Any]) -> None:
                                  f"give {key} a value like the one workbench.toml.example shows")
     base = changes.get("api_base")
     if isinstance(base, str) and base.strip():
-        try:
-            has_secret = urlsplit(base.strip()).password is not None
-        except ValueError:
-            has_secret = False
-        if has_secret:  # http://user:KEY@host would put a key into the file
+        if MASK in base:  # the form's masked address, edited rather than retyped
             raise LlmConfigError(
-                "api_base holds a password (user:password@host); keys are never written "
-                "to workbench.toml",
-                "give the address without it and the key through api_key_env",
+                f"api_base {base.strip()!r} holds the masked part ({MASK}) of the address shown",
+                "type the whole address (without credentials)",
+            )
+        if has_secret(base.strip()):  # http://user:KEY@host or ?api-key=KEY in the file
+            raise LlmConfigError(
+                "api_base holds credentials (user:password@host, or a key or token "
+                "parameter); keys are never written to workbench.toml",
+                "give the address without them and the key through api_key_env",
             )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.llm.redact import redact_text, redact_url
 
 # An error message ends up in every trace, the JSONL output and the database: a model that
 # answers 5 MB of junk must not make each failed case cost 10 MB. 2,000 characters keep the
@@ -48,6 +49,8 @@ class ModelCallError(WorkbenchError, RuntimeError):
         attempts: int = 0,
         hint: str = "",
     ) -> None:
+        # Credentials in the address never reach a message (traces, the store, pages, logs).
+        endpoint, message, hint = redact_url(endpoint), redact_text(message), redact_text(hint)
         self.role = role
         self.model = model
         self.endpoint = endpoint

@@ -24,6 +24,7 @@ from typing import Any
 from workbench.llm.attempts import PLACEHOLDER_KEY as _PLACEHOLDER_KEY
 from workbench.llm.attempts import AttemptError, RawResponse, classify, to_raw
 from workbench.llm.config import LlmConfig, RoleConfig, attached_url_of, resolve_api_key
+from workbench.llm.redact import redact_url
 
 log = logging.getLogger("workbench.llm")
 
@@ -116,10 +117,11 @@ class Fleet:
             if router is None:
                 fallback = self._config.role(role.fallback) if role.fallback else None
                 router = self._routers[role.name] = _build_router(role, fallback, self._config)
-                self._stats[role.name] = {e: EndpointStats() for e in role.servers}
+                self._stats[role.name] = {redact_url(e): EndpointStats() for e in role.servers}
         return router, api_key
 
     def _note(self, role: RoleConfig, endpoint: str, ok: bool, error: str, started: float) -> None:
+        endpoint = redact_url(endpoint)  # counted, stored and shown without its credentials
         latency = (time.perf_counter() - started) * 1000.0
         now = time.monotonic()
         with self._lock:
@@ -196,7 +198,8 @@ def fleet_table(
     """One row per server of ``role``, then of its ``fallback``, then any others that were
     logged (e.g. before the configuration changed): calls, share of the answered calls,
     failures, last failure kind and health. ``now`` is on the clock of ``stats``' times."""
-    configured = list(role.servers) + (list(fallback.servers) if fallback else [])
+    servers = [redact_url(e) for e in role.servers]  # as the counts name them
+    configured = servers + ([redact_url(e) for e in fallback.servers] if fallback else [])
     endpoints = configured + sorted(e for e in stats if e not in configured)
     answered = {e: stats[e].calls - stats[e].failures if e in stats else 0 for e in endpoints}
     share = shares(answered)
@@ -208,7 +211,7 @@ def fleet_table(
                 "role": role.name,
                 "endpoint": e,
                 "health": s.health(role.cooldown, now) if e in configured else "not configured",
-                "fallback": e not in role.servers and e in configured,
+                "fallback": e not in servers and e in configured,
                 "calls": s.calls,
                 "share": round(share[e], 3),
                 "failures": s.failures,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.llm.config import LlmConfig, RoleConfig, attached_url_of, url_field
+from workbench.llm.redact import redact_url
 from workbench.llm.weights import DEFAULT_MODEL, embedded_model
 
 
@@ -21,8 +22,9 @@ def role_model_title(role: RoleConfig) -> str:
 
 
 def role_endpoint(config: LlmConfig, role: RoleConfig) -> str:
-    """Where the role's calls go: its attached `workbench model serve`, else its endpoint."""
-    return attached_url_of(config, role) or role.endpoint
+    """Where the role's calls go: its attached `workbench model serve`, else its endpoint
+    (credentials in an address masked: this is shown)."""
+    return redact_url(attached_url_of(config, role)) or role.endpoint
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ def embedded_status(config: LlmConfig, running: dict[str, object | None]) -> lis
         if attached:
             field = url_field(name)
             flag = "" if name == DEFAULT_MODEL else f" --model {name}"
-            text = (f"the running `workbench model serve{flag}` at {attached} "
+            text = (f"the running `workbench model serve{flag}` at {redact_url(attached)} "
                     f"([embedded].{field} / WORKBENCH_EMBEDDED_{field.upper()}); none is started "
                     "in this process")
         elif info is not None:

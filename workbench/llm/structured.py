@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.fencing import defuse
 from workbench.llm.errors import bound_message
 
 Validator = Callable[[dict[str, Any]], Any]
@@ -104,8 +105,10 @@ def repair_messages(
 ) -> list[dict[str, Any]]:
     """The original conversation plus the bad answer and a note saying what was wrong."""
     what = "Reply again with only the corrected JSON object." if structured else "Reply again."
+    # The bad answer and the problem (which may quote it) are model output, sent back as
+    # data: defused like every prompt's values, so they cannot write a chat-template token.
     return [
         *messages,
-        {"role": "assistant", "content": bad_text[:4000]},
-        {"role": "user", "content": f"Your previous reply was not usable: {problem}. {what}"},
+        {"role": "assistant", "content": defuse(bad_text[:4000])},
+        {"role": "user", "content": f"Your previous reply was not usable: {defuse(problem)}. {what}"},
     ]

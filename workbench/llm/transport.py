@@ -21,6 +21,7 @@ from workbench.llm.attempts import to_raw as _to_raw
 from workbench.llm.config import EMBEDDED, LlmConfig, RoleConfig, attached_url_of, resolve_api_key
 from workbench.llm.errors import EmbeddedModelUnavailable
 from workbench.llm.fleet import Fleet
+from workbench.llm.redact import redact_url
 from workbench.llm.weights import MODEL_ALIAS, EmbeddedModel, model_by_alias
 
 # The default (1.5B) model's key: unchanged since the first recordings, so they replay.
@@ -66,7 +67,7 @@ class LiteLLMTransport:
     def endpoint(self, role: RoleConfig) -> str:
         if role.is_embedded:
             if attached := attached_url_of(self._config, role):
-                return attached
+                return redact_url(attached)
             url = self._embedded_url.get(role.embedded_name or "")
             return f"{url}/v1" if url else role.endpoint
         return role.endpoint

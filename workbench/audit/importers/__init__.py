@@ -81,7 +81,7 @@ def read_cases_file(path: str | Path, options: ImportOptions | None = None) -> I
         from workbench.audit.cases import read_parquet_cases
 
         return ImportResult(read_parquet_cases(p))
-    if not p.is_file():
+    if not p.exists():  # a folder or FIFO is refused by the reader with what it is
         raise FileNotFoundError(f"{p}: no such cases file")
     return parse_cases_upload(read_bytes_or_fail(p), str(p), options)
 
