@@ -8,11 +8,13 @@ from dataclasses import asdict
 import pandas as pd
 import streamlit as st
 
+from components.glossary import column_help
 from components.graph_view import show_graph
 from components.rules import RULE_LINK_CONFIG, with_rule_links
 from components.safe import md
 from workbench.audit.trace import AuditTrace
-from workbench.glossary import plural
+from workbench.closure import explain_path
+from workbench.glossary import help_for, plural
 from workbench.graph import PolicyIndex
 
 
@@ -42,14 +44,17 @@ def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:
                 show_graph(index.skills[name], ids, seeds=seeds.get(name, []), height_px=380)
             else:
                 st.text(f"{name}: {', '.join(ids)}")
+        show_why_in_context(trace)
         # The drawing's labels are not links: the same rules as a table, each opening on Graph.
         with st.expander(f"Closure rules ({n_closure}), each linked to the Graph page"):
             listed = pd.DataFrame(
-                [{"skill": s, "rule": r, "seed": r in set(seeds.get(s, []))}
-                 for s, ids in closure.items() for r in ids], columns=["skill", "rule", "seed"])
+                [{"skill": s, "rule": r, "seed": r in set(seeds.get(s, [])),
+                  "why in context": why_in_context(trace, s, r)}
+                 for s, ids in closure.items() for r in ids],
+                columns=["skill", "rule", "seed", "why in context"])
             st.dataframe(with_rule_links(listed, "", id_column="rule", skill_column="skill"),
                          hide_index=True, width="stretch", key=f"closure_{key}",
-                         column_config=RULE_LINK_CONFIG)
+                         column_config={**column_help(listed.columns), **RULE_LINK_CONFIG})
     elif trace.passages:
         st.markdown(f"**4 · Passages**: {len(trace.passages)}")
         st.text(", ".join(trace.passages))
@@ -63,6 +68,28 @@ def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:
         with st.expander(f"Model calls ({len(trace.usage)}): {trace.online_tokens} tokens"):
             st.dataframe([asdict(c) for c in trace.usage], hide_index=True, width="stretch",
                          key=f"usage_{key}")
+
+
+def why_in_context(trace: AuditTrace, skill: str, rule: str) -> str:
+    """The rule's require path from the seed that brought it, as recorded in the trace
+    ("seed R3 → R7 → R9"), or why there is none."""
+    path = trace.closure_paths.get(skill, {}).get(rule)
+    if path:
+        return explain_path(path)
+    if not trace.closure_paths:
+        return ("every rule of the SKILL (no seeding)" if not trace.seeds
+                else "not recorded (audited before paths were kept)")
+    return "not recorded"
+
+
+def show_why_in_context(trace: AuditTrace) -> None:
+    """One plain-text line per rule in context: the require path from its seed. Plain text
+    (``st.text``), never Markdown: rule ids come from the policy and are shown as they are."""
+    st.markdown("**Why each rule is in context** (the require path from its seed)",
+                help=help_for("why in context"))
+    for name, ids in trace.closure.items():
+        lines = [f"{rid}: {why_in_context(trace, name, rid)}" for rid in ids]
+        st.text(f"{name}\n" + "\n".join(f"  {line}" for line in lines))
 
 
 def show_window(trace: AuditTrace, key: str) -> None:

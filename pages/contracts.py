@@ -107,13 +107,15 @@ if not reports:
 # -- dataset summary -----------------------------------------------------------------------
 summary = contracts.summarize(reports)
 st.subheader("Dataset summary")
-cols = st.columns(6)
+cols = st.columns(7)
 cols[0].metric("Trajectories", summary.n)
 cols[1].metric("PCR", _pct(summary.pcr), help=help_for("PCR"))
 cols[2].metric("RF-PCR", _pct(summary.rf_pcr), help=help_for("RF-PCR"))
-cols[3].metric("Outcome rate", _pct(summary.outcome_rate), help=help_for("outcome rate"))
-cols[4].metric("Hint rate", _pct(summary.hint_rate), help=help_for("Hint rate"))
-cols[5].metric("Mean credit", "n/a" if math.isnan(summary.mean_credit) else f"{summary.mean_credit:.2f}",
+cols[3].metric("No-rejection PCR", _pct(summary.no_rejection_pcr),
+               help=help_for("no-rejection PCR"))
+cols[4].metric("Outcome rate", _pct(summary.outcome_rate), help=help_for("outcome rate"))
+cols[5].metric("Hint rate", _pct(summary.hint_rate), help=help_for("Hint rate"))
+cols[6].metric("Mean credit", "n/a" if math.isnan(summary.mean_credit) else f"{summary.mean_credit:.2f}",
                help=help_for("mean credit"))
 st.caption("PCR × outcome (trajectory counts)")
 st.dataframe(pd.DataFrame(summary.table.rows()), hide_index=True, key="pcr_table")

@@ -157,3 +157,43 @@ def test_dense_ranks_by_embedding_similarity(cases, tmp_path):
     # The compensation section is the nearest passage to a reply about delay compensation.
     top = next(p for p in index.passages(SKILL, 200) if p.id == dense.passages[0])
     assert "compensation" in top.text.lower()
+
+
+def test_closure_paths_say_why_each_rule_is_in_context(index, cases):
+    case = cases["merchant-delay-violation"]
+    cdg = build("cdg", case, PAPER_KEYWORDS, index, max_seeds=3)
+    # the three tiers are seeds; each prerequisite came from the first tier that requires it
+    assert cdg.closure_paths == {SKILL: {
+        "C032": ["C032"], "C033": ["C033"], "C034": ["C034"], "C014": ["C032", "C014"],
+        "C050": ["C032", "C050"], "C007": ["C032", "C007"]}}
+    seeds_only = build("no-closure", case, PAPER_KEYWORDS, index, max_seeds=3)
+    assert seeds_only.closure_paths == {SKILL: {r: [r] for r in ["C032", "C033", "C034"]}}
+    assert build("no-keywords", case, [], index).closure_paths == {}  # no seeds: no paths
+    with pytest.raises(ContextUnavailable) as err:
+        build("cdg", case, PAPER_KEYWORDS, index, budget=50, max_seeds=3)
+    assert err.value.partial.closure_paths == cdg.closure_paths  # shown for the oversized one too
+
+    # Scored seeding closes while it chooses: every rule still gets a true require path.
+    scored = get_strategy("cdg").build(case, PAPER_KEYWORDS, [SKILL], index, ContextOptions())
+    graph = index.skill(SKILL).graph
+    edges = {e.pair for e in graph.edges}
+    assert list(scored.closure_paths[SKILL]) == scored.closure[SKILL]
+    assert any(len(p) > 1 for p in scored.closure_paths[SKILL].values())
+    for rid, path in scored.closure_paths[SKILL].items():
+        assert path[0] in scored.seeds[SKILL] and path[-1] == rid
+        assert all((a, b) in edges for a, b in zip(path, path[1:], strict=False))
+
+
+def test_the_trace_keeps_the_closure_paths_and_old_traces_still_load(index, cases):
+    from workbench.audit.pipeline import AuditOptions, audit_case
+    from workbench.audit.trace import AuditTrace, TraceFormatError
+
+    trace = audit_case(cases["merchant-delay-violation"], index, "cdg", None,
+                       AuditOptions(judge_mode="none"))
+    assert trace.closure_paths and set(trace.closure_paths[SKILL]) == set(trace.closure[SKILL])
+    data = trace.to_dict()
+    assert AuditTrace.from_dict(data) == trace
+    old = {k: v for k, v in data.items() if k != "closure_paths"}  # written before the field
+    assert AuditTrace.from_dict(old).closure_paths == {}
+    with pytest.raises(TraceFormatError, match="'closure_paths' has the wrong type"):
+        AuditTrace.from_dict({**data, "closure_paths": {SKILL: ["C032"]}})

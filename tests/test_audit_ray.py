@@ -137,3 +137,74 @@ def test_the_cli_audits_on_ray_with_the_drivers_settings(ray_session, judge, cas
     assert main(args) == 0  # a re-run finds every case done
     assert f"{N} already in" in capsys.readouterr().err
     assert len(_dicts(out)) == N
+
+
+def _processes_of_run(ray_tmp: str, marker: str) -> list[str]:
+    """The live processes of one run: its driver (the marker in its environment) and every
+    Ray process it started, each of which writes its logs into the run's own Ray temp
+    folder (the agents rewrite their title over their environment, so the marker alone
+    misses them). Another Ray on this machine is not counted."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["name"]):
+        try:
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if (p.environ().get("SKILLCDG_RAY_PROBE") == marker
+                    or any(ray_tmp in a for a in p.cmdline())
+                    or any(f.path.startswith(ray_tmp) for f in p.open_files())):
+                found.append(f"{p.pid} {p.name()}")
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return found
+
+
+@pytest.mark.slow  # starts a fresh local Ray in a separate process (~20 s)
+def test_an_audit_on_ray_leaves_no_process_of_its_own_behind(tmp_path):
+    """Before, `workbench audit --engine ray` left ray::DashboardAgent and
+    ray::RuntimeEnvAgent running (they ignore SIGTERM) after the command had exited: the
+    engine never shut down the Ray it started, and the interpreter's exit hook does not wait
+    for Ray's processes. Counted by a marker in the run's environment, so another Ray on the
+    machine is not counted."""
+    import contextlib
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    import uuid
+
+    marker = uuid.uuid4().hex
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths are capped
+    env = dict(os.environ, PYTHONPATH=str(FIX.parents[1]), RAY_TMPDIR=ray_tmp,
+               RAY_OVERRIDE_RESOURCES='{"CPU": 1}', SKILLCDG_RAY_PROBE=marker)
+    env.pop("RAY_ADDRESS", None)  # start a Ray of its own, never join one
+    run = subprocess.Popen(
+        [sys.executable, "-m", "workbench.cli", "audit", "--index", str(FIX / "merchant_index.json"),
+         "--cases", str(FIX / "merchant_cases.jsonl"), "--strategy", "cdg", "--no-judge",
+         "--engine", "ray", "--concurrency", "1", "--out", str(tmp_path / "t.jsonl")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    most = 0
+    while run.poll() is None:  # while it runs: the count sees Ray's processes
+        most = max(most, len(_processes_of_run(ray_tmp, marker)))
+        time.sleep(0.3)
+    err = run.stderr.read()
+    assert run.returncode == 0, err[-2000:]
+    assert most >= 3, "the count saw no Ray processes: the marker did not reach them"
+    left = _processes_of_run(ray_tmp, marker)
+    deadline = time.monotonic() + 15  # a little grace for processes already exiting
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _processes_of_run(ray_tmp, marker)
+    try:
+        assert left == [], f"Ray processes left after the run: {left}"
+    finally:
+        import shutil
+
+        import psutil
+
+        for line in left:  # never leave them for the next test either (they ignore SIGTERM)
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(int(line.split()[0])).kill()
+        shutil.rmtree(ray_tmp, ignore_errors=True)

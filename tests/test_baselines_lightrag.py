@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,171 @@ def test_cli_audit_indexes_through_the_audits_own_gateway(tmp_path, monkeypatch)
     audit_first_case(tmp_path, "lightrag")
     assert len(made) == 1 and scripted.requests, "indexing must go through the audit's gateway"
     assert {u.step.split(":")[0] for u in made[0].usage_log} == {"lightrag.index"}
+
+
+def test_cli_audit_lightrag_at_concurrency_4_indexes_once_and_fails_nothing(tmp_path, monkeypatch,
+                                                                           capsys):
+    """`workbench audit --strategy lightrag --concurrency 4`: every worker thread asked the
+    strategy for its retriever at once, two index sets were made, each with its own event
+    loop, and LightRAG's process-wide keyed locks (bound to the first loop) failed the other
+    with "Lock ... is bound to a different event loop"; the halted pipeline then hung. Now
+    one retriever serves every thread and all LightRAG work runs on one loop: all 21 demo
+    cases get a context and each SKILL is indexed once (one cost run per index folder)."""
+    import workbench.audit.dense as dense
+    import workbench.commands.audit as audit_command
+    from workbench.audit.trace_file import read_traces
+    from workbench.cli import main
+
+    scripted = Scripted()
+    monkeypatch.setattr(audit_command, "cli_gateway", lambda no_cache, attach="": scripted_gateway(
+        scripted))
+    monkeypatch.setattr(dense, "default_encoder", HashEncoder)  # no torch
+    monkeypatch.setenv("WORKBENCH_BASELINES_DIR", str(tmp_path / "baselines"))
+    out = tmp_path / "traces.jsonl"
+    codes: list[int] = []
+    # On a thread: before the fix the run could hang for good after the loop error (a
+    # future no one completes), which no test timeout interrupts; here a hang fails.
+    run = threading.Thread(target=lambda: codes.append(main([
+        "audit", "--index", str(DEMO), "--cases", str(ROOT / "fixtures" / "demo" / "cases.jsonl"),
+        "--strategy", "lightrag", "--no-judge", "--concurrency", "4", "--out", str(out)])),
+        daemon=True)
+    run.start()
+    run.join(timeout=240)  # ~10 s on a quiet machine
+    assert not run.is_alive(), "the concurrent lightrag audit hung"
+    assert codes == [0], capsys.readouterr().err
+    traces, problems = read_traces(out)
+    assert len(traces) == 21 and not problems
+    assert [t.id for t in traces if t.error is not None and t.error.kind == "InternalError"] == []
+    costs = [json.loads(p.read_text()) for p in (tmp_path / "baselines").rglob("cost.json")]
+    assert costs and all(len(c["runs"]) == 1 for c in costs)  # each SKILL indexed once
+    assert sum(c["runs"][0]["calls"] for c in costs) == len(scripted.requests)
+
+
+def test_every_lightrag_index_set_runs_on_the_process_one_loop(tmp_path):
+    """LightRAG's shared storage belongs to one loop: two index sets in one process (two
+    Streamlit sessions, two strategies) share it, and the last to close stops it."""
+    import asyncio
+
+    from workbench.audit.baselines.lightrag_index import LIGHTRAG_LOOP
+
+    async def current_loop():
+        return asyncio.get_running_loop()
+
+    a, b = indexes(tmp_path / "a", Scripted()), indexes(tmp_path / "b", Scripted())
+    before = LIGHTRAG_LOOP.holders
+    loop = a.run(current_loop())
+    assert b.run(current_loop()) is loop and LIGHTRAG_LOOP.holders == before + 2
+    a.close()
+    assert not loop.is_closed() and b.run(current_loop()) is loop  # b still uses it
+    b.close()
+    assert LIGHTRAG_LOOP.holders == before
+    if before == 0:  # (an earlier test's audit may still hold it)
+        assert loop.is_closed()  # the last holder stopped it
+        assert a.run(current_loop()) is not loop  # usable after close: a fresh loop
+        a.close()
+
+
+def keyword_aware_llm(request) -> str:
+    """The scripted extraction answers, and LightRAG's keyword step answered in its JSON."""
+    prompt = request["messages"][-1]["content"]
+    if "high_level_keywords" in prompt:
+        return json.dumps({"high_level_keywords": ["Refund policy"],
+                           "low_level_keywords": ["cancel", "refund"]})
+    return fake_lightrag_llm(request)
+
+
+def test_paper_preset_chunks_queries_and_keywords_as_b5(tmp_path, demo):
+    """The paper preset (second paper, B.5): 12,000-token chunks with 100 overlap, its own
+    index folder, top_k 20 / chunk_top_k 8 / a 6,000-token cap, and LightRAG's keyword step
+    on the SKILL names + O + H + A query (one model call, tagged lightrag.keywords)."""
+    from workbench.audit.baselines.lightrag_presets import PRESETS, get_preset, paper_query
+    from workbench.audit.cases import AuditCase, Turn
+
+    paper = get_preset("paper")
+    assert (paper.chunk_tokens, paper.chunk_overlap, paper.top_k, paper.chunk_top_k,
+            paper.max_total_tokens) == (12_000, 100, 20, 8, 6_000)
+    assert paper.query_args(["x"]) == {"top_k": 20, "chunk_top_k": 8, "max_total_tokens": 6_000}
+    assert PRESETS["default"].query_args(["x"]) == {"hl_keywords": ["x"], "ll_keywords": ["x"]}
+    with pytest.raises(ValueError, match="choose one of default, paper"):
+        get_preset("b5")
+
+    t = ScriptedTransport(keyword_aware_llm, prompt_tokens=PROMPT_TOKENS,
+                          output_tokens=OUTPUT_TOKENS)
+    gw = scripted_gateway(t)
+    idx = LightragIndexes(gateway=gw, encoder=HashEncoder(), root=tmp_path)
+    source = demo.skill("airline-policy").source
+    assert idx.folder("airline-policy", source, "paper") != idx.folder("airline-policy", source)
+    assert idx.folder("airline-policy", source, "default") == idx.folder("airline-policy", source)
+    case = AuditCase(id="c1", model_response="Basic economy fares cannot be refunded.",
+                     context=[Turn("user", "Can I cancel and get a refund?")],
+                     background={"fare": "basic economy"})
+    query = paper_query(case, ["airline-policy"])
+    assert query.startswith("SKILLs: airline-policy\nState: ") and "basic economy" in query
+    assert "Can I cancel" in query and "cannot be refunded" in query
+    try:
+        text, units, chunk_ids = LightragRetriever(idx).context(
+            query, ["ignored"], ["airline-policy"], demo, preset="paper")
+        steps = [u.step.split(":")[0] for u in gw.usage_log]
+        assert steps.count("lightrag.keywords") == 1  # LightRAG asked for the keywords
+        rag = idx.open("airline-policy", source, "paper")
+        assert rag.chunk_token_size == 12_000 and rag.chunk_overlap_token_size == 100
+        assert len([u for u in units if u.id in chunk_ids]) <= 1
+    finally:
+        idx.close()
+
+    def chunks_extracted(transport) -> int:  # one first-pass extraction call per chunk
+        return sum(1 for q in transport.requests
+                   if sum(m["role"] == "user" for m in q["messages"]) == 1
+                   and "high_level_keywords" not in q["messages"][-1]["content"])
+
+    # The whole demo SKILL is one 12,000-token chunk; LightRAG's default splits it.
+    default = Scripted()
+    other = indexes(tmp_path / "default", default)
+    try:
+        other.open("airline-policy", source)
+    finally:
+        other.close()
+    assert chunks_extracted(t) == 1 < chunks_extracted(default)
+
+
+def test_cli_audit_and_index_take_the_paper_preset(tmp_path, monkeypatch, capsys):
+    """`--lightrag-preset paper` reaches the strategy (the audit's options) and the index
+    command: the paper index is built beside the default one, never in its folder, and
+    LightRAG's keyword step runs on the query."""
+    import workbench.audit.dense as dense
+    import workbench.commands.audit as audit_command
+    import workbench.commands.baselines as baselines_command
+    from workbench.audit.trace_file import read_traces
+    from workbench.cli import main
+
+    made: list[Gateway] = []
+
+    def gateway(no_cache: bool, attach: str = "") -> Gateway:
+        made.append(scripted_gateway(ScriptedTransport(keyword_aware_llm)))
+        return made[-1]
+
+    monkeypatch.setattr(audit_command, "cli_gateway", gateway)
+    monkeypatch.setattr(baselines_command, "cli_gateway", gateway)
+    monkeypatch.setattr(dense, "default_encoder", HashEncoder)
+    monkeypatch.setenv("WORKBENCH_BASELINES_DIR", str(tmp_path / "baselines"))
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(line + "\n" for line in (ROOT / "fixtures" / "demo" / "cases.jsonl")
+                             .read_text().splitlines() if '"airline-policy"' in line))
+    out = tmp_path / "paper.jsonl"
+    assert main(["audit", "--index", str(DEMO), "--cases", str(cases), "--strategy", "lightrag",
+                 "--lightrag-preset", "paper", "--no-judge", "--limit", "2", "--out",
+                 str(out)]) == 0
+    traces, _ = read_traces(out)
+    assert len(traces) == 2 and all(t.error is None for t in traces)
+    assert any(u.step.startswith("lightrag.keywords") for u in made[-1].usage_log)
+    root = tmp_path / "baselines" / "lightrag"
+    (paper_folder,) = [p.parent for p in root.glob("*/cost.json")]
+    assert main(["baselines", "index", "--index", str(DEMO), "--skills", "airline-policy",
+                 "--root", str(root), "--no-cache", "--json"]) == 0
+    folders = {p.parent for p in root.glob("*/cost.json")}
+    assert len(folders) == 2 and paper_folder in folders  # the default got its own index
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # argparse refuses it, naming the choices
+        main(["audit", "--index", str(DEMO), "--cases", str(cases), "--strategy", "lightrag",
+              "--lightrag-preset", "b5", "--no-judge"])
+    assert "invalid choice: 'b5'" in capsys.readouterr().err

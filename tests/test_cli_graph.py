@@ -57,6 +57,19 @@ def test_closure_json_and_text(index_file, capsys):
     assert "R3, R1, R2, R4" in capsys.readouterr().out
 
 
+def test_closure_explain_gives_each_rules_require_path(index_file, capsys):
+    args = ["graph", "closure", str(index_file), "--skill", "refunds", "--seeds", "R3"]
+    assert main([*args, "--explain"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == ["  R3: seed R3", "  R2: seed R3 → R2", "  R4: seed R3 → R4",
+                         "  R1: seed R3 → R2 → R1"]
+    assert main([*args, "--explain", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["paths"]["R1"] == ["R3", "R2", "R1"] and list(out["paths"]) == out["closure"]
+    assert main([*args, "--json"]) == 0
+    assert "paths" not in json.loads(capsys.readouterr().out)  # only when asked
+
+
 def test_closure_errors_say_what_to_do(index_file, capsys):
     assert main(["graph", "closure", str(index_file), "--skill", "nope", "--seeds", "R1"]) == 2
     assert "known: refunds" in capsys.readouterr().err

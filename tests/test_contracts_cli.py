@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from workbench.cli import main
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "contracts"
 AIRLINE = str(HERE / "airline.yaml")
 SYNTHETIC = str(HERE / "airline_synthetic.json")
+TAU_SAMPLE = str(HERE / "tau_airline_sample.json")
 
 
 def test_check_valid_contract(capsys):
@@ -70,8 +73,26 @@ def test_replay_without_feedback_keeps_verdicts_and_zeroes_the_hint_rate(capsys)
     withheld = json.loads(capsys.readouterr().out)
     assert (shown["feedback"], withheld["feedback"]) == ("shown", "withheld")
     assert shown["summary"]["hint_rate"] > 0 and withheld["summary"]["hint_rate"] == 0
-    for key in ("pcr", "rf_pcr", "outcome_rate", "mean_credit"):
+    for key in ("pcr", "no_rejection_pcr", "outcome_rate"):
         assert withheld["summary"][key] == shown["summary"][key]
+    # RF-PCR counts accepted runs shown no rejection feedback: without feedback, all of them
+    assert shown["summary"]["rf_pcr"] == round(1 / 3, 6)
+    assert withheld["summary"]["rf_pcr"] == withheld["summary"]["pcr"] == round(2 / 3, 6)
+
+
+def test_replay_without_feedback_applies_no_recovery_discount(capsys):
+    # Five of the 200 gpt-4o airline runs: one milestone is earned by a recovery action, so
+    # with feedback the mean credit is discounted (2.36); withheld, no action is a recovery
+    # and the credit is the undiscounted one (--rho 1: 2.40). Before issue 32 withholding
+    # feedback still gave 2.36.
+    def summary(*extra: str) -> dict:
+        assert main(["contract", "replay", AIRLINE, TAU_SAMPLE, "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)["summary"]
+
+    shown, withheld, undiscounted = summary(), summary("--no-feedback"), summary("--rho", "1")
+    assert shown["mean_credit"] == pytest.approx(2.36)
+    assert withheld["mean_credit"] == undiscounted["mean_credit"] == pytest.approx(2.4)
+    assert withheld["hint_rate"] == 0 and shown["hint_rate"] > 0
 
 
 def test_replay_text_with_steps(capsys):

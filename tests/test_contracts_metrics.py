@@ -40,11 +40,27 @@ def test_hint_rate_counts_steps_with_feedback_shown_not_rejections():
     assert summarize(reports).hint_rate == pytest.approx(1 / 20)  # (1 + 0) / (10 + 10)
 
 
+def test_rf_pcr_counts_accepted_runs_shown_no_feedback_not_runs_without_rejections():
+    # The paper's RF-PCR: accepted termination with no rejected-action feedback. E and F were
+    # replayed with feedback withheld (rejections, no hints): both count; only F, without a
+    # single rejection, counts for the no-rejection PCR. G was shown feedback: neither.
+    reports = [report("E", True, 2, 10, 1.0, 1.0, hints=0),
+               report("F", True, 0, 10, 1.0, 1.0, hints=0),
+               report("G", True, 1, 10, 1.0, 1.0, hints=1),
+               report("H", False, 0, 10, 0.0, 0.0, hints=0)]
+    s = summarize(reports)
+    assert s.pcr == pytest.approx(3 / 4)  # E, F, G
+    assert s.rf_pcr == pytest.approx(2 / 4)  # E, F
+    assert s.no_rejection_pcr == pytest.approx(1 / 4)  # F
+    assert s.to_dict()["rf_pcr"] == 0.5 and s.to_dict()["no_rejection_pcr"] == 0.25
+
+
 def test_summary_against_hand_derived_values():
     s = summarize(REPORTS)
     assert s.n == 4
     assert s.pcr == pytest.approx(0.5)  # A, B accepted: 2/4
-    assert s.rf_pcr == pytest.approx(0.25)  # only A has no rejection: 1/4
+    assert s.rf_pcr == pytest.approx(0.25)  # only A was shown no feedback: 1/4
+    assert s.no_rejection_pcr == pytest.approx(0.25)  # only A has no rejection: 1/4
     assert s.hint_rate == pytest.approx(0.1)  # (0+2+1+0) / (10+10+5+5) = 3/30
     assert s.outcome_rate == pytest.approx(2 / 3)  # A, C succeed among A, B, C (D unknown)
     assert s.mean_credit == pytest.approx(1.725)  # (3 + 2.9 + 1 + 0) / 4

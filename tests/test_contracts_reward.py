@@ -62,14 +62,16 @@ def test_step_rewards_and_return_by_hand(contract):
 
 
 @pytest.mark.parametrize(("arm", "expected"), [
-    ("outcome_only", 1.0), ("feedback_only", 1.0), ("credit_only", 5.5), ("feedback_credit", 5.5),
+    ("outcome_only", 1.0), ("feedback_only", 1.0), ("credit_only", 6.0), ("feedback_credit", 5.5),
 ])
 def test_trainer_reward_function_in_each_arm(contract, arm, expected):
     reward = progress_reward(contract, arm=arm, rho=0.5)
     assert reward.__name__ == f"contract_{arm}"
     # TRL passes conversational prompts and completions, plus dataset columns as kwargs
     returns = reward([COMPLETION, COMPLETION[2:]], prompts=[PROMPT, PROMPT], outcome=[1.0, None])
-    # the second skips the rejected refund: no recovery, credit 1 + 1 + 1 + 2 = 5, outcome 0
+    # credit_only withholds feedback: the lookup after the rejection is no recovery, so it
+    # earns 1 + 5 undiscounted (the paper, A.1; 5.5 before issue 32, as with feedback).
+    # The second skips the rejected refund: no recovery, credit 1 + 1 + 1 + 2 = 5, outcome 0
     assert returns == pytest.approx([expected, 5.0 if CONDITIONS[arm].credit else 0.0])
 
 
@@ -89,7 +91,9 @@ def test_replay_with_feedback_withheld_keeps_verdicts_and_shows_no_hints(contrac
     assert (shown.rejected, shown.hints, shown.agent_steps) == (1, 1, 4)
     assert (withheld.rejected, withheld.hints) == (1, 0)
     assert withheld.accepted_termination == shown.accepted_termination is True
-    assert withheld.credit == shown.credit
+    # no feedback, no recovery: the credit is the undiscounted one (shown: lookup * 0.9)
+    assert withheld.credit == replay(contract, trajectory, rho=1).credit == 5.0
+    assert shown.credit == pytest.approx(4.9)
     # hint rate: 1 / 4 agent steps with feedback, 0 without
     assert summarize([shown]).hint_rate == pytest.approx(0.25)
     assert summarize([withheld]).hint_rate == 0.0

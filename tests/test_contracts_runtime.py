@@ -230,6 +230,19 @@ def test_recovery_discount_on_the_first_progress_after_a_rejection(contract):
     assert not later.recovery and later.credit == 1.0  # no discount once recovered
 
 
+def test_withheld_feedback_makes_no_recovery_and_no_discount(contract):
+    # The paper (A.1): disabling feedback keeps the recovery flag zero. Before issue 32 the
+    # flag was set on every rejection, so the same run earned 0.9 here without feedback.
+    rt = ContractRuntime(contract, feedback=False)
+    rt.step(user("refund O1"))
+    rejected = rt.step(tool("refund", order_id="O1"))
+    assert not rejected.accepted and not rejected.feedback_shown
+    assert not rt.state.recovering and rt.state.rejected == 1
+    after = rt.step(tool("lookup", order_id="O1"), ORDER)
+    assert not after.recovery and after.credit == 1.0  # full credit: nobody was corrected
+    assert rt.credit == 1.0
+
+
 def test_rho_override_discounts_the_recovery_action(contract):
     rt = ContractRuntime(contract, rho=0.5)
     rt.step(user("refund O1"))

@@ -7,7 +7,13 @@ import random
 import networkx as nx
 import pytest
 
-from workbench.closure import BudgetExceeded, ClosureContext, EmptySeed, select_closure
+from workbench.closure import (
+    BudgetExceeded,
+    ClosureContext,
+    EmptySeed,
+    explain_path,
+    select_closure,
+)
 from workbench.graph import (
     Edge,
     IndexValidationError,
@@ -133,6 +139,43 @@ def test_closure_matches_networkx_descendants_on_random_graphs(seed):
     assert got[: len(seeds)] == list(dict.fromkeys(seeds))
 
 
+def test_closure_paths_say_why_each_rule_is_in(refund_index_data):
+    # refunds: R3 requires R2 and R4, R2 requires R1.
+    graph = PolicyIndex.from_dict(refund_index_data)["refunds"].graph
+    assert graph.closure_paths(["R3"]) == {
+        "R3": ["R3"], "R2": ["R3", "R2"], "R4": ["R3", "R4"], "R1": ["R3", "R2", "R1"]}
+    # Two seeds: R1 is reached from the nearer one (R2), not through R3 -> R2 -> R1.
+    assert graph.closure_paths(["R3", "R2"]) == {
+        "R3": ["R3"], "R2": ["R2"], "R4": ["R3", "R4"], "R1": ["R2", "R1"]}
+    assert list(graph.closure_paths(iter(["R3"]))) == graph.closure(["R3"])  # same order
+    with pytest.raises(UnknownRule, match="R9"):
+        graph.closure_paths(iter(["R1", "R9"]))  # (a generator, read twice for the message)
+    assert explain_path(["R3", "R2", "R1"]) == "seed R3 → R2 → R1"
+    assert explain_path(["R3"]) == "seed R3"
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_closure_paths_are_shortest_require_paths_on_random_graphs(seed):
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 80)
+    ids = [f"n{i}" for i in range(n)]
+    pairs = sorted({(rnd.choice(ids), rnd.choice(ids)) for _ in range(rnd.randint(0, 3 * n))})
+    g = RuleGraph([Rule(i, "c", "a", "required") for i in ids], [Edge(a, b) for a, b in pairs])
+    ref = nx.DiGraph()
+    ref.add_nodes_from(ids)
+    ref.add_edges_from((a, b) for a, b in pairs if a != b)
+    seeds = rnd.sample(ids, rnd.randint(1, min(5, n)))
+    paths = g.closure_paths(seeds)
+    assert list(paths) == g.closure(seeds)
+    edges = set(ref.edges)
+    for rid, path in paths.items():
+        assert path[0] in seeds and path[-1] == rid
+        assert all((a, b) in edges for a, b in zip(path, path[1:], strict=False))
+        nearest = min(nx.shortest_path_length(ref, s, rid) for s in seeds if nx.has_path(ref, s, rid))
+        assert len(path) - 1 == nearest
+    assert g.closure_paths(seeds) == paths  # deterministic
+
+
 def test_select_closure_outcomes(refund_index_data):
     index = PolicyIndex.from_dict(refund_index_data)
     ctx = select_closure(index, {"refunds": ["R3"]})
@@ -146,6 +189,8 @@ def test_select_closure_outcomes(refund_index_data):
     over = select_closure(index, {"refunds": ["R3"]}, budget=ctx.tokens - 1)
     assert isinstance(over, BudgetExceeded)
     assert over.tokens == ctx.tokens and "no truncation" in over.message
+    assert ctx.paths == over.paths == {"refunds": {
+        "R3": ["R3"], "R2": ["R3", "R2"], "R4": ["R3", "R4"], "R1": ["R3", "R2", "R1"]}}
     assert isinstance(select_closure(index, {"refunds": ["R3"]}, budget=ctx.tokens), ClosureContext)
     with pytest.raises(KeyError, match="no SKILL named 'nope'"):
         select_closure(index, {"nope": ["R1"]})

@@ -95,3 +95,32 @@ def test_violated_rule_links_to_its_graph_view(db):
     assert not at.exception
     link = f"(/graph?skill=merchant-order-refund&rule={cited})"
     assert any(m.value.startswith("**Violated rule [") and link in m.value for m in at.markdown)
+
+
+def test_replay_says_why_each_rule_is_in_context(demo_db):
+    """For every rule in context, its require path from the seed that brought it, as plain
+    text (policy ids shown as they are); a trace stored before paths were kept says so."""
+    eng, index, cases = demo_db
+    case = next(c for c in cases if c.id.startswith("mor-002"))
+    trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
+    paths = trace.closure_paths["merchant-order-refund"]
+    deep = next(rid for rid, p in paths.items() if len(p) > 1)
+    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo")
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.selectbox(key="replay_case").set_value(case.id).run()
+    assert not at.exception
+    assert any(m.value.startswith("**Why each rule is in context**") for m in at.markdown)
+    (block,) = [t.value for t in at.text if t.value.startswith("merchant-order-refund\n")]
+    lines = block.splitlines()[1:]
+    assert len(lines) == len(trace.closure["merchant-order-refund"])
+    assert f"  {deep}: seed " + " → ".join(paths[deep]) in lines
+    listed = next(d.value for d in at.dataframe if "why in context" in d.value.columns)
+    assert list(listed["why in context"]) == ["seed " + " → ".join(paths[r]) for r in listed["rule"]]
+
+    trace.closure_paths = {}  # as a trace written before the field existed reads
+    audit_repo.save_trace(eng, trace, run_id="u", dataset="demo")
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.selectbox(key="replay_case").set_value(case.id).run()
+    assert not at.exception
+    (block,) = [t.value for t in at.text if t.value.startswith("merchant-order-refund\n")]
+    assert "not recorded (audited before paths were kept)" in block

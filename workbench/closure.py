@@ -9,7 +9,7 @@ truncated closure is exactly the incomplete context SkillCDG exists to avoid).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from workbench.graph import PolicyIndex, UnknownRule
 from workbench.render import render_rules
@@ -22,6 +22,8 @@ class ClosureContext:
     rules: dict[str, list[str]]  # SKILL name -> closure rule ids (seeds first)
     text: str
     tokens: int
+    # SKILL name -> rule id -> the require path from its seed (RuleGraph.closure_paths)
+    paths: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class BudgetExceeded:
     tokens: int
     budget: int
     kind: str = "BudgetExceeded"
+    paths: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @property
     def message(self) -> str:
@@ -67,14 +70,31 @@ def select_closure(
     nonempty = {name: list(ids) for name, ids in seeds.items() if ids}
     if not nonempty:
         return EmptySeed(list(seeds))
-    rules: dict[str, list[str]] = {}
-    for name, ids in nonempty.items():
-        try:
-            rules[name] = index[name].graph.closure(ids)
-        except UnknownRule as exc:
-            raise UnknownRule(exc.ids, name) from None
+    paths = closure_paths(index, nonempty)
+    rules = {name: list(by_rule) for name, by_rule in paths.items()}
     text = "\n\n".join(render_rules(index[name], closed, style) for name, closed in rules.items())
     tokens = count_tokens(text)
     if budget is not None and tokens > budget:
-        return BudgetExceeded(rules, tokens, budget)
-    return ClosureContext(nonempty, rules, text, tokens)
+        return BudgetExceeded(rules, tokens, budget, paths=paths)
+    return ClosureContext(nonempty, rules, text, tokens, paths)
+
+
+def closure_paths(index: PolicyIndex, seeds: Mapping[str, Sequence[str]]
+                  ) -> dict[str, dict[str, list[str]]]:
+    """Per SKILL with seeds, each closure rule (in closure order) and the ``require`` path
+    from the seed that brought it (``RuleGraph.closure_paths``). Raises ``KeyError`` for an
+    unknown SKILL and ``UnknownRule`` naming the SKILL for an unknown rule id."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for name, ids in seeds.items():
+        if not ids:
+            continue
+        try:
+            out[name] = index[name].graph.closure_paths(ids)
+        except UnknownRule as exc:
+            raise UnknownRule(exc.ids, name) from None
+    return out
+
+
+def explain_path(path: Sequence[str]) -> str:
+    """A path as the analyst reads it: ``seed R3 → R7 → R9`` (a seed alone: ``seed R3``)."""
+    return "seed " + " → ".join(path) if path else ""

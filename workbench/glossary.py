@@ -74,6 +74,9 @@ TERMS: tuple[Term, ...] = (
          "judge is shown.", "audit"),
     Term("require edge", "Rule A requires rule B when A cannot be judged without judging B "
          "first.", "audit"),
+    Term("why in context", "The require path that brought the rule into the judge's "
+         "context: the seed rule it starts from, then each rule requiring the next "
+         "(seed R3 → R7 → R9: R3 requires R7, which requires R9).", "Replay"),
     Term("proposed edge", "A require edge the extraction suggests but does not use: a weak text "
          "cue, or one the default small model found alone. Dashed on the Graph page until an "
          "author accepts (a) or rejects (x) it; a rejected edge is not proposed again.", "Graph"),
@@ -129,8 +132,10 @@ TERMS: tuple[Term, ...] = (
     # -- procedures (Contracts)
     Term("PCR", "Protocol completion rate: share of conversations that reached an accepted "
          "end of the procedure.", "Contracts"),
-    Term("RF-PCR", "Rejection-free PCR: share that reached an accepted end without a single "
-         "rejected step.", "Contracts"),
+    Term("RF-PCR", "Share that reached an accepted end without being shown feedback on a "
+         "rejected step. With feedback withheld it equals PCR.", "Contracts"),
+    Term("no-rejection PCR", "Share that reached an accepted end without a single rejected "
+         "step, whether or not feedback was shown.", "Contracts"),
     Term("outcome rate", "Share of conversations whose task succeeded, among those with a "
          "known outcome.", "Contracts"),
     Term("hint rate", "Share of the agent's steps that would have been corrected.",

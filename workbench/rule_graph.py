@@ -177,11 +177,29 @@ class RuleGraph:
         """
         return self._reach(seeds, self._out)
 
+    def closure_paths(self, seeds: Iterable[str]) -> dict[str, list[str]]:
+        """Why each rule is in ``closure(seeds)``: for every rule of the closure, in its order,
+        the ``require`` path that brought it in, from a seed (first) to the rule (last), each
+        rule requiring the next. A seed's path is itself. The path is the one the closure's
+        breadth-first walk found first: a shortest one, a tie going to the earlier seed and
+        then to the earlier edge, so the same graph and seeds always give the same paths.
+        Raises ``UnknownRule`` like ``closure``."""
+        parent: dict[str, str] = {}
+        paths: dict[str, list[str]] = {}
+        for rid in self._reach(seeds, self._out, parent):
+            above = parent.get(rid)  # found before rid: its path is already there
+            paths[rid] = [rid] if above is None else [*paths[above], rid]
+        return paths
+
     def dependants(self, seeds: Iterable[str]) -> list[str]:
         """Seeds plus every rule that transitively requires one of them (reverse closure)."""
         return self._reach(seeds, self._in)
 
-    def _reach(self, seeds: Iterable[str], adjacency: dict[str, list[str]]) -> list[str]:
+    def _reach(self, seeds: Iterable[str], adjacency: dict[str, list[str]],
+               parent: dict[str, str] | None = None) -> list[str]:
+        """Breadth-first from ``seeds``; ``parent`` (when given) gets, for each rule reached
+        from another, the rule it was reached from."""
+        seeds = list(seeds)  # walked twice on an unknown id: a generator would be spent
         order: list[str] = []
         seen: set[str] = set()
         for s in seeds:
@@ -197,6 +215,8 @@ class RuleGraph:
                 if nxt not in seen:
                     seen.add(nxt)
                     order.append(nxt)
+                    if parent is not None:
+                        parent[nxt] = order[i]
             i += 1
         return order
 

@@ -114,6 +114,14 @@ class Render(StrEnum):
     FULL = "full"
 
 
+class LightragPresetName(StrEnum):
+    """The LightRAG baseline's settings (see ``workbench.audit.baselines.lightrag_presets``):
+    the project's defaults, or the second SkillCDG paper's appendix B.5."""
+
+    DEFAULT = "default"
+    PAPER = "paper"
+
+
 VIOLATION = "violation"
 COMPLIANT = "compliant"
 

@@ -173,6 +173,8 @@ def test_replay_page(server, watched):
     shows_as_text(card.locator("[data-testid='stText']", has_text="R1 is violated"))
     shows_as_text(card.locator("[data-testid='stText']", has_text="When: a customer asks"))
     shows_as_text(card.locator("[data-testid='wb-source'] mark"))
+    # why each rule is in context: one plain-text line per rule, its require path
+    expect(page.locator("[data-testid='stText']", has_text="R1: seed").first).to_be_visible()
     page.get_by_text("Environment state").first.click()
     state = page.locator("[data-testid='stJson']").first
     state.locator(".node-ellipsis").first.click()  # opened one level: {"note": ...}

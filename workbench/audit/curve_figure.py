@@ -50,18 +50,35 @@ def curve_figure(result: dict[str, Any]):
     return fig
 
 
+SWEEP_METRICS = {"coverage": "gold coverage", "mean_tokens": "mean context tokens",
+                 "acc": "accuracy (ACC)", "f1": "violation-F1"}
+
+
 def sweep_figure(result: dict[str, Any], metric: str = "coverage"):
-    """``metric`` (coverage or mean_tokens) against SKILL length, one line per strategy."""
+    """``metric`` (coverage, mean_tokens, or acc / f1 of a judged sweep) against the real
+    SKILL length reached (mean tokens), one line per strategy, as the second paper draws
+    accuracy against policy length. Rows without the metric (not judged) are left out."""
     import plotly.graph_objects as go
 
+    if metric not in SWEEP_METRICS:
+        raise ValueError(f"metric {metric!r} is not one of {', '.join(SWEEP_METRICS)}")
     rows = _check(result, "rows", "length-sweep")
     fig = go.Figure()
     for name in dict.fromkeys(str(r["strategy"]) for r in rows):
-        mine = sorted((r for r in rows if r["strategy"] == name), key=lambda r: r["length"])
-        fig.add_trace(go.Scatter(x=[r["length"] for r in mine], y=[r[metric] for r in mine],
-                                 mode="lines+markers", name=html.escape(name)))
-    label = "gold coverage" if metric == "coverage" else "mean context tokens"
-    fig.update_layout(title=f"{label} as the SKILL grows", xaxis_title="SKILL length (tokens)",
+        mine = sorted((r for r in rows if r["strategy"] == name and r.get(metric) is not None),
+                      key=lambda r: r["length"])
+        if not mine:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[r.get("skill_tokens") or r["length"] for r in mine],
+            y=[r[metric] for r in mine], mode="lines+markers", name=html.escape(name),
+            text=[f"target {r['length']:,}" for r in mine],
+            hovertemplate="SKILL %{x:,.0f} tokens (%{text}): %{y:.3f}<extra></extra>"))
+    label = SWEEP_METRICS[metric]
+    n = max((r.get("judged_cases") or 0 for r in rows), default=0) if metric in ("acc", "f1") \
+        else 0
+    title = f"{label} as the SKILL grows" + (f" ({n} judged cases per point)" if n else "")
+    fig.update_layout(title=title, xaxis_title="SKILL length (tokens)",
                       yaxis_title=label, legend_title="strategy",
-                      yaxis_range=[0, 1.02] if metric == "coverage" else None)
+                      yaxis_range=None if metric == "mean_tokens" else [0, 1.02])
     return fig

@@ -4,10 +4,18 @@ Conversations and gold stay fixed; each case's SKILL is rebuilt at a controlled 
 adding clauses that do not apply to it: first the workflows of the domain's other intents
 (as ``import-complibench --long`` does), then, once those run out, sections of other
 domains' policies (``foreign`` Markdown files, e.g. tau-bench retail or telecom policies),
-each paragraph or bullet one rule. The clauses are inserted before the SKILL's
-condition-triggered section, so the case's own workflow and guidelines keep their rule ids
-and the gold stays valid. A SKILL whose own part is already longer than a length is kept at
-its own size (reported in ``LengthLevel.actual_tokens``).
+each paragraph or bullet one rule; foreign clauses also fill what whole workflows leave
+short of the target. The clauses are inserted before the SKILL's condition-triggered
+section, so the case's own workflow and guidelines keep their rule ids and the gold stays
+valid. A SKILL whose own part is already longer than a length is kept at its own size
+(reported in ``LengthLevel.actual_tokens``). A SKILL that cannot reach a length within
+``TOLERANCE`` because the foreign text ran out stops the sweep with
+:class:`LengthSweepError`, naming how many tokens of foreign text are missing, instead of
+measuring the same size under several lengths.
+
+The sweep measures gold coverage at every length (no judge); with ``judge_sample`` it also
+judges a sample of the cases at every length and strategy and reports ACC and
+violation-F1 (the second paper's RQ3 figure).
 """
 
 from __future__ import annotations
@@ -28,14 +36,20 @@ from workbench.audit.complibench import (
     skill_name,
 )
 from workbench.audit.coverage_curve import CURVE_STRATEGIES
-from workbench.audit.metrics import aligned_lines
+from workbench.audit.metrics import aligned_lines, compute_metrics
+from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.inputs import read_input_text
 from workbench.tokens import count_tokens
 from workbench.vocabulary import JudgeMode
 
 DEFAULT_LENGTHS = (4000, 8000, 12000, 20000, 28000, 36000)
+TOLERANCE = 0.10  # a SKILL below (1 - TOLERANCE) x its target length is "short"
 _COND_SECTION = "\n## Condition-triggered guidelines"
+
+
+class LengthSweepError(WorkbenchError, ValueError):
+    """A target length cannot be reached: the message names the shortfall and the fix."""
 
 
 @dataclass(frozen=True)
@@ -71,8 +85,11 @@ def _documents(paths: list[Path]) -> list[tuple[str, str]]:
 
 
 def foreign_clauses(paths: list[Path]) -> list[Clause]:
-    """Paragraphs and bullets of other policies, with the heading they sit under."""
+    """Paragraphs and bullets of other policies, with the heading they sit under; a clause
+    whose text was seen before is left out (tau-bench and tau2-bench share whole policies,
+    and a repeated clause would pad the SKILL without adding anything new)."""
     out: list[Clause] = []
+    seen: set[str] = set()
     for title, text in _documents(paths):
         heading = title
         for block in re.split(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+\.) )", text):
@@ -82,7 +99,8 @@ def foreign_clauses(paths: list[Path]) -> list[Clause]:
                 heading = f"{title}: {m.group(1)}"
                 continue
             text = re.sub(r"^[-*]\s+", "", text)
-            if len(text) >= 40:
+            if len(text) >= 40 and text not in seen:
+                seen.add(text)
                 out.append(Clause(heading, text))
     return out
 
@@ -131,6 +149,30 @@ class LengthLevel:
     length: int
     index: PolicyIndex
     actual_tokens: float  # mean source tokens of the SKILLs at this level
+    min_tokens: int = 0  # the smallest and largest SKILL at this level
+    max_tokens: int = 0
+
+
+def _foreign_total(clauses: list[Clause]) -> int:
+    return sum(count_tokens(c.text) + 1 for c in clauses)
+
+
+def _shortfall(length: int, sizes: dict[str, int], own: dict[str, int]) -> tuple[str, int] | None:
+    """The shortest SKILL (name, tokens) among those whose own part fits ``length`` but that
+    stay more than TOLERANCE below it (only more foreign text can make up the difference)."""
+    short = {n: t for n, t in sizes.items() if own[n] <= length and t < (1 - TOLERANCE) * length}
+    return min(short.items(), key=lambda kv: kv[1]) if short else None
+
+
+def _raise_short(short: dict[int, tuple[str, int]], clauses: list[Clause]) -> None:
+    worst = max(n - reached for n, (_, reached) in short.items())
+    each = "; ".join(f"{n:,} reaches {reached:,} ({name})" for n, (name, reached) in short.items())
+    raise LengthSweepError(
+        f"{len(short)} length(s) cannot be reached: the foreign text "
+        f"({_foreign_total(clauses):,} tokens in {len(clauses)} clauses) runs out; shortest "
+        f"SKILL per length: {each}; about {worst:,} tokens of foreign text are missing",
+        f"add at least {worst:,} tokens of other domains' policies with --foreign (e.g. "
+        "tau2-bench's domains/banking_knowledge/documents), or lower --lengths")
 
 
 def sweep_levels(
@@ -139,7 +181,11 @@ def sweep_levels(
     foreign: list[Path] | None = None,
     domain_label: str = "Celestar Air",
 ) -> tuple[list[LengthLevel], list[AuditCase]]:
-    """One policy index per length (same SKILL names and gold rule ids) and the cases."""
+    """One policy index per length (same SKILL names and gold rule ids) and the cases.
+
+    Raises FileNotFoundError (no conversations), CompliBenchFormatError, and
+    LengthSweepError when a length cannot be reached with the foreign text given.
+    """
     files = sorted(Path(src).rglob("conversation_*.json"))
     if not files:
         raise FileNotFoundError(f"{src}: no conversation_*.json files")
@@ -154,7 +200,10 @@ def sweep_levels(
         name = skill_name(c.domain, c.workflow)
         firsts.setdefault(name, c)
         cases.extend(conversation_cases(c, name))
+    own = {name: count_tokens(build_skill(c, [], domain_label)["source"])
+           for name, c in firsts.items()}
     levels = []
+    short: dict[int, tuple[str, int]] = {}
     for length in lengths:
         skills = []
         for name, c in firsts.items():
@@ -169,27 +218,83 @@ def sweep_levels(
                 else:
                     hi = mid - 1
             skill = build_skill(c, sorted(others[:lo], key=lambda w: w.key), domain_label)
+            # Foreign clauses fill what whole workflows leave: a workflow is hundreds of
+            # tokens, a clause a few dozen, so the SKILL lands close to its target.
             room = length - count_tokens(skill["source"])
-            if room > 50 and clauses and lo == len(others):
+            if room > 50 and clauses:
                 extra, rules = _foreign_text(clauses, room, "other.")
                 skill = _insert(skill, extra, rules)
             skills.append(skill)
+        sizes = {s["name"]: count_tokens(s["source"]) for s in skills}
+        if (gap := _shortfall(length, sizes, own)) is not None:
+            short[length] = gap
+            continue
         index = PolicyIndex.from_dict({"format": "skillcdg/1", "skills": skills},
                                       f"length sweep {length}")
-        mean = sum(count_tokens(s["source"]) for s in skills) / max(len(skills), 1)
-        levels.append(LengthLevel(length, index, mean))
+        mean = sum(sizes.values()) / max(len(sizes), 1)
+        levels.append(LengthLevel(length, index, mean, min(sizes.values(), default=0),
+                                  max(sizes.values(), default=0)))
+    if short:
+        _raise_short(short, clauses)
     return levels, cases
 
 
 @dataclass
 class SweepRow:
     length: int
-    skill_tokens: float
+    skill_tokens: float  # mean real SKILL size at this length (tokens)
     strategy: str
     cases: int
     coverage: float
     mean_tokens: float
     errors: dict[str, int]
+    skill_tokens_min: int = 0
+    skill_tokens_max: int = 0
+    # Judged sample (None when the sweep ran without a judge): ACC counts a case without a
+    # verdict as wrong; F1 is violation-F1 over the judged cases (None when undefined).
+    judged_cases: int | None = None
+    acc: float | None = None
+    f1: float | None = None
+    judge_errors: dict[str, int] | None = None
+
+
+def judge_sample(cases: list[AuditCase], n: int) -> list[AuditCase]:
+    """``n`` labelled cases, the same at every length and strategy: violations and
+    compliant replies alternately (as far as each lasts), each kind in a fixed shuffled
+    order, so a small sample holds both classes and F1 is defined."""
+    from workbench.vocabulary import label_violation
+
+    kinds: dict[bool, list[AuditCase]] = {True: [], False: []}
+    for c in sorted(cases, key=lambda c: c.id):
+        actual = label_violation(c.label)
+        if actual is not None:
+            kinds[actual].append(c)
+    for k, items in kinds.items():
+        random.Random(f"sweep-sample:{k}").shuffle(items)
+    out: list[AuditCase] = []
+    while len(out) < n and (kinds[True] or kinds[False]):
+        for k in (True, False):
+            if kinds[k] and len(out) < n:
+                out.append(kinds[k].pop(0))
+    return out
+
+
+def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: Any, opts: Any,
+            concurrency: int) -> tuple[int, float | None, float | None, dict[str, int]]:
+    """Audit ``sample`` with the judge: (judged cases, ACC, violation-F1, error counts)."""
+    import math
+    from concurrent.futures import ThreadPoolExecutor
+
+    from workbench.audit.runner import audit_one
+
+    with ThreadPoolExecutor(max(1, concurrency)) as pool:
+        traces = list(pool.map(lambda c: audit_one(c, index, strat, gateway, opts), sample))
+    m = compute_metrics([t.to_dict() for t in traces], {c.id: c.label for c in sample})[0]
+
+    def num(x: float) -> float | None:
+        return None if math.isnan(x) else x
+
+    return m.judged, num(m.acc), num(m.f1), m.errors
 
 
 def run_sweep(
@@ -198,9 +303,15 @@ def run_sweep(
     strategies: tuple[str, ...] = CURVE_STRATEGIES,
     options: Any = None,
     progress: Any = None,
+    gateway: Any = None,
+    judge_sample_size: int = 0,
+    concurrency: int = 1,
 ) -> list[SweepRow]:
     """Coverage and context tokens per (length, strategy), every strategy at its defaults
-    (``options``: an AuditOptions; the judge is never called here)."""
+    (``options``: an AuditOptions; coverage never calls the judge). With
+    ``judge_sample_size`` N > 0 (and a ``gateway``), N labelled cases (:func:`judge_sample`)
+    are also judged (``options.judge_mode``, whole by default) at each (length, strategy).
+    """
     from dataclasses import replace
 
     from workbench.audit.coverage_curve import tally
@@ -208,32 +319,55 @@ def run_sweep(
     from workbench.audit.policy import AuditIndex
     from workbench.audit.strategies import get_strategy
 
-    opts = replace(options or AuditOptions(), judge_mode=JudgeMode.NONE)
+    base = options or AuditOptions()
+    opts = replace(base, judge_mode=JudgeMode.NONE)
+    if judge_sample_size > 0 and gateway is None:
+        raise ValueError("a judged sweep needs a model gateway (the judge role)")
+    judged_opts = replace(base, judge_mode=JudgeMode.WHOLE
+                          if base.judge_mode == JudgeMode.NONE else base.judge_mode)
+    sample = judge_sample(cases, judge_sample_size) if judge_sample_size > 0 else []
     gold_cases = [c for c in cases if c.gold_rules]
+    strats = {name: get_strategy(name, gateway) for name in strategies}
     rows = []
     for level in levels:
         index = AuditIndex(level.index)
-        for name in strategies:
+        for name, strat in strats.items():
             if progress:
                 progress(level.length, name)
-            strat = get_strategy(name)
             coverage, mean_tokens, errors = tally(gold_cases, index, strat,
                                                   [opts] * len(gold_cases))
-            rows.append(SweepRow(level.length, level.actual_tokens, name, len(gold_cases),
-                                 coverage, mean_tokens, errors))
+            row = SweepRow(level.length, level.actual_tokens, name, len(gold_cases),
+                           coverage, mean_tokens, errors, level.min_tokens, level.max_tokens)
+            if sample:
+                if progress:
+                    progress(level.length, name, f"judging {len(sample)} cases")
+                row.judged_cases, row.acc, row.f1, row.judge_errors = _judged(
+                    sample, index, strat, gateway, judged_opts, concurrency)
+            rows.append(row)
     return rows
 
 
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
 def format_sweep(rows: list[SweepRow]) -> str:
-    """Coverage @ mean context tokens per strategy (rows) and length (columns)."""
-    lengths = sorted({r.length for r in rows})
-    names = list(dict.fromkeys(r.strategy for r in rows))
-    by = {(r.strategy, r.length): r for r in rows}
-    sizes = {r.length: r.skill_tokens for r in rows}
-    table = [["strategy", *(f"{n} ({sizes[n]:.0f})" for n in lengths)]]
-    for name in names:
-        table.append([name, *(f"{by[name, n].coverage:.3f} @ {by[name, n].mean_tokens:.0f}"
-                              for n in lengths)])
+    """One line per (length, strategy): the target, the real SKILL size reached, gold
+    coverage and context tokens, and ACC/F1 of the judged sample when there is one."""
+    judged = any(r.judged_cases is not None for r in rows)
+    head = ["length", "SKILL tokens (min-max)", "strategy", "cases", "coverage",
+            "context tokens"]
+    table = [head + (["judged", "ACC", "F1"] if judged else [])]
+    for r in sorted(rows, key=lambda r: r.length):
+        line = [f"{r.length:,}", f"{r.skill_tokens:,.0f} ({r.skill_tokens_min:,}-"
+                f"{r.skill_tokens_max:,})", r.strategy, str(r.cases), f"{r.coverage:.3f}",
+                f"{r.mean_tokens:.0f}"]
+        if judged:
+            line += [str(r.judged_cases or 0), _num(r.acc), _num(r.f1)]
+        table.append(line)
     out = aligned_lines(table)
-    out.append("(gold coverage @ mean context tokens; columns: target length (mean SKILL tokens))")
+    out.append("(SKILL tokens: the real size reached, mean over the SKILLs; coverage: share "
+               "of cases with all gold rules in context"
+               + ("; ACC/F1: judged sample, a case without a verdict counts as wrong)"
+                  if judged else ")"))
     return "\n".join(out)

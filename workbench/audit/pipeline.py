@@ -263,9 +263,11 @@ def _context(case, index, strat, routing: Routing, opts: AuditOptions, window, t
     except ContextUnavailable as exc:
         p = exc.partial
         trace.seeds, trace.seed_matches, trace.closure = p.seeds, p.seed_matches, p.closure
+        trace.closure_paths = p.closure_paths
         trace.context_tokens = p.tokens
         raise Outcome(AuditError(exc.kind, str(exc))) from None
     trace.seeds, trace.seed_matches, trace.closure = ctx.seeds, ctx.seed_matches, ctx.closure
+    trace.closure_paths = ctx.closure_paths
     trace.passages, trace.fallback = ctx.passages, ctx.fallback
     trace.units = [u.id for u in ctx.units]
     trace.unit_spans = {u.id: {"skill": u.skill, "spans": [list(sp) for sp in u.spans]} for u in ctx.units}

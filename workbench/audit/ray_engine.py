@@ -8,6 +8,11 @@ its model gateway once, in its constructor, and reuses them for every case it ge
 
 Ray is optional: imported only here, and a missing Ray fails with the command to install it.
 ``address`` is a running cluster (``ray://HOST:10001`` or ``auto``); None starts Ray locally.
+What the engine starts it shuts down when its iterator ends (finished, failed or closed
+early): ``ray.shutdown(wait_for_processes=True)``. Left to the interpreter's exit hook, which
+does not wait, Ray's DashboardAgent and RuntimeEnvAgent stayed running after the command,
+ignoring SIGTERM (issue 32). A Ray that was already running (a test's, a caller's) is left as
+it is; a cluster given by ``address`` is only disconnected from.
 """
 
 from __future__ import annotations
@@ -90,9 +95,17 @@ class RayEngine:
         self, cases: Iterable[AuditCase], strategy: str, options: AuditOptions
     ) -> Iterator[AuditTrace]:
         ray = _ray()
-        if not ray.is_initialized():
+        started = not ray.is_initialized()
+        if started:
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
                      configure_logging=False)
+        try:
+            yield from self._audit(ray, cases, strategy, options)
+        finally:
+            if started:
+                ray.shutdown(wait_for_processes=True)
+
+    def _audit(self, ray, cases, strategy, options) -> Iterator[AuditTrace]:
         items = [{"case": json.dumps(c.to_dict(), ensure_ascii=False)} for c in cases]
         if not items:
             return

@@ -15,6 +15,7 @@ key) stop the run with :class:`RunAborted` instead of failing every remaining ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -139,10 +140,13 @@ async def arun_audit(
 
     if engine is not None:
         def drive() -> None:
-            for trace in engine.audit(todo, strat.name, opts):
-                write(trace)
-                if abort:
-                    break
+            # closing: an engine shuts down what it started when its iterator ends, also
+            # when a write fails or the run stops early
+            with contextlib.closing(engine.audit(todo, strat.name, opts)) as traces:
+                for trace in traces:
+                    write(trace)
+                    if abort:
+                        break
 
         await asyncio.to_thread(drive)
         if abort:

@@ -33,6 +33,7 @@ has natively); they need no audit keywords. A context over the token ``budget`` 
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -44,11 +45,18 @@ from workbench.audit.passages import Passage, render_passages
 from workbench.audit.policy import AuditIndex
 from workbench.audit.rule_ranking import DEFAULT_WEIGHTS, QueryWeights, case_query, choose_seeds
 from workbench.audit.seeds import DEFAULT_MAX_SEEDS, SeedResult, find_seeds
-from workbench.closure import BudgetExceeded, EmptySeed, select_closure
+from workbench.closure import BudgetExceeded, EmptySeed, closure_paths, select_closure
 from workbench.errors import WorkbenchError
 from workbench.render import render_rule, render_rules
 from workbench.tokens import count_tokens
-from workbench.vocabulary import EmptySeedPolicy, Render, Seeding, StrategyName, values
+from workbench.vocabulary import (
+    EmptySeedPolicy,
+    LightragPresetName,
+    Render,
+    Seeding,
+    StrategyName,
+    values,
+)
 
 # "error": no seed in any routed SKILL is an EmptySeed outcome; "all-rules": then judge every
 # rule of every routed SKILL; "per-skill" (the first paper's EmptySeed per SKILL): each routed
@@ -98,6 +106,9 @@ class ContextOptions:
     # 15.6 over the 4 merchant cases (a greeting "Hello, how can I help you today?" scores
     # 4.8-8.6 on the demo SKILLs); a reply sharing no word with any rule scores 0.
     relevance_floor: float = RELEVANCE_FLOOR
+    # The lightrag strategy's settings: the project's defaults or the second paper's B.5
+    # (workbench.audit.baselines.lightrag_presets); other strategies ignore it.
+    lightrag_preset: str = LightragPresetName.DEFAULT
 
     def seed_target(self, index: AuditIndex, skills: Sequence[str]) -> int:
         """The token target seeding aims at for ``skills`` (see the module doc)."""
@@ -120,6 +131,8 @@ class PolicyContext:
     closure: dict[str, list[str]] = field(default_factory=dict)
     passages: list[str] = field(default_factory=list)
     fallback: str | None = None
+    # SKILL -> rule -> the require path from the seed that brought the rule into context
+    closure_paths: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 class ContextUnavailable(WorkbenchError):
@@ -254,7 +267,8 @@ class _SeededStrategy:
         if closed is not None and fallback is None:
             rules = {s: ids for s, ids in closed.items() if ids}
             text, units = _render_ranked(index, rules, style)
-            ctx = PolicyContext(text, count_tokens(text), units, seeds, found.matches, rules)
+            ctx = PolicyContext(text, count_tokens(text), units, seeds, found.matches, rules,
+                                closure_paths=_paths_of(index, seeds, rules))
             return _check_budget(ctx, options)
         if self.close and fallback != EmptySeedPolicy.ALL_RULES:
             outcome = select_closure(index.index, seeds, options.budget, style)
@@ -263,20 +277,35 @@ class _SeededStrategy:
                     "BudgetExceeded",
                     outcome.message,
                     PolicyContext(
-                        "", outcome.tokens, [], seeds, found.matches, outcome.rules
+                        "", outcome.tokens, [], seeds, found.matches, outcome.rules,
+                        closure_paths=outcome.paths,
                     ),
                 )
             assert not isinstance(outcome, EmptySeed)
             rules, text, tokens = outcome.rules, outcome.text, outcome.tokens
+            paths = outcome.paths
         else:
             rules = seeds
             text = render_rule_sets(index, rules, style)
             tokens = count_tokens(text)
+            # No closure (the ablation, or every rule after an empty seed): each rule is in
+            # context as a seed of its own.
+            paths = {s: {rid: [rid] for rid in ids} for s, ids in rules.items()}
         ctx = PolicyContext(
             text, tokens, rule_units(index, rules, style), seeds, found.matches, rules,
-            fallback=fallback,
+            fallback=fallback, closure_paths=paths,
         )
         return _check_budget(ctx, options)
+
+
+def _paths_of(index: AuditIndex, seeds: dict[str, list[str]], rules: dict[str, list[str]]
+              ) -> dict[str, dict[str, list[str]]]:
+    """The require path of every rule of ``rules`` from ``seeds`` (scored seeding closes the
+    seeds it chose while choosing them; the paths are walked here, in ``rules``' order). A
+    rule no seed reaches keeps a path of its own (it cannot happen for a closure, but the
+    trace must never claim a path that is not in the graph)."""
+    walked = closure_paths(index.index, {s: seeds.get(s, []) for s in rules})
+    return {s: {rid: walked.get(s, {}).get(rid, [rid]) for rid in ids} for s, ids in rules.items()}
 
 
 class CdgStrategy(_SeededStrategy):
@@ -406,13 +435,18 @@ class _LibraryBaseline:
     def __init__(self, retriever=None, gateway=None):
         self._retriever = retriever
         self._gateway = gateway
+        self._made = threading.Lock()
 
     @property
     def retriever(self):
-        if self._retriever is None:
-            kind = self._retriever_class()
-            self._retriever = kind(kind.indexes_class(gateway=self._gateway))
-        return self._retriever
+        # Under a lock: the runner's worker threads ask at the same time, and two retrievers
+        # meant two index sets, each building the same SKILL's LightRAG index at once (the
+        # race behind "Lock ... is bound to a different event loop" at --concurrency 2).
+        with self._made:
+            if self._retriever is None:
+                kind = self._retriever_class()
+                self._retriever = kind(kind.indexes_class(gateway=self._gateway))
+            return self._retriever
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
         # LightRAG queries with the audit keywords; GraphRAG embeds the query alone.
@@ -440,6 +474,18 @@ class LightragStrategy(_LibraryBaseline):
         from workbench.audit.baselines.lightrag_context import LightragRetriever
 
         return LightragRetriever
+
+    def build(self, case, keywords, skills, index, options) -> PolicyContext:
+        from workbench.audit.baselines.lightrag_presets import get_preset, paper_query
+
+        # ``options.lightrag_preset``: "paper" queries with SKILL names + O + H + A and lets
+        # LightRAG extract the keywords; the default queries with the audit keywords.
+        preset = get_preset(options.lightrag_preset)
+        query = paper_query(case, skills) if preset.query_with_case else retrieval_query(case)
+        text, units, chunks = self.retriever.context(
+            query, keywords, skills, index, options.target_tokens, preset)
+        return _check_budget(PolicyContext(text, count_tokens(text), units, passages=chunks),
+                             options)
 
 
 class GraphragStrategy(_LibraryBaseline):

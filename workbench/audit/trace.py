@@ -116,6 +116,9 @@ class AuditTrace:
     seeds: dict[str, list[str]] = field(default_factory=dict)
     seed_matches: dict[str, list[str]] = field(default_factory=dict)  # "skill/rule" -> keywords
     closure: dict[str, list[str]] = field(default_factory=dict)  # SKILL -> rule ids judged
+    # Why each rule is in context: SKILL -> rule id -> the require path from the seed that
+    # brought it (seed first, the rule last); empty for passage strategies and older traces.
+    closure_paths: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     passages: list[str] = field(default_factory=list)  # passage ids (bm25, dense)
     units: list[str] = field(default_factory=list)  # every citable id in the context
     # Where each unit comes from: id -> {"skill": name, "spans": [[start, end], ...]}.

@@ -110,7 +110,8 @@ _verdict, _error, _call = _record(VERDICT), _record(ERROR), _record(MODEL_CALL)
 TRACE: dict[str, Check] = {
     "session": _str, "label": _opt_str, "keywords_method": _str, "judge_mode": _str,
     "keywords": _strs, "skills": _strs, "routing": _str, "seeds": _str_map(_strs),
-    "seed_matches": _str_map(_strs), "closure": _str_map(_strs), "passages": _strs,
+    "seed_matches": _str_map(_strs), "closure": _str_map(_strs),
+    "closure_paths": _str_map(_str_map(_strs)), "passages": _strs,
     "units": _strs, "unit_spans": _unit_spans, "fallback": _opt_str, "context": _str,
     "context_tokens": _int, "timings_ms": _str_map(_num), "prompts": _dicts,
     "prompt_version": _str, "version": _int, "online_tokens": _num, "latency_ms": _num,

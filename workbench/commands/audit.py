@@ -15,6 +15,7 @@ from workbench.vocabulary import (
     EmptySeedPolicy,
     JudgeMode,
     KeywordMethod,
+    LightragPresetName,
     ProbabilityMethod,
     Render,
     Seeding,
@@ -72,6 +73,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="soft token target the seeds' closure should fit (default 1600); "
                    "bm25/dense then fill it instead of taking --top-k")
     p.add_argument("--top-k", type=int, default=6, help="passages for bm25 and dense")
+    p.add_argument("--lightrag-preset", choices=values(LightragPresetName),
+                   default=LightragPresetName.DEFAULT,
+                   help="--strategy lightrag settings: the project's defaults (LightRAG's "
+                   "1,200-token chunks, queried with the audit keywords) or the second "
+                   "paper's B.5 (12,000-token chunks, top_k 20, chunk_top_k 8, a 6,000-token "
+                   "cap, LightRAG's own keywords from SKILL names + state + history + reply; "
+                   "its own index)")
     p.add_argument("--concurrency", type=int, default=2, help="cases audited at once")
     p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                    help="seconds of audit work per case, model calls not counted (default: "
@@ -200,6 +208,7 @@ def _audit(args) -> int:
         context=ContextOptions(
             max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k,
             seeding=args.seeding, render=args.render, target_tokens=args.target_tokens,
+            lightrag_preset=args.lightrag_preset,
         ),
         split=args.split,
         window=_judge_window(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.commands._common import action, cli_gateway, command_group
+from workbench.vocabulary import LightragPresetName, values
 
 STRATEGIES = ("lightrag", "graphrag")
 
@@ -35,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "embedded roles instead of starting a model in this process")
     p.add_argument("--no-cache", action="store_true",
                    help="do not use the workbench response cache (the libraries keep their own)")
+    p.add_argument("--lightrag-preset", choices=values(LightragPresetName),
+                   default=LightragPresetName.DEFAULT,
+                   help="with --strategy lightrag: index with the project's chunking (default) "
+                   "or the second paper's B.5 (12,000-token chunks, 100 overlap); each preset "
+                   "has its own index, as `workbench audit --lightrag-preset` uses it")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
 
 
@@ -67,11 +73,12 @@ def _index(args) -> int:
         gateway.close()
         raise
     costs = []
+    variant = args.lightrag_preset if args.strategy == "lightrag" else None
     try:
         for name in names:
             source = index[name].source
-            indexes.open(name, source)
-            costs.append(indexes.cost(name, source))
+            indexes.open(name, source, variant)
+            costs.append(indexes.cost(name, source, variant))
     finally:
         indexes.close()
         gateway.close()

@@ -4,7 +4,7 @@
 every problem with its line. ``workbench contract replay CONTRACT.yaml TRAJECTORIES.json
 [--json] [--rho R] [--no-feedback] [--show ID]`` replays each trajectory and prints per trajectory
 ``{id, accepted_termination, rejected, milestones, credit, outcome}`` and the summary
-``{n, pcr, rf_pcr, hint_rate, outcome_rate}`` with the PCR x outcome table.
+``{n, pcr, rf_pcr, no_rejection_pcr, hint_rate, outcome_rate}`` with the PCR x outcome table.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="recovery discount in (0, 1] (default: the contract's, else 0.9)")
     replay.add_argument("--no-feedback", dest="feedback", action="store_false",
                         help="replay as if feedback had been withheld (the factorial study's "
-                        "outcome-only and credit-only arms): same verdicts, hint rate 0")
+                        "outcome-only and credit-only arms): same verdicts, hint rate 0, "
+                        "no recovery discount; RF-PCR then equals PCR")
     replay.add_argument("--show", metavar="ID", default=None,
                         help="also print every step of this trajectory with its feedback")
 
@@ -112,7 +113,7 @@ def run_replay(args: argparse.Namespace) -> int:
     _print_reports(reports)
     _print_summary(summary)
     if not args.feedback:
-        print("feedback withheld: no step counts as a hint")
+        print("feedback withheld: no step counts as a hint or a recovery (no discount)")
     if args.show is not None:
         report = next(r for r in reports if r.trajectory_id == args.show)
         _print_steps(report)
@@ -137,6 +138,7 @@ def _print_reports(reports) -> None:
 def _print_summary(summary) -> None:
     print()
     print(f"summary: n={summary.n} pcr={_fmt(summary.pcr)} rf_pcr={_fmt(summary.rf_pcr)} "
+          f"no_rejection_pcr={_fmt(summary.no_rejection_pcr)} "
           f"hint_rate={_fmt(summary.hint_rate)} outcome_rate={_fmt(summary.outcome_rate)} "
           f"mean_credit={_fmt(summary.mean_credit)}")
     print("PCR x outcome:")

@@ -41,7 +41,8 @@ def _names(text: str) -> list[str]:
 
 def register(subparsers: Any) -> None:
     sub = command_group(
-        subparsers, "evaluate", help="gold coverage of the policy-access strategies (no judge)",
+        subparsers, "evaluate", help="gold coverage of the policy-access strategies (length sweep: "
+        "also judged accuracy)",
         description="Measure how often each strategy puts the gold governing rules in context.",
         dest="evaluate_command")
 
@@ -69,8 +70,20 @@ def register(subparsers: Any) -> None:
                    "JSON documents with title and content, or folders of them")
     s.add_argument("--strategies", default="cdg,no-closure,bm25,dense,raw")
     s.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    s.add_argument("--judge", action="store_true",
+                   help="also judge a sample of the cases at every length and strategy and "
+                   "report ACC and violation-F1 (uses the judge role; see --sample)")
+    s.add_argument("--sample", type=int, default=20,
+                   help="with --judge: cases judged per length and strategy, violations and "
+                   "compliant replies alternately, the same cases everywhere (default 20)")
+    s.add_argument("--concurrency", type=int, default=1,
+                   help="with --judge: cases judged at once (default 1)")
+    s.add_argument("--no-cache", action="store_true",
+                   help="with --judge: do not use the database response cache")
     s.add_argument("--out", default=None, help="JSON result (default: WORKBENCH_EVAL_DIR)")
-    s.add_argument("--figure", default=None, help="also write the coverage figure as HTML here")
+    s.add_argument("--figure", default=None,
+                   help="also write the figure as HTML here (accuracy with --judge, else "
+                   "coverage)")
 
 
 def _write(result: dict[str, Any], args, default_name: str, figure: Any) -> int:
@@ -118,10 +131,13 @@ def _retrieval(args) -> int:
 
 def _length_sweep(args) -> int:
     from dataclasses import asdict
+    from functools import partial
 
     from workbench.audit.curve_figure import sweep_figure
     from workbench.audit.dense import DenseUnavailable
     from workbench.audit.length_sweep import format_sweep, run_sweep, sweep_levels
+    from workbench.commands._common import cli_gateway
+    from workbench.errors import WorkbenchError
 
     lengths = [int(x) for x in _floats(args.lengths, "--lengths")]
     if any(n < 500 for n in lengths):
@@ -131,17 +147,30 @@ def _length_sweep(args) -> int:
     if missing:
         raise CliError(f"--foreign: no such file(s): {', '.join(missing)}")
     names = _names(args.strategies)
+    if args.judge and args.sample < 1:
+        raise CliError(f"--sample is the number of cases judged (at least 1); got {args.sample}")
     try:
         levels, cases = sweep_levels(args.dir, tuple(lengths), foreign)
+    except WorkbenchError:  # LengthSweepError: names the missing foreign text and the fix
+        raise
     except (FileNotFoundError, ValueError) as exc:  # CompliBenchFormatError is a ValueError
         raise CliError(str(exc)) from None
     if args.limit is not None:
         cases = cases[: args.limit]
+    gateway = cli_gateway(args.no_cache) if args.judge else None
     try:
-        rows = run_sweep(levels, cases, tuple(names), progress=_progress)
+        rows = run_sweep(levels, cases, tuple(names), progress=_progress, gateway=gateway,
+                         judge_sample_size=args.sample if args.judge else 0,
+                         concurrency=args.concurrency)
     except DenseUnavailable as exc:
         raise CliError(f"{exc}; or leave dense out with --strategies") from None
+    finally:
+        if gateway is not None:
+            gateway.close()
     print(format_sweep(rows))
     result = {"kind": "length-sweep", "dataset": Path(args.dir).name,
-              "foreign": [f.name for f in foreign], "rows": [asdict(r) for r in rows]}
-    return _write(result, args, f"length-sweep-{Path(args.dir).name}.json", sweep_figure)
+              "foreign": [f.name for f in foreign], "judged": bool(args.judge),
+              "rows": [asdict(r) for r in rows]}
+    figure = partial(sweep_figure, metric="acc") if args.judge else sweep_figure
+    name = f"length-sweep-{Path(args.dir).name}{'-judged' if args.judge else ''}.json"
+    return _write(result, args, name, figure)

@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=int, default=None, help="token budget for the rendered closure")
     p.add_argument("--json", action="store_true")
     p.add_argument("--render", action="store_true", help="also print the rendered context")
+    p.add_argument("--explain", action="store_true",
+                   help="for every rule, the require path from the seed that brought it "
+                   "(\"seed R3 -> R7 -> R9\"); with --json as \"paths\"")
 
     p = action(gsub, "export", _export, help="write the graph as GraphML or skillcdg/1 JSON")
     p.add_argument("index")
@@ -126,14 +129,22 @@ def _closure(args) -> int:
         print(f"error: {outcome.message}", file=sys.stderr)
         return 3
     ids = outcome.rules[args.skill]
+    paths = outcome.paths[args.skill]
     if args.json:
         out = {"outcome": "Closure", "skill": args.skill, "seeds": seeds, "closure": ids,
                "tokens": outcome.tokens}
+        if args.explain:
+            out["paths"] = paths
         if args.render:
             out["context"] = outcome.text
         print(json.dumps(out, ensure_ascii=False))
     else:
         print(f"closure ({len(ids)} rules, {outcome.tokens} tokens): {', '.join(ids)}")
+        if args.explain:
+            from workbench.closure import explain_path
+
+            for rid in ids:
+                print(f"  {rid}: {explain_path(paths[rid])}")
         if args.render:
             print()
             print(outcome.text)

@@ -70,6 +70,28 @@ def register(subparsers: Any) -> None:
     grpo.add_argument("--group", type=int, default=8, help="candidates per case K (default 8)")
     _common(grpo, max_new_tokens=48)
 
+    turns = action(
+        sub, "grpo-contract", run_grpo_contract,
+        help="GRPO on an agent's turns with a skill contract's progress reward",
+        description="One prompt per agent turn of recorded trajectories (the conversation up "
+        "to it); the student writes the turn (a JSON tool call or a message); reward = the "
+        "progress credit the contract verifies on it (rho on a recovery after shown "
+        "feedback, 0 when rejected). A call is observed only when it is the recorded one.",
+    )
+    turns.add_argument("--contract", required=True, help="the skill contract (YAML)")
+    turns.add_argument("--trajectories", required=True,
+                       help="recorded trajectories (tau-bench JSON, message lists, JSON Lines)")
+    turns.add_argument("--arm", choices=("feedback_credit", "credit_only"),
+                       default="feedback_credit",
+                       help="factorial arm: feedback shown (recovery discount) or withheld "
+                       "(no discount); the outcome-only arms give one turn no reward")
+    turns.add_argument("--rho", type=float, default=None,
+                       help="recovery discount in (0, 1] (default: the contract's)")
+    turns.add_argument("--turns", type=int, default=None,
+                       help="the first N agent turns of each trajectory (default: all)")
+    turns.add_argument("--group", type=int, default=8, help="candidates per turn K (default 8)")
+    _common(turns, max_new_tokens=96)
+
     export = action(
         sub, "export", run_export,
         help="write a trained LoRA adapter as a llama.cpp adapter GGUF for the audit",
@@ -382,6 +404,30 @@ def run_joint(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
         raise CliError(str(exc)) from None
     print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
+    return 0
+
+
+def run_grpo_contract(args: argparse.Namespace) -> int:
+    from workbench.contracts import load_contract
+    from workbench.train.agent_turns import load_agent_turns, turn_reward
+    from workbench.train.trainers import train_grpo
+
+    config = _config(args)
+    if args.turns is not None and args.turns < 1:
+        raise CliError("--turns must be at least 1 (or left out: every agent turn)")
+    contract = load_contract(args.contract)
+    turns = load_agent_turns(args.trajectories, contract, turns_per_trajectory=args.turns)
+    if not turns:
+        raise CliError(f"{args.trajectories}: no agent turn after a user message to train on; "
+                       "give trajectories with user and assistant messages")
+    try:
+        reward = turn_reward(contract, turns, arm=args.arm, rho=args.rho)
+        result = train_grpo(args.student, [t.prompt for t in turns], reward, args.run_dir,
+                            config, resume=args.resume, progress=_progress)
+    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
+        raise CliError(str(exc)) from None
+    print(f"{len(turns)} agent turns; {result.steps} steps (resumed from {result.resumed_from}); "
+          f"adapter: {result.adapter}")
     return 0
 
 

@@ -1,7 +1,10 @@
 """Dataset metrics over replayed trajectories.
 
 - PCR (protocol completion rate): share of trajectories with accepted termination.
-- RF-PCR (rejection-free PCR): accepted termination and not a single rejected action.
+- RF-PCR: accepted termination with no rejected-action feedback (the paper's definition):
+  no step on which feedback was shown. With feedback withheld it equals PCR.
+- no-rejection PCR: accepted termination and not a single rejected action, shown or not
+  (what RF-PCR meant here before issue 32; with feedback shown the two are equal).
 - outcome rate: share of trajectories whose outcome counts as success (outcome >= the
   threshold; tau-bench rewards are 0 or 1), among those with a known outcome.
 - hint rate: agent steps on which feedback was shown / agent steps, pooled over all
@@ -62,10 +65,12 @@ class ContractSummary:
     mean_credit: float
     outcome_known: int
     table: PcrOutcomeTable
+    no_rejection_pcr: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n, "pcr": _num(self.pcr), "rf_pcr": _num(self.rf_pcr),
+            "no_rejection_pcr": _num(self.no_rejection_pcr),
             "hint_rate": _num(self.hint_rate), "outcome_rate": _num(self.outcome_rate),
             "mean_credit": _num(self.mean_credit), "outcome_known": self.outcome_known,
             "pcr_x_outcome": self.table.to_dict(),
@@ -83,7 +88,8 @@ def summarize(reports: Sequence[ReplayReport], *, success_threshold: float = 1.0
     return ContractSummary(
         n=n,
         pcr=_rate(sum(r.accepted_termination for r in reports), n),
-        rf_pcr=_rate(sum(r.rejection_free for r in reports), n),
+        rf_pcr=_rate(sum(r.rejection_feedback_free for r in reports), n),
+        no_rejection_pcr=_rate(sum(r.rejection_free for r in reports), n),
         hint_rate=_rate(sum(r.hints for r in reports), agent_steps),
         outcome_rate=_rate(sum(outcome_class(r.outcome, success_threshold) == "success"
                                for r in known), len(known)),

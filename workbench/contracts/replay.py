@@ -40,8 +40,18 @@ class ReplayReport:
         return self.termination.accepted
 
     @property
+    def rejection_feedback_free(self) -> bool:
+        """Accepted termination with no rejected-action feedback shown to the agent (counts
+        towards RF-PCR, the paper's definition). With feedback withheld every accepted
+        termination counts; with feedback shown it is the same as ``rejection_free``
+        (only the steps after a halt are rejected without feedback, and a halted run never
+        terminates acceptably)."""
+        return self.termination.accepted and self.hints == 0
+
+    @property
     def rejection_free(self) -> bool:
-        """Accepted termination with no rejected action (counts towards RF-PCR)."""
+        """Accepted termination with not a single rejected action, shown or not (counts
+        towards the no-rejection PCR)."""
         return self.termination.accepted and self.rejected == 0
 
     def to_dict(self, *, steps: bool = False) -> dict[str, Any]:

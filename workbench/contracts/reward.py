@@ -2,7 +2,7 @@
 
 Per step, the reward is the credit the runtime verified on that step: the first completion
 of each milestone earns its credit, times rho when the recovery action (the first accepted
-agent action after a rejection) completed it. A trajectory's return is
+agent action after rejection feedback was shown) completed it. A trajectory's return is
 
     R = outcome_weight * outcome + credit_weight * sum_t credit_t
 
@@ -15,10 +15,11 @@ rejections, or withheld) with credit (in the return, or not):
     credit_only     feedback withheld, R = outcome + credit
     feedback_credit feedback shown,    R = outcome + credit
 
-Feedback changes what the agent sees during a live rollout (``ContractRuntime(feedback=)``),
-not the verified credit of a recorded trajectory; the arm is replayed with its switch so
-the report records it. :func:`progress_reward` returns a reward function with the
-``(completions, **kwargs) -> list[float]`` signature TRL's GRPO trainer calls.
+Feedback changes what the agent sees during a live rollout (``ContractRuntime(feedback=)``)
+and, in the arms that withhold it, no action is a recovery: the credit is never discounted
+(the paper, A.1). Each arm is replayed with its switch. :func:`progress_reward` returns a
+reward function with the ``(completions, **kwargs) -> list[float]`` signature TRL's GRPO
+trainer calls.
 """
 
 from __future__ import annotations

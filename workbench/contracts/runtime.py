@@ -24,13 +24,16 @@ Rules, in the order the runtime applies them to an agent action:
    the transition's ``when`` and the rule's argument checks and ``requires`` met, moves there.
    Otherwise the current phase's own rules keep the phase; otherwise an ``anywhere`` rule
    accepts without a phase change; otherwise the action is rejected.
-4. A rejected action changes neither phase nor milestones and sets the recovery flag.
+4. A rejected action changes neither phase nor milestones. When its feedback is shown to
+   the agent it sets the recovery flag; with feedback withheld the flag stays off (the
+   paper, A.1: disabling feedback keeps it zero): an agent that was told nothing is not
+   recovering from a correction, and its credit is never discounted.
 5. Milestones: an accepted action matching a milestone's ``verified_by`` with a valid
    observation completes it (per key for keyed milestones). The first completion of each
    milestone earns its credit, times rho when it is completed by the recovery action: the
-   first accepted agent action after a rejection. Any accepted agent action resets the
-   flag (the paper, section 3), also one that makes no progress (``think``): a milestone
-   completed later earns full credit.
+   first accepted agent action after rejection feedback. Any accepted agent action resets
+   the flag (the paper, section 3), also one that makes no progress (``think``): a
+   milestone completed later earns full credit.
 6. User turns are never rejected: they may move the phase (an explicit "yes") and otherwise
    change nothing. They do not count against budgets.
 7. Accepted termination (``finish``): every required phase done (its ``done_when``
@@ -43,7 +46,8 @@ contract's rules; it never contains observation content (never the task's answer
 shown to the agent on each rejected action while the run is live (``feedback_shown``);
 ``ContractRuntime(feedback=False)`` withholds it (the factorial study's no-feedback arms):
 rejections still stand and are still recorded, but the agent only hears that the action
-was not executed (:meth:`StepResult.agent_message`).
+was not executed (:meth:`StepResult.agent_message`), no action is a recovery and no credit
+is discounted.
 """
 
 from __future__ import annotations
@@ -142,7 +146,8 @@ class ContractRuntime:
             if action.by_agent:
                 self.rejected += 1
                 self.hints += shown
-                self.recovering = True
+            # Only feedback the agent was shown makes its next action a recovery.
+            self.recovering = self.recovering or shown
             result = StepResult(index, action, False, before, self.phase, decision.via,
                                 self._feedback(decision), observation, halted=self.halted,
                                 feedback_shown=shown)
@@ -153,9 +158,9 @@ class ContractRuntime:
         self.phase = decision.phase
         if decision.progress:  # admitted by one of the phase's own rules
             self.entered.add(decision.phase)
-        # The first accepted agent action after a rejection is the recovery action, whether
-        # or not it makes progress; it clears the flag, and only milestones it completes
-        # (now or once its observation arrives) are discounted by rho.
+        # The first accepted agent action after shown rejection feedback is the recovery
+        # action, whether or not it makes progress; it clears the flag, and only milestones
+        # it completes (now or once its observation arrives) are discounted by rho.
         recovery = False
         if action.by_agent and self.recovering:
             recovery, self.recovering = True, False

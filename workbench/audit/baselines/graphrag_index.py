@@ -41,7 +41,6 @@ from workbench.audit.baselines.skill_indexes import (
     EMBED_DIM,
     EMBEDDER,
     ROLE,
-    LoopThread,
     SkillIndexes,
 )
 from workbench.errors import WorkbenchError
@@ -295,7 +294,7 @@ class GraphragIndexes(SkillIndexes):
         (folder / "settings.yaml").write_text(json.dumps(conf, indent=1), encoding="utf-8")
         return self.lib["load_config"](folder)
 
-    def _open_index(self, skill: str, source: str, folder: Path) -> Any:
+    def _open_index(self, skill: str, source: str, folder: Path, variant: Any = None) -> Any:
         """The SKILL's local-search context builder, indexed (built or resumed when needed).
 
         Raises GraphragIndexError when a model call or a workflow failed (the index stays
@@ -366,8 +365,7 @@ class GraphragIndexes(SkillIndexes):
     def close(self) -> None:
         with self._lock:
             self._open = {}
-        self._loop.stop()
-        self._loop = LoopThread()  # still usable after close (a later open starts afresh)
+        self.stop_loop()  # still usable after close (a later open starts afresh)
 
 
 def context_params(engine: Any, max_tokens: int) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """The LightRAG baseline's judge context: what LightRAG retrieves for a case, context only.
 
 Each routed SKILL's index (``lightrag_index``) is queried in LightRAG's keyword ("hybrid")
-mode with the case's audit keywords given as both its high- and low-level keywords, so no
-per-query keyword model call is made (LightRAG would otherwise ask the model for them), and
+mode. Under the default preset the case's audit keywords are given as both its high- and
+low-level keywords, so no per-query keyword model call is made; under the ``paper`` preset
+(``lightrag_presets``) LightRAG's own keyword step extracts them from the query, and the
+preset's limits (top_k, chunk_top_k, token cap) apply. Either way the query runs
 with ``aquery_data``: the entities, relations and chunks LightRAG would put in its
 ``only_need_context`` prompt, before any generation. We render them in LightRAG's section
 order (entities, relations, document chunks).
@@ -22,6 +24,7 @@ from typing import Any
 
 from workbench.audit.baselines.index_store import locate
 from workbench.audit.baselines.lightrag_index import LightragIndexes
+from workbench.audit.baselines.lightrag_presets import LightragPreset, get_preset
 from workbench.audit.baselines.skill_indexes import IndexedRetriever
 from workbench.audit.judge import ContextUnit
 from workbench.tokens import count_tokens
@@ -44,13 +47,15 @@ class LightragRetriever(IndexedRetriever):
 
     indexes_class = LightragIndexes
 
-    def retrieve(self, skill: str, source: str, query: str, keywords: Sequence[str]) -> dict:
+    def retrieve(self, skill: str, source: str, query: str, keywords: Sequence[str],
+                 preset: str | LightragPreset | None = None) -> dict:
         """LightRAG's retrieval data for one SKILL (entities, relationships, chunks)."""
         idx = self.indexes
-        rag = idx.open(skill, source)
+        chosen = get_preset(preset)
+        rag = idx.open(skill, source, chosen)
         words = [k for k in keywords if k.strip()] or query.split()[:6]
         param = idx.lib["QueryParam"](mode=MODE, only_need_context=True,
-                                      hl_keywords=list(words), ll_keywords=list(words))
+                                      **chosen.query_args(words))
         out = idx.run(rag.aquery_data(query, param))
         if not isinstance(out, dict) or out.get("status") != "success":
             # "no results" is a normal outcome of retrieval: an empty context for this SKILL.
@@ -58,13 +63,14 @@ class LightragRetriever(IndexedRetriever):
         return out.get("data") or {}
 
     def context(self, query: str, keywords: Sequence[str], skills: Sequence[str], index: Any,
-                target_tokens: int | None = None) -> tuple[str, list[ContextUnit], list[str]]:
+                target_tokens: int | None = None, preset: str | LightragPreset | None = None,
+                ) -> tuple[str, list[ContextUnit], list[str]]:
         """``(text, units, chunk ids)``: the rendered context and its citable units."""
         chunks: list[ContextUnit] = []
         graph: dict[str, tuple[list[str], list[str]]] = {}
         for s in skills:
             source = index.skill(s).source
-            data = self.retrieve(s, source, query, keywords)
+            data = self.retrieve(s, source, query, keywords, preset)
             ents = [_entity_line(e) for e in data.get("entities") or []]
             rels = [_relation_line(r) for r in data.get("relationships") or []]
             graph[s] = (ents, rels)

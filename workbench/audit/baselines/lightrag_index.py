@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.baselines.index_store import append_run, booked, run_from_usage
-from workbench.audit.baselines.skill_indexes import EMBED_DIM, ROLE, LoopThread, SkillIndexes
+from workbench.audit.baselines.lightrag_presets import LightragPreset, get_preset
+from workbench.audit.baselines.skill_indexes import (
+    EMBED_DIM,
+    ROLE,
+    LoopThread,
+    SharedLoop,
+    SkillIndexes,
+)
 from workbench.errors import WorkbenchError
 
 INSTALL_HINT = "The lightrag baseline needs the LightRAG library: pip install lightrag-hku==1.5.7"
@@ -39,6 +46,8 @@ STEP = "lightrag.index"
 # a chunk's own vector (only used by LightRAG's naive/mix modes) then reads its first 256
 # word pieces, as MiniLM truncates. So we declare the chunk size and keep LightRAG's default.
 CHUNK_TOKENS = 1200
+# LightRAG's shared storage is process-wide: all its work in this process runs on one loop.
+LIGHTRAG_LOOP = SharedLoop()
 
 
 class LightragUnavailable(WorkbenchError, RuntimeError):
@@ -73,10 +82,12 @@ def _lightrag():
     }
 
 
-def gateway_llm(gateway: Any, skill: str, usage: list[Any]):
+def gateway_llm(gateway: Any, skill: str, usage: list[Any], keywords: bool = False):
     """LightRAG's ``llm_model_func``: every call goes through the gateway; each call's
     :class:`Usage` is appended to ``usage``. A plain function, not an object holding the
-    gateway: LightRAG deep-copies its configuration, and a gateway holds locks."""
+    gateway: LightRAG deep-copies its configuration, and a gateway holds locks.
+    ``keywords``: the function of LightRAG's keyword role (its query-time keyword step),
+    whose calls are logged as ``lightrag.keywords``."""
 
     async def complete(prompt: str, system_prompt: str | None = None,
                        history_messages: Sequence[dict[str, Any]] | None = None,
@@ -87,7 +98,7 @@ def gateway_llm(gateway: Any, skill: str, usage: list[Any]):
         for m in history_messages or []:
             messages.append({"role": str(m.get("role")), "content": str(m.get("content", ""))})
         messages.append({"role": "user", "content": prompt})
-        step = f"{'lightrag.keywords' if keyword_extraction else STEP}:{skill}"
+        step = f"{'lightrag.keywords' if keywords or keyword_extraction else STEP}:{skill}"
         res = await asyncio.to_thread(booked, usage, lambda: gateway.complete_text(
             role=ROLE, messages=messages, step=step))
         return res.text
@@ -105,23 +116,37 @@ def encoder_embedding(encoder: Any):
 
 
 class LightragIndexes(SkillIndexes):
-    """Opens (building or resuming when needed) one LightRAG index per SKILL; the arguments
-    are :class:`~workbench.audit.baselines.skill_indexes.SkillIndexes`'."""
+    """Opens (building or resuming when needed) one LightRAG index per SKILL and preset
+    (``open(skill, source, preset)``; see ``lightrag_presets``); the arguments are
+    :class:`~workbench.audit.baselines.skill_indexes.SkillIndexes`'. Every instance runs
+    LightRAG on the process's one LightRAG loop (``LIGHTRAG_LOOP``), so any number of
+    threads may query at once."""
 
     library = "lightrag"
 
     def load_library(self) -> dict[str, Any]:
         return _lightrag()
 
-    def _open_index(self, skill: str, source: str, folder: Path) -> Any:
-        """The SKILL's LightRAG instance, indexed (built or resumed here when needed).
+    def _acquire_loop(self) -> LoopThread:
+        return LIGHTRAG_LOOP.acquire()
+
+    def _release_loop(self, loop: LoopThread) -> None:
+        LIGHTRAG_LOOP.release(loop)
+
+    def variant_key(self, variant: Any) -> str:
+        return get_preset(variant).index_variant
+
+    def _open_index(self, skill: str, source: str, folder: Path, variant: Any = None) -> Any:
+        """The SKILL's LightRAG instance for preset ``variant`` (None: the default),
+        indexed (built or resumed here when needed).
 
         Raises LightragIndexError when LightRAG marks the document failed (the index stays
         resumable: run again once the model is reachable).
         """
-        return self.run(self._open_async(skill, source, folder))
+        return self.run(self._open_async(skill, source, folder, get_preset(variant)))
 
-    async def _open_async(self, skill: str, source: str, folder: Path) -> Any:
+    async def _open_async(self, skill: str, source: str, folder: Path,
+                          preset: LightragPreset) -> Any:
         lib = self.lib
         folder.mkdir(parents=True, exist_ok=True)
         usage: list[Any] = []
@@ -139,9 +164,15 @@ class LightragIndexes(SkillIndexes):
             default_llm_timeout=int(role.timeout * (role.retries + 1) + 60),
             default_embedding_timeout=600,
             embedding_func=lib["EmbeddingFunc"](
-                embedding_dim=EMBED_DIM, max_token_size=CHUNK_TOKENS, model_name=self.embedder_name,
-                func=encoder_embedding(self.encoder)),
+                embedding_dim=EMBED_DIM, max_token_size=preset.chunk_tokens or CHUNK_TOKENS,
+                model_name=self.embedder_name, func=encoder_embedding(self.encoder)),
             tokenizer=lib["Tokenizer"]("cl100k_base", _encoding()),
+            **preset.lightrag_args(),
+            # The paper preset lets LightRAG extract the query's keywords: its keyword role
+            # gets a function of its own so those calls are named (and kept out of the
+            # index's cost). The default preset passes keywords and leaves the roles alone.
+            **({"role_llm_configs": {"keyword": {"func": gateway_llm(
+                self.gateway, skill, [], keywords=True)}}} if preset.library_keywords else {}),
         )
         await rag.initialize_storages()
         await lib["initialize_pipeline_status"](workspace=_workspace(folder))
@@ -188,8 +219,7 @@ class LightragIndexes(SkillIndexes):
             opened, self._open = list(self._open.values()), {}
         for rag in opened:
             self.run(rag.finalize_storages())
-        self._loop.stop()
-        self._loop = LoopThread()  # still usable after close (a later open starts afresh)
+        self.stop_loop()  # the last holder stops the loop; a later open starts afresh
 
 
 def _workspace(folder: Path) -> str:

@@ -51,6 +51,44 @@ class LoopThread:
         self.loop.close()
 
 
+class SharedLoop:
+    """One :class:`LoopThread` for every holder in this process, started by the first
+    ``acquire`` and stopped by the last ``release``.
+
+    LightRAG keeps its storages, keyed locks and pipeline queues in process-wide shared
+    memory (``lightrag.kg.shared_storage``): an ``asyncio.Lock`` there binds to the first
+    loop that waits on it, so two loops driving LightRAG in one process at the same time
+    fail with "Lock ... is bound to a different event loop" (and the pipeline then waits
+    forever on the halted worker). Every LightRAG index of the process therefore runs on
+    this one loop, whichever thread (runner worker, Streamlit session) asks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: LoopThread | None = None
+        self._holders = 0
+
+    def acquire(self) -> LoopThread:
+        with self._lock:
+            if self._loop is None:
+                self._loop = LoopThread()
+            self._holders += 1
+            return self._loop
+
+    def release(self, loop: LoopThread) -> None:
+        with self._lock:
+            if loop is not self._loop:
+                return  # already stopped (a holder released twice)
+            self._holders -= 1
+            if self._holders > 0:
+                return
+            self._loop = None
+        loop.stop()
+
+    @property
+    def holders(self) -> int:
+        return self._holders
+
+
 class SkillIndexes:
     """The common part of ``LightragIndexes`` and ``GraphragIndexes``.
 
@@ -74,9 +112,17 @@ class SkillIndexes:
         self._encoder = encoder
         self.embedder_name = embedder_name
         self.root = Path(root) if root is not None else default_root(self.library)
-        self._loop = LoopThread()
+        self._loop: LoopThread | None = None  # started on first use, stopped by close
+        self._loop_lock = threading.Lock()
         self._open: dict[str, Any] = {}
         self._lock = threading.Lock()
+
+    def _acquire_loop(self) -> LoopThread:
+        """The loop this instance's coroutines run on (default: one of its own)."""
+        return LoopThread()
+
+    def _release_loop(self, loop: LoopThread) -> None:
+        loop.stop()
 
     @property
     def gateway(self) -> Any:
@@ -100,23 +146,41 @@ class SkillIndexes:
 
         return key_model(self.gateway.config.role(ROLE))
 
-    def folder(self, skill: str, source: str) -> Path:
-        key = index_key(source, self.model, self.embedder_name, self.lib["version"])
+    def variant_key(self, variant: Any) -> str:
+        """What of an index ``variant`` (e.g. a LightRAG preset) changes the index built,
+        as text for its folder key; "" when nothing does (the key is then as before)."""
+        return ""
+
+    def folder(self, skill: str, source: str, variant: Any = None) -> Path:
+        extra = self.variant_key(variant)
+        embedder = f"{self.embedder_name}|{extra}" if extra else self.embedder_name
+        key = index_key(source, self.model, embedder, self.lib["version"])
         return self.root / f"{slug(skill)}-{key}"
 
-    def cost(self, skill: str, source: str) -> IndexCost | None:
-        return read_cost(self.folder(skill, source))
+    def cost(self, skill: str, source: str, variant: Any = None) -> IndexCost | None:
+        return read_cost(self.folder(skill, source, variant))
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        return self._loop.run(coro)
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = self._acquire_loop()
+            loop = self._loop
+        return loop.run(coro)
 
-    def open(self, skill: str, source: str) -> Any:
+    def stop_loop(self) -> None:
+        """Stop (or let go of) this instance's loop; a later ``run`` starts afresh."""
+        with self._loop_lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            self._release_loop(loop)
+
+    def open(self, skill: str, source: str, variant: Any = None) -> Any:
         """The SKILL's index, opened once per folder by the subclass's ``_open_index``
-        (built or resumed when needed)."""
-        folder = self.folder(skill, source)
+        (built or resumed when needed; ``variant``: see ``variant_key``)."""
+        folder = self.folder(skill, source, variant)
         with self._lock:
             if str(folder) not in self._open:
-                self._open[str(folder)] = self._open_index(skill, source, folder)
+                self._open[str(folder)] = self._open_index(skill, source, folder, variant)
             return self._open[str(folder)]
 
 
@@ -128,9 +192,13 @@ class IndexedRetriever:
 
     def __init__(self, indexes: Any = None) -> None:
         self._indexes = indexes
+        self._made = threading.Lock()
 
     @property
     def indexes(self) -> Any:
-        if self._indexes is None:
-            self._indexes = self.indexes_class()
-        return self._indexes
+        # Under a lock: the runner's worker threads ask at once, and two instances would
+        # index the same SKILL twice.
+        with self._made:
+            if self._indexes is None:
+                self._indexes = self.indexes_class()
+            return self._indexes
