@@ -434,6 +434,12 @@ def run_target(target: Target, data: bytes, work: Path) -> Outcome:
         shutil.rmtree(work / name, ignore_errors=True)
         (work / name).unlink(missing_ok=True)
     url = use_db(work)
+    if target.writes:
+        # The schema first: a command's first run creates the tables (and the migration
+        # row), which is no partial write of the input.
+        from store.db import make_engine
+
+        make_engine(url).dispose()
     before = store_snapshot(url) if target.writes else None
     err = io.StringIO()
     started = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,8 @@ from workbench.audit.pipeline import AuditOptions
 from workbench.audit.prompts import PROMPT_DIR
 from workbench.graph import PolicyIndex
 from workbench.vocabulary import EmptySeedPolicy, JudgeMode
+
+ROOT = Path(__file__).resolve().parents[1]
 
 REPLY = "I’m sorry!  I have issued   a full refund of $420. Anything else?"
 
@@ -90,7 +93,7 @@ def test_no_judge_prompt_shows_an_example_id_a_model_could_cite_as_real():
 
 
 def test_a_reply_about_nothing_in_the_policy_is_an_empty_seed_not_24_arbitrary_seeds():
-    index = AuditIndex(PolicyIndex.load("fixtures/demo/index.json"))
+    index = AuditIndex(PolicyIndex.load(ROOT / "fixtures" / "demo" / "index.json"))
     skill = next(iter(index.index.skills))
     case = AuditCase(id="nonsense", model_response="zzqx wqpl", skills=[skill])
     opts = AuditOptions(judge_mode=JudgeMode.NONE)

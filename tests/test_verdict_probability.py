@@ -20,6 +20,8 @@ from workbench.llm.fake_server import FakeChatServer, reply, role_env
 from workbench.llm.gateway import Gateway
 from workbench.llm.logprobs import compact_logprobs, probability_of, value_distribution
 
+ROOT = Path(__file__).resolve().parents[1]
+
 REPLY = "Sure, I will refund you right away, no need to check anything."
 
 
@@ -161,8 +163,8 @@ def test_a_checklist_reads_each_rules_probability_and_the_case_takes_the_largest
 
 
 def test_audit_writes_a_probability_for_every_judged_case_by_default(tmp_path):
-    index = AuditIndex(PolicyIndex.load("fixtures/audit/merchant_index.json"))
-    cases = [c for c in load_cases("fixtures/audit/merchant_cases.jsonl") if c.skills]
+    index = AuditIndex(PolicyIndex.load(ROOT / "fixtures" / "audit" / "merchant_index.json"))
+    cases = [c for c in load_cases(ROOT / "fixtures" / "audit" / "merchant_cases.jsonl") if c.skills]
     script = ScriptedTransport(lambda r: {"violation": False, "violated_rules": [], "evidence": [],
                                           "reason": "complies"})
     gw = scripted_gateway(script)

@@ -42,7 +42,7 @@ def test_enum_values_are_the_strings_on_disk() -> None:
     assert {c["label"] for c in cases} == set(values(Label)) == {"positive", "negative"}
     # A member is its string: comparisons with stored values and JSON need no conversion.
     assert JudgeMode.PER_RULE == "per-rule" and json.dumps([Split.GROUPED]) == '["grouped"]'
-    assert values(JudgeMode) == ("whole", "per-rule", "none")
+    assert values(JudgeMode) == ("whole", "per-rule", "checklist", "none")
     assert values(EmptySeedPolicy) == ("error", "all-rules", "per-skill")
     assert (values(Seeding), values(Render)) == (("scored", "keywords"), ("compact", "full"))
 
