@@ -127,7 +127,7 @@ def always_violation(request) -> dict:
     text = request["messages"][-1]["content"]
     first = re.search(r"^\[([^\]\s]+)\]", text, re.M)
     return {"violation": True, "violated_rules": [first.group(1)] if first else [],
-            "reason": f"scripted: breaks [{first.group(1) if first else '?'}]"}
+            "reason": f"scripted: breaks [{first.group(1) if first else '?'}]", "evidence": []}
 
 
 def test_judged_sweep_reports_acc_and_f1_per_length_and_strategy(tmp_path, monkeypatch, capsys):

@@ -4,8 +4,8 @@
 record mode against ``workbench model serve`` (the embedded model; requests are keyed as
 ``embedded/<alias>`` however it is reached). Replay needs the default role settings
 (temperature, max_tokens are part of each request key; the address is not). To re-record
-after a prompt change: ``fixtures/audit/record.py`` (last re-recorded for the v2 prompts, which
-JSON-quote the reply: same answers, 19-54 more prompt tokens per call).
+after a prompt change: ``fixtures/audit/record.py`` (last re-recorded for the v3 prompts, which
+ask for evidence quotes and return token log-probabilities: same verdicts, 45 more prompt tokens).
 
 What these tests pin down is the pipeline around the model, and the model's real behaviour
 on the hand-built merchant case (it is weak: see the whole-mode test).
@@ -69,8 +69,11 @@ def test_whole_context_verdicts_of_the_small_model(gateway, index, case):
     for t in (cdg, raw):
         assert t.error is None and t.verdict.violation is False
         assert t.verdict.violated_rules == [] and t.verdict.unknown_rule_ids == []
-    assert cdg.usage[0].prompt_tokens == 1534 and raw.usage[0].prompt_tokens == 1818
+    assert cdg.usage[0].prompt_tokens == 1579 and raw.usage[0].prompt_tokens == 1863
     assert cdg.context_tokens < raw.context_tokens
+    # Read from the verdict token's log-probabilities: the judge leans compliant, not surely.
+    assert (cdg.verdict.probability_source, raw.verdict.probability_source) == ("logprobs",) * 2
+    assert 0.2 < raw.verdict.probability < cdg.verdict.probability < 0.4
 
 
 def test_per_rule_questions_cover_the_closure_and_the_ablations_reuse_them(gateway, index, case):
@@ -91,6 +94,8 @@ def test_per_rule_questions_cover_the_closure_and_the_ablations_reuse_them(gatew
     for t in (cdg, seeds, raw):
         assert t.verdict.violation is False and t.error is None
     assert next(a for a in cdg.verdict.per_rule if a["id"] == "C050") == {
-        "id": "C050", "applies": True, "violated": False}
+        "id": "C050", "applies": True, "violated": False, "p_violated": 0.1583}
+    # The case's probability is the likeliest broken rule's: here C050's 16 %.
+    assert cdg.verdict.probability == max(a["p_violated"] for a in cdg.verdict.per_rule) == 0.1583
     # One short answer per question: 13 completion tokens each.
     assert {c.completion_tokens for c in cdg.usage} == {13}

@@ -107,10 +107,10 @@ def test_cli_attach_points_the_indexing_gateway_at_a_running_model(monkeypatch, 
         def __init__(self, gateway, root):
             seen.append(gateway)
 
-        def open(self, skill, source):
+        def open(self, skill, source, variant=None):
             pass
 
-        def cost(self, skill, source):
+        def cost(self, skill, source, variant=None):
             return None
 
         def close(self):

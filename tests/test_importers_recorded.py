@@ -56,8 +56,10 @@ def _audit(case, index, gateway):
 EXPECTED = {
     f"{SIM}:0": (False, []),  # the greeting
     f"{SIM}:2": (False, []),  # the reservation lookup
-    f"{SIM}:6": (True, ["AIR-R051"]),  # cancels a 4-day-old basic economy booking: caught,
-    # citing the 24-hour cancellation rule
+    # Cancels a 4-day-old basic economy booking: the v2 prompt caught it citing the 24-hour
+    # cancellation rule; the v3 one (evidence quotes, log-probabilities) misses it, though at
+    # P(violation) 0.41 it is the most doubtful of the compliant answers here.
+    f"{SIM}:6": (False, []),
     # The other simulation's refusal to add insurance after booking is compliant, but the small
     # judge flags it under the very rule it follows (no insurance after booking): a false
     # positive of the 1.5B model, kept as it answered.
@@ -105,12 +107,13 @@ def test_tau2_simulation_imported_audited_and_shown_on_replay(tmp_path, monkeypa
     at.selectbox(key="replay_dataset").set_value("tau2-airline").run()
     at.selectbox(key="replay_case").set_value(f"{SIM}:6").run()
     assert not at.exception
-    assert [e.value for e in at.error][:1] == ["Violation"]
+    assert [e.value for e in at.success][:1] == ["Compliant"]  # the judge's miss, as recorded
     texts = [t.value for t in at.text]
     assert '[tool call] cancel_reservation {"reservation_id": "NQ7TZB"}' in texts  # the reply
     assert any(t.startswith("[tool result] get_reservation_details:") for t in texts)  # a tool turn
     assert "My plans changed, I don't need the trip anymore." in texts
-    assert any("AIR-R051" in m.value.replace("\\", "") for m in at.markdown)
+    # How sure: P(violation) 0.41, so 59 % compliant, in words (no threshold saved here).
+    assert any("compliant — 59 % (uncalibrated)" in m.value for m in at.markdown), [m.value for m in at.markdown]
 
 
 def test_review_page_uploads_a_tau2_file(tmp_path, monkeypatch):

@@ -120,7 +120,7 @@ def probe_case(
 
     def judge(c: AuditCase, tag: str) -> tuple[bool | None, str]:
         try:
-            v, _, _ = judge_whole(gateway, c, text, units, f"injection:{case.id}:{tag}")
+            v = judge_whole(gateway, c, text, units, f"injection:{case.id}:{tag}").verdict
         except ModelCallError:
             return None, ""
         return v.violation, v.reason
