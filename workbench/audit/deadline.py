@@ -21,6 +21,7 @@ from contextvars import ContextVar
 
 from workbench.errors import WorkbenchError
 from workbench.settings import AUDIT_TIME_LIMIT, SettingError, env_number
+from workbench.vocabulary import ErrorKind
 
 DEFAULT_TIME_LIMIT_S = 120.0
 
@@ -28,7 +29,7 @@ DEFAULT_TIME_LIMIT_S = 120.0
 class CaseTimeLimit(WorkbenchError, TimeoutError):
     """The case used up its time limit; ``kind`` is the trace's error kind."""
 
-    kind = "TimeLimit"
+    kind = ErrorKind.TIME_LIMIT
 
 
 _clock = time.perf_counter  # a test can swap it for a fake clock
