@@ -33,6 +33,7 @@ from workbench.llm.config_file import (
     settings_file_path,
 )
 from workbench.llm.redact import redact_url
+from workbench.settings import overriding_names
 
 BASE_KEY = "settings_base_hash"  # the file's hash as this session read it
 FLASH_KEY = "settings_flash"
@@ -114,8 +115,7 @@ def overriding_variables(role: str, env: Mapping[str, str]) -> dict[str, str]:
     the file's value would not apply, so the form shows them disabled."""
     found: dict[str, str] = {}
     for key in EDITABLE:
-        for var in (f"WORKBENCH_{role.upper().replace('-', '_')}_{key.upper()}",
-                    f"WORKBENCH_DEFAULT_{key.upper()}"):
+        for var in overriding_names(role, key):
             if var in env:
                 found[key] = var
                 break

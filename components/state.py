@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from store.db import database_url, make_engine
 from store.llm_cache import persistent_gateway
 from workbench.llm import Gateway, LlmConfig, load_config
+from workbench.settings import PREFIX
 
 
 @st.cache_resource(show_spinner=False)
@@ -29,7 +30,7 @@ def config_fingerprint(config: LlmConfig, env: Mapping[str, str] | None = None) 
     ``WORKBENCH_*`` variables (record/replay mode, recordings, attached servers). API keys
     are read at call time (``resolve_api_key``), so a new key needs no new gateway."""
     env = os.environ if env is None else env
-    settings = sorted((k, v) for k, v in env.items() if k.startswith("WORKBENCH_")
+    settings = sorted((k, v) for k, v in env.items() if k.startswith(PREFIX)
                       and not k.endswith("_API_KEY"))
     return hashlib.sha256(repr((config, settings)).encode()).hexdigest()
 

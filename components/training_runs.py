@@ -4,12 +4,12 @@ KL curves, read from each run's ``metrics.jsonl``. Read-only; training runs from
 from __future__ import annotations
 
 import html
-import os
 
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from workbench.settings import TRAIN_RUNS
 from workbench.train.runs import DEFAULT_RUNS_ROOT, evaluation_rows, list_runs, read_metrics
 
 CURVES = ("reward_mean", "kl", "verdict_accuracy", "zero_advantage_share", "gated_share")
@@ -18,7 +18,7 @@ CURVES = ("reward_mean", "kl", "verdict_accuracy", "zero_advantage_share", "gate
 def training_section(key: str = "train") -> None:
     with st.expander("Training runs", expanded=False):
         root = st.text_input(
-            "Runs folder", os.environ.get("WORKBENCH_TRAIN_RUNS", str(DEFAULT_RUNS_ROOT)),
+            "Runs folder", TRAIN_RUNS.read(default=str(DEFAULT_RUNS_ROOT)),
             key=f"{key}_root", help="the folder holding `workbench train --run-dir` folders",
         )
         runs = list_runs(root)

@@ -11,7 +11,6 @@ Usage (a page about to call ``roles``)::
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 
@@ -21,8 +20,8 @@ from components.model_run import Step, run_steps
 from store import model_speed
 from workbench.llm import LlmConfig
 from workbench.llm.embedded import current_embedded_server, ensure_embedded_server
-from workbench.llm.recording import MODE_ENV
 from workbench.llm.transport import key_model
+from workbench.settings import LLM_MODE
 from workbench.speed import describe_duration
 
 MEASURED = "measured on this machine"
@@ -31,7 +30,7 @@ MEASURED = "measured on this machine"
 def needs_startup(config: LlmConfig, roles: Sequence[str]) -> bool:
     """Whether a call of ``roles`` first starts the embedded model in this process (it is
     not running, no `workbench model serve` is attached, and calls are live)."""
-    if (os.environ.get(MODE_ENV) or "live").strip().lower() == "replay":
+    if (LLM_MODE.read() or "live").strip().lower() == "replay":
         return False
     embedded = [r for r in roles if config.role(r).is_embedded]
     return bool(embedded) and not config.embedded.attached_url and current_embedded_server() is None

@@ -42,7 +42,7 @@ class Plan:
         return sum(self.calls.values())
 
 
-def roles_called(keywords: str, judge_mode: str) -> list[str]:
+def roles_called(keywords: str, judge_mode: JudgeMode) -> list[str]:
     return (["keyworder"] if keywords == KeywordMethod.LLM else []) + (
         ["judge"] if judge_mode != JudgeMode.NONE else [])
 
@@ -60,7 +60,7 @@ def _prompt_tokens(case: AuditCase, stored: AuditTrace | None, role: str) -> int
 
 
 def plan(eng: Engine, config: LlmConfig | None, case: AuditCase, strategies: Sequence[str],
-         keywords: str, judge_mode: str, stored: Mapping[str, AuditTrace | None]) -> Plan:
+         keywords: str, judge_mode: JudgeMode, stored: Mapping[str, AuditTrace | None]) -> Plan:
     """What re-running ``case`` under ``strategies`` will cost (``config``: the model
     configuration; only needed when a model is called)."""
     calls: dict[str, int] = {}
@@ -92,7 +92,7 @@ def plan(eng: Engine, config: LlmConfig | None, case: AuditCase, strategies: Seq
     return Plan(calls, seconds if calls else 0.0, startup, start, speeds)
 
 
-def plan_words(p: Plan, strategies: Sequence[str], keywords: str, judge_mode: str) -> str:
+def plan_words(p: Plan, strategies: Sequence[str], keywords: str, judge_mode: JudgeMode) -> str:
     what = " and ".join(strategies)
     if not p.total_calls:
         return (f"Runs {what} without a model (lexical keywords, no judge): a few seconds. "
@@ -114,7 +114,7 @@ def plan_words(p: Plan, strategies: Sequence[str], keywords: str, judge_mode: st
 
 
 def rerun(eng: Engine, config: LlmConfig, gateway, index, case: AuditCase,
-          strategies: Sequence[str], keywords: str, judge_mode: str, p: Plan) -> dict[str, AuditTrace]:
+          strategies: Sequence[str], keywords: str, judge_mode: JudgeMode, p: Plan) -> dict[str, AuditTrace]:
     """Audit ``case`` under each strategy (a preview: nothing stored), the model's start-up
     first when it is needed, under progress bars."""
     options = AuditOptions(keywords=keywords, judge_mode=judge_mode, keep_prompts=True)

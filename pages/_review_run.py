@@ -78,7 +78,7 @@ def store_uploaded_cases(eng: Engine) -> None:
         st.success(md(f"Stored {n} cases as dataset {name.strip()}."))
 
 
-def run_batch(eng: Engine, dataset: str, strategy: str, keywords: str, judge_mode: str, run_id: str,
+def run_batch(eng: Engine, dataset: str, strategy: str, keywords: str, judge_mode: JudgeMode, run_id: str,
               context: str = "") -> None:
     """Audit the dataset's cases not yet in the run, storing each trace as it finishes."""
     cases = list(audit_cache.cases(eng, dataset).values())

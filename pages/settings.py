@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import pandas as pd
@@ -21,6 +20,7 @@ from workbench.llm.fleet import fleet_table
 from workbench.llm.redact import redact_url
 from workbench.llm.role_models import embedded_status, role_endpoint, role_model_title
 from workbench.llm.weights import EMBEDDED_MODELS
+from workbench.settings import LLM_MODE
 
 RESULTS = "settings_check_results"
 
@@ -31,7 +31,7 @@ except LlmConfigError as exc:
     show_error(exc, "The model configuration is invalid; fix it and reload the page.", block=True)
     st.stop()
 
-mode = os.environ.get("WORKBENCH_LLM_MODE", "live")
+mode = LLM_MODE.read(default="live")
 st.caption(
     f"Model roles from {config.source} (mode: {mode}). An admin changes a role below (saved "
     "to workbench.toml); WORKBENCH_<ROLE>_<SETTING> variables override the file, and "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from workbench.extract import SkillSourceError, extract_skill, load_sources
 from workbench.extract.blocks import plan_blocks
 from workbench.glossary import help_for
 from workbench.roles import NotAllowed
+from workbench.settings import REFERENCE_INDEX
 from workbench.skill_upload import (
     CONFIRM_ABOVE_SECONDS,
     describe_duration,
@@ -172,7 +172,7 @@ latest = vers[-1]
 if latest.report_json:
     report_panel(json.loads(latest.report_json), latest.version)
 # A hand-built reference graph of the same SKILL, when one exists, measures this version.
-reference_panel(skills[chosen], os.environ.get("WORKBENCH_REFERENCE_INDEX", str(DEMO_REFERENCE)))
+reference_panel(skills[chosen], REFERENCE_INDEX.read(default=str(DEMO_REFERENCE)))
 
 with st.expander(f"Delete {chosen}"):
     st.caption("Hides every version (rows stay for the audit trail). Re-upload to extract again.")

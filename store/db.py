@@ -3,13 +3,14 @@ through ``WORKBENCH_DB``."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sqlalchemy import event, inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel, create_engine
+
+from workbench.settings import DB
 
 DEFAULT_DB_PATH = Path(".workbench") / "workbench.db"
 
@@ -20,7 +21,7 @@ def database_url(url: str | None = None) -> str:
     A value without ``://`` is taken as a SQLite file path (``WORKBENCH_DB=/tmp/w.db`` is what
     people type); its folder is created.
     """
-    chosen = url or os.environ.get("WORKBENCH_DB") or ""
+    chosen = url or DB.read() or ""
     if "://" in chosen:
         return chosen
     path = Path(chosen) if chosen else DEFAULT_DB_PATH

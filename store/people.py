@@ -18,7 +18,6 @@ this module only says who is acting.
 
 from __future__ import annotations
 
-import os
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,8 +29,8 @@ from sqlmodel import Field, Session, SQLModel, select
 from store.models import utcnow
 from store.session import retry_conflicts, write_session
 from workbench.roles import COMMAND_LINE, ROLES, Actor, NotAllowed, require
+from workbench.settings import SESSION_SECRET
 from workbench.sign_in import (
-    SECRET_ENV,
     Claims,
     InvalidToken,
     SignInError,
@@ -188,10 +187,10 @@ _secrets: dict[str, bytes] = {}
 def session_secret(engine: Engine) -> bytes:
     """The key tokens are signed with: ``WORKBENCH_SESSION_SECRET``, else the store's (made
     on first use, under the write lock so concurrent processes agree on one)."""
-    given = os.environ.get(SECRET_ENV, "")
+    given = SESSION_SECRET.read(default="")
     if given:
         if len(given) < 32:
-            raise SignInError(f"{SECRET_ENV} is {len(given)} characters; a secret needs at least 32",
+            raise SignInError(f"{SESSION_SECRET.name} is {len(given)} characters; a secret needs at least 32",
                               "set it to e.g. the output of: python -c 'import secrets; "
                               "print(secrets.token_urlsafe(48))', or unset it")
         return given.encode("utf-8")

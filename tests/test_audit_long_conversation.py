@@ -163,7 +163,7 @@ def test_model_time_does_not_count_against_the_limit(monkeypatch):
 
 
 def test_the_time_limit_setting(monkeypatch):
-    from workbench.env_settings import SettingError
+    from workbench.settings import SettingError
 
     monkeypatch.setenv("WORKBENCH_AUDIT_TIME_LIMIT", "2.5")
     assert deadline.time_limit(None) == 2.5 and deadline.time_limit(7) == 7.0
@@ -177,7 +177,7 @@ def test_the_time_limit_setting(monkeypatch):
 
 
 def test_a_negative_time_limit_is_refused():
-    from workbench.env_settings import SettingError
+    from workbench.settings import SettingError
 
     with pytest.raises(SettingError, match="0 \\(no limit\\) or a positive"):
         deadline.time_limit(-1)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from workbench.env_settings import SettingError
 from workbench.extract import sources
 from workbench.extract.sources import SkillSourceError, load_sources, load_uploads
 from workbench.extract.zip_bounds import ZipLimits, declared_entries
+from workbench.settings import SettingError
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "extract"
 SKILL = (FIX / "refund-desk" / "SKILL.md").read_bytes()

@@ -14,6 +14,7 @@ from workbench.vocabulary import (
     JUDGED_MODES,
     VIOLATION,
     EmptySeedPolicy,
+    ErrorKind,
     JudgeMode,
     KeywordMethod,
     Label,
@@ -45,6 +46,31 @@ def test_enum_values_are_the_strings_on_disk() -> None:
     assert values(JudgeMode) == ("whole", "per-rule", "checklist", "none")
     assert values(EmptySeedPolicy) == ("error", "all-rules", "per-skill")
     assert (values(Seeding), values(Render)) == (("scored", "keywords"), ("compact", "full"))
+
+
+def test_error_kinds_are_the_strings_traces_and_reports_write() -> None:
+    """Stored traces, JUnit reports and outcome tables hold these words: renaming a member's
+    value would orphan every trace written before."""
+    assert values(ErrorKind) == (
+        "EmptySeed", "BudgetExceeded", "NoRoute", "UnknownSkill", "WindowExceeded",
+        "ModelCallError", "TimeLimit", "InternalError", "NotJudged")
+    stored = _jsonl(ROOT / "fixtures/scaling/complibench_airlines/verdicts.jsonl")
+    kinds = {t["error"]["kind"] for t in stored if t.get("error")}
+    assert kinds and kinds <= set(values(ErrorKind))
+
+    from workbench.audit.deadline import CaseTimeLimit
+    from workbench.audit.trace import RETRYABLE_KINDS, AuditError, AuditTrace, is_retryable
+    from workbench.audit.window import WindowExceeded
+    from workbench.closure import BudgetExceeded, EmptySeed
+
+    assert (EmptySeed([]).kind, BudgetExceeded({}, 0, 0).kind) == ("EmptySeed", "BudgetExceeded")
+    assert (CaseTimeLimit.kind, WindowExceeded.kind) == ("TimeLimit", "WindowExceeded")
+    assert RETRYABLE_KINDS == {"ModelCallError", "InternalError"}
+    # A trace error keeps plain text, as one read back from a file: counts by kind print as before.
+    error = AuditError(ErrorKind.MODEL_CALL_ERROR, "timeout")
+    assert type(error.kind) is str and repr({error.kind: 1}) == "{'ModelCallError': 1}"
+    assert json.dumps({"kind": error.kind}) == '{"kind": "ModelCallError"}'
+    assert is_retryable(AuditTrace("c1", "cdg", error=AuditError("ModelCallError", "read back")))
 
 
 def test_the_modules_read_their_choices_from_the_vocabulary() -> None:

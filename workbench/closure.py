@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from workbench.graph import PolicyIndex, UnknownRule
 from workbench.render import render_rules
 from workbench.tokens import count_tokens
+from workbench.vocabulary import ErrorKind
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class EmptySeed:
     """No rule matched: there is nothing to judge against."""
 
     skills: list[str]
-    kind: str = "EmptySeed"
+    kind: str = ErrorKind.EMPTY_SEED
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class BudgetExceeded:
     rules: dict[str, list[str]]
     tokens: int
     budget: int
-    kind: str = "BudgetExceeded"
+    kind: str = ErrorKind.BUDGET_EXCEEDED
     paths: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @property

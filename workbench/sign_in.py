@@ -21,17 +21,15 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from workbench.errors import WorkbenchError
+from workbench.settings import SESSION_HOURS
 
 PREFIX = "wb1"
 DEFAULT_HOURS = 12.0
-HOURS_ENV = "WORKBENCH_SESSION_HOURS"
-SECRET_ENV = "WORKBENCH_SESSION_SECRET"
 PBKDF2_ITERATIONS = 200_000  # ~0.1 s on one core: cheap for a sign-in, dear for a guesser
 
 
@@ -53,7 +51,7 @@ class Claims:
 
 def session_hours(environ: dict[str, str] | None = None) -> float:
     """How long a sign-in lasts (``WORKBENCH_SESSION_HOURS``, default 12)."""
-    raw = (environ if environ is not None else os.environ).get(HOURS_ENV, "").strip()
+    raw = (SESSION_HOURS.read(environ, "") or "").strip()
     if not raw:
         return DEFAULT_HOURS
     try:
@@ -61,8 +59,8 @@ def session_hours(environ: dict[str, str] | None = None) -> float:
     except ValueError:
         hours = -1.0
     if not 0 < hours <= 24 * 90:
-        raise SignInError(f"{HOURS_ENV}={raw!r} is not a number of hours from 0 to 2160",
-                          f"set {HOURS_ENV} to e.g. 12, or unset it for the default of 12 hours")
+        raise SignInError(f"{SESSION_HOURS.name}={raw!r} is not a number of hours from 0 to 2160",
+                          f"set {SESSION_HOURS.name} to e.g. 12, or unset it for the default of 12 hours")
     return hours
 
 

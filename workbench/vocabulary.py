@@ -1,5 +1,5 @@
 """The audit's words, once: judge modes, keyword methods, strategies, how a context is split,
-seeded and rendered, and the gold labels.
+seeded and rendered, the kinds of trace errors, and the gold labels.
 
 Each is a ``StrEnum``: a member *is* its string (``JudgeMode.PER_RULE == "per-rule"``), so
 traces, cases and database rows written before keep reading the same, and JSON gets the
@@ -112,6 +112,21 @@ class Render(StrEnum):
 
     COMPACT = "compact"
     FULL = "full"
+
+
+class ErrorKind(StrEnum):
+    """Why a case has no verdict: the ``kind`` of a trace's error (``AuditError``), as traces,
+    JUnit reports and outcome tables write it."""
+
+    EMPTY_SEED = "EmptySeed"  # no rule matched the case: nothing to judge against
+    BUDGET_EXCEEDED = "BudgetExceeded"  # the context renders over the token budget
+    NO_ROUTE = "NoRoute"  # no SKILL matches the keywords
+    UNKNOWN_SKILL = "UnknownSkill"  # the case names a SKILL not in the index
+    WINDOW_EXCEEDED = "WindowExceeded"  # the case does not fit the judge's context window
+    MODEL_CALL_ERROR = "ModelCallError"  # a model call failed (cause: the gateway's kind)
+    TIME_LIMIT = "TimeLimit"  # the case used up its time limit of audit work
+    INTERNAL_ERROR = "InternalError"  # an unexpected exception in the pipeline
+    NOT_JUDGED = "NotJudged"  # reports only: a case with neither a verdict nor a trace error
 
 
 class LightragPresetName(StrEnum):

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.llm.config import CONFIG_ENV, DEFAULT_CONFIG_FILE
+from workbench.llm.config import DEFAULT_CONFIG_FILE
+from workbench.settings import API_PREFIX, API_TOKEN, CONFIG
 
-TOKEN_ENV = "WORKBENCH_API_TOKEN"
 MIN_TOKEN_CHARS = 16
 
 
@@ -66,7 +66,8 @@ def load_api_settings(path: str | os.PathLike[str] | None = None,
     """``[api]`` of the configuration file (``WORKBENCH_CONFIG`` or ./workbench.toml), then
     ``WORKBENCH_API_<KEY>`` variables; the token last."""
     env = os.environ if env is None else env
-    file = Path(path) if path else Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV) else (
+    configured = CONFIG.read(env)
+    file = Path(path) if path else Path(configured) if configured else (
         DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None)
     values: dict[str, Any] = {}
     if file is not None and file.is_file():
@@ -78,12 +79,12 @@ def load_api_settings(path: str | os.PathLike[str] | None = None,
             raise ApiSettingsError(f"{file}: [api] must be a table", "write [api] and key = value lines")
         for key, value in table.items():
             if key not in FILE_KEYS:
-                hint = (f"put the token in {TOKEN_ENV} or a file named by token_file"
+                hint = (f"put the token in {API_TOKEN.name} or a file named by token_file"
                         if key == "token" else f"known settings: {', '.join(FILE_KEYS)}")
                 raise ApiSettingsError(f"{file} [api]: unknown setting {key!r}", hint)
             values[key] = value
     for key in FILE_KEYS:
-        if (raw := env.get(f"WORKBENCH_API_{key.upper()}")) not in (None, ""):
+        if (raw := env.get(API_PREFIX + key.upper())) not in (None, ""):
             values[key] = raw
     for key in INT_KEYS:
         if key in values:
@@ -102,8 +103,8 @@ def _int(key: str, value: Any) -> int:
 
 
 def _token(settings: ApiSettings, env: Mapping[str, str]) -> str:
-    if env.get(TOKEN_ENV):
-        return env[TOKEN_ENV].strip()
+    if token := API_TOKEN.read(env):
+        return token.strip()
     if settings.token_file:
         try:
             return Path(settings.token_file).read_text(encoding="utf-8").strip()
@@ -129,7 +130,7 @@ def check_settings(settings: ApiSettings) -> None:
         raise ApiSettingsError(
             f"refusing to serve the audit API on {settings.host} without a bearer token: anyone "
             "who can reach it could run audits and read stored conversations",
-            f"set {TOKEN_ENV} (or [api] token_file), or serve on 127.0.0.1")
+            f"set {API_TOKEN.name} (or [api] token_file), or serve on 127.0.0.1")
     if settings.token and len(settings.token) < MIN_TOKEN_CHARS:
         raise ApiSettingsError(f"the API token has {len(settings.token)} characters",
                                f"use at least {MIN_TOKEN_CHARS} random characters "

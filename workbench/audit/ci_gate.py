@@ -26,6 +26,7 @@ from typing import Any
 from workbench.audit.trace import AuditTrace
 from workbench.clock import utcnow
 from workbench.errors import WorkbenchError
+from workbench.vocabulary import ErrorKind
 
 EXIT_PASS, EXIT_FAIL, EXIT_UNJUDGED = 0, 1, 3
 QUOTE_MAX = 400  # characters of a rule's source text quoted in a failure
@@ -186,7 +187,7 @@ def junit_xml(results: list[Outcome], *, suite: str, properties: Mapping[str, An
             f = ET.SubElement(case, "failure", type="violation", message=clean(o.message))
             f.text = failure_text(o, sources, replies.get(o.case_id, ""))
         elif o.status == "error":
-            kind = t.error.kind if t is not None and t.error is not None else "NotJudged"
+            kind = t.error.kind if t is not None and t.error is not None else ErrorKind.NOT_JUDGED
             e = ET.SubElement(case, "error", type=clean(kind), message=clean(o.message))
             e.text = clean(f"Case {o.case_id} could not be judged: {o.message}")
         if t is not None and t.verdict is not None:

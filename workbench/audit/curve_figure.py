@@ -8,16 +8,15 @@ reads tags in text, and strategy or dataset names come from files.
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 from typing import Any
 
-EVAL_DIR_ENV = "WORKBENCH_EVAL_DIR"
+from workbench.settings import EVAL_DIR
 
 
 def evaluations_dir() -> Path:
     """Where ``workbench evaluate`` writes results and the Evaluate page reads them."""
-    return Path(os.environ.get(EVAL_DIR_ENV) or Path(".workbench") / "evaluations")
+    return Path(EVAL_DIR.read() or Path(".workbench") / "evaluations")
 
 
 def _check(result: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:

@@ -19,17 +19,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
-from workbench.env_settings import SettingError, env_number
 from workbench.errors import WorkbenchError
+from workbench.settings import AUDIT_TIME_LIMIT, SettingError, env_number
+from workbench.vocabulary import ErrorKind
 
-TIME_LIMIT_ENV = "WORKBENCH_AUDIT_TIME_LIMIT"
 DEFAULT_TIME_LIMIT_S = 120.0
 
 
 class CaseTimeLimit(WorkbenchError, TimeoutError):
     """The case used up its time limit; ``kind`` is the trace's error kind."""
 
-    kind = "TimeLimit"
+    kind = ErrorKind.TIME_LIMIT
 
 
 _clock = time.perf_counter  # a test can swap it for a fake clock
@@ -52,7 +52,7 @@ class Deadline:
             raise CaseTimeLimit(
                 f"the case took more than its time limit of {self.limit_s:g} s of audit work "
                 f"(model calls not counted): {spent:.1f} s, stopped while {where}",
-                f"audit it alone with a larger limit ({TIME_LIMIT_ENV} or --time-limit "
+                f"audit it alone with a larger limit ({AUDIT_TIME_LIMIT.name} or --time-limit "
                 "SECONDS, 0 for none), or shorten the conversation or state",
             )
 
@@ -67,7 +67,7 @@ def time_limit(configured: float | None) -> float:
             raise SettingError(f"a time limit of {configured} s is not possible",
                                "give 0 (no limit) or a positive number of seconds")
         return float(configured)
-    return env_number(TIME_LIMIT_ENV, DEFAULT_TIME_LIMIT_S)
+    return env_number(AUDIT_TIME_LIMIT.name, DEFAULT_TIME_LIMIT_S)
 
 
 @contextlib.contextmanager

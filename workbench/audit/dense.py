@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.settings import EMBEDDINGS_CACHE
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 INSTALL_HINT = (
@@ -114,6 +115,6 @@ def default_encoder() -> DenseEncoder:
     global _default
     with _default_lock:
         if _default is None:
-            where = os.environ.get("WORKBENCH_EMBEDDINGS_CACHE", str(Path(".workbench") / "embeddings"))
+            where = EMBEDDINGS_CACHE.read(default=str(Path(".workbench") / "embeddings"))
             _default = DenseEncoder(cache_dir=where or None)
         return _default

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, label_violation
+from workbench.vocabulary import ErrorKind, JudgeMode, KeywordMethod, StrategyName, label_violation
 
 NAN = float("nan")
 
@@ -69,6 +69,8 @@ def _ratio(a: float, b: float) -> float:
 
 
 RULE_STRATEGIES = (StrategyName.CDG, StrategyName.NO_CLOSURE, StrategyName.NO_KEYWORDS)
+# Errors before a context exists: such a trace's context size says nothing, so it is not averaged.
+NO_CONTEXT_KINDS = (ErrorKind.EMPTY_SEED, ErrorKind.NO_ROUTE, ErrorKind.UNKNOWN_SKILL)
 
 
 def _span_covered(trace: Mapping[str, Any], skill: str, spans: list[tuple[int, int]]) -> bool:
@@ -137,7 +139,7 @@ def compute_metrics(
                     m.fp += predicted and not actual
                     m.fn += (not predicted) and actual
                     m.tn += (not predicted) and (not actual)
-            if not error or error.get("kind") not in ("EmptySeed", "NoRoute", "UnknownSkill"):
+            if not error or error.get("kind") not in NO_CONTEXT_KINDS:
                 ctx.append(float(t.get("context_tokens") or 0))
             online.append(float(t.get("online_tokens") or 0))
             latency.append(float((t.get("timings_ms") or {}).get("total", 0.0)))

@@ -112,7 +112,7 @@ def judge_in_parts(
     judged: list[JudgedPart],
     prompts: list[dict[str, Any]] | None = None,
     *,
-    mode: str = JudgeMode.WHOLE,
+    mode: JudgeMode = JudgeMode.WHOLE,
     probability: ProbabilityOptions | None = None,
 ) -> Verdict:
     """Judge each part and combine. ``calls`` and ``judged`` receive each call's record and

@@ -47,7 +47,7 @@ from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.llm.errors import ModelCallError
 from workbench.tokens import count_tokens
-from workbench.vocabulary import JudgeMode, KeywordMethod, Split, StrategyName, values
+from workbench.vocabulary import ErrorKind, JudgeMode, KeywordMethod, Split, StrategyName, values
 
 JUDGE_MODES = values(JudgeMode)
 T = TypeVar("T")
@@ -60,7 +60,7 @@ class AuditOptions:
     keywords: str = KeywordMethod.LEXICAL
     max_keywords: int | None = None  # default: 4 for llm, 6 for lexical
     max_skills: int = DEFAULT_MAX_SKILLS
-    judge_mode: str = JudgeMode.WHOLE
+    judge_mode: JudgeMode = JudgeMode.WHOLE
     keep_prompts: bool = False
     context: ContextOptions = ContextOptions()
     # How to judge a context over the judge's window: "grouped" (closure-ordered groups)
@@ -97,7 +97,7 @@ class Outcome(WorkbenchError):
 
 def _model_failure(step: str, exc: ModelCallError) -> Outcome:
     record = failed_record(step, exc)
-    return Outcome(AuditError("ModelCallError", f"{step}: {exc}", exc.kind),
+    return Outcome(AuditError(ErrorKind.MODEL_CALL_ERROR, f"{step}: {exc}", exc.kind),
                    [record] if record is not None else [])
 
 

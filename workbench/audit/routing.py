@@ -15,6 +15,7 @@ from workbench.audit.cases import AuditCase
 from workbench.audit.policy import AuditIndex
 from workbench.audit.text import stems
 from workbench.errors import WorkbenchError
+from workbench.vocabulary import ErrorKind
 
 DEFAULT_MAX_SKILLS = 2
 
@@ -44,7 +45,7 @@ def route(
         missing = [s for s in case.skills if s not in index]
         if missing:
             raise RoutingError(
-                "UnknownSkill",
+                ErrorKind.UNKNOWN_SKILL,
                 f"case {case.id!r} names SKILL(s) not in the index: {', '.join(missing)}; "
                 f"known: {', '.join(index.names) or '(none)'}. Fix the case's 'skills' or "
                 "load the index that holds them",
@@ -57,7 +58,7 @@ def route(
     ranked = sorted(scores, key=lambda n: (-scores[n], index.names.index(n)))[:max_skills]
     if not ranked:
         raise RoutingError(
-            "NoRoute",
+            ErrorKind.NO_ROUTE,
             f"no SKILL name or description matches the keywords {list(keywords)!r}; give the "
             "case its 'skills', or try --keywords llm",
         )

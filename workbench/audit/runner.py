@@ -29,6 +29,7 @@ from workbench.audit.sinks import JsonlFileSink, TraceSink, sink_done_keys
 from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditError, AuditTrace
 from workbench.errors import WorkbenchError, is_fatal
+from workbench.vocabulary import ErrorKind
 
 INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
 ABORT_AFTER = 3
@@ -64,7 +65,7 @@ def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
         trace = AuditTrace(id=case.id, strategy=strat.name, session=case.session,
                            label=case.label, keywords_method=opts.keywords,
                            judge_mode=opts.judge_mode)
-        trace.error = AuditError("InternalError", f"{type(exc).__name__}: {exc}")
+        trace.error = AuditError(ErrorKind.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
         return trace
 
 

@@ -51,6 +51,7 @@ from workbench.render import render_rule, render_rules
 from workbench.tokens import count_tokens
 from workbench.vocabulary import (
     EmptySeedPolicy,
+    ErrorKind,
     LightragPresetName,
     Render,
     Seeding,
@@ -175,7 +176,7 @@ def _check_budget(ctx: PolicyContext, options: ContextOptions) -> PolicyContext:
     if options.budget is not None and ctx.tokens > options.budget:
         n = len(ctx.units)
         raise ContextUnavailable(
-            "BudgetExceeded",
+            ErrorKind.BUDGET_EXCEEDED,
             f"the context of {n} item(s) renders to {ctx.tokens} tokens, over the budget of "
             f"{options.budget}; raise the budget or narrow the seeds (no truncation is done)",
             ctx,
@@ -274,7 +275,7 @@ class _SeededStrategy:
             outcome = select_closure(index.index, seeds, options.budget, style)
             if isinstance(outcome, BudgetExceeded):
                 raise ContextUnavailable(
-                    "BudgetExceeded",
+                    ErrorKind.BUDGET_EXCEEDED,
                     outcome.message,
                     PolicyContext(
                         "", outcome.tokens, [], seeds, found.matches, outcome.rules,

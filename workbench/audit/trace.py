@@ -16,6 +16,7 @@ from workbench.audit.trace_check import trace_problem
 from workbench.errors import WorkbenchError
 from workbench.llm.errors import bound_message
 from workbench.llm.redact import redact_text
+from workbench.vocabulary import ErrorKind, JudgeMode
 
 TRACE_VERSION = 1
 
@@ -66,7 +67,7 @@ class JudgedPart:
     context window; the case's verdict combines the parts' verdicts."""
 
     index: int  # 1-based, in judging order
-    mode: str  # "whole": one verdict over the part; "per-rule": the per-rule question
+    mode: JudgeMode  # "whole": one verdict over the part; "per-rule": the per-rule question
     units: list[str]  # ids of the items in the part (closure order)
     tokens: int  # rendered policy tokens of the part
     violation: bool | None = None  # None: not judged (an earlier call failed)
@@ -92,11 +93,14 @@ class WindowFit:
 
 @dataclass
 class AuditError:
-    kind: str  # EmptySeed, BudgetExceeded, NoRoute, UnknownSkill, ModelCallError, ...
+    kind: str  # an ErrorKind (workbench.vocabulary): EmptySeed, BudgetExceeded, NoRoute, ...
     message: str
     cause: str = ""  # for ModelCallError: the gateway's kind (timeout, connection, ...)
 
     def __post_init__(self) -> None:
+        # Plain text, as a trace read back from a file has it: counts by kind print as before
+        # ({'EmptySeed': 2}, not the enum's repr). Kinds from older traces stay as they were.
+        self.kind = str(self.kind)
         # Messages can carry model output (untrusted, unbounded): bound what every trace keeps.
         # ... and never an endpoint's credentials (also in traces stored before this rule).
         self.message = bound_message(redact_text(str(self.message)))
@@ -109,7 +113,7 @@ class AuditTrace:
     session: str = ""
     label: str | None = None
     keywords_method: str = "lexical"
-    judge_mode: str = "whole"  # whole | per-rule | none
+    judge_mode: JudgeMode = JudgeMode.WHOLE
     keywords: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     routing: str = ""  # "case" (the case named its SKILLs) or "keywords"
@@ -203,7 +207,7 @@ def _record(value: Any, name: str) -> dict[str, Any]:
 
 # Error kinds that another attempt may fix. Others (EmptySeed, NoRoute, BudgetExceeded...)
 # follow from the case and the index: re-running gives the same answer, so they count as done.
-RETRYABLE_KINDS = frozenset({"ModelCallError", "InternalError"})
+RETRYABLE_KINDS = frozenset({ErrorKind.MODEL_CALL_ERROR, ErrorKind.INTERNAL_ERROR})
 
 
 TraceKey = tuple[str, str, str, str]  # (case id, strategy, judge mode, keyword method)

@@ -29,6 +29,7 @@ from workbench.audit.trace import WindowFit
 from workbench.errors import WorkbenchError
 from workbench.llm.redact import redact_url
 from workbench.tokens import count_tokens
+from workbench.vocabulary import ErrorKind
 
 # Qwen2.5's tokenizer counted 1.4% more tokens than cl100k on policy text (3,041 for 3,000,
 # bench/embedded_context.py); JSON state and non-English text can differ more, hence 10%.
@@ -52,7 +53,7 @@ class WindowExceeded(WorkbenchError):
     ``kind`` is the trace error kind; the message names the sizes and the fix; ``fit`` is
     the window arithmetic, for the trace."""
 
-    kind = "WindowExceeded"
+    kind = ErrorKind.WINDOW_EXCEEDED
 
     def __init__(self, message: str, fit: WindowFit):
         super().__init__(message)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from workbench.settings import USER
+
 INDEX_HELP = "skillcdg/1 policy index (JSON)"
 CASES_HELP = "cases JSONL in the normalised schema"
 
@@ -55,14 +57,11 @@ def cli_gateway(no_cache: bool, attach: str = ""):
     return persistent_gateway(make_engine(), config)
 
 
-USER_ENV = "WORKBENCH_USER"
-
-
 def add_actor_option(parser: argparse.ArgumentParser) -> None:
     """``--as NAME``: who a command that writes acts as (the roster's person and role)."""
     parser.add_argument("--as", dest="acting_as", metavar="NAME",
                         help=f"act as this person of the roster, with their role (default: "
-                             f"${USER_ENV}); needed once `workbench people` lists anyone")
+                             f"${USER.name}); needed once `workbench people` lists anyone")
 
 
 def cli_actor(args: argparse.Namespace, engine: Any):
@@ -70,14 +69,12 @@ def cli_actor(args: argparse.Namespace, engine: Any):
     names, with the roster's role, the same identities and roles as the pages; the single
     user while the roster is empty. With a roster and no name, a ``CliError`` says to give one
     (a guarded write would be refused anyway)."""
-    import os
-
     from store.people import command_line_actor
     from workbench.cli import CliError
 
-    name = (getattr(args, "acting_as", None) or os.environ.get(USER_ENV, "")).strip() or None
+    name = (getattr(args, "acting_as", None) or USER.read(default="")).strip() or None
     actor = command_line_actor(engine, name)
     if actor.role is None:
         raise CliError("roles are configured on this workbench (`workbench people list` shows "
-                       "who): say who is acting", f"pass --as NAME or set {USER_ENV}")
+                       "who): say who is acting", f"pass --as NAME or set {USER.name}")
     return actor

@@ -272,10 +272,11 @@ def _ray_engine(args, index, needs_model: bool):
 
     from workbench.audit.ray_engine import RayEngine
     from workbench.cli import CliError
+    from workbench.settings import PREFIX
 
     if args.concurrency < 1:
         raise CliError("--concurrency must be at least 1 (the number of Ray workers)")
-    env = {k: v for k, v in os.environ.items() if k.startswith("WORKBENCH_")}
+    env = {k: v for k, v in os.environ.items() if k.startswith(PREFIX)}
     factory = functools.partial(cli_gateway, args.no_cache) if needs_model else None
     try:
         import ray  # noqa: F401

@@ -9,6 +9,7 @@ import sys
 
 from workbench.commands import _graph_edit
 from workbench.commands._common import action
+from workbench.vocabulary import ErrorKind
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -124,7 +125,7 @@ def _closure(args) -> int:
         raise CliError("no seeds given: pass --seeds ID,ID")
     if isinstance(outcome, BudgetExceeded):
         if args.json:
-            print(json.dumps({"outcome": "BudgetExceeded", "closure": outcome.rules[args.skill],
+            print(json.dumps({"outcome": ErrorKind.BUDGET_EXCEEDED, "closure": outcome.rules[args.skill],
                               "tokens": outcome.tokens, "budget": outcome.budget}))
         print(f"error: {outcome.message}", file=sys.stderr)
         return 3

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from workbench.commands._common import action
+from workbench.settings import DB
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -28,7 +29,7 @@ def _ui(args) -> int:
         raise CliError(f"{APP} not found: run `workbench ui` from a source checkout (pip install -e .)")
     env = dict(os.environ)
     if args.db:
-        env["WORKBENCH_DB"] = args.db
+        env[DB.name] = args.db
     # Headless, usage statistics and the theme live in .streamlit/config.toml (read from
     # cwd=APP.parent), so a plain `streamlit run app.py` behaves the same. Only the per-run
     # choices config cannot know stay here: the port and address the user asked for.

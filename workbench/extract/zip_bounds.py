@@ -22,11 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from workbench.env_settings import env_number
+from workbench.settings import ZIP_MAX_BYTES, ZIP_MAX_MEMBERS, ZIP_MAX_RATIO, env_number
 
-MAX_MEMBERS_ENV = "WORKBENCH_ZIP_MAX_MEMBERS"
-MAX_BYTES_ENV = "WORKBENCH_ZIP_MAX_BYTES"
-MAX_RATIO_ENV = "WORKBENCH_ZIP_MAX_RATIO"
 DEFAULT_MAX_MEMBERS = 10_000
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 DEFAULT_MAX_RATIO = 100.0
@@ -47,9 +44,9 @@ class ZipLimits:
     @classmethod
     def from_env(cls) -> ZipLimits:
         return cls(
-            int(env_number(MAX_MEMBERS_ENV, DEFAULT_MAX_MEMBERS, minimum=1, integer=True)),
-            int(env_number(MAX_BYTES_ENV, DEFAULT_MAX_BYTES, minimum=1, integer=True)),
-            env_number(MAX_RATIO_ENV, DEFAULT_MAX_RATIO, minimum=1),
+            int(env_number(ZIP_MAX_MEMBERS.name, DEFAULT_MAX_MEMBERS, minimum=1, integer=True)),
+            int(env_number(ZIP_MAX_BYTES.name, DEFAULT_MAX_BYTES, minimum=1, integer=True)),
+            env_number(ZIP_MAX_RATIO.name, DEFAULT_MAX_RATIO, minimum=1),
         )
 
 
@@ -89,7 +86,7 @@ def declared_entries(fp: BinaryIO) -> int | None:
 def entry_problem(origin: str, entries: int | None, limits: ZipLimits) -> str | None:
     if entries is not None and entries > limits.max_members:
         return (f"{origin}: the archive has {entries:,} entries, more than the {limits.max_members:,} "
-                f"allowed ({MAX_MEMBERS_ENV}); split it into smaller archives")
+                f"allowed ({ZIP_MAX_MEMBERS.name}); split it into smaller archives")
     return None
 
 
@@ -100,7 +97,7 @@ def members_problem(origin: str, members: Sequence[Member], limits: ZipLimits) -
         if m.file_size > RATIO_FLOOR_BYTES and ratio > limits.max_ratio:
             return (f"{origin}!{m.name}: packed {m.compress_size:,} bytes unpack to "
                     f"{m.file_size:,} (ratio {ratio:,.0f}:1), more than the {limits.max_ratio:g}:1 "
-                    f"allowed ({MAX_RATIO_ENV}); a SKILL is text, not repeated filler: "
+                    f"allowed ({ZIP_MAX_RATIO.name}); a SKILL is text, not repeated filler: "
                     "re-create the archive from the real documents")
     total = sum(m.file_size for m in members)
     if total > limits.max_bytes:
@@ -110,5 +107,5 @@ def members_problem(origin: str, members: Sequence[Member], limits: ZipLimits) -
 
 def too_large(origin: str, count: int, total: int, limits: ZipLimits) -> str:
     return (f"{origin}: its {count:,} SKILL.md members unpack to {total:,} bytes, more than the "
-            f"{limits.max_bytes:,} allowed in one archive ({MAX_BYTES_ENV}); upload the SKILLs "
+            f"{limits.max_bytes:,} allowed in one archive ({ZIP_MAX_BYTES.name}); upload the SKILLs "
             "in smaller archives")

@@ -34,10 +34,10 @@ from workbench.llm.weights import (
     embedded_model,
     embedded_name_of,
 )
+from workbench.settings import CONFIG, DEFAULT_PREFIX, EMBEDDED_PREFIX, api_key_variable, role_prefix
 
 EMBEDDED = "embedded"
 ROLE_NAMES = ("extractor", "fuser", "keyworder", "judge", "matcher")
-CONFIG_ENV = "WORKBENCH_CONFIG"
 DEFAULT_CONFIG_FILE = Path("workbench.toml")
 SECRETS_FILES = (Path(".streamlit/secrets.toml"), Path("~/.streamlit/secrets.toml"))
 
@@ -227,7 +227,7 @@ def load_config(
         except FileNotFoundError:
             raise LlmConfigError(
                 f"configuration file {file_path} does not exist; create it from "
-                f"workbench.toml.example or unset {CONFIG_ENV}"
+                f"workbench.toml.example or unset {CONFIG.name}"
             ) from None
     return config_from_text(text, str(file_path) if file_path else "built-in defaults", env)
 
@@ -260,12 +260,12 @@ def config_from_text(text: str, where: str, env: Mapping[str, str] | None = None
         settings.update(_checked(file_defaults, ROLE_FIELDS, f"{where} [defaults]"))
         own = _table(file_roles, name, f"{where} [roles]")
         settings.update(_checked(own, ROLE_FIELDS, f"{where} [roles.{name}]"))
-        settings.update(_from_env(env, "WORKBENCH_DEFAULT_", ROLE_FIELDS))
-        settings.update(_from_env(env, f"WORKBENCH_{_env_name(name)}_", ROLE_FIELDS))
+        settings.update(_from_env(env, DEFAULT_PREFIX, ROLE_FIELDS))
+        settings.update(_from_env(env, role_prefix(name), ROLE_FIELDS))
         roles[name] = _build(RoleConfig, {"name": name, **settings}, f"role '{name}' ({where})")
 
     emb_settings = _checked(_table(data, "embedded", where), EMBEDDED_FIELDS, f"{where} [embedded]")
-    emb_settings.update(_from_env(env, "WORKBENCH_EMBEDDED_", EMBEDDED_FIELDS))
+    emb_settings.update(_from_env(env, EMBEDDED_PREFIX, EMBEDDED_FIELDS))
     embedded = _build(EmbeddedConfig, emb_settings, f"[embedded] ({where})")
     config = LlmConfig(roles=roles, embedded=embedded, source=where)
     _check_slots(config)
@@ -284,7 +284,7 @@ def resolve_api_key(
     environment, then as a top-level key of ``.streamlit/secrets.toml`` (project, then home).
     """
     env = os.environ if env is None else env
-    direct = env.get(f"WORKBENCH_{_env_name(role.name)}_API_KEY")
+    direct = env.get(api_key_variable(role.name))
     if direct:
         return direct
     if not role.api_key_env:
@@ -306,7 +306,7 @@ def resolve_api_key(
 def api_key_source(role: RoleConfig, env: Mapping[str, str] | None = None) -> str:
     """Where the key would come from, for display (never the key itself)."""
     env = os.environ if env is None else env
-    direct = f"WORKBENCH_{_env_name(role.name)}_API_KEY"
+    direct = api_key_variable(role.name)
     if env.get(direct):
         return f"env {direct}"
     if role.api_key_env:
@@ -318,13 +318,9 @@ def api_key_source(role: RoleConfig, env: Mapping[str, str] | None = None) -> st
 def _config_path(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
     if path:
         return Path(path)
-    if env.get(CONFIG_ENV):
-        return Path(env[CONFIG_ENV])
+    if configured := CONFIG.read(env):
+        return Path(configured)
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
-
-
-def _env_name(role: str) -> str:
-    return role.upper().replace("-", "_")
 
 
 def _table(data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:

@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from workbench.llm.config import (
-    CONFIG_ENV,
     DEFAULT_CONFIG_FILE,
     ROLE_FIELDS,
     LlmConfig,
@@ -53,6 +52,7 @@ from workbench.llm.config import (
 from workbench.llm.errors import LlmConfigError
 from workbench.llm.redact import MASK, has_secret
 from workbench.roles import Actor, require
+from workbench.settings import CONFIG, overriding_names
 
 # The settings the Settings page edits (RoleConfig fields); the rest stay file-only.
 EDITABLE = ("model", "api_base", "temperature", "max_tokens", "concurrency", "timeout")
@@ -80,7 +80,8 @@ def settings_file_path(env: Mapping[str, str] | None = None) -> Path:
     """Where settings are read from and saved to: ``$WORKBENCH_CONFIG``, else
     ``./workbench.toml`` (created by the first save)."""
     env = os.environ if env is None else env
-    return Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV) else DEFAULT_CONFIG_FILE
+    configured = CONFIG.read(env)
+    return Path(configured) if configured else DEFAULT_CONFIG_FILE
 
 
 def content_hash(data: bytes | None) -> str:
@@ -275,9 +276,7 @@ def _check_overrides(config: LlmConfig, role: str, changes: Mapping[str, Any],
         expected = None if key == "api_base" and isinstance(value, str) and not value else value
         if _same(getattr(effective, key), expected):
             continue
-        names = [f"WORKBENCH_{role.upper().replace('-', '_')}_{key.upper()}",
-                 f"WORKBENCH_DEFAULT_{key.upper()}"]
-        var = next((n for n in names if n in env), None)
+        var = next((n for n in overriding_names(role, key) if n in env), None)
         if var is None:  # pragma: no cover - load_config gave another value for no reason
             raise LlmConfigError(f"{where}: {key} would be {getattr(effective, key)!r}, not "
                                  f"{value!r}; nothing was saved", "edit the file by hand")

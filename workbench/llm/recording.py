@@ -31,9 +31,8 @@ from workbench.llm.cache import request_key
 from workbench.llm.config import RoleConfig
 from workbench.llm.errors import LlmConfigError, MissingRecording
 from workbench.llm.transport import RawResponse, Transport
+from workbench.settings import LLM_MODE, LLM_RECORDINGS
 
-MODE_ENV = "WORKBENCH_LLM_MODE"
-PATH_ENV = "WORKBENCH_LLM_RECORDINGS"
 MODES = ("live", "record", "replay")
 GREEDY_EQUIVALENT = 0.01
 
@@ -97,7 +96,8 @@ class Replayer:
         else:
             raise LlmConfigError(
                 f"replay mode: recordings {self.path} do not exist. Record them first with "
-                f"{MODE_ENV}=record {PATH_ENV}={self.path} and the command that makes the calls"
+                f"{LLM_MODE.name}=record {LLM_RECORDINGS.name}={self.path} and the command that "
+                "makes the calls"
             )
         self._responses: dict[str, RawResponse] = {}
         self._greedy: dict[str, RawResponse] = {}
@@ -148,14 +148,14 @@ class Replayer:
 def transport_from_env(env: dict[str, str] | os._Environ[str] | None = None) -> Any:
     """The Recorder or Replayer the environment asks for, or None for live calls."""
     env = os.environ if env is None else env
-    mode = (env.get(MODE_ENV) or "live").strip().lower()
+    mode = (LLM_MODE.read(env) or "live").strip().lower()
     if mode not in MODES:
-        raise LlmConfigError(f"{MODE_ENV}={mode!r} is not one of {', '.join(MODES)}")
+        raise LlmConfigError(f"{LLM_MODE.name}={mode!r} is not one of {', '.join(MODES)}")
     if mode == "live":
         return None
-    path = env.get(PATH_ENV)
+    path = LLM_RECORDINGS.read(env)
     if not path:
-        raise LlmConfigError(f"{MODE_ENV}={mode} needs {PATH_ENV}=<path to a .jsonl file>")
+        raise LlmConfigError(f"{LLM_MODE.name}={mode} needs {LLM_RECORDINGS.name}=<path to a .jsonl file>")
     return Recorder(path) if mode == "record" else Replayer(path)
 
 
@@ -178,4 +178,4 @@ def _record_hint(path: Path) -> str:
     elif argv[0].endswith(".py"):
         argv = [".venv/bin/python", *argv]
     command = shlex.join(argv)
-    return f"{MODE_ENV}=record {PATH_ENV}={target} {command}"
+    return f"{LLM_MODE.name}=record {LLM_RECORDINGS.name}={target} {command}"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.llm.errors import EmbeddedModelUnavailable
+from workbench.settings import MODEL_CACHE
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,6 @@ MODEL_ALIAS = DEFAULT.alias
 MODEL_FILENAME = DEFAULT.filename
 INSTALL_HINT = DEFAULT.install_hint
 DEFAULT_CACHE_DIR = Path("~/.cache/skillcdg-workbench/models")
-CACHE_ENV = "WORKBENCH_MODEL_CACHE"
 
 _CHUNK = 8 * 1024 * 1024
 
@@ -148,7 +148,7 @@ class ModelSpec:
 def cache_dir(configured: str | os.PathLike[str] | None = None) -> Path:
     """Where the assembled models live: ``WORKBENCH_MODEL_CACHE``, else ``configured``,
     else ``~/.cache/skillcdg-workbench/models``."""
-    chosen = os.environ.get(CACHE_ENV) or (str(configured) if configured else None)
+    chosen = MODEL_CACHE.read() or (str(configured) if configured else None)
     return Path(chosen).expanduser() if chosen else DEFAULT_CACHE_DIR.expanduser()
 
 
@@ -227,7 +227,7 @@ def assembled_path(
     except OSError as exc:
         raise EmbeddedModelUnavailable(
             f"could not write the embedded model to {directory} ({exc}); free about "
-            f"{expected_size / 1e9:.1f} GB there or point {CACHE_ENV} at another folder"
+            f"{expected_size / 1e9:.1f} GB there or point {MODEL_CACHE.name} at another folder"
         ) from exc
     return target
 

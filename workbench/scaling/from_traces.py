@@ -25,7 +25,7 @@ from workbench.audit.trace import AuditTrace, latest_per_case
 from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.stats import complexity as graph_complexity
-from workbench.vocabulary import label_violation
+from workbench.vocabulary import ErrorKind, label_violation
 
 
 class TracesError(WorkbenchError, ValueError):
@@ -140,7 +140,7 @@ def outcomes_from_traces(
             "label": label,
             "strategy": t.strategy,
             "judge_mode": t.judge_mode,
-            "error": "" if t.verdict is not None else (t.error.kind if t.error else "NotJudged"),
+            "error": "" if t.verdict is not None else (t.error.kind if t.error else ErrorKind.NOT_JUDGED),
         })
     return rows
 

@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT_ENV = "WORKBENCH_BASELINES_DIR"
+from workbench.settings import BASELINES_DIR
+
 COST_FILE = "cost.json"
 
 
 def default_root(library: str) -> Path:
     """``.workbench/baselines/<library>`` (or under ``$WORKBENCH_BASELINES_DIR``)."""
-    return Path(os.environ.get(ROOT_ENV) or Path(".workbench") / "baselines") / library
+    return Path(BASELINES_DIR.read() or Path(".workbench") / "baselines") / library
 
 
 def index_key(source: str, model: str, embedder: str, version: str) -> str:

@@ -59,7 +59,7 @@ def judge_context(
     case: AuditCase,
     context: str,
     units: Sequence[ContextUnit],
-    mode: str,
+    mode: JudgeMode,
     step: str,
     probability: ProbabilityOptions | None = None,
     calls: list | None = None,
