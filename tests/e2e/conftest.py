@@ -96,8 +96,15 @@ def browser():
 
 @pytest.fixture
 def page(browser):
+    from playwright.sync_api import expect
+
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
+    # Every wait is on what the user sees; these are only ceilings, high enough for a machine
+    # whose two cores are shared with a model server and another test run (a Streamlit rerun
+    # there can take tens of seconds).
+    pg.set_default_timeout(90_000)
+    expect.set_options(timeout=30_000)
     pg.external_requests = []  # type: ignore[attr-defined]
 
     def on_request(req):
