@@ -113,7 +113,8 @@ def test_tau2_simulation_imported_audited_and_shown_on_replay(tmp_path, monkeypa
     assert any(t.startswith("[tool result] get_reservation_details:") for t in texts)  # a tool turn
     assert "My plans changed, I don't need the trip anymore." in texts
     # How sure: P(violation) 0.41, so 59 % compliant, in words (no threshold saved here).
-    assert any("compliant — 59 % (uncalibrated)" in m.value for m in at.markdown), [m.value for m in at.markdown]
+    shown = [m.value.replace("\\", "") for m in at.markdown]  # markdown-escaped text
+    assert "**probably compliant — 59 % (uncalibrated)**" in shown, shown
 
 
 def test_review_page_uploads_a_tau2_file(tmp_path, monkeypatch):
