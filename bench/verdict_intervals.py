@@ -20,6 +20,7 @@ import json
 import random
 import sys
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -74,7 +75,7 @@ def main() -> None:
         if len({x.violation for x in s}) < 2:
             continue  # AUROC and F1 need both classes
         # Resampled conversations repeat: give each copy its own group so the CV folds hold.
-        s = [type(x)(x.probability, x.violation, f"{x.group}#{k}", x.case_id) for k, x in enumerate(s)]
+        s = [replace(x, group=f"{x.group}#{k}") for k, x in enumerate(s)]
         try:
             for name, value in figures(s, [bare[i] for i in idx]).items():
                 draws[name].append(value)
