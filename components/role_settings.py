@@ -7,7 +7,7 @@ session first saw it and passes it as the base, so a save over someone else's ne
 (another admin, an edit by hand) is refused with "reload" instead of overwriting it.
 
 After a save the page reruns: ``load_config`` reads the new file and
-``components.state.model_gateway(config)`` keys its one cached gateway on the configuration's
+``pages._state.model_gateway(config)`` keys its one cached gateway on the configuration's
 fingerprint, so the next model call uses a gateway built from the new settings.
 """
 

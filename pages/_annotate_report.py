@@ -131,7 +131,7 @@ def report_panel(eng: Engine, who: Annotator) -> None:
 
 
 def _confirmer():
-    from components.state import model_gateway
+    from pages._state import model_gateway
     from workbench.annotation.confirm import model_confirmer
 
     return model_confirmer(model_gateway())

@@ -13,11 +13,11 @@ from sqlalchemy.engine import Engine
 from components import links
 from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
 from components.conversation import show_conversation, show_response, show_state
-from components.replay_state import policy_index
 from components.safe import md
 from components.trace_settings import show_trace_settings
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
+from pages._policy_cache import policy_index
 from pages._review_decide import auto_panel, bulk_panel, decision_buttons, item_key
 from pages._review_view import view_controls
 from pages._thresholds import dataset_setting

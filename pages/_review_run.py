@@ -13,10 +13,10 @@ from sqlalchemy.engine import Engine
 
 from components import identity
 from components.errors import show_error
-from components.replay_state import audit_index, policy_index
 from components.safe import md
-from components.state import model_gateway
 from pages import _audit_cache as audit_cache
+from pages._policy_cache import audit_index, policy_index
+from pages._state import model_gateway
 from store import audit_repo
 from workbench.audit import AuditOptions, run_audit
 from workbench.audit.cases import CaseFormatError

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from components.identity import Backend
-from components.state import engine
+from pages._state import engine
 from store import people
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.state import engine
 from pages._annotate_correctness import rule_correctness
 from pages._annotate_inspection import inspection_panel
 from pages._annotate_queue import pick_skill_version
 from pages._annotate_reference import reference_panel
 from pages._annotate_report import progress_panel, report_panel
 from pages._annotate_session import require_annotator, signed_in_caption
+from pages._state import engine
 
 MODES = ("Rule correctness", "Reference inventory", "CDG inspection", "Progress & agreement",
          "Dataset report")

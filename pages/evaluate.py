@@ -12,11 +12,11 @@ import streamlit as st
 from components.case_table import case_rows, show_case_table
 from components.glossary import column_help
 from components.retrieval_curves import show_evaluations
-from components.state import engine
 from components.sweep_accuracy import show_sweep_accuracy
 from components.training_runs import training_section
 from pages import _audit_cache as audit_cache
 from pages._evaluate_calibration import calibration_section
+from pages._state import engine
 from store import audit_repo
 from workbench.glossary import help_for
 from workbench.plot_axes import short_labels

@@ -6,13 +6,13 @@ from __future__ import annotations
 import streamlit as st
 
 from components import identity, links, queue_nav
-from components.edge_review import provenance_filter, review_panel
 from components.errors import show_error
 from components.graph_view import provenance_legend
-from components.replay_state import policy_index
 from components.safe import md
-from components.state import engine, model_gateway, user_name
 from pages import _graph_focus, _graph_versions
+from pages._graph_edge_review import provenance_filter, review_panel
+from pages._policy_cache import policy_index
+from pages._state import engine, model_gateway, user_name
 from store import audit_repo, repo
 from workbench.audit import AuditOptions
 from workbench.audit.strategies import ContextOptions

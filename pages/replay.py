@@ -11,15 +11,15 @@ from components import identity, links, queue_nav
 from components.case_table import show_case_table
 from components.conversation import show_conversation, show_response, show_state
 from components.errors import show_error
-from components.replay_state import audit_index, policy_index
 from components.rerun_preview import show_rerun_preview
 from components.safe import md
-from components.state import engine, model_gateway
 from components.trace_settings import show_trace_settings
 from components.trace_view import show_steps
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
 from pages import _replay_rerun as rerun_steps
+from pages._policy_cache import audit_index, policy_index
+from pages._state import engine, model_gateway
 from pages._thresholds import dataset_setting
 from store import audit_repo
 from workbench.audit import AuditTrace, CaseFormatError, case_from_dict

@@ -12,9 +12,9 @@ from __future__ import annotations
 import streamlit as st
 
 from components import identity, links
-from components.state import engine, user_name
 from pages._review_queue import queue_panel
 from pages._review_run import audit_panel, load_panel, safe_key
+from pages._state import engine, user_name
 from store import audit_repo
 
 st.title("Review queue")

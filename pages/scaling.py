@@ -11,8 +11,8 @@ from components.errors import show_error
 from components.glossary import plain_columns
 from components.safe import md
 from components.scaling_recovery import recovery_panel
-from components.scaling_sources import stored_runs_outcomes
-from components.state import engine
+from pages._scaling_sources import stored_runs_outcomes
+from pages._state import engine
 from workbench.glossary import SCALING_NAMES, help_for
 from workbench.inputs import decode_text
 from workbench.scaling import (

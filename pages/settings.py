@@ -9,7 +9,7 @@ import streamlit as st
 
 from components.errors import show_error
 from components.role_settings import role_settings_editor
-from components.state import engine, model_gateway
+from pages._state import engine, model_gateway
 from store.llm_cache import SqlResponseCache, SqlUsageLog
 from store.llm_endpoints import SqlEndpointLog
 from workbench.audit.window import judge_window

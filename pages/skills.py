@@ -15,7 +15,7 @@ from components.extraction_report import reference_panel, report_panel
 from components.glossary import column_help
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
-from components.state import engine, model_gateway, user_name
+from pages._state import engine, model_gateway, user_name
 from store import edge_review, repo
 from store.extraction import SqlStepStore
 from workbench.extract import SkillSourceError, extract_skill, load_sources

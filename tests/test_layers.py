@@ -142,30 +142,18 @@ def test_no_import_cycles():
 
 
 # (layer prefix, forbidden top-level imports, allowed exception prefix)
-# Components draw what they are given (issue #17 item 6): the store is read and written by the
-# pages (and their page-private ``pages/_*`` modules), so components may not import it either.
+# Components draw what they are given (issues #17 item 6, #33 item 8): the store is read and
+# written by the pages and their page-private ``pages/_*`` modules (the process-wide engine and
+# gateway in ``pages/_state.py``, the cached policy objects in ``pages/_policy_cache.py``), so no
+# component imports it, with no exceptions left.
 LAYER_RULES = (
     ("workbench", ("streamlit", "sqlmodel", "store", "components", "pages"), "workbench.commands"),
     ("store", ("streamlit", "components", "pages"), None),
     ("components", ("pages", "store"), None),
 )
 
-# Components that still talk to the store. ``components.state`` holds the process-wide
-# resources built on it (the engine in ``st.cache_resource``) and stays; the others read the
-# store for their page and should move beside it like the annotate sections did. The list may
-# only shrink: a new component importing the store fails, and so does a listed one that no
-# longer does.
-COMPONENTS_USING_STORE = {
-    "components.state",
-    "components.edge_review",
-    "components.replay_state",
-    "components.scaling_sources",
-}
-
-
-def layer_violations(root: Path = ROOT, allowed: frozenset[str] = frozenset()) -> list[str]:
-    """Imports that point up a layer (or sideways from components into the store, except for
-    the ``allowed`` component modules)."""
+def layer_violations(root: Path = ROOT) -> list[str]:
+    """Imports that point up a layer, or sideways from components into the store."""
     problems = []
     for name, path in source_modules(root).items():
         for layer, forbidden, exempt in LAYER_RULES:
@@ -176,8 +164,6 @@ def layer_violations(root: Path = ROOT, allowed: frozenset[str] = frozenset()) -
                 if top not in forbidden:
                     continue
                 if exempt and (name == exempt or name.startswith(exempt + ".")) and top == "store":
-                    continue
-                if layer == "components" and top == "store" and name in allowed:
                     continue
                 problems.append(f"{path.relative_to(root)}:{ref.line} imports {ref.target}")
     return problems
@@ -204,17 +190,7 @@ def test_layer_checker_names_each_upward_import(tmp_path):
 
 
 def test_layers_import_only_downwards():
-    problems = layer_violations(allowed=frozenset(COMPONENTS_USING_STORE))
+    problems = layer_violations()
     assert not problems, "layer rule broken (pages -> components -> store -> workbench):\n" + (
         "\n".join(problems)
     )
-
-
-def test_components_using_the_store_only_shrink():
-    using = {line.split(":")[0] for line in layer_violations() if " imports store" in line}
-    modules = {module_name(ROOT / path) for path in using}
-    assert modules <= COMPONENTS_USING_STORE, (
-        f"components that import the store (move that code beside its page): "
-        f"{sorted(modules - COMPONENTS_USING_STORE)}")
-    gone = COMPONENTS_USING_STORE - modules
-    assert not gone, f"no longer import the store: remove from COMPONENTS_USING_STORE: {sorted(gone)}"

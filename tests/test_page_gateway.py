@@ -1,4 +1,4 @@
-"""The app's model gateway (components.state.model_gateway): built once per configuration and
+"""The app's model gateway (pages._state.model_gateway): built once per configuration and
 shared across reruns and pages, the old one closed when the configuration changes (issue #17
 item 5: the Settings page and the pages built a gateway on every click and never closed it)."""
 
@@ -16,12 +16,12 @@ from workbench.llm import Gateway
 def built(monkeypatch):
     """Every app gateway built, and every gateway closed, while the test runs. (A connection
     check runs on a no-retry copy, ``Gateway.with_config``: that copy is not counted.)"""
-    import components.state
+    import pages._state
 
-    components.state._gateway.clear()  # start empty: earlier tests leave their gateway
+    pages._state._gateway.clear()  # start empty: earlier tests leave their gateway
     made: list[Gateway] = []
     closed: list[Gateway] = []
-    build, close = components.state.persistent_gateway, Gateway.close
+    build, close = pages._state.persistent_gateway, Gateway.close
 
     def counting_build(*args, **kwargs):
         made.append(build(*args, **kwargs))
@@ -31,7 +31,7 @@ def built(monkeypatch):
         closed.append(self)
         close(self)
 
-    monkeypatch.setattr(components.state, "persistent_gateway", counting_build)
+    monkeypatch.setattr(pages._state, "persistent_gateway", counting_build)
     monkeypatch.setattr(Gateway, "close", counting_close)
     return made, closed
 
@@ -56,7 +56,7 @@ def test_settings_checks_share_one_gateway_until_the_configuration_changes(
 
 
 def test_the_fingerprint_follows_settings_and_mode_not_keys():
-    from components.state import config_fingerprint
+    from pages._state import config_fingerprint
     from workbench.llm import load_config
 
     config = load_config(env={})

@@ -7,7 +7,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components.errors import show_error
-from components.replay_state import policy_index
+from pages._policy_cache import policy_index
 from store import audit_repo
 from workbench.scaling import OutcomesError, outcomes_from_records
 from workbench.scaling.from_traces import TracesError, outcomes_from_runs
