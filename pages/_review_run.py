@@ -23,6 +23,7 @@ from workbench.audit.cases import CaseFormatError
 from workbench.audit.importers import FORMAT_HELP, FORMATS, ImportOptions, parse_cases_upload
 from workbench.audit.sinks import sink_done_keys
 from workbench.audit.strategies import CONTEXT_FORMS
+from workbench.audit.trace import run_key
 from workbench.audit.trace_file import read_traces
 from workbench.errors import WorkbenchError, is_fatal
 from workbench.inputs import InputError, decode_text
@@ -94,7 +95,7 @@ def run_batch(eng: Engine, dataset: str, strategy: str, keywords: str, judge_mod
         return
     done_keys, _ = sink_done_keys(sink)
     ids = dict.fromkeys(c.id for c in cases)  # a duplicate id is audited once
-    pending = sum((i, strategy, judge_mode, keywords) not in done_keys for i in ids)
+    pending = sum(run_key(i, strategy, judge_mode, keywords) not in done_keys for i in ids)
     total, done = len(cases), len(cases) - pending
     if not pending:
         st.info(md(f"All {total} cases are already audited in run {run_id}; "

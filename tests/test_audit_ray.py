@@ -77,7 +77,9 @@ def _run(cases: Path, out: Path, config, engine=None, on_trace=None):
     index = AuditIndex(PolicyIndex.from_dict(index_data))
     gateway = Gateway(config)
     try:
-        return run_audit(load_cases(cases), index, "cdg", out, gateway, AuditOptions(),
+        # no per-case time limit: on two cores shared with a model server a Ray worker's first
+        # case can spend over 120 s of CPU-starved audit work, and the limit is not under test
+        return run_audit(load_cases(cases), index, "cdg", out, gateway, AuditOptions(time_limit_s=0),
                          concurrency=2, on_trace=on_trace, engine=engine)
     finally:
         gateway.close()

@@ -27,7 +27,7 @@ from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.sinks import JsonlFileSink, TraceSink, sink_done_keys
 from workbench.audit.strategies import get_strategy
-from workbench.audit.trace import AuditError, AuditTrace
+from workbench.audit.trace import AuditError, AuditTrace, run_key
 from workbench.errors import WorkbenchError, is_fatal
 from workbench.vocabulary import ErrorKind
 
@@ -69,6 +69,96 @@ def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
         return trace
 
 
+def _plan(cases: Iterable[AuditCase], sink: TraceSink, strategy: str, opts: AuditOptions,
+          retry_failed: bool, summary: RunSummary) -> list[AuditCase]:
+    """The cases still to audit: not done in ``sink`` (a failed one counts as not done when
+    ``retry_failed``), each id once."""
+    done, earlier = sink_done_keys(sink, retry_failed)
+    todo = []
+    for case in cases:
+        summary.total += 1
+        key = run_key(case.id, strategy, opts.judge_mode, opts.keywords)
+        if key in done:
+            summary.skipped += 1
+        else:
+            todo.append(case)
+            summary.retried += key in earlier
+            done.add(key)  # a duplicate id in the input is audited once
+    return todo
+
+
+class _Writer:
+    """Writes each finished trace through the sink (one at a time: workers finish on
+    several threads), counts it, and records the abort after ``ABORT_AFTER`` endpoint
+    failures in a row; the drivers stop taking cases once ``abort`` is set."""
+
+    def __init__(self, sink: TraceSink, summary: RunSummary,
+                 on_trace: Callable[[AuditTrace], None] | None):
+        self.sink, self.summary, self.on_trace = sink, summary, on_trace
+        self.lock = threading.Lock()
+        self.streak = 0
+        self.abort: RunAborted | None = None
+
+    def __call__(self, trace: AuditTrace) -> None:
+        with self.lock:
+            self.sink.write(trace)
+            self._count(trace)
+        if self.on_trace is not None:
+            self.on_trace(trace)
+
+    def _count(self, trace: AuditTrace) -> None:
+        summary = self.summary
+        summary.done += 1
+        summary.judged += trace.verdict is not None
+        if trace.error is None:
+            self.streak = 0
+            return
+        summary.errors[trace.error.kind] = summary.errors.get(trace.error.kind, 0) + 1
+        self.streak = self.streak + 1 if trace.error.cause in INFRA_CAUSES else 0
+        if self.streak >= ABORT_AFTER and self.abort is None:
+            self.abort = RunAborted(
+                f"{self.streak} cases in a row failed on the model endpoint ({trace.error.message}); "
+                "fix the endpoint (`workbench model check`) and re-run the same command to "
+                "resume"
+            )
+
+
+async def _drive_engine(engine: Any, todo: list[AuditCase], strategy: str, opts: AuditOptions,
+                        write: _Writer) -> None:
+    def drive() -> None:
+        # closing: an engine shuts down what it started when its iterator ends, also
+        # when a write fails or the run stops early
+        with contextlib.closing(engine.audit(todo, strategy, opts)) as traces:
+            for trace in traces:
+                write(trace)
+                if write.abort:
+                    break
+
+    await asyncio.to_thread(drive)
+
+
+async def _drive_threads(todo: list[AuditCase], index: AuditIndex, strat: Any, gateway: Any,
+                         opts: AuditOptions, concurrency: int, write: _Writer) -> None:
+    sem = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(case: AuditCase) -> None:
+        async with sem:
+            if write.abort:
+                return
+            write(await asyncio.to_thread(audit_one, case, index, strat, gateway, opts))
+
+    tasks = [asyncio.create_task(one(c)) for c in todo]
+    try:
+        for fut in asyncio.as_completed(tasks):
+            await fut
+            if write.abort:
+                break
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def arun_audit(
     cases: Iterable[AuditCase],
     index: AuditIndex,
@@ -94,78 +184,15 @@ async def arun_audit(
     opts = options or AuditOptions()
     strat = get_strategy(strategy, gateway)  # one instance: the dense encoder loads once
     sink = out if isinstance(out, TraceSink) else JsonlFileSink(out)
-    done, earlier = sink_done_keys(sink, retry_failed)
     summary = RunSummary()
-    todo = []
-    for case in cases:
-        summary.total += 1
-        key = (case.id, strat.name, opts.judge_mode, opts.keywords)
-        if key in done:
-            summary.skipped += 1
-        else:
-            todo.append(case)
-            summary.retried += key in earlier
-            done.add(key)  # a duplicate id in the input is audited once
-
-    lock = threading.Lock()
-    streak = 0
-    sem = asyncio.Semaphore(max(1, concurrency))
-    abort: list[BaseException] = []
-
-    def write(trace: AuditTrace) -> None:
-        nonlocal streak
-        with lock:
-            sink.write(trace)
-            summary.done += 1
-            summary.judged += trace.verdict is not None
-            if trace.error is not None:
-                summary.errors[trace.error.kind] = summary.errors.get(trace.error.kind, 0) + 1
-                streak = streak + 1 if trace.error.cause in INFRA_CAUSES else 0
-            else:
-                streak = 0
-            if streak >= ABORT_AFTER and not abort:
-                abort.append(RunAborted(
-                    f"{streak} cases in a row failed on the model endpoint ({trace.error.message}); "
-                    "fix the endpoint (`workbench model check`) and re-run the same command to "
-                    "resume"
-                ))
-        if on_trace is not None:
-            on_trace(trace)
-
-    async def one(case: AuditCase) -> None:
-        async with sem:
-            if abort:
-                return
-            trace = await asyncio.to_thread(audit_one, case, index, strat, gateway, opts)
-            write(trace)
-
+    todo = _plan(cases, sink, strat.name, opts, retry_failed, summary)
+    write = _Writer(sink, summary, on_trace)
     if engine is not None:
-        def drive() -> None:
-            # closing: an engine shuts down what it started when its iterator ends, also
-            # when a write fails or the run stops early
-            with contextlib.closing(engine.audit(todo, strat.name, opts)) as traces:
-                for trace in traces:
-                    write(trace)
-                    if abort:
-                        break
-
-        await asyncio.to_thread(drive)
-        if abort:
-            raise abort[0]
-        return summary
-
-    tasks = [asyncio.create_task(one(c)) for c in todo]
-    try:
-        for fut in asyncio.as_completed(tasks):
-            await fut
-            if abort:
-                break
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    if abort:
-        raise abort[0]
+        await _drive_engine(engine, todo, strat.name, opts, write)
+    else:
+        await _drive_threads(todo, index, strat, gateway, opts, concurrency, write)
+    if write.abort:
+        raise write.abort
     return summary
 
 

@@ -213,9 +213,15 @@ RETRYABLE_KINDS = frozenset({ErrorKind.MODEL_CALL_ERROR, ErrorKind.INTERNAL_ERRO
 TraceKey = tuple[str, str, str, str]  # (case id, strategy, judge mode, keyword method)
 
 
+def run_key(case_id: str, strategy: str, judge_mode: str, keywords_method: str) -> TraceKey:
+    """The resume key of a case about to be audited in one run configuration: the
+    :func:`trace_key` its trace will have."""
+    return (case_id, strategy, judge_mode, keywords_method)
+
+
 def trace_key(trace: AuditTrace) -> TraceKey:
     """What makes a trace the result of one case in one run configuration (the resume key)."""
-    return (trace.id, trace.strategy, trace.judge_mode, trace.keywords_method)
+    return run_key(trace.id, trace.strategy, trace.judge_mode, trace.keywords_method)
 
 
 def case_and_strategy(trace: AuditTrace) -> tuple[str, str]:

@@ -16,7 +16,6 @@ environment or ``.streamlit/secrets.toml``, and nothing here stores or prints th
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 import tomllib
@@ -25,8 +24,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from workbench.llm.config_values import checked, from_env, table, typed_values
 from workbench.llm.errors import LlmConfigError
-from workbench.llm.redact import redact_text, redact_url, remember
+from workbench.llm.redact import redact_url, remember
 from workbench.llm.weights import (
     DEFAULT_MODEL,
     EMBEDDED_MODELS,
@@ -251,21 +251,21 @@ def config_from_text(text: str, where: str, env: Mapping[str, str] | None = None
     except tomllib.TOMLDecodeError as exc:
         raise LlmConfigError(f"{where} is not valid TOML: {exc}") from None
 
-    file_defaults = _table(data, "defaults", where)
-    file_roles = _table(data, "roles", where)
+    file_defaults = table(data, "defaults", where)
+    file_roles = table(data, "roles", where)
     names = list(ROLE_NAMES) + [n for n in file_roles if n not in ROLE_NAMES]
     roles: dict[str, RoleConfig] = {}
     for name in names:
         settings: dict[str, Any] = dict(ROLE_DEFAULTS.get(name, {}))
-        settings.update(_checked(file_defaults, ROLE_FIELDS, f"{where} [defaults]"))
-        own = _table(file_roles, name, f"{where} [roles]")
-        settings.update(_checked(own, ROLE_FIELDS, f"{where} [roles.{name}]"))
-        settings.update(_from_env(env, DEFAULT_PREFIX, ROLE_FIELDS))
-        settings.update(_from_env(env, role_prefix(name), ROLE_FIELDS))
+        settings.update(checked(file_defaults, ROLE_FIELDS, f"{where} [defaults]"))
+        own = table(file_roles, name, f"{where} [roles]")
+        settings.update(checked(own, ROLE_FIELDS, f"{where} [roles.{name}]"))
+        settings.update(from_env(env, DEFAULT_PREFIX, ROLE_FIELDS))
+        settings.update(from_env(env, role_prefix(name), ROLE_FIELDS))
         roles[name] = _build(RoleConfig, {"name": name, **settings}, f"role '{name}' ({where})")
 
-    emb_settings = _checked(_table(data, "embedded", where), EMBEDDED_FIELDS, f"{where} [embedded]")
-    emb_settings.update(_from_env(env, EMBEDDED_PREFIX, EMBEDDED_FIELDS))
+    emb_settings = checked(table(data, "embedded", where), EMBEDDED_FIELDS, f"{where} [embedded]")
+    emb_settings.update(from_env(env, EMBEDDED_PREFIX, EMBEDDED_FIELDS))
     embedded = _build(EmbeddedConfig, emb_settings, f"[embedded] ({where})")
     config = LlmConfig(roles=roles, embedded=embedded, source=where)
     _check_slots(config)
@@ -323,117 +323,62 @@ def _config_path(path: str | os.PathLike[str] | None, env: Mapping[str, str]) ->
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
 
 
-def _table(data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise LlmConfigError(f"{where}: '{key}' must be a table, got {type(value).__name__}")
-    return value
-
-
-def _checked(table: Mapping[str, Any], allowed: Mapping[str, Any], where: str) -> dict[str, Any]:
-    for key in table:
-        if key == "api_key" or key.endswith("_api_key"):
-            raise LlmConfigError(
-                f"{where}: '{key}' looks like an API key; keys never go in workbench.toml. "
-                'Set api_key_env = "NAME" there and put NAME in the environment or in '
-                ".streamlit/secrets.toml"
-            )
-        if key not in allowed:
-            raise LlmConfigError(f"{where}: unknown setting '{key}'; known settings: {', '.join(allowed)}")
-    return dict(table)
-
-
-def _from_env(env: Mapping[str, str], prefix: str, allowed: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _EnvValue(var, env[var]) for name in allowed if (var := prefix + name.upper()) in env}
-
-
-@dataclass(frozen=True)
-class _EnvValue:
-    var: str
-    raw: str
-
-
 def _build(cls: type, settings: dict[str, Any], where: str) -> Any:
-    types = {f.name: f.type for f in fields(cls)}
-    values: dict[str, Any] = {}
-    for key, value in settings.items():
-        origin = f"{value.var}={value.raw!r}" if isinstance(value, _EnvValue) else f"{key}"
-        raw = value.raw if isinstance(value, _EnvValue) else value
-        try:
-            values[key] = _coerce(raw, str(types[key]))
-        except (TypeError, ValueError) as exc:
-            raise LlmConfigError(redact_text(f"{where}: bad value for {origin}: {exc}")) from None
-    obj = cls(**values)
+    obj = cls(**typed_values(cls, settings, where))
     _validate(obj, where)
     return obj
-
-
-def _coerce(value: Any, type_name: str) -> Any:
-    optional = "None" in type_name
-    if optional and (value is None or value == ""):
-        return None
-    if type_name.startswith("tuple"):
-        # A TOML array, or comma-separated text from an environment variable.
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
-            raise TypeError(f"expected a list of text, got {value!r}")
-        return tuple(i.strip() for i in items if i.strip())
-    if type_name.startswith("str"):
-        if not isinstance(value, str):
-            raise TypeError(f"expected text, got {value!r}")
-        return value
-    if type_name.startswith("int"):
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-            raise TypeError(f"expected a whole number, got {value!r}")
-        return int(value)
-    if type_name.startswith("float"):
-        if isinstance(value, bool):
-            raise TypeError(f"expected a number, got {value!r}")
-        number = float(value)
-        if not math.isfinite(number):
-            raise ValueError(f"expected a finite number, got {value!r}")
-        return number
-    return value
 
 
 def _validate(obj: Any, where: str) -> None:
     problems: list[str] = []
     if isinstance(obj, RoleConfig):
-        if not obj.model:
-            problems.append("model must not be empty (use 'embedded' or a litellm model string)")
-        elif obj.embedded_name is not None and obj.embedded_name not in EMBEDDED_MODELS:
-            known = ", ".join(f"embedded:{n} ({m.title})" for n, m in EMBEDDED_MODELS.items())
-            problems.append(f"model {obj.model!r} names no embedded model; use 'embedded' (the "
-                            f"default) or one of {known}")
-        if not 0.0 <= obj.temperature <= 2.0:
-            problems.append(f"temperature {obj.temperature} is outside 0..2")
-        for key in ("max_tokens", "concurrency"):
-            if getattr(obj, key) < 1:
-                problems.append(f"{key} must be at least 1")
-        if obj.timeout <= 0:
-            problems.append("timeout must be positive (seconds)")
-        if obj.retries < 0 or obj.retry_backoff < 0:
-            problems.append("retries and retry_backoff must not be negative")
-        if obj.context_window is not None and obj.context_window < obj.max_tokens + MIN_PROMPT_ROOM:
-            problems.append(
-                f"context_window {obj.context_window} leaves less than {MIN_PROMPT_ROOM} tokens "
-                f"for the prompt besides max_tokens {obj.max_tokens}; give the model's real window"
-            )
-        problems.extend(_fleet_problems(obj))
+        problems.extend(_role_problems(obj))
     if isinstance(obj, EmbeddedConfig):
-        if obj.parallel < 1 or obj.ctx_size < 512:
-            problems.append("parallel must be at least 1 and ctx_size at least 512")
-        if obj.threads < 0 or not 0 <= obj.port <= 65535 or obj.startup_timeout <= 0:
-            problems.append("threads >= 0, port in 0..65535 and startup_timeout > 0 are required")
-        for key in (url_field(name) for name in EMBEDDED_MODELS):
-            url = getattr(obj, key).strip()
-            if url and not re.match(r"https?://[^/\s]+", url):
-                problems.append(
-                    f"{key} {redact_url(url)!r} is not an http(s) address; give the one "
-                    "`workbench model serve` prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
-                )
+        problems.extend(_embedded_problems(obj))
     if problems:
         raise LlmConfigError(f"{where}: " + "; ".join(problems))
+
+
+def _role_problems(obj: RoleConfig) -> list[str]:
+    problems: list[str] = []
+    if not obj.model:
+        problems.append("model must not be empty (use 'embedded' or a litellm model string)")
+    elif obj.embedded_name is not None and obj.embedded_name not in EMBEDDED_MODELS:
+        known = ", ".join(f"embedded:{n} ({m.title})" for n, m in EMBEDDED_MODELS.items())
+        problems.append(f"model {obj.model!r} names no embedded model; use 'embedded' (the "
+                        f"default) or one of {known}")
+    if not 0.0 <= obj.temperature <= 2.0:
+        problems.append(f"temperature {obj.temperature} is outside 0..2")
+    for key in ("max_tokens", "concurrency"):
+        if getattr(obj, key) < 1:
+            problems.append(f"{key} must be at least 1")
+    if obj.timeout <= 0:
+        problems.append("timeout must be positive (seconds)")
+    if obj.retries < 0 or obj.retry_backoff < 0:
+        problems.append("retries and retry_backoff must not be negative")
+    if obj.context_window is not None and obj.context_window < obj.max_tokens + MIN_PROMPT_ROOM:
+        problems.append(
+            f"context_window {obj.context_window} leaves less than {MIN_PROMPT_ROOM} tokens "
+            f"for the prompt besides max_tokens {obj.max_tokens}; give the model's real window"
+        )
+    problems.extend(_fleet_problems(obj))
+    return problems
+
+
+def _embedded_problems(obj: EmbeddedConfig) -> list[str]:
+    problems: list[str] = []
+    if obj.parallel < 1 or obj.ctx_size < 512:
+        problems.append("parallel must be at least 1 and ctx_size at least 512")
+    if obj.threads < 0 or not 0 <= obj.port <= 65535 or obj.startup_timeout <= 0:
+        problems.append("threads >= 0, port in 0..65535 and startup_timeout > 0 are required")
+    for key in (url_field(name) for name in EMBEDDED_MODELS):
+        url = getattr(obj, key).strip()
+        if url and not re.match(r"https?://[^/\s]+", url):
+            problems.append(
+                f"{key} {redact_url(url)!r} is not an http(s) address; give the one "
+                "`workbench model serve` prints, e.g. http://127.0.0.1:8091/v1, or leave it empty"
+            )
+    return problems
 
 
 def _fleet_problems(role: RoleConfig) -> list[str]:

@@ -221,78 +221,13 @@ class FakeChatServer:
         return self._default(body) if callable(self._default) else self._default
 
     def start(self) -> FakeChatServer:
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                with owner._lock:
-                    owner._connections.add(self.connection)
-
-            def finish(self) -> None:
-                with owner._lock:
-                    owner._connections.discard(self.connection)
-                super().finish()
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/") in ("/health", "/v1/health"):
-                    self._send(Action(body=b'{"status":"ok"}'))
-                elif self.path.rstrip("/") in ("/v1/models", "/models"):
-                    self._send(Action(body=b'{"object":"list","data":[{"id":"fake-model"}]}'))
-                else:
-                    self._send(status(404, "not found"))
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                data = self.rfile.read(length) if length else b""
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(status(404, f"no route {self.path}"))
-                    return
-                try:
-                    body = json.loads(data or b"{}")
-                except json.JSONDecodeError:
-                    self._send(status(400, "request body is not JSON"))
-                    return
-                with owner._lock:
-                    owner.headers.append({k.lower(): v for k, v in self.headers.items()})
-                action = owner._next(body)
-                if owner.logprobs and body.get("logprobs"):
-                    action = with_logprobs(action)
-                if action.delay_s:
-                    time.sleep(action.delay_s)
-                if action.drop:
-                    self.close_connection = True
-                    with contextlib.suppress(OSError):
-                        self.connection.shutdown(2)
-                    return
-                self._send(action)
-
-            def _send(self, action: Action) -> None:
-                with contextlib.suppress(OSError):  # the client gave up (timeout): nothing to tell it
-                    self.send_response(action.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(action.body)))
-                    for name, value in action.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    if action.cut_at is not None:
-                        self.wfile.write(action.body[: action.cut_at])
-                        self.wfile.flush()
-                        self.close_connection = True
-                        self.connection.shutdown(2)
-                        return
-                    self.wfile.write(action.body)
+        handler = type("Handler", (_Handler,), {"owner": self})
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             block_on_close = False
 
-        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._httpd = Server(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -324,3 +259,72 @@ class FakeChatServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """The HTTP side of a :class:`FakeChatServer` (``owner``, bound per server by ``start``)."""
+
+    owner: FakeChatServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.owner._lock:
+            self.owner._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.owner._lock:
+            self.owner._connections.discard(self.connection)
+        super().finish()
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/health", "/v1/health"):
+            self._send(Action(body=b'{"status":"ok"}'))
+        elif self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(Action(body=b'{"object":"list","data":[{"id":"fake-model"}]}'))
+        else:
+            self._send(status(404, "not found"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(status(404, f"no route {self.path}"))
+            return
+        try:
+            body = json.loads(data or b"{}")
+        except json.JSONDecodeError:
+            self._send(status(400, "request body is not JSON"))
+            return
+        with self.owner._lock:
+            self.owner.headers.append({k.lower(): v for k, v in self.headers.items()})
+        action = self.owner._next(body)
+        if self.owner.logprobs and body.get("logprobs"):
+            action = with_logprobs(action)
+        if action.delay_s:
+            time.sleep(action.delay_s)
+        if action.drop:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(2)
+            return
+        self._send(action)
+
+    def _send(self, action: Action) -> None:
+        with contextlib.suppress(OSError):  # the client gave up (timeout): nothing to tell it
+            self.send_response(action.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(action.body)))
+            for name, value in action.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            if action.cut_at is not None:
+                self.wfile.write(action.body[: action.cut_at])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.wfile.write(action.body)
