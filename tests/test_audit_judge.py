@@ -78,6 +78,17 @@ def test_an_invalid_citation_names_the_ids_the_repair_may_use():
         verdict_validator(many)({"violation": True, "violated_rules": ["R12"], "evidence": [], "reason": "x"})
 
 
+def test_the_repair_lists_long_ids_whole():
+    """CompliBench's ids run past 40 characters; the repair listed them cut at 40
+    ("[request_special_assistance_services.w2.p]"), ids the judge could never cite, and a
+    CompliBench case failed on both attempts."""
+    long_ids = ["request_special_assistance_services.w2.p3", "universal.tone"]
+    with pytest.raises(ValueError) as err:
+        verdict_validator(long_ids)({"violation": True, "violated_rules": ["SKILL: airlines"],
+                                     "evidence": [], "reason": "x"})
+    assert str(err.value).endswith("[request_special_assistance_services.w2.p3], [universal.tone]")
+
+
 def test_ids_outside_the_context_are_flagged():
     v = make_verdict(
         {"violation": True, "violated_rules": ["[C032]", "C999"], "reason": "See [C032] and [C777]."},

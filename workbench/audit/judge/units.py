@@ -14,6 +14,7 @@ from workbench.audit.trace import ModelCall, Verdict
 
 REASON_MAX = 300
 MAX_IDS_SHOWN = 30  # in a repair request; the prompt itself lists every id
+ID_MAX = 80  # the longest id a verdict's schema accepts
 _BRACKETED = re.compile(r"\[([^\[\]\s]{1,80})\]")
 
 
@@ -109,7 +110,9 @@ def check_citations(violation: bool, cited: Sequence[Any], known_ids: Sequence[s
         # Name the ids the repair may use: a small model otherwise repeats its guess (on
         # CompliBench the 1.5B judge cited the old prompt's example id [R12] twice in a row).
         ordered = list(dict.fromkeys(known_ids))
-        valid = ", ".join(f"[{r[:40]}]" for r in ordered[:MAX_IDS_SHOWN])
+        # Whole ids: a cut one (CompliBench's "request_special_assistance_services.w0.p3" at
+        # 40 characters) is an id the repair could never cite. ID_MAX bounds a pathological one.
+        valid = ", ".join(f"[{r[:ID_MAX]}]" for r in ordered[:MAX_IDS_SHOWN])
         more = f" and {len(ordered) - MAX_IDS_SHOWN} more" if len(ordered) > MAX_IDS_SHOWN else ""
         raise ValueError(
             f"invalid citation: violated_rules names only ids that are not in the context "
