@@ -319,10 +319,10 @@ def _store_earlier(args, cases, sink) -> None:
 def _metrics(args) -> int:
     from pathlib import Path
 
-    from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
     from workbench.cli import CliError
+    from workbench.evaluate.metrics import compute_metrics, format_table
 
     traces, skipped, empty = [], [], []
     for path in args.traces:
@@ -390,8 +390,8 @@ def threshold_arg(value: str | None) -> float | None:
 
 
 def _import_complibench(args) -> int:
-    from workbench.audit.complibench import import_complibench
     from workbench.cli import CliError
+    from workbench.evaluate.complibench import import_complibench
 
     try:
         s = import_complibench(args.dir, args.out, long=args.long, distractors=args.distractors,
