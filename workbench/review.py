@@ -313,9 +313,7 @@ def metrics_rows(
         context_only = {s for s in {t.strategy for t in traces}
                         if all(t.judge_mode == "none" and t.verdict is None
                                for t in traces if t.strategy == s)}
-        # compute_metrics reads the JSON form (it also scores trace files of other tools).
-        for m in compute_metrics([t.to_dict() for t in traces], labels=labels,
-                                 gold_rules=gold_rules):
+        for m in compute_metrics(traces, labels=labels, gold_rules=gold_rules):
             judged = m.group not in context_only
             rows.append({
                 "dataset": dataset, "run": run, "strategy": m.group, "cases": m.n,

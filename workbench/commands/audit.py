@@ -361,7 +361,7 @@ def _metrics(args) -> int:
             if found and len(found) == len(gold[c.id]):
                 spans[c.id] = found
     threshold = threshold_arg(args.threshold)
-    rows = compute_metrics([t.to_dict() for t in traces], labels, gold or None, spans, threshold)
+    rows = compute_metrics(traces, labels, gold or None, spans, threshold)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=1))
     else:

@@ -289,7 +289,7 @@ def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: Any, opts:
 
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
         traces = list(pool.map(lambda c: audit_one(c, index, strat, gateway, opts), sample))
-    m = compute_metrics([t.to_dict() for t in traces], {c.id: c.label for c in sample})[0]
+    m = compute_metrics(traces, {c.id: c.label for c in sample})[0]
 
     def num(x: float) -> float | None:
         return None if math.isnan(x) else x
