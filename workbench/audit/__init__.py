@@ -26,15 +26,10 @@ from workbench.audit.cases import (
 )
 from workbench.audit.pipeline import JUDGE_MODES, AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
+from workbench.audit.policy_context import ContextOptions, ContextUnavailable, PolicyContext
 from workbench.audit.runner import RunAborted, RunSummary, arun_audit, run_audit
 from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink, TraceSink
-from workbench.audit.strategies import (
-    STRATEGIES,
-    ContextOptions,
-    ContextUnavailable,
-    PolicyContext,
-    get_strategy,
-)
+from workbench.audit.strategies import STRATEGIES, get_strategy
 from workbench.audit.trace import (
     AuditError,
     AuditTrace,

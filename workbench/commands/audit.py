@@ -184,8 +184,9 @@ def _audit(args) -> int:
 
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
+    from workbench.audit.policy_context import ContextOptions
     from workbench.audit.runner import run_audit
-    from workbench.audit.strategies import ContextOptions, needs_gateway
+    from workbench.audit.strategies import needs_gateway
     from workbench.cli import CliError
     from workbench.commands.graph import load_index_or_fail
 
@@ -207,7 +208,7 @@ def _audit(args) -> int:
         judge_mode=JudgeMode.NONE if args.no_judge else args.judge_mode,
         context=ContextOptions(
             max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k,
-            seeding=args.seeding, render=args.render, target_tokens=args.target_tokens,
+            seeding=args.seeding, render=args.render, seed_target=args.target_tokens,
             lightrag_preset=args.lightrag_preset,
         ),
         split=args.split,
