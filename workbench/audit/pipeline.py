@@ -61,7 +61,9 @@ class AuditOptions:
     # How to judge a context over the judge's window: "grouped" (closure-ordered groups)
     # or "per-rule" (see workbench.audit.parts).
     split: str = Split.GROUPED
-    # The judge's context window; None: from the gateway's configuration (judge_window).
+    # The judge's context window; None: this case's audit works it out from the gateway's
+    # configuration when judging (a batch works it out once for the run, with or without a
+    # judge: workbench.audit.batch.AuditBatch.configure).
     window: JudgeWindow | None = None
     # Where the verdict's violation probability comes from (log-probabilities or samples).
     probability: ProbabilityOptions = ProbabilityOptions()

@@ -94,6 +94,20 @@ def judge_window(config: Any, role: str = "judge") -> JudgeWindow | None:
     return JudgeWindow(found, f"litellm model info for {rc.model}", answer) if found else None
 
 
+def configured_window(role: str = "judge") -> JudgeWindow | None:
+    """``role``'s window as the workbench settings give it (``load_config``, as every
+    gateway of the command line and the app is built); None when unknown, or when the
+    settings do not load: a bad configuration is reported by the gateway when a model is
+    needed, not here."""
+    from workbench.llm.config import load_config
+    from workbench.llm.errors import LlmConfigError
+
+    try:
+        return judge_window(load_config(), role)
+    except LlmConfigError:
+        return None
+
+
 @lru_cache(maxsize=16)
 def _litellm_window(model: str) -> int | None:
     try:
