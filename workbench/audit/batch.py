@@ -20,7 +20,7 @@ does the rest one way for both:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -62,7 +62,7 @@ class AuditBatch:
         return (o.keywords == KeywordMethod.LLM or o.judge_mode != JudgeMode.NONE
                 or needs_gateway(self.strategy))
 
-    def pending(self, cases: Iterable[AuditCase], sink: TraceSink) -> int:
+    def pending(self, cases: Sequence[AuditCase], sink: TraceSink) -> int:
         """How many of ``cases`` a run would audit: those ``sink`` holds no finished trace
         of, each id once (what :meth:`run` skips is the rest)."""
         return len(plan_run(cases, sink, self.strategy, self.options, self.retry_failed,
