@@ -9,7 +9,7 @@ the ``bm25`` and ``dense`` baselines (dense includes embedding the query on CPU,
 its own small model call). One-off preparation (word indexes, BM25 index, passage
 embeddings) is timed separately. Goal: cdg median < 5 ms.
 
-cdg is timed twice: with its default token target (1,600 tokens) and with ``target_tokens``
+cdg is timed twice: with its default token target (1,600 tokens) and with ``seed_target``
 matched to bm25's mean context (the like-for-like figure the goal is judged on: rendering
 and counting tokens grow with the context, whatever the method).
 
@@ -84,7 +84,7 @@ def make_cases(sentences, n: int, seed: int = 11) -> list[AuditCase]:
 def time_strategy(name: str, cases, index: AuditIndex, target: int | None = None
                   ) -> tuple[list[float], float, float]:
     strat = get_strategy(name)
-    opts = AuditOptions(judge_mode="none").with_context(target_tokens=target)
+    opts = AuditOptions(judge_mode="none").with_context(seed_target=target)
     t0 = time.perf_counter()
     audit_case(cases[0], index, strat, None, opts)  # warm-up: builds BM25 / embeds passages
     prep = (time.perf_counter() - t0) * 1000

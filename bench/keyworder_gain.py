@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.audit import AuditIndex, load_cases  # noqa: E402
-from workbench.audit.coverage_curve import covers  # noqa: E402
 from workbench.audit.trace_file import read_traces  # noqa: E402
+from workbench.evaluate.coverage_curve import covers  # noqa: E402
 from workbench.graph import PolicyIndex  # noqa: E402
 
 

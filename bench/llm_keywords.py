@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.audit import AuditIndex, AuditOptions, audit_case, load_cases  # noqa: E402
-from workbench.audit.coverage_curve import covers  # noqa: E402
+from workbench.evaluate.coverage_curve import covers  # noqa: E402
 from workbench.graph import PolicyIndex  # noqa: E402
 from workbench.llm import Gateway  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The retrieval evaluations on the Evaluate page: recall–tokens curves and length sweeps.
 
 Reads the JSON files ``workbench evaluate retrieval|length-sweep`` wrote into the evaluations
-folder (``WORKBENCH_EVAL_DIR``); the figures come from ``workbench.audit.curve_figure``.
+folder (``WORKBENCH_EVAL_DIR``); the figures come from ``workbench.evaluate.curve_figure``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from components.safe import md
-from workbench.audit.curve_figure import curve_figure, evaluations_dir, sweep_figure
+from workbench.evaluate.curve_figure import curve_figure, evaluations_dir, sweep_figure
 
 
 def _load(folder: Path) -> list[tuple[str, dict]]:

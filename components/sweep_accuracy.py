@@ -4,7 +4,7 @@ strategy (the second SkillCDG paper's RQ3 figure), and violation-F1 beside it.
 Draws the ``workbench evaluate length-sweep --judge`` results found in the evaluations
 folder (``WORKBENCH_EVAL_DIR``); results without a judged sample are left to
 ``components.retrieval_curves`` (coverage and tokens). Figures come from
-``workbench.audit.curve_figure``; names from files are escaped there and here.
+``workbench.evaluate.curve_figure``; names from files are escaped there and here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import streamlit as st
 
 from components.glossary import column_help
 from components.safe import md
-from workbench.audit.curve_figure import evaluations_dir, sweep_figure
+from workbench.evaluate.curve_figure import evaluations_dir, sweep_figure
 
 COLUMNS = {"length": "target length", "skill_tokens": "SKILL tokens", "strategy": "strategy",
            "judged_cases": "judged cases", "acc": "ACC", "f1": "violation-F1",

@@ -101,7 +101,7 @@ def show_window(trace: AuditTrace, key: str) -> None:
     st.caption(
         f"Judge window {int(fit.window)} tokens ({md(fit.source)}): "
         f"{int(fit.fixed_tokens)} for the prompt, conversation, state and reply, "
-        f"{int(fit.answer_tokens)} for the answer, {int(fit.target_tokens)} left for the policy."
+        f"{int(fit.answer_tokens)} for the answer, {int(fit.judge_room)} left for the policy."
     )
     if fit.turns_dropped:
         st.warning(

@@ -16,7 +16,7 @@ from pages._model_start import MEASURED, needs_startup, startup_estimate, startu
 from store import model_speed
 from workbench.audit import AuditOptions, AuditTrace, audit_case
 from workbench.audit.cases import AuditCase
-from workbench.audit.strategies import DEFAULT_TARGET_TOKENS
+from workbench.audit.policy_context import DEFAULT_SEED_TARGET
 from workbench.llm import LlmConfig
 from workbench.llm.transport import key_model
 from workbench.speed import describe_duration
@@ -56,7 +56,7 @@ def _prompt_tokens(case: AuditCase, stored: AuditTrace | None, role: str) -> int
             return int(sum(sizes) / len(sizes))
     text = count_tokens(" ".join([case.model_response, *(t.content for t in case.turns)]))
     context = stored.context_tokens if stored is not None and role == "judge" else 0
-    return text + (context or (DEFAULT_TARGET_TOKENS if role == "judge" else 0)) + PROMPT_OVERHEAD_TOKENS
+    return text + (context or (DEFAULT_SEED_TARGET if role == "judge" else 0)) + PROMPT_OVERHEAD_TOKENS
 
 
 def plan(eng: Engine, config: LlmConfig | None, case: AuditCase, strategies: Sequence[str],

@@ -18,12 +18,11 @@ from pages import _audit_cache as audit_cache
 from pages._policy_cache import audit_index, policy_index
 from pages._state import model_gateway
 from store import audit_repo
-from workbench.audit import AuditOptions, run_audit
+from workbench.audit import AuditOptions
+from workbench.audit.batch import AuditBatch
 from workbench.audit.cases import CaseFormatError
 from workbench.audit.importers import FORMAT_HELP, FORMATS, ImportOptions, parse_cases_upload
-from workbench.audit.sinks import sink_done_keys
 from workbench.audit.strategies import CONTEXT_FORMS
-from workbench.audit.trace import run_key
 from workbench.audit.trace_file import read_traces
 from workbench.errors import WorkbenchError, is_fatal
 from workbench.inputs import InputError, decode_text
@@ -93,9 +92,9 @@ def run_batch(eng: Engine, dataset: str, strategy: str, keywords: str, judge_mod
     except WorkbenchError as exc:  # roles.NotAllowed, before any model call
         show_error(exc)
         return
-    done_keys, _ = sink_done_keys(sink)
-    ids = dict.fromkeys(c.id for c in cases)  # a duplicate id is audited once
-    pending = sum(run_key(i, strategy, judge_mode, keywords) not in done_keys for i in ids)
+    batch = AuditBatch.configure(strategy, AuditOptions(keywords=keywords, judge_mode=judge_mode)
+                                 .with_context(**CONTEXT_FORMS.get(context, {})))
+    pending = batch.pending(cases, sink)
     total, done = len(cases), len(cases) - pending
     if not pending:
         st.info(md(f"All {total} cases are already audited in run {run_id}; "
@@ -110,11 +109,9 @@ def run_batch(eng: Engine, dataset: str, strategy: str, keywords: str, judge_mod
 
     try:
         # The app's gateway, shared by its sessions: not closed here.
-        gateway = model_gateway() if keywords == "llm" or judge_mode != "none" else None
-        summary = run_audit(cases, audit_index(eng), strategy, sink, gateway,
-                            AuditOptions(keywords=keywords, judge_mode=judge_mode)
-                            .with_context(**CONTEXT_FORMS.get(context, {})),
-                            concurrency=1, on_trace=on_trace)
+        gateway = model_gateway() if batch.needs_model else None
+        summary = batch.run(cases, audit_index(eng), sink, gateway, concurrency=1,
+                            on_trace=on_trace)
     except WorkbenchError as exc:
         if not is_fatal(exc):
             raise

@@ -15,7 +15,7 @@ from pages._policy_cache import policy_index
 from pages._state import engine, model_gateway, user_name
 from store import audit_repo, repo
 from workbench.audit import AuditOptions
-from workbench.audit.strategies import ContextOptions
+from workbench.audit.policy_context import ContextOptions
 from workbench.editing import apply_edits
 from workbench.impact import closure_changes, reaudit, with_skill
 from workbench.roles import NotAllowed

@@ -107,7 +107,7 @@ def datasets(engine: Engine) -> list[str]:
         return sorted(session.exec(select(CaseRow.dataset).distinct()).all())
 
 
-def save_trace(engine: Engine, trace: AuditTrace | dict[str, Any], run_id: str, dataset: str,
+def save_trace(engine: Engine, trace: AuditTrace, run_id: str, dataset: str,
                actor: Actor = COMMAND_LINE) -> int:
     return save_traces(engine, [trace], run_id, dataset, actor=actor)
 
@@ -116,19 +116,17 @@ _CHECKED_FIELDS = ("id", "strategy", "judge_mode", "keywords_method", "label")
 
 
 def save_traces(
-    engine: Engine, traces: Iterable[AuditTrace | dict[str, Any]], run_id: str, dataset: str,
+    engine: Engine, traces: Iterable[AuditTrace], run_id: str, dataset: str,
     actor: Actor = COMMAND_LINE,
 ) -> int:
     """Append traces under ``run_id``. Returns how many were added: a trace equal to the
     newest stored one of its (dataset, run, case, strategy) is skipped, and so is a repeat
-    within ``traces``. A dict (JSON held by a caller) is first read as an ``AuditTrace``
-    (raises ``TraceFormatError`` naming the field), so only valid traces are stored.
+    within ``traces``. A JSON trace is read with ``AuditTrace.from_dict`` (or
+    ``trace_file.read_traces``) first; only valid traces are stored (``TraceFormatError``
+    naming the field otherwise).
     Raises ``roles.NotAllowed`` (nothing written) when ``actor`` may not store audit results."""
     require(actor, "store audit results")
-    fields = []
-    for t in traces:
-        trace = t if isinstance(t, AuditTrace) else AuditTrace.from_dict(t)
-        fields.append(_trace_row(trace, run_id, dataset))
+    fields = [_trace_row(trace, run_id, dataset) for trace in traces]
 
     def write() -> int:
         with write_session(engine) as session:

@@ -24,8 +24,8 @@ def assert_curve_and_sweep(strategy: str, index: AuditIndex, cases: list[AuditCa
     """Both build ``strategy`` from the registry by name (the test has put its scripted one
     there): the curve's contexts stay within each share's target and grow with it, and a
     sweep level with a foreign SKILL mixed in audits without errors."""
-    from workbench.audit.coverage_curve import coverage_curve
-    from workbench.audit.length_sweep import run_sweep, sweep_levels
+    from workbench.evaluate.coverage_curve import coverage_curve
+    from workbench.evaluate.length_sweep import run_sweep, sweep_levels
 
     curve = coverage_curve(index, cases, (0.05, 0.5), (strategy,))
     assert [p.share for p in curve.points] == [0.05, 0.5]
@@ -43,8 +43,8 @@ def assert_curve_and_sweep(strategy: str, index: AuditIndex, cases: list[AuditCa
 def audit_first_case(folder: Path, strategy: str) -> dict:
     """``workbench audit --strategy STRATEGY --no-judge --limit 1`` over the sample imported
     into ``folder``: the one trace it wrote, checked to carry a context and no error."""
-    from workbench.audit.complibench import import_complibench
     from workbench.cli import main
+    from workbench.evaluate.complibench import import_complibench
 
     data = folder / "long"
     import_complibench(COMPLIBENCH_SAMPLE, data, long=True)
@@ -91,8 +91,8 @@ def resumed_cost_rows(library_version: str, cdg_source_sha256: str) -> list[dict
     call failed) and the resumed one (3 + 1 calls, 300 + 100 prompt and 90 + 30 output tokens,
     10 + 5.5 s), with the CDG extraction of the source hashed ``cdg_source_sha256`` under it
     (7 calls, 4,000 prompt and 900 output tokens, 60 s)."""
-    from workbench.audit.baselines.cost_report import cost_rows
     from workbench.audit.baselines.index_store import IndexCost, IndexRun
+    from workbench.evaluate.baseline_costs import cost_rows
 
     cost = IndexCost("s", "k", library_version, "m", "e", "abc", 1000,
                      [IndexRun(0.0, 10.0, 3, 0, 300, 90, "failed", failed_calls=1),

@@ -15,9 +15,10 @@ import pytest
 from workbench.audit.cases import AuditCase, load_cases
 from workbench.audit.keywords import clean_keywords, lexical_keywords
 from workbench.audit.policy import AuditIndex
+from workbench.audit.policy_context import ContextOptions, ContextUnavailable
 from workbench.audit.routing import RoutingError, route
 from workbench.audit.seeds import find_seeds
-from workbench.audit.strategies import ContextOptions, ContextUnavailable, get_strategy
+from workbench.audit.strategies import get_strategy
 from workbench.graph import PolicyIndex
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"

@@ -10,18 +10,18 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from workbench.audit.cases import load_cases
-from workbench.audit.complibench import import_complibench
-from workbench.audit.coverage_curve import coverage_curve, format_curve
-from workbench.audit.curve_figure import curve_figure, sweep_figure
-from workbench.audit.length_sweep import (
+from workbench.audit.policy import AuditIndex
+from workbench.cli import main
+from workbench.evaluate.complibench import import_complibench
+from workbench.evaluate.coverage_curve import coverage_curve, format_curve
+from workbench.evaluate.curve_figure import curve_figure, sweep_figure
+from workbench.evaluate.length_sweep import (
     LengthSweepError,
     foreign_clauses,
     format_sweep,
     run_sweep,
     sweep_levels,
 )
-from workbench.audit.policy import AuditIndex
-from workbench.cli import main
 from workbench.graph import PolicyIndex
 from workbench.inputs import InputError
 from workbench.tokens import count_tokens
@@ -135,7 +135,7 @@ def test_judged_sweep_reports_acc_and_f1_per_length_and_strategy(tmp_path, monke
     says violation on 2 violations + 2 compliant replies: ACC 2/4 = 0.5, precision 2/4,
     recall 2/2, F1 = 2 * 0.5 * 1 / 1.5 = 0.667."""
     from tests.scripted import ScriptedTransport, scripted_gateway
-    from workbench.audit.length_sweep import judge_sample
+    from workbench.evaluate.length_sweep import judge_sample
     from workbench.vocabulary import label_violation
 
     levels, cases = sweep_levels(SAMPLE, (1100, 2000), [FOREIGN])

@@ -20,7 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.audit.cases import AuditCase, Turn, load_cases
-from workbench.audit.injection import (
+from workbench.audit.judge import JUDGE_PROMPT, ContextUnit, judge_messages, rule_messages
+from workbench.audit.keywords import keyword_messages
+from workbench.audit.policy import AuditIndex
+from workbench.audit.prompts import defuse, quote
+from workbench.evaluate.injection import (
     PLANTED_REASON,
     AttackFileError,
     InjectionAttack,
@@ -30,10 +34,6 @@ from workbench.audit.injection import (
     probe_case,
     summary,
 )
-from workbench.audit.judge import JUDGE_PROMPT, ContextUnit, judge_messages, rule_messages
-from workbench.audit.keywords import keyword_messages
-from workbench.audit.policy import AuditIndex
-from workbench.audit.prompts import defuse, quote
 from workbench.graph import PolicyIndex
 from workbench.llm import Gateway, Replayer, load_config
 

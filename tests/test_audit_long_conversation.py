@@ -72,17 +72,17 @@ def test_fit_drops_the_same_turns_as_dropping_one_at_a_time(transcript):
             continue
         assert (fit.turns_dropped, fit.fixed_tokens, fit.tokens_dropped) == want, trial
         assert fit.fixed_tokens == window.fixed_tokens(kept)  # the trace counts what is sent
-        assert fit.target_tokens == planned(win) - win.answer_tokens - fit.fixed_tokens
+        assert fit.judge_room == planned(win) - win.answer_tokens - fit.fixed_tokens
 
 
-def test_policy_target_is_unchanged_for_short_and_long_conversations():
+def test_judge_room_is_unchanged_for_short_and_long_conversations():
     rnd = random.Random(7)
     win = JudgeWindow(4000, "test", 200)
     floor = int(planned(win) * MIN_POLICY_SHARE)
     for turns in (2, 10, 40, 400):
         case = random_case(rnd, turns)
         want = max(planned(win) - win.answer_tokens - window.fixed_tokens(case), floor)
-        assert window.policy_target(replace(case), win) == want, turns
+        assert window.judge_room(replace(case), win) == want, turns
 
 
 def test_fitting_a_long_conversation_renders_only_window_sized_prompts(monkeypatch):
@@ -112,7 +112,7 @@ def test_a_case_past_its_time_limit_ends_with_a_time_limit_error_and_keeps_its_t
     case = load_cases(FIX / "demo" / "cases.jsonl")[0]
     real = window.fixed_tokens_upto
 
-    def slow(c, cap):  # the policy target is computed after keywords and routing
+    def slow(c, cap):  # the judge's room is computed after keywords and routing
         now[0] += 500.0
         return real(c, cap)
 

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from workbench.audit.metrics import compute_metrics, format_table
+from workbench.audit.trace import AuditError, AuditTrace, ModelCall, Verdict
+from workbench.evaluate.metrics import compute_metrics, format_table
 
 
 def t(cid, violation, label, strategy="cdg", error=None, ctx=100, tokens=0, ms=10.0, units=()):
-    return {
-        "id": cid, "strategy": strategy, "label": label, "context_tokens": ctx,
-        "verdict": None if violation is None else {"violation": violation},
-        "error": None if error is None else {"kind": error, "message": ""},
-        "online_tokens": tokens, "timings_ms": {"total": ms}, "units": list(units), "closure": {},
-    }
+    # ``tokens``: the case's online tokens, as one model call's prompt tokens.
+    return AuditTrace(
+        id=cid, strategy=strategy, label=label, context_tokens=ctx,
+        verdict=None if violation is None else Verdict(violation, "", []),
+        error=None if error is None else AuditError(error, ""),
+        usage=[ModelCall("judge", "judge", tokens, 0, 0.0)] if tokens else [],
+        timings_ms={"total": ms}, units=list(units), closure={},
+    )
 
 
 def test_acc_counts_failures_as_wrong_f1_uses_parsed_only():
@@ -64,14 +68,14 @@ def test_strategies_side_by_side_with_coverage_and_means():
 
 def test_judge_modes_are_separate_groups():
     a = t("a", True, "negative")
-    b = dict(t("a", False, "negative"), judge_mode="per-rule")
+    b = replace(t("a", False, "negative"), judge_mode="per-rule")
     assert [m.group for m in compute_metrics([a, b])] == ["cdg/whole/lexical", "cdg/per-rule/lexical"]
 
 
 def test_span_coverage_for_passage_contexts():
-    hit = dict(t("a", None, "negative", "bm25"), unit_spans={"s#p1": {"skill": "s", "spans": [[0, 50]]}})
-    miss = dict(t("b", None, "negative", "bm25"), unit_spans={"s#p2": {"skill": "s", "spans": [[60, 90]]}})
-    other = dict(t("c", None, "negative", "bm25"), unit_spans={"x#p1": {"skill": "x", "spans": [[0, 99]]}})
+    hit = replace(t("a", None, "negative", "bm25"), unit_spans={"s#p1": {"skill": "s", "spans": [[0, 50]]}})
+    miss = replace(t("b", None, "negative", "bm25"), unit_spans={"s#p2": {"skill": "s", "spans": [[60, 90]]}})
+    other = replace(t("c", None, "negative", "bm25"), unit_spans={"x#p1": {"skill": "x", "spans": [[0, 99]]}})
     gold_spans = {"a": [("s", [(10, 20)])], "b": [("s", [(50, 70)])], "c": [("s", [(10, 20)])]}
     [m] = compute_metrics([hit, miss, other], gold_rules={"a": "R", "b": "R", "c": "R"},
                           gold_spans=gold_spans)

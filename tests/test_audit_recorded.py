@@ -20,7 +20,7 @@ import pytest
 from workbench.audit.cases import load_cases
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
-from workbench.audit.strategies import ContextOptions
+from workbench.audit.policy_context import ContextOptions
 from workbench.graph import PolicyIndex
 from workbench.llm import Gateway, Replayer, load_config
 

@@ -8,8 +8,9 @@ import pytest
 from workbench.audit.cases import AuditCase, Turn
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
+from workbench.audit.policy_context import ContextOptions, ContextUnavailable
 from workbench.audit.rule_ranking import case_query, choose_seeds, heading_paths, section_of
-from workbench.audit.strategies import ContextOptions, ContextUnavailable, get_strategy
+from workbench.audit.strategies import get_strategy
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 from workbench.render import render_rule, render_rules
 from workbench.tokens import count_tokens
@@ -81,7 +82,7 @@ def one_workflow(index: AuditIndex) -> int:
 def seeds_and_closure(index: AuditIndex, c: AuditCase, target: int | None = None):
     target = target or one_workflow(index)
     t = audit_case(c, index, "cdg", None,
-                   AuditOptions(judge_mode="none").with_context(target_tokens=target))
+                   AuditOptions(judge_mode="none").with_context(seed_target=target))
     assert t.error is None, t.error
     return t.seeds["clinic"], t.closure["clinic"]
 
@@ -154,7 +155,7 @@ def test_seeds_fit_the_target_with_their_whole_closure(index):
 def test_the_best_seed_is_kept_over_a_soft_target_but_a_hard_budget_refuses(index):
     c = case([Turn("user", "Please reschedule my existing appointment.")])
     t = audit_case(c, index, "cdg", None,
-                   AuditOptions(judge_mode="none").with_context(target_tokens=5))
+                   AuditOptions(judge_mode="none").with_context(seed_target=5))
     assert t.error is None and t.seeds["clinic"] and t.context_tokens > 5
     t = audit_case(c, index, "cdg", None, AuditOptions(judge_mode="none").with_context(budget=5))
     assert t.error.kind == "BudgetExceeded" and t.closure["clinic"]

@@ -18,7 +18,7 @@ from workbench.audit.judge import ContextUnit
 from workbench.audit.parts import closure_groups, combine, plan_parts, render_part
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
-from workbench.audit.strategies import ContextOptions
+from workbench.audit.policy_context import ContextOptions
 from workbench.audit.trace import AuditTrace, JudgedPart, Verdict
 from workbench.audit.window import JudgeWindow, judge_window
 from workbench.graph import PolicyIndex
@@ -104,7 +104,7 @@ def test_whole_mode_judges_an_oversized_closure_in_closure_ordered_groups(server
     assert_all_fitted(server)
     assert [p["step"] for p in trace.prompts] == [f"judge:part{p.index}" for p in trace.parts]
     assert trace.window.window == WINDOW and "context_window" in trace.window.source
-    assert trace.context_tokens > trace.window.target_tokens  # it really did not fit whole
+    assert trace.context_tokens > trace.window.judge_room  # it really did not fit whole
     assert trace.window.split == "grouped" and len(trace.parts) > 1
     assert trace.verdict.violation and trace.verdict.violated_rules == [BROKEN]
     assert f"[{BROKEN}]" in trace.verdict.reason
@@ -114,7 +114,7 @@ def test_whole_mode_judges_an_oversized_closure_in_closure_ordered_groups(server
     assert judged == set(trace.closure_ids)
     graph = index.skill("merchant-order-refund").graph
     for p in trace.parts:
-        assert p.tokens <= trace.window.target_tokens
+        assert p.tokens <= trace.window.judge_room
         if len(p.units) > 1:
             for rid in p.units:
                 assert set(graph.closure([rid])) <= set(p.units), (rid, p.units)
@@ -286,16 +286,16 @@ def test_a_plain_text_transcript_is_cut_at_line_boundaries(case):
     assert rest == lines[fit.turns_dropped:]  # whole lines, the newest kept
     # The policy keeps a quarter of the planned window (0.25 * 0.9 * 1400 = 315 tokens), not
     # the whole 700-token context: long contexts are split into parts rather than cutting turns.
-    assert fit.target_tokens == int(WINDOW * 0.9) - ANSWER - fit.fixed_tokens >= 315
+    assert fit.judge_room == int(WINDOW * 0.9) - ANSWER - fit.fixed_tokens >= 315
 
 
 def test_the_window_caps_the_seed_target_but_never_raises_it(index, case):
     # A 16K-token window must not grow the small default closure to fill it (seeding aims at
     # min(default target, what the window leaves)); a small window still shrinks it.
-    assert ContextOptions().seed_target(index, []) == 1600
-    assert ContextOptions(room_tokens=12_000).seed_target(index, []) == 1600
-    assert ContextOptions(room_tokens=500).seed_target(index, []) == 500
-    assert ContextOptions(target_tokens=3000, room_tokens=2000).seed_target(index, []) == 2000
+    assert ContextOptions().effective_seed_target() == 1600
+    assert ContextOptions(judge_room=12_000).effective_seed_target() == 1600
+    assert ContextOptions(judge_room=500).effective_seed_target() == 500
+    assert ContextOptions(seed_target=3000, judge_room=2000).effective_seed_target() == 2000
     big = AuditOptions(judge_mode="none", window=JudgeWindow(16_384, "slot", ANSWER))
     small = AuditOptions(judge_mode="none", window=JudgeWindow(1_400, "small", ANSWER))
     wide = audit_case(case, index, "cdg", None, big)

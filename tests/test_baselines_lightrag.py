@@ -25,10 +25,10 @@ from workbench.audit.baselines import (
     LightragUnavailable,
 )
 from workbench.audit.baselines.lightrag_index import _lightrag
-from workbench.audit.coverage_curve import covers
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import STRATEGIES, LightragStrategy, get_strategy, needs_gateway
+from workbench.evaluate.coverage_curve import covers
 from workbench.graph import PolicyIndex
 from workbench.llm.config import load_config
 from workbench.llm.gateway import Gateway
@@ -211,7 +211,7 @@ def test_cli_names_an_unknown_skill(tmp_path, capsys):
 
 def test_cost_table_puts_cdg_under_the_baseline():
     from tests.library_baselines import resumed_cost_rows
-    from workbench.audit.baselines.cost_report import format_cost_rows
+    from workbench.evaluate.baseline_costs import format_cost_rows
 
     rows = resumed_cost_rows("1.5.7", cdg_source_sha256="x")
     # Runs add up: 3 + 1 calls, 300 + 100 prompt, 90 + 30 output, 10 + 5.5 s.

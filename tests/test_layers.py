@@ -194,3 +194,27 @@ def test_layers_import_only_downwards():
     assert not problems, "layer rule broken (pages -> components -> store -> workbench):\n" + (
         "\n".join(problems)
     )
+
+
+def reachable(graph: dict[str, set[str]], starts: set[str]) -> set[str]:
+    """Every module that importing ``starts`` loads, directly or through others."""
+    seen, todo = set(starts), list(starts)
+    while todo:
+        for target in graph[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_reachable_follows_imports_through_other_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a"}}
+    assert reachable(graph, {"a"}) == {"a", "b", "c"}
+
+
+def test_the_online_audit_does_not_load_the_studies():
+    """``workbench.audit`` is the online path; the studies (``workbench.evaluate``) use it,
+    never the reverse (issue #33 item 1), so auditing a case does not load them."""
+    graph = import_graph()
+    audit = {m for m in graph if m == "workbench.audit" or m.startswith("workbench.audit.")}
+    studies = sorted(m for m in reachable(graph, audit) if m.split(".")[:2] == ["workbench", "evaluate"])
+    assert not studies, f"the online audit path loads the studies: {studies}"

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from store import audit_repo
 from store.db import make_engine
-from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
+from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case, load_cases
 from workbench.graph import PolicyIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,9 +38,8 @@ def db(tmp_path, monkeypatch):
             t.verdict = Verdict(violation, "r", [])
             traces.append(t)
         audit_repo.save_traces(eng, traces, run, "demo")
-    audit_repo.save_traces(eng, [{"id": "x", "strategy": "cdg", "label": "negative",
-                                  "verdict": {"violation": True, "reason": "",
-                                              "violated_rules": []}}], "r<script>", ODD)
+    audit_repo.save_traces(eng, [AuditTrace(id="x", strategy="cdg", label="negative",
+                                            verdict=Verdict(True, "", []))], "r<script>", ODD)
     yield eng
     eng.dispose()
 

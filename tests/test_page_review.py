@@ -14,7 +14,7 @@ from store import audit_repo, repo
 from store.audit_repo import run_traces
 from store.db import make_engine
 from store.review import decisions_for
-from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
+from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case, load_cases
 from workbench.graph import PolicyIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -299,9 +299,8 @@ def test_a_key_press_does_not_load_the_traces_cases_or_index_again(db, monkeypat
     queued = int(card(at).split(" ")[0].split("/")[1])
     assert calls == loaded  # nothing reloaded on either key
     # A trace stored meanwhile (here, by another process) shows at the next rerun.
-    audit_repo.save_traces(db, [{"id": "mor-001-delay-not-yet-late", "strategy": "bm25",
-                                 "verdict": {"violation": True, "reason": "new",
-                                             "violated_rules": []}}], "run-new", "demo")
+    audit_repo.save_traces(db, [AuditTrace(id="mor-001-delay-not-yet-late", strategy="bm25",
+                                           verdict=Verdict(True, "new", []))], "run-new", "demo")
     at.run()
     assert calls["traces"] == loaded["traces"] + 1
     assert card(at).startswith(f"3/{queued + 1} ")  # the new flagged verdict joined the queue

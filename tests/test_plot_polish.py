@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from store import audit_repo
 from tests.test_page_evaluate import PAGE, db  # noqa: F401  (fixture)
-from workbench.audit.trace import AuditTrace
+from workbench.audit.trace import AuditTrace, Verdict
 from workbench.plot_axes import log_ticks, short_labels, tick_text
 from workbench.review import metrics_rows
 
@@ -55,9 +55,8 @@ def test_the_scaling_figure_uses_those_ticks():
 
 
 def test_evaluate_bars_are_horizontal_with_cut_names_and_full_names_in_hover(db):  # noqa: F811
-    traces = [{"id": "mor-001-delay-not-yet-late", "strategy": "cdg", "label": "negative",
-               "judge_mode": "whole",
-               "verdict": {"violation": True, "reason": "", "violated_rules": []}}]
+    traces = [AuditTrace(id="mor-001-delay-not-yet-late", strategy="cdg", label="negative",
+                         judge_mode="whole", verdict=Verdict(True, "", []))]
     audit_repo.save_traces(db, traces, LONG, "demo")
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.audit_data import DEMO, demo_index
 from workbench.audit import AuditCase, AuditIndex, AuditOptions, audit_case, load_cases
+from workbench.audit.trace import AuditError, Verdict
 from workbench.cli import main
 from workbench.graph import PolicyIndex
 from workbench.scaling import load_outcomes, outcomes_from_records
@@ -41,20 +43,18 @@ def cases():
 @pytest.fixture(scope="module")
 def base_traces(index, cases):
     aindex = AuditIndex(index)
-    return [audit_case(c, aindex, "cdg", None, AuditOptions(judge_mode="none")).to_dict()
-            for c in cases]
+    return [audit_case(c, aindex, "cdg", None, AuditOptions(judge_mode="none")) for c in cases]
 
 
 def judged(traces, verdicts, strategy="cdg"):
     """Copies of ``traces`` with the given verdicts (None = a failed judge call)."""
     out = []
     for t, v in zip(traces, verdicts, strict=True):
-        t = dict(t, strategy=strategy, judge_mode="whole")
+        t = replace(t, strategy=strategy, judge_mode="whole")
         if v is None:
-            t["verdict"] = None
-            t["error"] = {"kind": "ModelCallError", "message": "timeout", "cause": "timeout"}
+            t = replace(t, verdict=None, error=AuditError("ModelCallError", "timeout", "timeout"))
         else:
-            t["verdict"] = {"violation": v, "reason": "", "violated_rules": []}
+            t = replace(t, verdict=Verdict(v, "", []))
         out.append(t)
     return out
 
@@ -88,9 +88,9 @@ def test_complexity_is_that_of_the_cases_skills_taken_together(index, cases, bas
 def test_routed_skills_are_pooled_across_judges(cases, base_traces):
     unnamed = cases[1]
     assert not unnamed.skills
-    a = dict(base_traces[1], skills=["merchant-order-refund"])
-    b = dict(base_traces[1], skills=["retail-policy"])
-    named = dict(base_traces[0], skills=["retail-policy"])  # the case's own SKILLs win
+    a = replace(base_traces[1], skills=["merchant-order-refund"])
+    b = replace(base_traces[1], skills=["retail-policy"])
+    named = replace(base_traces[0], skills=["retail-policy"])  # the case's own SKILLs win
     skills = instance_skills([a, b, named], cases)
     assert skills[unnamed.id] == ["merchant-order-refund", "retail-policy"]
     assert skills[cases[0].id] == ["merchant-order-refund"]
@@ -98,7 +98,7 @@ def test_routed_skills_are_pooled_across_judges(cases, base_traces):
 
 def test_runs_of_two_judges_share_one_complexity_per_case(index, cases, base_traces):
     small = judged(base_traces, [True, True, None, False])
-    big = [dict(t, skills=["retail-policy", "merchant-order-refund"]) if t["id"] == IDS[1] else t
+    big = [replace(t, skills=["retail-policy", "merchant-order-refund"]) if t.id == IDS[1] else t
            for t in judged(base_traces, [True, False, True, False])]
     rows = outcomes_from_runs([(small, 1.5), (big, 9.0)], cases, index, "demo")
     assert len(rows) == 8 and {r["params_b"] for r in rows} == {1.5, 9.0}
@@ -131,7 +131,7 @@ def test_unlabelled_and_caseless_traces(index, cases, base_traces):
     rows = outcomes_from_traces(judged(base_traces[:1], [True]), [unlabelled], index, 1.5, "d")
     assert rows == []  # nothing to score
     # Without its case a trace still scores from its own label, session and routing.
-    t = dict(judged(base_traces[:1], [True])[0], session="")
+    t = replace(judged(base_traces[:1], [True])[0], session="")
     [row] = outcomes_from_traces([t], [], index, 1.5, "d")
     assert row["correct"] == 1 and row["session"] == IDS[0]  # no session: its own
 
@@ -141,7 +141,7 @@ def test_errors_name_the_fix(index, cases, base_traces):
     with pytest.raises(TracesError, match="does not hold"):
         outcomes_from_traces(t, cases, PolicyIndex([index.skills["retail-policy"]]), 1.5, "d")
     with pytest.raises(TracesError, match="names no SKILL"):
-        outcomes_from_traces([dict(t[0], skills=[])], [], index, 1.5, "d")
+        outcomes_from_traces([replace(t[0], skills=[])], [], index, 1.5, "d")
     with pytest.raises(TracesError, match="params_b"):
         outcomes_from_traces(t, cases, index, 0, "d")
     with pytest.raises(TracesError, match="dataset"):
@@ -149,7 +149,7 @@ def test_errors_name_the_fix(index, cases, base_traces):
 
 
 def write_jsonl(path: Path, rows) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in rows))
     return path
 
 

@@ -13,6 +13,7 @@ import store.review as review_store
 from store.audit_repo import run_traces, save_traces, trace_datasets
 from store.db import make_engine
 from store.review import add_decision, add_decisions, decisions_for
+from workbench.audit.trace import AuditTrace
 from workbench.review import ReviewDecision, ReviewError, current_decisions
 
 
@@ -101,9 +102,9 @@ def test_run_traces_carry_run_ids_and_skip_damaged_rows(engine):
 
     from store.models import AuditResultRow
 
-    save_traces(engine, [{"id": "c1", "strategy": "cdg"}, {"id": "c2", "strategy": "cdg"}], "r1", "demo")
-    save_traces(engine, [{"id": "c1", "strategy": "raw"}], "r2", "demo")
-    save_traces(engine, [{"id": "x", "strategy": "cdg"}], "r1", "other")
+    save_traces(engine, [AuditTrace("c1", "cdg"), AuditTrace("c2", "cdg")], "r1", "demo")
+    save_traces(engine, [AuditTrace("c1", "raw")], "r2", "demo")
+    save_traces(engine, [AuditTrace("x", "cdg")], "r1", "other")
     with Session(engine) as session:
         session.add(AuditResultRow(run_id="r3", dataset="demo", case_id="c9", strategy="cdg",
                                    trace_json="{half a line"))

@@ -12,7 +12,7 @@ from tests.audit_data import DEMO, merchant_cases, merchant_index
 from workbench.audit import AuditOptions, audit_case
 from workbench.audit.judge import judge_messages
 from workbench.audit.keywords import keyword_messages
-from workbench.audit.strategies import ContextOptions
+from workbench.audit.policy_context import ContextOptions
 from workbench.cli import main
 from workbench.scaling.distill import load_cases as load_selection_cases
 from workbench.train.data import (

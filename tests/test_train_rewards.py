@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbench.audit import AuditIndex, load_cases
-from workbench.audit.strategies import PolicyContext
+from workbench.audit.policy_context import PolicyContext
 from workbench.graph import PolicyIndex
 from workbench.train.rewards import (
     KeywordOutcome,

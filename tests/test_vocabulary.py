@@ -78,7 +78,8 @@ def test_the_modules_read_their_choices_from_the_vocabulary() -> None:
     from workbench.audit.cases import LABELS
     from workbench.audit.keywords import KEYWORD_METHODS
     from workbench.audit.parts import SPLITS
-    from workbench.audit.strategies import EMPTY_SEED_POLICIES, SEEDING_METHODS, STRATEGIES
+    from workbench.audit.rule_strategies import EMPTY_SEED_POLICIES, SEEDING_METHODS
+    from workbench.audit.strategies import STRATEGIES
     from workbench.render import RENDER_STYLES
 
     assert JUDGE_MODES == values(JudgeMode) and set(JUDGED_MODES) == set(JUDGE_MODES) - {"none"}

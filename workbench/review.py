@@ -289,12 +289,12 @@ def metrics_rows(
 
     ``by="run"``: each run separately (a run holding two strategies gives two rows);
     ``by="latest"``: the newest trace per case and strategy across runs (``run`` = "latest").
-    Metrics are :func:`workbench.audit.metrics.compute_metrics` with the given gold labels
+    Metrics are :func:`workbench.evaluate.metrics.compute_metrics` with the given gold labels
     and governing rules; undefined values are ``None``, and so are the verdict metrics (ACC,
     F1, precision, recall) of a strategy whose traces were all audited without a judge
     (contexts only: nothing was decided, so nothing was decided wrongly).
     """
-    from workbench.audit.metrics import compute_metrics
+    from workbench.evaluate.metrics import compute_metrics
 
     records = list(records)
     if by == "run":
@@ -313,9 +313,7 @@ def metrics_rows(
         context_only = {s for s in {t.strategy for t in traces}
                         if all(t.judge_mode == "none" and t.verdict is None
                                for t in traces if t.strategy == s)}
-        # compute_metrics reads the JSON form (it also scores trace files of other tools).
-        for m in compute_metrics([t.to_dict() for t in traces], labels=labels,
-                                 gold_rules=gold_rules):
+        for m in compute_metrics(traces, labels=labels, gold_rules=gold_rules):
             judged = m.group not in context_only
             rows.append({
                 "dataset": dataset, "run": run, "strategy": m.group, "cases": m.n,

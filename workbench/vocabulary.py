@@ -93,7 +93,7 @@ class Split(StrEnum):
 
 
 class EmptySeedPolicy(StrEnum):
-    """What to do when no seed rule is found (see ``workbench.audit.strategies``)."""
+    """What to do when no seed rule is found (see ``workbench.audit.rule_strategies``)."""
 
     ERROR = "error"
     ALL_RULES = "all-rules"

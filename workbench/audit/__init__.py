@@ -8,8 +8,11 @@ rendered context -> judge verdict, every step kept in an :class:`AuditTrace`.
 
 Strategies (same judge, same prompt skeleton): ``cdg``, ``raw``, ``bm25``, ``dense``,
 ``no-closure``, ``no-keywords``. Batch runs: :func:`run_audit`, writing through a sink
-(:class:`JsonlFileSink`, :class:`StdoutSink`); traces back from JSONL: :func:`read_traces`; metrics:
-:func:`compute_metrics`; CompliBench import: :func:`import_complibench`.
+(:class:`JsonlFileSink`, :class:`StdoutSink`); traces back from JSONL: :func:`read_traces`.
+
+The studies of the audit (metrics, coverage curves, the length sweep, CompliBench import,
+the injection probe) are the sibling package ``workbench.evaluate``: they use this package,
+never the other way round, so an audit does not load them.
 """
 
 from workbench.audit.cases import (
@@ -21,19 +24,12 @@ from workbench.audit.cases import (
     load_cases,
     pseudonymise,
 )
-from workbench.audit.complibench import import_complibench
-from workbench.audit.metrics import StrategyMetrics, compute_metrics, format_table
 from workbench.audit.pipeline import JUDGE_MODES, AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
+from workbench.audit.policy_context import ContextOptions, ContextUnavailable, PolicyContext
 from workbench.audit.runner import RunAborted, RunSummary, arun_audit, run_audit
 from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink, TraceSink
-from workbench.audit.strategies import (
-    STRATEGIES,
-    ContextOptions,
-    ContextUnavailable,
-    PolicyContext,
-    get_strategy,
-)
+from workbench.audit.strategies import STRATEGIES, get_strategy
 from workbench.audit.trace import (
     AuditError,
     AuditTrace,
@@ -71,17 +67,13 @@ __all__ = [
     "PolicyContext",
     "RunAborted",
     "RunSummary",
-    "StrategyMetrics",
     "Turn",
     "Verdict",
     "arun_audit",
     "audit_case",
     "case_from_dict",
-    "compute_metrics",
     "dump_cases",
-    "format_table",
     "get_strategy",
-    "import_complibench",
     "latest_per_case",
     "load_cases",
     "pseudonymise",

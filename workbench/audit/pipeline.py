@@ -33,16 +33,11 @@ from workbench.audit.keywords import (
 )
 from workbench.audit.parts import SPLITS, judge_in_parts, plan_parts, render_part
 from workbench.audit.policy import AuditIndex
+from workbench.audit.policy_context import ContextOptions, ContextUnavailable, PolicyContext, Strategy
 from workbench.audit.routing import DEFAULT_MAX_SKILLS, Routing, RoutingError, route
-from workbench.audit.strategies import (
-    ContextOptions,
-    ContextUnavailable,
-    PolicyContext,
-    Strategy,
-    get_strategy,
-)
+from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditError, AuditTrace, ModelCall, WindowFit
-from workbench.audit.window import JudgeWindow, WindowExceeded, fit_case, judge_window, policy_target
+from workbench.audit.window import JudgeWindow, WindowExceeded, fit_case, judge_room, judge_window
 from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.llm.errors import ModelCallError
@@ -66,7 +61,9 @@ class AuditOptions:
     # How to judge a context over the judge's window: "grouped" (closure-ordered groups)
     # or "per-rule" (see workbench.audit.parts).
     split: str = Split.GROUPED
-    # The judge's context window; None: from the gateway's configuration (judge_window).
+    # The judge's context window; None: this case's audit works it out from the gateway's
+    # configuration when judging (a batch works it out once for the run, with or without a
+    # judge: workbench.audit.batch.AuditBatch.configure).
     window: JudgeWindow | None = None
     # Where the verdict's violation probability comes from (log-probabilities or samples).
     probability: ProbabilityOptions = ProbabilityOptions()
@@ -163,7 +160,7 @@ def _settings(opts: AuditOptions, gateway: Any) -> dict[str, Any]:
     c = opts.context
     return {
         "seeding": str(c.seeding), "render": str(c.render), "max_seeds": c.max_seeds,
-        "budget": c.budget, "target_tokens": c.target_tokens, "split": str(opts.split),
+        "budget": c.budget, "target_tokens": c.seed_target, "split": str(opts.split),
         "probability": str(opts.probability.method) if opts.judge_mode != JudgeMode.NONE else "",
         "models": {r: configured[r].model for r in roles if r in configured},
     }
@@ -256,8 +253,9 @@ def _context(case, index, strat, routing: Routing, opts: AuditOptions, window, t
     if window is not None:
         # What the window leaves for the policy caps the seeds' target (it does not replace
         # the small default target); the budget stays hard.
-        context_opts = replace(context_opts, room_tokens=policy_target(case, window))
-    trace.settings["target_tokens"] = context_opts.seed_target(index, routing.skills)
+        context_opts = replace(context_opts, judge_room=judge_room(case, window))
+    # The trace's "target_tokens" setting: the seed target aimed at, the room's cap applied.
+    trace.settings["target_tokens"] = context_opts.effective_seed_target()
     try:
         ctx = strat.build(case, trace.keywords, routing.skills, index, context_opts)
     except ContextUnavailable as exc:
@@ -289,7 +287,7 @@ def _fit(case: AuditCase, ctx: PolicyContext, opts: AuditOptions, window, trace)
         trace.window = exc.fit
         raise Outcome(AuditError(exc.kind, str(exc))) from None
     # Set before judging, so a --no-judge run shows which cases would be judged in parts.
-    split = opts.judge_mode != JudgeMode.PER_RULE and ctx.tokens > trace.window.target_tokens
+    split = opts.judge_mode != JudgeMode.PER_RULE and ctx.tokens > trace.window.judge_room
     trace.window.split = opts.split if split else ""
     return judged
 
@@ -307,7 +305,7 @@ def _judge(case, index, strat, ctx: PolicyContext, gateway, opts: AuditOptions, 
     mode = opts.judge_mode
     try:
         if trace.window is not None and trace.window.split and mode != JudgeMode.PER_RULE:
-            return _judge_parts(case, index, ctx, gateway, opts, trace, trace.window.target_tokens, step)
+            return _judge_parts(case, index, ctx, gateway, opts, trace, trace.window.judge_room, step)
         try:
             judged = judge_context(gateway, case, ctx.text, ctx.units, mode, step, opts.probability,
                                    calls=trace.usage if mode == JudgeMode.PER_RULE else None)
@@ -322,9 +320,11 @@ def _judge(case, index, strat, ctx: PolicyContext, gateway, opts: AuditOptions, 
             half = max(ctx.tokens // 2, largest)
             if trace.window is None:
                 trace.window = WindowFit(0, "unknown: the server refused the whole context", 0, 0, half)
-            trace.window.target_tokens = min(trace.window.target_tokens, half)
+            # The refusal shows the room was smaller than planned: the trace keeps the room
+            # the parts were planned with.
+            trace.window.judge_room = min(trace.window.judge_room, half)
             trace.window.split = opts.split
-            return _judge_parts(case, index, ctx, gateway, opts, trace, trace.window.target_tokens, step)
+            return _judge_parts(case, index, ctx, gateway, opts, trace, trace.window.judge_room, step)
     except ModelCallError as exc:
         raise _model_failure("judge", exc) from None
     if mode != JudgeMode.PER_RULE:

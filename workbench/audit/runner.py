@@ -51,8 +51,6 @@ class RunSummary:
     errors: dict[str, int] = field(default_factory=dict)
 
 
-
-
 def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
               opts: AuditOptions) -> AuditTrace:
     """One case through the pipeline, as every engine runs it: a failure of the case becomes
@@ -69,10 +67,10 @@ def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
         return trace
 
 
-def _plan(cases: Iterable[AuditCase], sink: TraceSink, strategy: str, opts: AuditOptions,
-          retry_failed: bool, summary: RunSummary) -> list[AuditCase]:
+def plan_run(cases: Iterable[AuditCase], sink: TraceSink, strategy: str, opts: AuditOptions,
+             retry_failed: bool, summary: RunSummary) -> list[AuditCase]:
     """The cases still to audit: not done in ``sink`` (a failed one counts as not done when
-    ``retry_failed``), each id once."""
+    ``retry_failed``), each id once; ``summary`` counts them (total, skipped, retried)."""
     done, earlier = sink_done_keys(sink, retry_failed)
     todo = []
     for case in cases:
@@ -185,7 +183,7 @@ async def arun_audit(
     strat = get_strategy(strategy, gateway)  # one instance: the dense encoder loads once
     sink = out if isinstance(out, TraceSink) else JsonlFileSink(out)
     summary = RunSummary()
-    todo = _plan(cases, sink, strat.name, opts, retry_failed, summary)
+    todo = plan_run(cases, sink, strat.name, opts, retry_failed, summary)
     write = _Writer(sink, summary, on_trace)
     if engine is not None:
         await _drive_engine(engine, todo, strat.name, opts, write)

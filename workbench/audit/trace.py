@@ -83,7 +83,9 @@ class WindowFit:
     source: str  # where that figure comes from (configuration, server slot, litellm)
     answer_tokens: int  # room kept for the answer (the judge's max_tokens)
     fixed_tokens: int  # the prompt without the policy: skeleton, conversation, state, reply
-    target_tokens: int  # what is left for the policy: the soft target of the context
+    # The judge's room: what is left for the policy (the cap of the seeds' target, and the
+    # size of each part when judged in parts). ``target_tokens`` in the trace's JSON.
+    judge_room: int
     split: str = ""  # "": judged whole; "grouped" | "per-rule": judged in parts
     # Oldest turns left out so the rest fits (never silently: the judge is told, too).
     turns_total: int = 0
@@ -161,6 +163,8 @@ class AuditTrace:
     # -- (de)serialisation ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        if self.window is not None:
+            out["window"] = _window_json(out["window"])
         out["online_tokens"] = self.online_tokens
         out["latency_ms"] = round(self.timings_ms.get("total", 0.0), 3)
         return out
@@ -188,7 +192,7 @@ class AuditTrace:
                 kw["error"] = AuditError(**kw["error"])
             kw["usage"] = [ModelCall(**c) for c in kw.get("usage") or []]
             if kw.get("window") is not None:
-                kw["window"] = WindowFit(**_record(kw["window"], "window"))
+                kw["window"] = WindowFit(**_window_fields(_record(kw["window"], "window")))
             kw["parts"] = [JudgedPart(**_record(p, "parts")) for p in kw.get("parts") or []]
         except TypeError as exc:  # an unknown or missing field in window/parts
             raise TraceFormatError(f"{where}: not an audit trace: {exc}") from None
@@ -203,6 +207,24 @@ def _record(value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TypeError(f"'{name}' must be an object")
     return value
+
+
+# ``WindowFit.judge_room`` is written as "target_tokens", the name every stored trace and
+# recording has; the attribute was renamed, the JSON was not.
+_ROOM_JSON = "target_tokens"
+
+
+def _window_json(fields: dict[str, Any]) -> dict[str, Any]:
+    """A WindowFit's fields as the trace's JSON names them (in the same order)."""
+    return {(_ROOM_JSON if k == "judge_room" else k): v for k, v in fields.items()}
+
+
+def _window_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """The WindowFit arguments of a trace's JSON ``window``; the attribute's own name is not
+    a JSON field (TypeError, as for any unknown field)."""
+    if "judge_room" in record:
+        raise TypeError("unexpected field 'judge_room' in 'window'")
+    return {("judge_room" if k == _ROOM_JSON else k): v for k, v in record.items()}
 
 
 # Error kinds that another attempt may fix. Others (EmptySeed, NoRoute, BudgetExceeded...)

@@ -3,7 +3,7 @@
 A judge request holds the prompt skeleton, the conversation, the state, the reply, the
 policy context and room for the answer. :func:`judge_window` finds how many tokens that is
 (configuration, the embedded server's slot, litellm's model information); :func:`fit_case`
-says how many are left for the policy (the soft ``target_tokens`` of the context) and, when
+says how many are left for the policy (the judge's room, which caps the seeds' target) and, when
 the conversation itself leaves too little, drops the oldest turns — keeping the reply, the
 state and the most recent turns, telling the judge, and recording it in the trace.
 
@@ -94,6 +94,20 @@ def judge_window(config: Any, role: str = "judge") -> JudgeWindow | None:
     return JudgeWindow(found, f"litellm model info for {rc.model}", answer) if found else None
 
 
+def configured_window(role: str = "judge") -> JudgeWindow | None:
+    """``role``'s window as the workbench settings give it (``load_config``, as every
+    gateway of the command line and the app is built); None when unknown, or when the
+    settings do not load: a bad configuration is reported by the gateway when a model is
+    needed, not here."""
+    from workbench.llm.config import load_config
+    from workbench.llm.errors import LlmConfigError
+
+    try:
+        return judge_window(load_config(), role)
+    except LlmConfigError:
+        return None
+
+
 @lru_cache(maxsize=16)
 def _litellm_window(model: str) -> int | None:
     try:
@@ -122,10 +136,11 @@ def planned(window: JudgeWindow) -> int:
     return int(window.tokens * (1.0 - TOKENIZER_SLACK))
 
 
-def policy_target(case: AuditCase, window: JudgeWindow) -> int:
-    """The soft token target of the policy context for ``case`` before any turn is cut:
-    what the window leaves after the answer and the fixed prompt, but never less than
-    ``MIN_POLICY_SHARE`` of it (a long conversation is cut down to that, see fit_case)."""
+def judge_room(case: AuditCase, window: JudgeWindow) -> int:
+    """The judge's room for ``case`` before any turn is cut: what the window leaves for the
+    policy after the answer and the fixed prompt, but never less than ``MIN_POLICY_SHARE``
+    of it (a long conversation is cut down to that, see fit_case). It caps the seeds'
+    target (``ContextOptions.judge_room``)."""
     floor = int(planned(window) * MIN_POLICY_SHARE)
     fixed = fixed_tokens_upto(case, planned(window) - window.answer_tokens - floor)
     return floor if fixed is None else max(planned(window) - window.answer_tokens - fixed, floor)
@@ -144,7 +159,7 @@ def fixed_tokens_upto(case: AuditCase, cap: int) -> int | None:
     conversation far longer than the window: the turns are counted newest first, and once
     they alone pass ``cap`` the prompt with only those turns is counted exactly (older
     turns only add tokens: each quoted turn is its own line). The pipeline asks twice for
-    the same case (policy target, then fitting): the counts are kept for the last case."""
+    the same case (the judge's room, then fitting): the counts are kept for the last case."""
     memo = _memo_for(case)
     if memo.at_least > cap:  # an earlier call found the prompt over a larger cap
         return None
@@ -177,7 +192,7 @@ _memo = _Memo()
 
 def _newest_line_tokens(case: AuditCase, lines: list[Turn], k: int) -> int:
     """The tokens of the ``k``-th newest line of ``case`` (0: the newest), counted once per
-    case however often the policy target and the fitting ask."""
+    case however often the judge's room and the fitting ask."""
     memo = _memo_for(case)
     while len(memo.line_tokens) <= k:
         memo.line_tokens.append(_line_tokens(case, lines[len(lines) - 1 - len(memo.line_tokens)]))

@@ -58,15 +58,15 @@ class GateRun:
         """Write ``--junit`` and return the exit code. Cases a resumed run skipped count
         with their newest trace in ``--out`` (same strategy, judge mode and keywords)."""
         from workbench.audit import ci_gate
-        from workbench.audit.trace import latest_per_case, trace_key
+        from workbench.audit.trace import latest_per_case, run_key, trace_key
         from workbench.audit.trace_file import read_traces
 
         args = self.args
         if args.out is not None and Path(args.out).is_file():
             wanted = {c.id for c in cases} - set(self.traces)
             earlier = [t for t in latest_per_case(read_traces(args.out)[0], key=trace_key)
-                       if t.id in wanted and (t.strategy, t.judge_mode, t.keywords_method)
-                       == (args.strategy, args.judge_mode, args.keywords)]
+                       if t.id in wanted and trace_key(t)
+                       == run_key(t.id, args.strategy, args.judge_mode, args.keywords)]
             for t in earlier:
                 self.traces.setdefault(t.id, t)
         results = ci_gate.outcomes([c.id for c in cases], self.traces, self.rule)

@@ -141,20 +141,6 @@ def _probability_options(args):
                        "and --sample-temperature") from None
 
 
-def _judge_window():
-    """The judge's window from the configuration (also for --no-judge, so that the traces
-    show how each case would fit); None when unknown. A bad configuration is reported by the
-    gateway when a model is needed, not here."""
-    from workbench.audit.window import judge_window
-    from workbench.llm import LlmConfigError, load_config
-
-    try:
-        return judge_window(load_config())
-    except LlmConfigError:
-        return None
-
-
-
 def load_cases_or_fail(path: str):
     """Load audit cases, turning file and format problems into CLI errors."""
     from workbench.audit.cases import load_cases
@@ -182,10 +168,10 @@ def audit_index_and_cases(args, strategy: str | None = None):
 def _audit(args) -> int:
     from pathlib import Path
 
+    from workbench.audit.batch import AuditBatch
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
-    from workbench.audit.runner import run_audit
-    from workbench.audit.strategies import ContextOptions, needs_gateway
+    from workbench.audit.policy_context import ContextOptions
     from workbench.cli import CliError
     from workbench.commands.graph import load_index_or_fail
 
@@ -207,21 +193,18 @@ def _audit(args) -> int:
         judge_mode=JudgeMode.NONE if args.no_judge else args.judge_mode,
         context=ContextOptions(
             max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k,
-            seeding=args.seeding, render=args.render, target_tokens=args.target_tokens,
+            seeding=args.seeding, render=args.render, seed_target=args.target_tokens,
             lightrag_preset=args.lightrag_preset,
         ),
         split=args.split,
-        window=_judge_window(),
         probability=_probability_options(args),
         time_limit_s=args.time_limit,
     )
-    if opts.window is not None:
-        print(f"[audit] judge window: {opts.window.tokens} tokens ({opts.window.source})",
-              file=sys.stderr)
+    batch = AuditBatch.configure(args.strategy, opts, retry_failed=args.retry_failed)
+    if (window := batch.options.window) is not None:
+        print(f"[audit] judge window: {window.tokens} tokens ({window.source})", file=sys.stderr)
     # LightRAG indexes with the model even under --no-judge: it gets this audit's gateway.
-    needs_model = (args.keywords == KeywordMethod.LLM or not args.no_judge
-                   or needs_gateway(args.strategy))
-    gateway = cli_gateway(args.no_cache) if needs_model else None
+    gateway = cli_gateway(args.no_cache) if batch.needs_model else None
     from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink
 
     # Traces go straight where they belong: --out (resumable) or standard output, and with
@@ -245,11 +228,10 @@ def _audit(args) -> int:
         if gate is not None:
             gate.collect(trace)
 
-    engine = _ray_engine(args, index, needs_model) if args.engine == "ray" else None
+    engine = _ray_engine(args, index, batch.needs_model) if args.engine == "ray" else None
     try:
-        summary = run_audit(cases, AuditIndex(index), args.strategy, sink, gateway, opts,
-                            concurrency=args.concurrency, on_trace=progress,
-                            retry_failed=args.retry_failed, engine=engine)
+        summary = batch.run(cases, AuditIndex(index), sink, gateway,
+                            concurrency=args.concurrency, on_trace=progress, engine=engine)
     finally:
         if gateway is not None:
             gateway.close()
@@ -319,10 +301,10 @@ def _store_earlier(args, cases, sink) -> None:
 def _metrics(args) -> int:
     from pathlib import Path
 
-    from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
     from workbench.cli import CliError
+    from workbench.evaluate.metrics import compute_metrics, format_table
 
     traces, skipped, empty = [], [], []
     for path in args.traces:
@@ -361,7 +343,7 @@ def _metrics(args) -> int:
             if found and len(found) == len(gold[c.id]):
                 spans[c.id] = found
     threshold = threshold_arg(args.threshold)
-    rows = compute_metrics([t.to_dict() for t in traces], labels, gold or None, spans, threshold)
+    rows = compute_metrics(traces, labels, gold or None, spans, threshold)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=1))
     else:
@@ -390,8 +372,8 @@ def threshold_arg(value: str | None) -> float | None:
 
 
 def _import_complibench(args) -> int:
-    from workbench.audit.complibench import import_complibench
     from workbench.cli import CliError
+    from workbench.evaluate.complibench import import_complibench
 
     try:
         s = import_complibench(args.dir, args.out, long=args.long, distractors=args.distractors,

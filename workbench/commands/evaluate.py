@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.audit.curve_figure import evaluations_dir
 from workbench.cli import CliError
 from workbench.commands._common import action, add_index_and_cases, command_group
+from workbench.evaluate.curve_figure import evaluations_dir
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -103,10 +103,10 @@ def _progress(*parts: Any) -> None:
 
 
 def _retrieval(args) -> int:
-    from workbench.audit.coverage_curve import coverage_curve, format_curve
-    from workbench.audit.curve_figure import curve_figure
     from workbench.audit.dense import DenseUnavailable
     from workbench.commands.audit import audit_index_and_cases
+    from workbench.evaluate.coverage_curve import coverage_curve, format_curve
+    from workbench.evaluate.curve_figure import curve_figure
 
     shares = _floats(args.budgets, "--budgets")
     names = _names(args.strategies)
@@ -133,11 +133,11 @@ def _length_sweep(args) -> int:
     from dataclasses import asdict
     from functools import partial
 
-    from workbench.audit.curve_figure import sweep_figure
     from workbench.audit.dense import DenseUnavailable
-    from workbench.audit.length_sweep import format_sweep, run_sweep, sweep_levels
     from workbench.commands._common import cli_gateway
     from workbench.errors import WorkbenchError
+    from workbench.evaluate.curve_figure import sweep_figure
+    from workbench.evaluate.length_sweep import format_sweep, run_sweep, sweep_levels
 
     lengths = [int(x) for x in _floats(args.lengths, "--lengths")]
     if any(n < 500 for n in lengths):

@@ -2,7 +2,7 @@
 
 ``correct`` is 1 when the verdict matches the gold label (``negative`` = violation); a trace
 without a verdict (judge failure, EmptySeed, BudgetExceeded, ...) counts as incorrect, as in
-``workbench.audit.metrics``. Unlabelled cases are left out: there is nothing to score.
+``workbench.evaluate.metrics``. Unlabelled cases are left out: there is nothing to score.
 
 Complexity: ``C = I_d * I_c`` (``workbench.stats.complexity``) of the case's SKILLs taken
 together — the SKILLs the case names, else the union of the SKILLs its traces were routed to.
@@ -32,24 +32,19 @@ class TracesError(WorkbenchError, ValueError):
     """Traces, cases and index do not fit together; the message says what to fix."""
 
 
-def _as_trace(trace: AuditTrace | Mapping[str, Any]) -> AuditTrace:
-    """Traces given as JSON (a caller's dicts) are read through the one validating reader."""
-    return trace if isinstance(trace, AuditTrace) else AuditTrace.from_dict(dict(trace))
-
-
 def _case_map(cases: Iterable[Any] | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(cases, Mapping):
         return dict(cases)
     return {c.id: c for c in cases}
 
 
-def select_traces(traces: Iterable[Any], strategy: str | None = None) -> list[AuditTrace]:
+def select_traces(traces: Iterable[AuditTrace], strategy: str | None = None) -> list[AuditTrace]:
     """The newest trace per case of one strategy, judge mode and keyword method.
 
     Raises :class:`TracesError` when the traces mix several of them and ``strategy`` does not
     pick one: rows of one judge must score one configuration, once per case.
     """
-    rows = [_as_trace(t) for t in traces]
+    rows = list(traces)
     if strategy is not None:
         rows = [t for t in rows if t.strategy == strategy]
     configs = sorted({(t.strategy, t.judge_mode, t.keywords_method) for t in rows})
@@ -63,19 +58,20 @@ def select_traces(traces: Iterable[Any], strategy: str | None = None) -> list[Au
     return latest_per_case(rows, key=lambda t: t.id)
 
 
-def instance_skills(traces: Iterable[Any], cases: Iterable[Any] | Mapping[str, Any]) -> dict[str, list[str]]:
+def instance_skills(traces: Iterable[AuditTrace],
+                    cases: Iterable[Any] | Mapping[str, Any]) -> dict[str, list[str]]:
     """SKILL names per case id: those the case names, else every SKILL any of its traces
     was routed to (sorted), so the set does not depend on which judge ran."""
     by_id = _case_map(cases)
     routed: dict[str, set[str]] = {}
-    for t in map(_as_trace, traces):
+    for t in traces:
         routed.setdefault(t.id, set()).update(t.skills)
     return {cid: list(case.skills) if (case := by_id.get(cid)) is not None and case.skills else sorted(names)
             for cid, names in routed.items()}
 
 
 def outcomes_from_traces(
-    traces: Iterable[Any],
+    traces: Iterable[AuditTrace],
     cases: Iterable[Any] | Mapping[str, Any],
     index: PolicyIndex,
     params_b: float,
@@ -86,8 +82,8 @@ def outcomes_from_traces(
 ) -> list[dict[str, Any]]:
     """Outcome rows of one judge (``params_b`` billion parameters) on one dataset.
 
-    ``traces``: :class:`~workbench.audit.AuditTrace` objects (or their JSON dicts) of one run
-    configuration (or pick it with ``strategy``). ``cases``: the audited
+    ``traces``: :class:`~workbench.audit.AuditTrace` objects of one run configuration
+    (or pick it with ``strategy``). ``cases``: the audited
     :class:`~workbench.audit.AuditCase` objects (gold label, session, named SKILLs); a trace
     whose case is missing falls back to the label, session and routing in the trace.
     ``skills``: SKILL names per case id, to share one choice across several judges' traces
@@ -146,7 +142,7 @@ def outcomes_from_traces(
 
 
 def outcomes_from_runs(
-    runs: Sequence[tuple[Iterable[Any], float]],
+    runs: Sequence[tuple[Iterable[AuditTrace], float]],
     cases: Iterable[Any] | Mapping[str, Any],
     index: PolicyIndex,
     dataset: str,

@@ -21,10 +21,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
 from workbench.scaling.distill import recovery_rows
+
+if TYPE_CHECKING:
+    from workbench.audit.trace import AuditTrace
 
 ROLES = ("base", "teacher", "uniform", "headroom")
 
@@ -81,9 +84,9 @@ def _from_metrics(rows: Any, path: Path, name: str, group: str | None) -> RunF1:
 
 def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | None] | None,
                  group: str | None) -> RunF1:
-    from workbench.audit.metrics import compute_metrics
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import read_traces
+    from workbench.evaluate.metrics import compute_metrics
     from workbench.vocabulary import label_violation
 
     traces, problems = read_traces(text=text, origin=str(path))
@@ -97,9 +100,9 @@ def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | No
         if not traces:
             raise RunEvaluationError(f"--{name}-run {path}: no trace of the given cases",
                                      "evaluate the judge on the held-out cases (--runs-cases)")
-    rows = [r.as_dict() for r in compute_metrics([t.to_dict() for t in traces], labels)]
+    rows = [r.as_dict() for r in compute_metrics(traces, labels)]
     picked = _pick(rows, path, name, group)
-    chosen = [t for t in traces if _group_of(t.to_dict(), rows) == picked.group]
+    chosen = [t for t in traces if _group_of(t, rows) == picked.group]
 
     def label(t) -> str | None:
         return labels.get(t.id) if labels is not None and t.id in labels else t.label
@@ -108,8 +111,8 @@ def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | No
     return RunF1(picked.name, picked.source, picked.f1, picked.labelled, ids, picked.group)
 
 
-def _group_of(trace: Mapping[str, Any], rows: list[dict]) -> str:
-    from workbench.audit.metrics import group_name
+def _group_of(trace: AuditTrace, rows: list[dict]) -> str:
+    from workbench.evaluate.metrics import group_name
 
     with_mode = any("/" in r["group"] for r in rows)
     return group_name(trace, with_mode)

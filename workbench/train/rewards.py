@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from workbench.audit.cases import AuditCase
 from workbench.audit.keywords import DEFAULT_MAX_LLM_KEYWORDS, clean_keywords
 from workbench.audit.policy import AuditIndex
+from workbench.audit.policy_context import ContextOptions, ContextUnavailable, PolicyContext
 from workbench.audit.routing import RoutingError, route
-from workbench.audit.strategies import ContextOptions, ContextUnavailable, PolicyContext, get_strategy
+from workbench.audit.strategies import get_strategy
 from workbench.vocabulary import Seeding, StrategyName
 
 # A judge for the verified reward: (case, closure context) -> predicted violation, or None

@@ -4,7 +4,7 @@ An index lives in ``<root>/<library>/<skill>-<key>/`` where the key hashes the S
 the model, the embedder and the library version: change any of them and a new index is
 built, never a stale one reused. What building it cost (every run appended, a resumed index
 has several) is kept in ``cost.json`` beside it, so it can be shown next to the CDG
-extraction cost of the same SKILL (``cost_report``).
+extraction cost of the same SKILL (``workbench.evaluate.baseline_costs``).
 
 Retrieved chunks are verbatim slices of the SKILL source; ``locate`` finds where, so gold
 coverage by span works for these baselines as for bm25/dense.

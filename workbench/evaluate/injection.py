@@ -24,7 +24,7 @@ from typing import Any
 from workbench.audit.cases import AuditCase
 from workbench.audit.judge import ContextUnit, judge_whole
 from workbench.audit.policy import AuditIndex
-from workbench.audit.strategies import render_rule_sets, rule_units
+from workbench.audit.rule_strategies import render_rule_sets, rule_units
 from workbench.errors import WorkbenchError
 
 # The reason the attacks that carry a ready-made verdict plant; a judge that repeats it

@@ -1,7 +1,7 @@
 """Recall–tokens curves: gold coverage of each policy-access strategy at matched budgets.
 
 For every budget (a share of the routed SKILLs' RawSkill tokens) each case is audited without
-a judge with ``target_tokens = share * raw``: ``cdg`` and ``no-closure`` choose seeds to fit
+a judge with ``seed_target = share * raw``: ``cdg`` and ``no-closure`` choose seeds to fit
 it, ``bm25`` and ``dense`` fill it with their best passages, ``raw`` is the whole document
 (which fits only at share 1.0: below that it is BudgetExceeded and covers nothing, since
 RawSkill is never truncated). Coverage is the share of cases with gold governing rules whose
@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from workbench.audit.cases import AuditCase
-from workbench.audit.metrics import aligned_lines
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
+from workbench.evaluate.metrics import aligned_lines
 from workbench.vocabulary import JudgeMode, StrategyName
 
 CURVE_STRATEGIES: tuple[str, ...] = (StrategyName.CDG, StrategyName.NO_CLOSURE, StrategyName.BM25,
@@ -126,7 +126,7 @@ def coverage_curve(
             if progress:
                 progress(name, share)
             targets = [max(int(share * raw), 1) for raw in raw_sizes]
-            options = [base.with_context(target_tokens=t, budget=t if name == "raw" else None)
+            options = [base.with_context(seed_target=t, budget=t if name == "raw" else None)
                        for t in targets]
             coverage, mean_tokens, errors = tally(gold_cases, index, strat, options)
             n = len(gold_cases)

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.cases import AuditCase
-from workbench.audit.complibench import (
+from workbench.errors import WorkbenchError
+from workbench.evaluate.complibench import (
     Conversation,
     Workflow,
     build_skill,
@@ -35,9 +36,8 @@ from workbench.audit.complibench import (
     read_conversation,
     skill_name,
 )
-from workbench.audit.coverage_curve import CURVE_STRATEGIES
-from workbench.audit.metrics import aligned_lines, compute_metrics
-from workbench.errors import WorkbenchError
+from workbench.evaluate.coverage_curve import CURVE_STRATEGIES
+from workbench.evaluate.metrics import aligned_lines, compute_metrics
 from workbench.graph import PolicyIndex
 from workbench.inputs import read_input_text
 from workbench.tokens import count_tokens
@@ -289,7 +289,7 @@ def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: Any, opts:
 
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
         traces = list(pool.map(lambda c: audit_one(c, index, strat, gateway, opts), sample))
-    m = compute_metrics([t.to_dict() for t in traces], {c.id: c.label for c in sample})[0]
+    m = compute_metrics(traces, {c.id: c.label for c in sample})[0]
 
     def num(x: float) -> float | None:
         return None if math.isnan(x) else x
@@ -314,10 +314,10 @@ def run_sweep(
     """
     from dataclasses import replace
 
-    from workbench.audit.coverage_curve import tally
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
     from workbench.audit.strategies import get_strategy
+    from workbench.evaluate.coverage_curve import tally
 
     base = options or AuditOptions()
     opts = replace(base, judge_mode=JudgeMode.NONE)

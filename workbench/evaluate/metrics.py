@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from workbench.vocabulary import ErrorKind, JudgeMode, KeywordMethod, StrategyName, label_violation
+from workbench.audit.trace import AuditTrace
+from workbench.vocabulary import ErrorKind, StrategyName, label_violation
 
 NAN = float("nan")
 
@@ -73,11 +74,11 @@ RULE_STRATEGIES = (StrategyName.CDG, StrategyName.NO_CLOSURE, StrategyName.NO_KE
 NO_CONTEXT_KINDS = (ErrorKind.EMPTY_SEED, ErrorKind.NO_ROUTE, ErrorKind.UNKNOWN_SKILL)
 
 
-def _span_covered(trace: Mapping[str, Any], skill: str, spans: list[tuple[int, int]]) -> bool:
+def _span_covered(trace: AuditTrace, skill: str, spans: list[tuple[int, int]]) -> bool:
     """Every gold span lies inside some unit span of the same SKILL."""
     if not spans:
         return False
-    units = [u for u in (trace.get("unit_spans") or {}).values() if u.get("skill") == skill]
+    units = [u for u in trace.unit_spans.values() if u.get("skill") == skill]
     return all(
         any(a <= s and e <= b for u in units for a, b in u.get("spans") or []) for s, e in spans
     )
@@ -87,21 +88,27 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else NAN
 
 
-def group_name(trace: Mapping[str, Any], with_mode: bool) -> str:
-    name = str(trace.get("strategy"))
+def group_name(trace: AuditTrace, with_mode: bool) -> str:
+    name = str(trace.strategy)
     if with_mode:
-        name += f"/{trace.get('judge_mode', 'whole')}/{trace.get('keywords_method', 'lexical')}"
+        name += f"/{trace.judge_mode}/{trace.keywords_method}"
     return name
 
 
+def _label(trace: AuditTrace, labels: Mapping[str, str | None] | None) -> str | None:
+    """The case's gold label: from ``labels`` when it names the case, else the trace's own."""
+    return labels[trace.id] if labels is not None and trace.id in labels else trace.label
+
+
 def compute_metrics(
-    traces: Iterable[Mapping[str, Any]],
+    traces: Iterable[AuditTrace],
     labels: Mapping[str, str | None] | None = None,
     gold_rules: Mapping[str, str | list[str]] | None = None,
     gold_spans: Mapping[str, list[tuple[str, list[tuple[int, int]]]]] | None = None,
     threshold: float | None = None,
 ) -> list[StrategyMetrics]:
-    """Metrics per strategy (in first-seen order).
+    """Metrics per strategy (in first-seen order) of ``traces`` (read from files with
+    ``workbench.audit.trace_file.read_traces``, from the store with ``store.audit_repo``).
 
     ``labels`` (case id -> "positive"/"negative") override the labels stored in traces;
     ``gold_rules`` (case id -> governing rule id or ids) enables ``coverage``; ``gold_spans``
@@ -110,10 +117,9 @@ def compute_metrics(
     (default: cross-validated, see the module doc).
     """
     traces = list(traces)
-    modes = {(t.get("judge_mode", JudgeMode.WHOLE), t.get("keywords_method", KeywordMethod.LEXICAL))
-             for t in traces}
+    modes = {(t.judge_mode, t.keywords_method) for t in traces}
     with_mode = len(modes) > 1
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+    groups: dict[str, list[AuditTrace]] = {}
     for t in traces:
         groups.setdefault(group_name(t, with_mode), []).append(t)
     out = []
@@ -122,39 +128,35 @@ def compute_metrics(
         ctx, online, latency = [], [], []
         covered = 0
         for t in items:
-            label = labels.get(t["id"]) if labels is not None and t["id"] in labels else t.get("label")
-            verdict = t.get("verdict")
-            error = t.get("error")
+            verdict, error = t.verdict, t.error
             if error:
-                m.errors[error["kind"]] = m.errors.get(error["kind"], 0) + 1
+                m.errors[error.kind] = m.errors.get(error.kind, 0) + 1
             if verdict is not None:
                 m.judged += 1
-            actual = label_violation(label)
+            actual = label_violation(_label(t, labels))
             if actual is not None:
                 m.labelled += 1
                 if verdict is not None:
-                    predicted = bool(verdict["violation"])
+                    predicted = bool(verdict.violation)
                     m.correct += predicted == actual
                     m.tp += predicted and actual
                     m.fp += predicted and not actual
                     m.fn += (not predicted) and actual
                     m.tn += (not predicted) and (not actual)
-            if not error or error.get("kind") not in NO_CONTEXT_KINDS:
-                ctx.append(float(t.get("context_tokens") or 0))
-            online.append(float(t.get("online_tokens") or 0))
-            latency.append(float((t.get("timings_ms") or {}).get("total", 0.0)))
-            if gold_rules is not None and t["id"] in gold_rules:
-                gold = gold_rules[t["id"]]
+            if not error or error.kind not in NO_CONTEXT_KINDS:
+                ctx.append(float(t.context_tokens or 0))
+            online.append(float(t.online_tokens))
+            latency.append(float(t.timings_ms.get("total", 0.0)))
+            if gold_rules is not None and t.id in gold_rules:
+                gold = gold_rules[t.id]
                 gold = [gold] if isinstance(gold, str) else list(gold)
-                if t.get("strategy") in RULE_STRATEGIES:
-                    units = set(t.get("units") or []) | {
-                        r for ids in (t.get("closure") or {}).values() for r in ids
-                    }
+                if t.strategy in RULE_STRATEGIES:
+                    units = set(t.units) | set(t.closure_ids)
                     m.coverage_n += 1
                     covered += all(g in units for g in gold)
-                elif gold_spans is not None and t["id"] in gold_spans:
+                elif gold_spans is not None and t.id in gold_spans:
                     m.coverage_n += 1
-                    covered += all(_span_covered(t, sk, sp) for sk, sp in gold_spans[t["id"]])
+                    covered += all(_span_covered(t, sk, sp) for sk, sp in gold_spans[t.id])
         m.acc = _ratio(m.correct, m.labelled)
         m.precision = _ratio(m.tp, m.tp + m.fp)
         m.recall = _ratio(m.tp, m.tp + m.fn)
@@ -175,7 +177,8 @@ def compute_metrics(
 MIN_FOR_CROSS_VALIDATION = 10
 
 
-def _probability_metrics(m: StrategyMetrics, items, labels, threshold: float | None) -> None:
+def _probability_metrics(m: StrategyMetrics, items: list[AuditTrace],
+                         labels: Mapping[str, str | None] | None, threshold: float | None) -> None:
     from workbench.audit.calibration import (
         Scored,
         accuracy_at_coverage,
@@ -188,11 +191,10 @@ def _probability_metrics(m: StrategyMetrics, items, labels, threshold: float | N
 
     scored = []
     for t in items:
-        label = labels.get(t["id"]) if labels is not None and t["id"] in labels else t.get("label")
-        actual, verdict = label_violation(label), t.get("verdict")
-        if actual is None or verdict is None or verdict.get("probability") is None:
+        actual, verdict = label_violation(_label(t, labels)), t.verdict
+        if actual is None or verdict is None or verdict.probability is None:
             continue
-        scored.append(Scored(float(verdict["probability"]), actual, t.get("session") or t["id"], t["id"]))
+        scored.append(Scored(float(verdict.probability), actual, t.session or t.id, t.id))
     m.with_probability = len(scored)
     if not scored:
         return
