@@ -18,10 +18,10 @@ from components import identity, queue_nav
 from components.errors import show_error
 from components.safe import md
 from store import edge_review, repo
-from workbench.editing import apply_verdicts
 from workbench.glossary import help_for
 from workbench.graph import PROVENANCES, Edge, SkillGraph
-from workbench.graph_diff import diff_skills
+from workbench.graph.diff import diff_skills
+from workbench.graph.editing import apply_verdicts
 from workbench.roles import Actor, NotAllowed
 from workbench.words import plural
 

@@ -16,8 +16,8 @@ from pages._state import engine, model_gateway, user_name
 from store import audit_repo, repo
 from workbench.audit import AuditOptions
 from workbench.audit.strategies import ContextOptions
-from workbench.editing import apply_edits
-from workbench.impact import closure_changes, reaudit, with_skill
+from workbench.graph.editing import apply_edits
+from workbench.graph.impact import closure_changes, reaudit, with_skill
 from workbench.roles import NotAllowed
 from workbench.vocabulary import Seeding
 from workbench.words import plural

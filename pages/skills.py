@@ -21,6 +21,7 @@ from store.extraction import SqlStepStore
 from workbench.extract import SkillSourceError, extract_skill, load_sources
 from workbench.extract.blocks import plan_blocks
 from workbench.glossary import help_for
+from workbench.graph.stats import skill_stats
 from workbench.roles import NotAllowed
 from workbench.settings import REFERENCE_INDEX
 from workbench.skill_upload import (
@@ -30,7 +31,6 @@ from workbench.skill_upload import (
     public_text,
     screen_upload,
 )
-from workbench.stats import skill_stats
 from workbench.words import plural
 
 DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "index.json"

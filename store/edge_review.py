@@ -16,10 +16,10 @@ from sqlmodel import Session, select
 from store import repo, skill_trust
 from store.session import insert_all
 from store.skill_trust import EdgeDecisionRow, EdgeTrustRow, RuleTrustRow, replace_trust
-from workbench.editing import apply_verdicts
 from workbench.extract.provenance import EdgeDecisions
 from workbench.graph import EdgeDecision, SkillGraph
-from workbench.graph_diff import diff_skills
+from workbench.graph.diff import diff_skills
+from workbench.graph.editing import apply_verdicts
 from workbench.roles import Actor, require
 
 __all__ = ["Decided", "EdgeDecisionRow", "EdgeTrustRow", "RuleTrustRow", "decide_edge", "decide_edges",

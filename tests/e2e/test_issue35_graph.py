@@ -199,7 +199,7 @@ def test_ten_proposals_accepted_make_one_version(server, page):
 
 def test_a_version_diff_names_rules_fields_and_edges(server, page):
     from store import repo
-    from workbench.editing import apply_edits
+    from workbench.graph.editing import apply_edits
 
     eng = _store(server)
     try:  # version 2: an edited action and a removed edge, with a note that claims more

@@ -45,9 +45,9 @@ from workbench.audit.passages import Passage, render_passages
 from workbench.audit.policy import AuditIndex
 from workbench.audit.rule_ranking import DEFAULT_WEIGHTS, QueryWeights, case_query, choose_seeds
 from workbench.audit.seeds import DEFAULT_MAX_SEEDS, SeedResult, find_seeds
-from workbench.closure import BudgetExceeded, EmptySeed, closure_paths, select_closure
 from workbench.errors import WorkbenchError
-from workbench.render import render_rule, render_rules
+from workbench.graph.closure import BudgetExceeded, EmptySeed, closure_paths, select_closure
+from workbench.graph.render import render_rule, render_rules
 from workbench.tokens import count_tokens
 from workbench.vocabulary import (
     EmptySeedPolicy,

@@ -1,6 +1,6 @@
 """``workbench graph diff`` and ``workbench graph edit``: compare and edit the SKILL versions
 in the store, headless, through what the Graph page uses: the same validation
-(``workbench.editing.apply_edits``), the same verdicts (``store.edge_review.decide_edges``),
+(``workbench.graph.editing.apply_edits``), the same verdicts (``store.edge_review.decide_edges``),
 the same roles (``--as``) and the same stale-version guard (``--base-version``)."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def diff(args) -> int:
     from store import repo
     from store.db import make_engine
     from workbench.cli import CliError
-    from workbench.graph_diff import describe, diff_skills
+    from workbench.graph.diff import describe, diff_skills
 
     engine = make_engine(args.db)
     numbers = [v.version for v in repo.versions(engine, args.skill)]
@@ -95,8 +95,8 @@ def edit(args) -> int:
     from store.db import make_engine
     from workbench.cli import CliError
     from workbench.commands._common import cli_actor
-    from workbench.editing import apply_edits, apply_verdicts
-    from workbench.graph_diff import diff_skills
+    from workbench.graph.diff import diff_skills
+    from workbench.graph.editing import apply_edits, apply_verdicts
     from workbench.roles import require
 
     edits = args.set or args.add_rule or args.remove_rule or args.add_edge or args.remove_edge

@@ -24,7 +24,7 @@ from typing import Any
 from workbench.audit.trace import AuditTrace, latest_per_case
 from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
-from workbench.stats import complexity as graph_complexity
+from workbench.graph.stats import complexity as graph_complexity
 from workbench.vocabulary import ErrorKind, label_violation
 
 

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from workbench.errors import WorkbenchError
-from workbench.graph import MODALITIES, Edge, Problem, Rule, RuleGraph, SkillGraph, Span
-from workbench.graph_diff import diff_skills
+from workbench.graph.diff import diff_skills
+from workbench.graph.rule_graph import MODALITIES, Edge, Problem, Rule, RuleGraph, SkillGraph, Span
 
 
 class VerdictError(WorkbenchError, ValueError):
@@ -143,5 +143,5 @@ def apply_verdicts(skill: SkillGraph, verdicts: Sequence[tuple[tuple[str, str], 
 
 def summarize_changes(old: SkillGraph, new: SkillGraph) -> str:
     """A one-line, human-readable description of what changed between two versions
-    (``workbench.graph_diff``: the same computation as the version comparison)."""
+    (``workbench.graph.diff``: the same computation as the version comparison)."""
     return diff_skills(old, new).summary()
