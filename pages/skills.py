@@ -16,7 +16,7 @@ from components.glossary import column_help
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from pages._state import engine, model_gateway, user_name
-from store import edge_review, repo
+from store import edge_decisions, repo
 from store.extraction import SqlStepStore
 from workbench.extract import SkillSourceError, extract_skill, load_sources
 from workbench.extract.blocks import plan_blocks
@@ -116,7 +116,7 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 # An author's earlier accept/reject verdicts on this SKILL's edges still hold.
                 graph, report = extract_skill(doc, gateway, steps, progress=on_step,
                                               max_block_tokens=int(max_block),
-                                              decisions=edge_review.load_decisions(eng, doc.name))
+                                              decisions=edge_decisions.load_edge_decisions(eng, doc.name))
             except Exception as exc:  # the model is unreachable or a prompt is broken
                 st.error(md(f"{doc.name}: extraction stopped: {public_text(str(exc), uploaded)}. "
                             "Finished blocks are kept; press Extract again to resume."))

@@ -9,7 +9,7 @@ import ast
 import json
 from pathlib import Path
 
-from store import edge_review, repo
+from store import edge_decisions, repo
 from workbench.cli import main
 from workbench.graph import PolicyIndex
 
@@ -94,7 +94,7 @@ def test_every_optional_field_round_trips_through_the_store(engine):
     assert {e.pair: e.provenance for e in skill.graph.edges} == {
         ("F", "V"): "procedure", ("C", "F"): "", ("K", "C"): "author"}
     assert [e.pair for e in skill.proposed] == [("C", "V"), ("K", "V")]
-    assert edge_review.load_decisions(engine, "desk").rejected == {("V", "K")}
+    assert edge_decisions.load_edge_decisions(engine, "desk").rejected == {("V", "K")}
     # The same file again: no new version, no verdict twice.
     (again,) = repo.import_index(engine, PolicyIndex.from_dict(data))
     assert (again.created, again.version, again.decisions_added) == (False, 1, 0)
