@@ -13,12 +13,11 @@ import pkgutil
 import sys
 
 from workbench import commands
+
+# CliError lives beside the command helpers; it is re-exported here only because
+# ``commands/audit.py`` still imports it from this module (its rewrite moves that import).
+from workbench.commands._common import CliError  # noqa: F401
 from workbench.errors import WorkbenchError
-
-
-class CliError(WorkbenchError):
-    """A user error met by the command line itself (a bad flag combination, a missing file):
-    the message says what went wrong and what to do. Exit code 2, as for every WorkbenchError."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -52,7 +52,7 @@ def add_edit(p: argparse.ArgumentParser) -> None:
 def diff(args) -> int:
     from store import repo
     from store.db import make_engine
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.graph.diff import describe, diff_skills
 
     engine = make_engine(args.db)
@@ -93,8 +93,7 @@ def diff(args) -> int:
 def edit(args) -> int:
     from store import edge_decisions, repo
     from store.db import make_engine
-    from workbench.cli import CliError
-    from workbench.commands._common import cli_actor
+    from workbench.commands._common import CliError, cli_actor
     from workbench.graph.diff import diff_skills
     from workbench.graph.editing import apply_edge_decisions, apply_edits
     from workbench.roles import require

@@ -49,7 +49,7 @@ def _index(args) -> int:
 
     from workbench.audit.baselines import GraphragIndexes, LightragIndexes
     from workbench.audit.baselines.cost_report import cost_rows, format_cost_rows
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.commands.graph import load_index_or_fail
     from workbench.inputs import read_json
 

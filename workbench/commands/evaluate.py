@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.curve_figure import evaluations_dir
-from workbench.cli import CliError
-from workbench.commands._common import action, add_index_and_cases, command_group
+from workbench.commands._common import CliError, action, add_index_and_cases, command_group
 
 
 def _floats(text: str, what: str) -> list[float]:

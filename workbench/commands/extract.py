@@ -95,7 +95,7 @@ class ProgressBar:
 def _evaluate(args: argparse.Namespace) -> int:
     """Rule precision/recall, span exactness, modality agreement and edge P/R/F1 of an
     extracted index against a reference index (SKILLs paired by name)."""
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.extract.evaluate import evaluate_index
     from workbench.graph import IndexValidationError, PolicyIndex
 
@@ -133,7 +133,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     if args.paths[0] == "evaluate":  # `workbench extract evaluate A B`: a measurement, not a run
         return _evaluate(args)

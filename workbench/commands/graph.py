@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def load_index_or_fail(path: str):
     """Load an index, turning file and validation problems into CLI errors."""
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.graph import PolicyIndex
 
     try:
@@ -66,7 +66,7 @@ def load_index_or_fail(path: str):
 def _stats(args) -> int:
     from dataclasses import asdict
 
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.gguf_tokenizer import GgufTokenizerError
     from workbench.graph.stats import corpus_totals, skill_stats
     from workbench.llm.errors import EmbeddedModelUnavailable
@@ -109,7 +109,7 @@ def _stats(args) -> int:
 
 
 def _closure(args) -> int:
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.graph import UnknownRule
     from workbench.graph.closure import BudgetExceeded, EmptySeed, select_closure
 

@@ -6,8 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from workbench.cli import CliError
-from workbench.commands._common import action, add_index_and_cases, command_group
+from workbench.commands._common import CliError, action, add_index_and_cases, command_group
 from workbench.vocabulary import StrategyName
 
 
