@@ -16,17 +16,25 @@ from components.safe import md
 from workbench.evaluate.curve_figure import curve_figure, evaluations_dir, sweep_figure
 
 
-def _load(folder: Path) -> list[tuple[str, dict]]:
-    out = []
+def result_files(folder: Path) -> tuple[list[tuple[str, object]], list[str]]:
+    """(file name, parsed JSON) of every readable ``*.json`` in ``folder``, and the names of
+    those that are not readable JSON (the callers decide whether to say so), both by name."""
+    readable: list[tuple[str, object]] = []
+    unreadable: list[str] = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            readable.append((path.name, json.loads(path.read_text(encoding="utf-8"))))
         except (OSError, ValueError):
-            st.warning(md(f"{path.name}: not readable JSON; skipped"))
-            continue
-        if isinstance(data, dict) and data.get("kind") in ("retrieval", "length-sweep"):
-            out.append((path.name, data))
-    return out
+            unreadable.append(path.name)
+    return readable, unreadable
+
+
+def _load(folder: Path) -> list[tuple[str, dict]]:
+    readable, unreadable = result_files(folder)
+    for name in unreadable:
+        st.warning(md(f"{name}: not readable JSON; skipped"))
+    return [(name, data) for name, data in readable
+            if isinstance(data, dict) and data.get("kind") in ("retrieval", "length-sweep")]
 
 
 def show_evaluations(folder: Path | None = None) -> None:

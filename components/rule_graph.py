@@ -1,7 +1,7 @@
 """The rule graph as a Components-v2 component on vis-network: legible at any size, and a
 click selects a rule without reloading the page (issue 35 item 4).
 
-- **Layout**: ``workbench.graph_layout.layered`` puts prerequisites below the rules needing
+- **Layout**: ``workbench.graph.layout.layered`` puts prerequisites below the rules needing
   them; the script wraps each layer into rows as wide as the drawing's column and draws at
   scale 1, so labels keep their size whether 5 or 250 rules are shown and the drawing grows
   downwards (the page scrolls; the mouse wheel never zooms). A 225-rule graph was a fit-to-box
@@ -30,7 +30,7 @@ import streamlit as st
 
 from components.graph_view import MODALITY_COLOURS, PROVENANCE_COLOURS
 from workbench.graph import SkillGraph
-from workbench.graph_layout import layered
+from workbench.graph.layout import layered
 
 MARKS = ("seeds", "violated")
 SEED_PREFIX, VIOLATED_PREFIX = "★ ", "✗ "

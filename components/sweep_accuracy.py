@@ -9,13 +9,13 @@ folder (``WORKBENCH_EVAL_DIR``); results without a judged sample are left to
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from components.glossary import column_help
+from components.retrieval_curves import result_files
 from components.safe import md
 from workbench.evaluate.curve_figure import evaluations_dir, sweep_figure
 
@@ -27,15 +27,12 @@ COLUMNS = {"length": "target length", "skill_tokens": "SKILL tokens", "strategy"
 def judged_sweeps(folder: Path) -> list[tuple[str, dict]]:
     """(file name, result) of every readable length sweep with judged rows, by name."""
     out = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # the retrieval section already warns about an unreadable file
+    readable, _unreadable = result_files(folder)  # the retrieval section warns about those
+    for name, data in readable:
         rows = data.get("rows") if isinstance(data, dict) else None
         if (data.get("kind") == "length-sweep" and isinstance(rows, list)
                 and any(isinstance(r, dict) and r.get("judged_cases") for r in rows)):
-            out.append((path.name, data))
+            out.append((name, data))
     return out
 
 

@@ -13,9 +13,9 @@ from components.graph_view import show_graph
 from components.rules import RULE_LINK_CONFIG, with_rule_links
 from components.safe import md
 from workbench.audit.trace import AuditTrace
-from workbench.closure import explain_path
 from workbench.glossary import help_for, plural
 from workbench.graph import PolicyIndex
+from workbench.graph.closure import explain_path
 
 
 def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:

@@ -3,7 +3,7 @@ to edit it and pickers to add or remove its edges (issue 35 items 4 and 5).
 
 It is a fragment: a click on a rule in the drawing, a search or a choice of view reruns only
 this part (no page load, nothing else recomputed); a save reruns the whole page, which then
-shows the new version. Every save goes through ``workbench.editing.apply_edits`` (the checks
+shows the new version. Every save goes through ``workbench.graph.editing.apply_edits`` (the checks
 of the full tables) and ``repo.save_skill`` with the version shown as ``base_version``.
 """
 
@@ -19,10 +19,10 @@ from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.spans import show_source
 from store import repo
-from workbench.editing import apply_edits
 from workbench.graph import MODALITIES, SkillGraph
+from workbench.graph.editing import apply_edits
+from workbench.graph.rule_graph import search_rules
 from workbench.roles import NotAllowed
-from workbench.rule_search import search_rules
 from workbench.words import plural
 
 FULL_GRAPH_LIMIT = 300  # a layered drawing of more than this is taller than anyone scrolls

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 
 from components.safe import md
 from store import repo
-from workbench.graph_diff import GraphDiff, describe, diff_skills
+from workbench.graph.diff import GraphDiff, describe, diff_skills
 
 
 def compare(eng: Engine, name: str, numbers: list[int], shown: int) -> None:

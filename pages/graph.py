@@ -10,14 +10,14 @@ from components.errors import show_error
 from components.graph_view import provenance_legend
 from components.safe import md
 from pages import _graph_focus, _graph_versions
-from pages._graph_edge_review import provenance_filter, review_panel
+from pages._graph_proposals import proposals_panel, provenance_filter
 from pages._policy_cache import policy_index
 from pages._state import engine, model_gateway, user_name
 from store import audit_repo, repo
 from workbench.audit import AuditOptions
 from workbench.audit.policy_context import ContextOptions
-from workbench.editing import apply_edits
-from workbench.impact import closure_changes, reaudit, with_skill
+from workbench.graph.editing import apply_edits
+from workbench.graph.impact import closure_changes, reaudit, with_skill
 from workbench.roles import NotAllowed
 from workbench.vocabulary import Seeding
 from workbench.words import plural
@@ -69,7 +69,7 @@ author = identity.acting_name("Your name", "graph_author", user_name())
 _graph_focus.focus(eng, skill, version, latest,
                   kinds if (skill.graph.edges or skill.proposed) else None, author)
 
-decided = review_panel(eng, skill, version, identity.actor(author))
+decided = proposals_panel(eng, skill, version, identity.actor(author))
 if decided is not None:
     st.session_state["graph_show_version"] = decided
     st.rerun()

@@ -16,11 +16,12 @@ from components.glossary import column_help
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from pages._state import engine, model_gateway, user_name
-from store import edge_review, repo
+from store import edge_decisions, repo
 from store.extraction import SqlStepStore
 from workbench.extract import SkillSourceError, extract_skill, load_sources
 from workbench.extract.blocks import plan_blocks
 from workbench.glossary import help_for
+from workbench.graph.stats import skill_stats
 from workbench.roles import NotAllowed
 from workbench.settings import REFERENCE_INDEX
 from workbench.skill_upload import (
@@ -30,7 +31,6 @@ from workbench.skill_upload import (
     public_text,
     screen_upload,
 )
-from workbench.stats import skill_stats
 from workbench.words import plural
 
 DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "index.json"
@@ -116,7 +116,7 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 # An author's earlier accept/reject verdicts on this SKILL's edges still hold.
                 graph, report = extract_skill(doc, gateway, steps, progress=on_step,
                                               max_block_tokens=int(max_block),
-                                              decisions=edge_review.load_decisions(eng, doc.name))
+                                              decisions=edge_decisions.load_edge_decisions(eng, doc.name))
             except Exception as exc:  # the model is unreachable or a prompt is broken
                 st.error(md(f"{doc.name}: extraction stopped: {public_text(str(exc), uploaded)}. "
                             "Finished blocks are kept; press Extract again to resume."))

@@ -23,7 +23,7 @@ from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
 from store.session import retry_conflicts, write_session
 from workbench.errors import WorkbenchError
 from workbench.graph import Edge, EdgeDecision, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
-from workbench.graph_diff import diff_skills
+from workbench.graph.diff import diff_skills
 from workbench.roles import COMMAND_LINE, Actor, require
 from workbench.skill_names import look_alike_problem, name_skeleton
 
@@ -96,7 +96,7 @@ def save_skill(
     ``decisions`` (verdicts on edges) are recorded in the same transaction, also when the
     content equals the latest version (rejecting proposals changes no graph), and not at all
     when the save is refused. ``note`` is the author's; the edit history's summary is
-    computed from the change itself (``workbench.graph_diff``).
+    computed from the change itself (``workbench.graph.diff``).
     """
     require(actor, "edit graphs")
     verdicts = list(decisions)
@@ -147,7 +147,7 @@ def _refuse_look_alikes(session: Session, names: Iterable[str]) -> None:
 
 
 def _changes_since(engine: Engine, name: str, base: int, latest: int) -> str:
-    from workbench.editing import summarize_changes
+    from workbench.graph.editing import summarize_changes
 
     try:
         return summarize_changes(load_skill(engine, name, base), load_skill(engine, name, latest))

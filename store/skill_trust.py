@@ -1,7 +1,7 @@
 """What a SKILL version knows beyond its rules and edges: provenance and confidence of its
 rules and edges, its proposed edges, and the author's verdicts on edges of the SKILL.
 
-The tables live here, apart from ``store.repo`` and ``store.edge_review``, so that the one
+The tables live here, apart from ``store.repo`` and ``store.edge_decisions``, so that the one
 save path (``repo.save_skill``) writes them in the version's own transaction and the one load
 path (``repo.load_skill``) reads them back: ``workbench import`` of a ``skillcdg/1`` file with
 proposals and sourced edges dropped both (issue 35), because only the extraction wrote them.

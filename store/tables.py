@@ -10,7 +10,7 @@ imports it back.
 from __future__ import annotations
 
 import store.annotation  # noqa: F401
-import store.edge_review  # noqa: F401
+import store.edge_decisions  # noqa: F401
 import store.extraction  # noqa: F401
 import store.llm_cache  # noqa: F401
 import store.llm_endpoints  # noqa: F401

@@ -12,7 +12,7 @@ from workbench.audit.policy_context import ContextOptions, ContextUnavailable
 from workbench.audit.rule_ranking import case_query, choose_seeds, heading_paths, section_of
 from workbench.audit.strategies import get_strategy
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
-from workbench.render import render_rule, render_rules
+from workbench.graph.render import render_rule, render_rules
 from workbench.tokens import count_tokens
 
 # Two sibling workflows whose steps use the same words ("appointment", "time", "confirm");

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from store import edge_review, people, repo
+from store import edge_decisions, people, repo
 from store.db import make_engine
 from tests.test_store_index_io import full_index
 from workbench.cli import main
@@ -90,7 +90,7 @@ def test_accept_all_makes_one_version_and_records_every_verdict(db, capsys):
     assert [v.version for v in repo.versions(eng, "desk")] == [1, 2]
     skill = repo.load_skill(eng, "desk")
     assert skill.proposed == [] and {("C", "V"), ("K", "V")} <= {e.pair for e in skill.graph.edges}
-    assert {("C", "V"), ("K", "V")} <= edge_review.load_decisions(eng, "desk").accepted
+    assert {("C", "V"), ("K", "V")} <= edge_decisions.load_edge_decisions(eng, "desk").accepted
 
 
 def test_rejecting_proposals_records_them_without_a_version(db, capsys):
@@ -119,7 +119,7 @@ def test_the_roster_decides_on_the_command_line_as_on_the_pages(db, capsys):
     code, _, err = run(capsys, *args, "--as", "ann")
     assert code == 2 and "ann is signed in as annotator, which may not edit graphs" in err
     assert [v.version for v in repo.versions(eng, "desk")] == [1]
-    assert edge_review.load_decisions(eng, "desk").accepted == {("K", "C")}  # the imported one
+    assert edge_decisions.load_edge_decisions(eng, "desk").accepted == {("K", "C")}  # the imported one
     assert run(capsys, *args, "--as", "ada")[0] == 0
     assert repo.edit_history(eng, "desk")[-1].author == "ada"
 

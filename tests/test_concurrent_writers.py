@@ -59,7 +59,7 @@ def writer(number: int, url: str, folder: str, base_index: dict, barrier, result
         from store.review import add_decisions
         from workbench.annotation.labels import RULE_CORRECTNESS, Label
         from workbench.cli import main
-        from workbench.editing import apply_edits
+        from workbench.graph.editing import apply_edits
         from workbench.review import ReviewDecision
 
         quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from workbench.editing import apply_edits
 from workbench.graph import PolicyIndex
+from workbench.graph.editing import apply_edits
 
 
 def _tables(skill):

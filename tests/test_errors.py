@@ -29,8 +29,8 @@ def test_str_is_message_then_hint() -> None:
 def test_subclasses_keep_the_builtin_base_callers_catch() -> None:
     from store.repo import NotFound
     from workbench.audit.cases import CaseFormatError
+    from workbench.graph.rule_graph import UnknownRule
     from workbench.inputs import InputError
-    from workbench.rule_graph import UnknownRule
 
     assert issubclass(CaseFormatError, ValueError) and issubclass(CaseFormatError, WorkbenchError)
     assert issubclass(NotFound, LookupError) and issubclass(UnknownRule, KeyError)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from workbench.extract import MemoryStepStore, extract_skill, load_prompt, plan_blocks
-from workbench.extract.pipeline import EXTRACT_SCHEMA_NAME, extraction_request
+from workbench.extract.block_extraction import EXTRACT_SCHEMA_NAME, extraction_request
 from workbench.extract.rebase import rebase_block
 from workbench.extract.schema import BlockExtraction, validate_extraction
 from workbench.graph import MODALITIES, PolicyIndex

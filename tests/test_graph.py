@@ -7,13 +7,6 @@ import random
 import networkx as nx
 import pytest
 
-from workbench.closure import (
-    BudgetExceeded,
-    ClosureContext,
-    EmptySeed,
-    explain_path,
-    select_closure,
-)
 from workbench.graph import (
     Edge,
     IndexValidationError,
@@ -21,6 +14,13 @@ from workbench.graph import (
     Rule,
     RuleGraph,
     UnknownRule,
+)
+from workbench.graph.closure import (
+    BudgetExceeded,
+    ClosureContext,
+    EmptySeed,
+    explain_path,
+    select_closure,
 )
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from tests.test_store_index_io import full_index
 from workbench.graph import Edge, PolicyIndex, RuleGraph, SkillGraph, Span
-from workbench.graph_diff import describe, diff_skills
+from workbench.graph.diff import describe, diff_skills
 
 
 def _skill() -> SkillGraph:

@@ -78,7 +78,7 @@ def test_marked_violated_and_seed_rules_are_drawn_apart(refund_index_data):
 
 
 def test_the_layered_layout_puts_prerequisites_below_and_loners_last(refund_index_data):
-    from workbench.graph_layout import layered
+    from workbench.graph.layout import layered
 
     skill = PolicyIndex.from_dict(refund_index_data).skills["refunds"]
     places = layered(skill.graph, list(skill.graph.rules))
@@ -90,7 +90,7 @@ def test_the_layered_layout_puts_prerequisites_below_and_loners_last(refund_inde
 
 def test_the_layered_layout_survives_a_cycle():
     from workbench.graph import Edge, Rule, RuleGraph
-    from workbench.graph_layout import layered
+    from workbench.graph.layout import layered
 
     rules = [Rule(r, "c", "a", "required") for r in "ABC"]
     graph = RuleGraph(rules, [Edge("A", "B"), Edge("B", "C"), Edge("C", "A")])

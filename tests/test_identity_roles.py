@@ -95,9 +95,9 @@ def test_only_graph_editors_may_delete_a_skill_or_upload_one(db):  # noqa: F811
 
 def test_only_graph_editors_may_decide_a_proposed_edge(tmp_path, monkeypatch):
     """Accepting a proposed edge saves a new graph version: an annotator must not."""
-    from store import edge_review, repo
+    from store import edge_decisions, repo
     from store.db import make_engine
-    from tests.test_page_graph_review import skill
+    from tests.test_page_graph_proposals import skill
 
     url = f"sqlite:///{tmp_path / 'graph.db'}"
     monkeypatch.setenv("WORKBENCH_DB", url)
@@ -105,7 +105,7 @@ def test_only_graph_editors_may_decide_a_proposed_edge(tmp_path, monkeypatch):
     try:
         s = skill()
         v = repo.save_skill(eng, s, author="extract").version
-        edge_review.save_edge_trust(eng, "desk", v, s)
+        edge_decisions.save_edge_trust(eng, "desk", v, s)
         annotator = _as(GRAPH, "annotator")
         assert annotator.button(key="edge_accept").disabled
         assert annotator.button(key="edge_reject").disabled

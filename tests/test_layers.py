@@ -169,6 +169,13 @@ def layer_violations(root: Path = ROOT) -> list[str]:
     return problems
 
 
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    """Source files ``{relative path: text}`` under ``root``, for the checkers' own tests."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
 def test_layer_checker_names_each_upward_import(tmp_path):
     files = {
         "workbench/core.py": "def f():\n    import streamlit\n",
@@ -177,9 +184,7 @@ def test_layer_checker_names_each_upward_import(tmp_path):
         "store/repo.py": "from components.view import draw\n",
         "components/view.py": "from pages import home\nimport store\n",
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    write_tree(tmp_path, files)
     assert sorted(layer_violations(tmp_path)) == [
         "components/view.py:1 imports pages",
         "components/view.py:2 imports store",
@@ -218,3 +223,49 @@ def test_the_online_audit_does_not_load_the_studies():
     audit = {m for m in graph if m == "workbench.audit" or m.startswith("workbench.audit.")}
     studies = sorted(m for m in reachable(graph, audit) if m.split(".")[:2] == ["workbench", "evaluate"])
     assert not studies, f"the online audit path loads the studies: {studies}"
+
+
+# ``workbench.graph`` is the data every stage works on (issue #33 item 5): it imports no stage
+# above it, except ``impact``, which re-audits stored cases after an edit (and which the
+# package's ``__init__`` therefore never imports). Inside the package, modules import each
+# other by module: the ``__init__`` re-exports the graph's types for callers outside.
+GRAPH_PACKAGE = "workbench.graph"
+ABOVE_THE_GRAPH = ("workbench.audit", "workbench.extract", "workbench.evaluate", "workbench.commands",
+                   "workbench.api", "workbench.train", "workbench.scaling", "workbench.annotation")
+
+
+def graph_package_problems(root: Path = ROOT) -> list[str]:
+    problems = []
+    for name, path in source_modules(root).items():
+        if name != GRAPH_PACKAGE and not name.startswith(GRAPH_PACKAGE + "."):
+            continue
+        for ref in imports_of(name, path):
+            above = ref.target.startswith(tuple(p + "." for p in ABOVE_THE_GRAPH)) or (
+                ref.target in ABOVE_THE_GRAPH)
+            if above and name != f"{GRAPH_PACKAGE}.impact":
+                problems.append(f"{path.relative_to(root)}:{ref.line} imports {ref.target}")
+            if name != GRAPH_PACKAGE and ref.target == GRAPH_PACKAGE:
+                problems.append(f"{path.relative_to(root)}:{ref.line} imports the package front")
+            if name == GRAPH_PACKAGE and ref.target == f"{GRAPH_PACKAGE}.impact":
+                problems.append(f"{path.relative_to(root)}:{ref.line} re-exports impact")
+    return problems
+
+
+def test_graph_package_checker_names_each_problem(tmp_path):
+    files = {
+        "workbench/graph/__init__.py": "from workbench.graph.impact import reaudit\n",
+        "workbench/graph/closure.py": "from workbench.graph import PolicyIndex\n",
+        "workbench/graph/render.py": "def f():\n    from workbench.audit.trace import AuditTrace\n",
+        "workbench/graph/impact.py": "from workbench.audit import audit_case\n",  # allowed
+    }
+    write_tree(tmp_path, files)
+    assert sorted(graph_package_problems(tmp_path)) == [
+        "workbench/graph/__init__.py:1 re-exports impact",
+        "workbench/graph/closure.py:1 imports the package front",
+        "workbench/graph/render.py:2 imports workbench.audit.trace",
+    ]
+
+
+def test_the_graph_package_sits_below_the_stages_that_use_it():
+    problems = graph_package_problems()
+    assert not problems, "workbench.graph imports (see the package's docstring):\n" + "\n".join(problems)

@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 from store import audit_repo, repo
 from store.db import make_engine
 from workbench.audit.cases import case_from_dict
-from workbench.editing import apply_edits
 from workbench.graph import PolicyIndex
+from workbench.graph.editing import apply_edits
 
 ROOT = Path(__file__).resolve().parents[1]
 EDGE_DROPPED_IN_V2 = ("R2", "R1")

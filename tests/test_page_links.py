@@ -89,7 +89,7 @@ GRAPH = str(ROOT / "pages" / "graph.py")
 def graph_db(refund_db):
     """The refund SKILL with a second version (R1's action edited)."""
     from store import repo
-    from workbench.editing import apply_edits
+    from workbench.graph.editing import apply_edits
 
     eng = refund_db
     skill = repo.load_skill(eng, "refunds", 1)

@@ -155,7 +155,7 @@ def test_extraction_and_fusion_requests_carry_no_live_chat_token():
 
 
 def test_extract_v1_and_fusion_requests_are_defused():
-    from workbench.extract.pipeline import extraction_request
+    from workbench.extract.block_extraction import extraction_request
 
     messages, _schema = extraction_request(load_prompt("extract_v1"), "Refunds </policy>", HOSTILE, 512)
     assert structure(messages)[0] == 0 and "‹/policy" in messages[1]["content"]

@@ -13,6 +13,7 @@ from workbench.audit import AuditCase, AuditIndex, AuditOptions, audit_case, loa
 from workbench.audit.trace import AuditError, Verdict
 from workbench.cli import main
 from workbench.graph import PolicyIndex
+from workbench.graph.stats import complexity
 from workbench.scaling import load_outcomes, outcomes_from_records
 from workbench.scaling.from_traces import (
     TracesError,
@@ -21,7 +22,6 @@ from workbench.scaling.from_traces import (
     outcomes_from_traces,
     select_traces,
 )
-from workbench.stats import complexity
 
 # mor-001 (negative, names its SKILL), mor-004 (positive, routed by keywords),
 # air-001 (negative), ret-004 (positive, routed to two SKILLs).

@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from workbench.extract.sources import LookAlikeSkillName, load_sources, load_uploads
-from workbench.index_validation import IndexValidationError
+from workbench.graph.validation import IndexValidationError
 from workbench.inputs import load_yaml
 from workbench.skill import SkillFormatError, parse_skill
 from workbench.skill_names import inferred_skill_name, name_skeleton, skill_name_problem

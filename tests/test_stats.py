@@ -6,9 +6,9 @@ import networkx as nx
 import pytest
 
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph
+from workbench.graph.render import render_rules
+from workbench.graph.stats import corpus_totals, depth_and_cycles, skill_stats, strongly_connected_components
 from workbench.llm.errors import EmbeddedModelUnavailable
-from workbench.render import render_rules
-from workbench.stats import corpus_totals, depth_and_cycles, skill_stats, strongly_connected_components
 from workbench.tokens import count_tokens, token_counter
 
 # A tiny SKILL whose tokens are one per word in both tokenizers (checked splits below).

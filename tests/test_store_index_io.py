@@ -9,7 +9,7 @@ import ast
 import json
 from pathlib import Path
 
-from store import edge_review, repo
+from store import edge_decisions, repo
 from workbench.cli import main
 from workbench.graph import PolicyIndex
 
@@ -63,8 +63,8 @@ def _keys(value: object) -> set[str]:
 
 def test_the_fixture_uses_every_field_the_reader_knows():
     """The round trip below covers the format only if its file uses every key the reader
-    reads: a field added to index_validation without a place here fails this test."""
-    tree = ast.parse((ROOT / "workbench" / "index_validation.py").read_text())
+    reads: a field added to workbench.graph.validation without a place here fails this test."""
+    tree = ast.parse((ROOT / "workbench" / "graph" / "validation.py").read_text())
     read: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -94,7 +94,7 @@ def test_every_optional_field_round_trips_through_the_store(engine):
     assert {e.pair: e.provenance for e in skill.graph.edges} == {
         ("F", "V"): "procedure", ("C", "F"): "", ("K", "C"): "author"}
     assert [e.pair for e in skill.proposed] == [("C", "V"), ("K", "V")]
-    assert edge_review.load_decisions(engine, "desk").rejected == {("V", "K")}
+    assert edge_decisions.load_edge_decisions(engine, "desk").rejected == {("V", "K")}
     # The same file again: no new version, no verdict twice.
     (again,) = repo.import_index(engine, PolicyIndex.from_dict(data))
     assert (again.created, again.version, again.decisions_added) == (False, 1, 0)
@@ -128,7 +128,7 @@ def test_import_then_export_store_on_the_command_line(tmp_path, capsys):
 
 def test_an_edit_after_import_keeps_the_imported_provenance(engine):
     """A version saved by an edit (no trust of its own) reads the imported version's."""
-    from workbench.editing import apply_edits
+    from workbench.graph.editing import apply_edits
 
     repo.import_index(engine, PolicyIndex.from_dict(full_index()))
     skill = repo.load_skill(engine, "desk")

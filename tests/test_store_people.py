@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from store import people, repo
-from tests.test_store_edge_review import skill as desk_skill
+from tests.test_store_edge_decisions import skill as desk_skill
 from workbench.clock import utcnow
 from workbench.roles import COMMAND_LINE, SINGLE_USER, Actor, NotAllowed
 from workbench.sign_in import InvalidToken, SignInError

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from store import audit_repo, edge_review, repo
-from tests.test_store_edge_review import saved
-from tests.test_store_edge_review import skill as desk_skill
+from store import audit_repo, edge_decisions, repo
+from tests.test_store_edge_decisions import saved
+from tests.test_store_edge_decisions import skill as desk_skill
 from workbench.audit.cases import case_from_dict
 from workbench.audit.trace import AuditTrace
 from workbench.errors import WorkbenchError
@@ -60,10 +60,10 @@ def test_an_annotator_cannot_save_a_graph_version(engine):
 @pytest.mark.parametrize("accept", [True, False])
 def test_an_analyst_cannot_decide_a_proposed_edge(engine, accept):
     v = saved(engine)
-    _refused(lambda: edge_review.decide_edge(engine, "desk", v, ("C", "F"), accept, ANALYST),
+    _refused(lambda: edge_decisions.decide_edge(engine, "desk", v, ("C", "F"), accept, ANALYST),
              "author or admin")
     assert [r.version for r in repo.versions(engine, "desk")] == [v]
-    decided = edge_review.load_decisions(engine, "desk")
+    decided = edge_decisions.load_edge_decisions(engine, "desk")
     assert decided.accepted == decided.rejected == set()  # a rejection steers extraction: none
 
 
@@ -105,7 +105,7 @@ def test_nobody_signed_in_under_oidc_is_refused_and_told_to_sign_in(engine):
 def test_single_user_mode_and_the_command_line_may_do_every_write(engine):
     me = Actor.single_user("me")
     v = saved(engine)
-    assert edge_review.decide_edge(engine, "desk", v, ("C", "F"), True, me) == v + 1
+    assert edge_decisions.decide_edge(engine, "desk", v, ("C", "F"), True, me) == v + 1
     assert repo.edit_history(engine, "desk")[-1].author == "me"
     assert audit_repo.save_cases(engine, "demo", [_case()], actor=me) == 1
     assert audit_repo.save_trace(engine, AuditTrace(id="c1", strategy="cdg"), "r", "demo") == 1
@@ -113,7 +113,7 @@ def test_single_user_mode_and_the_command_line_may_do_every_write(engine):
 
 
 GUARDED_WRITES = {"save_skill", "delete_skill", "decide_edge", "save_cases", "save_trace",
-                  "save_traces", "StoreSink", "review_panel", "save_role_settings",
+                  "save_traces", "StoreSink", "proposals_panel", "save_role_settings",
                   "add_decision", "add_decisions", "undo_last", "add_label", "add_labels",
                   "add_adjudication"}
 
@@ -129,7 +129,7 @@ def test_every_page_write_passes_the_acting_identity():
             name = getattr(node.func, "attr", getattr(node.func, "id", ""))
             if name not in GUARDED_WRITES:
                 continue
-            if name in {"delete_skill", "decide_edge", "review_panel"}:
+            if name in {"delete_skill", "decide_edge", "proposals_panel"}:
                 continue  # the actor is a required argument: Python refuses a call without it
             if not any(k.arg == "actor" for k in node.keywords):
                 missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")

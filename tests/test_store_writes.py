@@ -18,8 +18,8 @@ from workbench.audit.runner import run_audit
 from workbench.audit.trace import AuditError, AuditTrace, latest_per_case, trace_key
 from workbench.audit.trace_file import read_traces
 from workbench.cli import main
-from workbench.editing import apply_edits
 from workbench.graph import PolicyIndex
+from workbench.graph.editing import apply_edits
 from workbench.llm.errors import MAX_MESSAGE_CHARS, ModelCallError, bound_message
 from workbench.roles import COMMAND_LINE
 

@@ -61,7 +61,7 @@ def test_error_kinds_are_the_strings_traces_and_reports_write() -> None:
     from workbench.audit.deadline import CaseTimeLimit
     from workbench.audit.trace import RETRYABLE_KINDS, AuditError, AuditTrace, is_retryable
     from workbench.audit.window import WindowExceeded
-    from workbench.closure import BudgetExceeded, EmptySeed
+    from workbench.graph.closure import BudgetExceeded, EmptySeed
 
     assert (EmptySeed([]).kind, BudgetExceeded({}, 0, 0).kind) == ("EmptySeed", "BudgetExceeded")
     assert (CaseTimeLimit.kind, WindowExceeded.kind) == ("TimeLimit", "WindowExceeded")
@@ -80,7 +80,7 @@ def test_the_modules_read_their_choices_from_the_vocabulary() -> None:
     from workbench.audit.parts import SPLITS
     from workbench.audit.rule_strategies import EMPTY_SEED_POLICIES, SEEDING_METHODS
     from workbench.audit.strategies import STRATEGIES
-    from workbench.render import RENDER_STYLES
+    from workbench.graph.render import RENDER_STYLES
 
     assert JUDGE_MODES == values(JudgeMode) and set(JUDGED_MODES) == set(JUDGE_MODES) - {"none"}
     assert tuple(STRATEGIES) == values(StrategyName)

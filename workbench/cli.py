@@ -16,11 +16,6 @@ from workbench import commands
 from workbench.errors import WorkbenchError
 
 
-class CliError(WorkbenchError):
-    """A user error met by the command line itself (a bad flag combination, a missing file):
-    the message says what went wrong and what to do. Exit code 2, as for every WorkbenchError."""
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="workbench",

@@ -108,7 +108,7 @@ class Seeding(StrEnum):
 
 
 class Render(StrEnum):
-    """How rules are written for the judge (see ``workbench.render``)."""
+    """How rules are written for the judge (see ``workbench.graph.render``)."""
 
     COMPACT = "compact"
     FULL = "full"

@@ -177,9 +177,9 @@ def test_upload_extract_edit_save_and_impact(server, page):
         assert [(e.source, e.target) for e in saved.graph.edges] == [("refunds-R2", "identity-R1")]
         assert [(v.version, v.created_by) for v in repo.versions(eng, "refund-desk")] == [
             (1, "analyst"), (2, "analyst"), (3, "ada")]
-        from store.edge_review import load_decisions
+        from store.edge_decisions import load_edge_decisions
 
-        decisions = load_decisions(eng, "refund-desk")
+        decisions = load_edge_decisions(eng, "refund-desk")
         assert decisions.accepted == {("refunds-R2", "refunds-R1")} and len(decisions.rejected) == 3
     finally:
         eng.dispose()

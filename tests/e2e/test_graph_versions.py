@@ -20,8 +20,8 @@ ACTION = 2  # rule table columns: id, condition, action, modality
 def _seed(index_data: dict):
     def seed(eng) -> None:
         from store import repo
-        from workbench.editing import apply_edits
         from workbench.graph import PolicyIndex
+        from workbench.graph.editing import apply_edits
 
         other = copy.deepcopy(index_data["skills"][0])
         other["name"] = "returns"

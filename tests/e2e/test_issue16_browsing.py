@@ -169,7 +169,7 @@ def _column(table, name: str) -> list[str]:
 def test_rule_search_narrows_the_rules_table(browser, server):
     """Issue #16 item 5: the rule table listed all rules whatever the search said."""
     from workbench.graph import PolicyIndex
-    from workbench.rule_search import search_rules
+    from workbench.graph.rule_graph import search_rules
 
     skill = PolicyIndex.from_dict(demo_index_data()).skills["airline-policy"]
     query = "compensation"

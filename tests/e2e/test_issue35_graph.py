@@ -171,7 +171,7 @@ def _store(server):
 
 
 def test_ten_proposals_accepted_make_one_version(server, page):
-    from store import edge_review, repo
+    from store import edge_decisions, repo
 
     goto(page, server, "graph")
     page.get_by_text(f"Decide several at once ({N_PROPOSED} proposals waiting)").click()
@@ -190,7 +190,7 @@ def test_ten_proposals_accepted_make_one_version(server, page):
         assert [v.version for v in repo.versions(eng, "desk")] == [1, 2]
         skill = repo.load_skill(eng, "desk")
         assert len(skill.graph.edges) == 4 + N_PROPOSED and skill.proposed == []
-        assert len(edge_review.load_decisions(eng, "desk").accepted) == N_PROPOSED
+        assert len(edge_decisions.load_edge_decisions(eng, "desk").accepted) == N_PROPOSED
         (entry,) = repo.edit_history(eng, "desk")
         assert entry.summary.startswith("added edges D02->D00, D03->D01")
     finally:
@@ -199,7 +199,7 @@ def test_ten_proposals_accepted_make_one_version(server, page):
 
 def test_a_version_diff_names_rules_fields_and_edges(server, page):
     from store import repo
-    from workbench.editing import apply_edits
+    from workbench.graph.editing import apply_edits
 
     eng = _store(server)
     try:  # version 2: an edited action and a removed edge, with a note that claims more

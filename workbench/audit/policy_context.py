@@ -53,7 +53,7 @@ class ContextOptions:
     # The seeds' target (see the module doc): SOFT, set by the caller (``--target-tokens``).
     seed_target: int | None = None
     seeding: str = Seeding.SCORED
-    render: str = Render.COMPACT  # rule rendering (see workbench.render)
+    render: str = Render.COMPACT  # rule rendering (see workbench.graph.render)
     weights: QueryWeights = DEFAULT_WEIGHTS
     # The judge's room (set by the pipeline from ``workbench.audit.window``): it only CAPS
     # the seed target. A 16K-token window must not turn the small default closure into a

@@ -53,7 +53,7 @@ import numpy as np
 from workbench.audit.cases import AuditCase, render_state
 from workbench.audit.text import stems
 from workbench.graph import SkillGraph
-from workbench.render import render_rule
+from workbench.graph.render import render_rule
 from workbench.tokens import count_tokens
 
 # A turn weighing less than this share of the newest one is not read: it can only break an

@@ -17,8 +17,8 @@ from workbench.audit.policy import AuditIndex
 from workbench.audit.policy_context import ContextUnavailable, PolicyContext, check_budget
 from workbench.audit.rule_ranking import case_query, choose_seeds
 from workbench.audit.seeds import SeedResult, find_seeds
-from workbench.closure import BudgetExceeded, EmptySeed, closure_paths, select_closure
-from workbench.render import render_rule, render_rules
+from workbench.graph.closure import BudgetExceeded, EmptySeed, closure_paths, select_closure
+from workbench.graph.render import render_rule, render_rules
 from workbench.tokens import count_tokens
 from workbench.vocabulary import EmptySeedPolicy, ErrorKind, Render, Seeding, StrategyName, values
 

@@ -27,7 +27,7 @@ def acting(args: argparse.Namespace, engine: Any, given: str | None):
     """(name recorded, acting ``roles.Actor``). With a roster the name is the person's own
     (a different ``--reviewer``/``--annotator`` is refused: nobody records for someone else);
     without one, the single user recorded under ``given`` (or ``--as``)."""
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.roles import SINGLE_USER, Actor
 
     actor = cli_actor(args, engine)

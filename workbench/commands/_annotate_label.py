@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli import CliError
 from workbench.commands._acting import add_person
-from workbench.commands._common import action
+from workbench.commands._common import CliError, action
 
 # workbench.annotation.labels.ERROR_TYPES / CRITERIA, spelled out so that building the
 # parser imports nothing heavy; tests keep them equal.

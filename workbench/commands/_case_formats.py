@@ -48,7 +48,7 @@ def read_cases_arg(args: argparse.Namespace, path: str, known: Iterable[str] | N
     ``quiet``: the whole ImportResult is returned instead), a missing file is a CLI error, a
     bad one the importer's CaseFormatError."""
     from workbench.audit.importers import read_cases_file
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     try:
         result = read_cases_file(path, import_options(args, known))

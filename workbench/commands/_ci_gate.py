@@ -40,7 +40,7 @@ class GateRun:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> GateRun | None:
         """The gate asked for (None: neither flag), checked before any case is audited."""
-        from workbench.cli import CliError
+        from workbench.commands._common import CliError
 
         if not getattr(args, "fail_on", None) and not getattr(args, "junit", None):
             return None

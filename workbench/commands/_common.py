@@ -1,5 +1,6 @@
-"""What several command modules declare alike: a command group whose actions are
-subcommands, the policy index + audit cases pair of inputs, and the model gateway.
+"""What several command modules declare alike: the command line's own error (``CliError``),
+a command group whose actions are subcommands, the policy index + audit cases pair of inputs,
+the model gateway and the acting identity.
 
 Not a command itself: ``workbench.cli`` skips modules whose name starts with ``_``.
 """
@@ -9,7 +10,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from workbench.errors import WorkbenchError
 from workbench.settings import USER
+
+
+class CliError(WorkbenchError):
+    """A user error met by the command line itself (a bad flag combination, a missing file):
+    the message says what went wrong and what to do. Exit code 2, as for every WorkbenchError
+    (``workbench.cli.main`` prints it)."""
+
 
 INDEX_HELP = "skillcdg/1 policy index (JSON)"
 CASES_HELP = "cases JSONL in the normalised schema"
@@ -70,7 +79,6 @@ def cli_actor(args: argparse.Namespace, engine: Any):
     user while the roster is empty. With a roster and no name, a ``CliError`` says to give one
     (a guarded write would be refused anyway)."""
     from store.people import command_line_actor
-    from workbench.cli import CliError
 
     name = (getattr(args, "acting_as", None) or USER.read(default="")).strip() or None
     actor = command_line_actor(engine, name)

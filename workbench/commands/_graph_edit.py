@@ -1,6 +1,6 @@
 """``workbench graph diff`` and ``workbench graph edit``: compare and edit the SKILL versions
 in the store, headless, through what the Graph page uses: the same validation
-(``workbench.editing.apply_edits``), the same verdicts (``store.edge_review.decide_edges``),
+(``workbench.graph.editing.apply_edits``), the same verdicts (``store.edge_decisions.decide_edges``),
 the same roles (``--as``) and the same stale-version guard (``--base-version``)."""
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ def add_edit(p: argparse.ArgumentParser) -> None:
 def diff(args) -> int:
     from store import repo
     from store.db import make_engine
-    from workbench.cli import CliError
-    from workbench.graph_diff import describe, diff_skills
+    from workbench.commands._common import CliError
+    from workbench.graph.diff import describe, diff_skills
 
     engine = make_engine(args.db)
     numbers = [v.version for v in repo.versions(engine, args.skill)]
@@ -91,12 +91,11 @@ def diff(args) -> int:
 
 
 def edit(args) -> int:
-    from store import edge_review, repo
+    from store import edge_decisions, repo
     from store.db import make_engine
-    from workbench.cli import CliError
-    from workbench.commands._common import cli_actor
-    from workbench.editing import apply_edits, apply_verdicts
-    from workbench.graph_diff import diff_skills
+    from workbench.commands._common import CliError, cli_actor
+    from workbench.graph.diff import diff_skills
+    from workbench.graph.editing import apply_edge_decisions, apply_edits
     from workbench.roles import require
 
     edits = args.set or args.add_rule or args.remove_rule or args.add_edge or args.remove_edge
@@ -121,10 +120,10 @@ def edit(args) -> int:
                            "nothing to accept or reject")
         if args.dry_run:
             print(f"would decide {len(verdicts)} edge(s): "
-                  f"{diff_skills(skill, apply_verdicts(skill, verdicts)).summary()}")
+                  f"{diff_skills(skill, apply_edge_decisions(skill, verdicts)).summary()}")
             return 0
-        done = edge_review.decide_edges(engine, args.skill, args.base_version, verdicts, actor,
-                                        note=args.note)
+        done = edge_decisions.decide_edges(engine, args.skill, args.base_version, verdicts, actor,
+                                           note=args.note)
         where = (f"saved as version {done.version}" if done.created
                  else f"recorded; the graph is unchanged (version {done.version})")
         print(f"{args.skill}: {done.accepted} accepted, {done.rejected} rejected, {where}: "

@@ -25,9 +25,8 @@ import argparse
 import json
 from pathlib import Path
 
-from workbench.cli import CliError
 from workbench.commands._annotate_label import register_label
-from workbench.commands._common import action, command_group
+from workbench.commands._common import CliError, action, command_group
 
 REQUIRED_COLUMNS = ("item", "annotator", "label")
 

@@ -69,8 +69,7 @@ def build_app(args, engine=None, gateway=None):
     from workbench.api.settings import check_settings, load_api_settings
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
-    from workbench.cli import CliError
-    from workbench.commands._common import cli_gateway
+    from workbench.commands._common import CliError, cli_gateway
     from workbench.commands.graph import load_index_or_fail
 
     settings = load_api_settings().with_changes(

@@ -132,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _probability_options(args):
     from workbench.audit.judge import ProbabilityOptions
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     try:
         return ProbabilityOptions(args.probability, args.samples, args.sample_temperature)
@@ -144,7 +144,7 @@ def _probability_options(args):
 def load_cases_or_fail(path: str):
     """Load audit cases, turning file and format problems into CLI errors."""
     from workbench.audit.cases import load_cases
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     try:
         return load_cases(path)
@@ -157,7 +157,7 @@ def audit_index_and_cases(args, strategy: str | None = None):
     either raised as a CLI error; with ``strategy``, first check that it names a strategy."""
     from workbench.audit import AuditIndex
     from workbench.audit.strategies import STRATEGIES
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.commands.graph import load_index_or_fail
 
     if strategy is not None and strategy not in STRATEGIES:
@@ -172,7 +172,7 @@ def _audit(args) -> int:
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
     from workbench.audit.policy_context import ContextOptions
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.commands.graph import load_index_or_fail
 
     index = load_index_or_fail(args.index)
@@ -253,7 +253,7 @@ def _ray_engine(args, index, needs_model: bool):
     import os
 
     from workbench.audit.ray_engine import RayEngine
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.settings import PREFIX
 
     if args.concurrency < 1:
@@ -303,7 +303,7 @@ def _metrics(args) -> int:
 
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.evaluate.metrics import compute_metrics, format_table
 
     traces, skipped, empty = [], [], []
@@ -354,7 +354,7 @@ def _metrics(args) -> int:
 def threshold_arg(value: str | None) -> float | None:
     """``--threshold``: a probability, or the saved threshold of ``dataset:NAME`` /
     ``policy:NAME`` in the workbench database."""
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     if value is None:
         return None
@@ -372,7 +372,7 @@ def threshold_arg(value: str | None) -> float | None:
 
 
 def _import_complibench(args) -> int:
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.evaluate.complibench import import_complibench
 
     try:

@@ -48,7 +48,7 @@ def _index(args) -> int:
     import json
 
     from workbench.audit.baselines import GraphragIndexes, LightragIndexes
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.commands.graph import load_index_or_fail
     from workbench.evaluate.baseline_costs import cost_rows, format_cost_rows
     from workbench.inputs import read_json

@@ -41,7 +41,7 @@ def saved_threshold(scope: str):
     """The current saved ThresholdSetting of ``scope`` (``dataset:NAME`` / ``policy:NAME``)."""
     from store.db import make_engine
     from store.thresholds import current_threshold
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     kind, _, name = scope.partition(":")
     if kind not in ("dataset", "policy") or not name:
@@ -58,7 +58,7 @@ def _labelled(args):
     """(traces, truth by case id) from files or the store."""
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import read_traces
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.vocabulary import label_violation
 
     if args.store:
@@ -91,7 +91,7 @@ def _labelled(args):
 def _calibrate(args) -> int:
     from workbench.audit.calibration import ThresholdSetting, scored_traces
     from workbench.audit.calibration_figures import calibration_report
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     traces, truth = _labelled(args)
     scored, bare = scored_traces(traces, truth)
@@ -137,7 +137,7 @@ def _save(args, setting) -> None:
     engine = make_engine()
     kind, _, name = args.save.partition(":")
     if kind not in ("dataset", "policy") or not name:
-        from workbench.cli import CliError
+        from workbench.commands._common import CliError
 
         raise CliError(f"--save {args.save!r} is not dataset:NAME or policy:NAME")
     base = args.base_version

@@ -15,8 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from workbench.cli import CliError
-from workbench.commands._common import action, command_group
+from workbench.commands._common import CliError, action, command_group
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -33,8 +33,8 @@ def _convert(args) -> int:
     from workbench.audit.cases import dump_cases, load_cases
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import encode_trace, read_traces
-    from workbench.cli import CliError
     from workbench.commands._case_formats import import_options, read_cases_arg
+    from workbench.commands._common import CliError
 
     foreign = args.kind == "cases" and import_options(args).format != "cases"
     if args.kind == "traces" and (args.cases_format or args.cases_map or args.cases_policy):

@@ -43,7 +43,7 @@ def _revision(args) -> int:
     from sqlalchemy import create_engine
 
     from store.db import MIGRATIONS
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     with tempfile.TemporaryDirectory() as folder:
         engine = create_engine(f"sqlite:///{Path(folder) / 'head.db'}")

@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.cli import CliError
-from workbench.commands._common import action, add_index_and_cases, command_group
+from workbench.commands._common import CliError, action, add_index_and_cases, command_group
 from workbench.evaluate.curve_figure import evaluations_dir
 
 

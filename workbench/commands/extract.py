@@ -95,7 +95,7 @@ class ProgressBar:
 def _evaluate(args: argparse.Namespace) -> int:
     """Rule precision/recall, span exactness, modality agreement and edge P/R/F1 of an
     extracted index against a reference index (SKILLs paired by name)."""
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.extract.evaluate import evaluate_index
     from workbench.graph import IndexValidationError, PolicyIndex
 
@@ -133,7 +133,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     if args.paths[0] == "evaluate":  # `workbench extract evaluate A B`: a measurement, not a run
         return _evaluate(args)
@@ -159,7 +159,7 @@ def _extract(args: argparse.Namespace) -> int:
     engine = None
     if args.into_store:
         from store.db import make_engine
-        from store.edge_review import load_decisions
+        from store.edge_decisions import load_edge_decisions
         from store.extraction import SqlStepStore
         from store.repo import check_new_names, save_skill
         from workbench.roles import require
@@ -190,7 +190,7 @@ def _extract(args: argparse.Namespace) -> int:
     for doc in docs:
         try:
             # With the store, an author's verdicts on this SKILL's edges still hold.
-            decisions = None if engine is None else load_decisions(engine, doc.name)
+            decisions = None if engine is None else load_edge_decisions(engine, doc.name)
             skill, report = extract_skill(
                 doc, gateway, steps, progress, max_block_tokens=max_tokens, fuse=not args.no_fuse,
                 decisions=decisions, similarity=similarity, extract_prompt=args.extract_prompt,

@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def load_index_or_fail(path: str):
     """Load an index, turning file and validation problems into CLI errors."""
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.graph import PolicyIndex
 
     try:
@@ -66,10 +66,10 @@ def load_index_or_fail(path: str):
 def _stats(args) -> int:
     from dataclasses import asdict
 
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.gguf_tokenizer import GgufTokenizerError
+    from workbench.graph.stats import corpus_totals, skill_stats
     from workbench.llm.errors import EmbeddedModelUnavailable
-    from workbench.stats import corpus_totals, skill_stats
     from workbench.tokens import TOKENIZERS
 
     index = load_index_or_fail(args.index)
@@ -109,9 +109,9 @@ def _stats(args) -> int:
 
 
 def _closure(args) -> int:
-    from workbench.cli import CliError
-    from workbench.closure import BudgetExceeded, EmptySeed, select_closure
+    from workbench.commands._common import CliError
     from workbench.graph import UnknownRule
+    from workbench.graph.closure import BudgetExceeded, EmptySeed, select_closure
 
     index = load_index_or_fail(args.index)
     seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
@@ -142,7 +142,7 @@ def _closure(args) -> int:
     else:
         print(f"closure ({len(ids)} rules, {outcome.tokens} tokens): {', '.join(ids)}")
         if args.explain:
-            from workbench.closure import explain_path
+            from workbench.graph.closure import explain_path
 
             for rid in ids:
                 print(f"  {rid}: {explain_path(paths[rid])}")
@@ -157,7 +157,7 @@ def _export(args) -> int:
     if args.format == "json":
         text = index.dumps()
     else:
-        from workbench.export import to_graphml
+        from workbench.graph.graphml import to_graphml
 
         text = to_graphml(index)
     if args.out:

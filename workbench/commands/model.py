@@ -83,7 +83,7 @@ def _set(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.llm import load_config
     from workbench.llm.embedded import ensure_embedded_server, stop_embedded_server
 
@@ -143,7 +143,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.llm import EmbeddedModelUnavailable, Gateway, load_config
     from workbench.llm.check import check_role, failed_result
     from workbench.llm.embedded import ensure_embedded_server

@@ -53,7 +53,7 @@ def _add(args) -> int:
 
     from store import people
     from store.db import make_engine
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     password = None
     if args.no_password:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from workbench.cli import CliError
 from workbench.commands._acting import acting, add_person
-from workbench.commands._common import action, command_group
+from workbench.commands._common import CliError, action, command_group
 
 DB_HELP = "SQLAlchemy URL of the workbench database (default: WORKBENCH_DB or .workbench/workbench.db)"
 # workbench.review_decisions.DECISIONS, spelled out so building the parser imports nothing

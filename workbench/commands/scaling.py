@@ -7,8 +7,7 @@ import json
 import sys
 from typing import Any
 
-from workbench.cli import CliError
-from workbench.commands._common import action, command_group
+from workbench.commands._common import CliError, action, command_group
 from workbench.vocabulary import StrategyName
 
 

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.cli import CliError
-from workbench.commands._common import action
+from workbench.commands._common import CliError, action
 
 
 def register(subparsers: Any) -> None:

@@ -83,8 +83,8 @@ def _import_cases(args) -> int:
     from store.db import make_engine
     from workbench.audit import CaseFormatError
     from workbench.audit.importers import ImportFormatError
-    from workbench.cli import CliError
     from workbench.commands._case_formats import print_notes, read_cases_arg
+    from workbench.commands._common import CliError
 
     try:
         # The whole file is checked before the database is opened (opening it creates it).
@@ -118,7 +118,7 @@ def _import_traces(args) -> int:
     from workbench.audit import parquet
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
     from workbench.inputs import InputError
 
     try:

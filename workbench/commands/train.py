@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from workbench.cli import CliError
-from workbench.commands._common import action, add_index_and_cases, command_group
+from workbench.commands._common import CliError, action, add_index_and_cases, command_group
 from workbench.vocabulary import StrategyName
 
 
@@ -223,6 +223,28 @@ def _progress(row: dict[str, Any]) -> None:
     print("… " + ", ".join(parts), file=sys.stderr, flush=True)
 
 
+def _records_with_cases(rows: list[dict], cases: list, cases_path: str) -> dict:
+    """The audit cases of ``rows`` by id; a ``CliError`` names records whose case is not in
+    ``cases`` (read from ``cases_path``)."""
+    by_id = {c.id: c for c in cases}
+    missing = [r["id"] for r in rows if r["id"] not in by_id]
+    if missing:
+        raise CliError(f"{len(missing)} records have no case in {cases_path} (first: {missing[:3]}); "
+                       "pass the cases the records were made from")
+    return by_id
+
+
+def _trained(train: Callable[[], Any], before: str = "") -> int:
+    """Run ``train`` (a trainer call) and print what it did; a ValueError it raises is a
+    command-line problem (a WorkbenchError reaches the CLI's handler as it is)."""
+    try:
+        result = train()
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    print(f"{before}{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
+    return 0
+
+
 def _reviewed_records(args: argparse.Namespace, options):
     """Records of the reviewed verdicts of ``--from-store`` (see workbench.train.reviewed)."""
     from store import audit_repo, repo
@@ -331,11 +353,7 @@ def run_grpo(args: argparse.Namespace) -> int:
     config = _config(args)
     index, cases = audit_index_and_cases(args)
     rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
-    by_id = {c.id: c for c in cases}
-    missing = [r["id"] for r in rows if r["id"] not in by_id]
-    if missing:
-        raise CliError(f"{len(missing)} records have no case in {args.cases} (first: {missing[:3]}); "
-                       "pass the cases the records were made from")
+    by_id = _records_with_cases(rows, cases, args.cases)
     if args.reward == "coverage":
         rows = [r for r in rows if r["gold_rules"]]
         if not rows:
@@ -355,13 +373,8 @@ def run_grpo(args: argparse.Namespace) -> int:
             return coverage_reward(outcome, rows[i]["gold_rules"], args.token_cost)
         return verified_reward(outcome, chosen[i], judge)
 
-    try:
-        result = train_grpo(args.student, [r["keyword_prompt"] for r in rows], reward, args.run_dir,
-                            config, resume=args.resume, progress=_progress)
-    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
-        raise CliError(str(exc)) from None
-    print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
-    return 0
+    return _trained(lambda: train_grpo(args.student, [r["keyword_prompt"] for r in rows], reward,
+                                       args.run_dir, config, resume=args.resume, progress=_progress))
 
 
 def run_joint(args: argparse.Namespace) -> int:
@@ -380,11 +393,7 @@ def run_joint(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     index, cases = audit_index_and_cases(args)
     rows = read_jsonl(args.records, require=("id", "keyword_prompt", "label"))
-    by_id = {c.id: c for c in cases}
-    missing = [r["id"] for r in rows if r["id"] not in by_id]
-    if missing:
-        raise CliError(f"{len(missing)} records have no case in {args.cases} (first: {missing[:3]}); "
-                       "pass the cases the records were made from")
+    by_id = _records_with_cases(rows, cases, args.cases)
     rows = [r for r in rows if label_violation(r.get("label")) is not None]
     if not rows:
         raise CliError("no record is labelled, which the verified reward of the joint step needs")
@@ -397,14 +406,9 @@ def run_joint(args: argparse.Namespace) -> int:
         return judge_messages(chosen[i], outcome.context.text)
 
     labels = [label_violation(r["label"]) for r in rows]
-    try:
-        result = train_joint(args.student, args.teacher, [r["keyword_prompt"] for r in rows],
-                             judge_prompt, labels, args.run_dir, config, settings,
-                             resume=args.resume, progress=_progress)
-    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
-        raise CliError(str(exc)) from None
-    print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
-    return 0
+    return _trained(lambda: train_joint(args.student, args.teacher, [r["keyword_prompt"] for r in rows],
+                                        judge_prompt, labels, args.run_dir, config, settings,
+                                        resume=args.resume, progress=_progress))
 
 
 def run_grpo_contract(args: argparse.Namespace) -> int:
@@ -420,15 +424,12 @@ def run_grpo_contract(args: argparse.Namespace) -> int:
     if not turns:
         raise CliError(f"{args.trajectories}: no agent turn after a user message to train on; "
                        "give trajectories with user and assistant messages")
-    try:
+    def train():
         reward = turn_reward(contract, turns, arm=args.arm, rho=args.rho)
-        result = train_grpo(args.student, [t.prompt for t in turns], reward, args.run_dir,
-                            config, resume=args.resume, progress=_progress)
-    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
-        raise CliError(str(exc)) from None
-    print(f"{len(turns)} agent turns; {result.steps} steps (resumed from {result.resumed_from}); "
-          f"adapter: {result.adapter}")
-    return 0
+        return train_grpo(args.student, [t.prompt for t in turns], reward, args.run_dir,
+                          config, resume=args.resume, progress=_progress)
+
+    return _trained(train, before=f"{len(turns)} agent turns; ")
 
 
 def run_opd(args: argparse.Namespace) -> int:
@@ -442,13 +443,9 @@ def run_opd(args: argparse.Namespace) -> int:
         raise CliError(f"{args.records}: no record carries a judge prompt (chat messages); make "
                        "the records with `workbench train data`, or `scaling select --index`")
     labels = [r.get("violation") if isinstance(r.get("violation"), bool) else None for r in rows]
-    try:
-        result = train_opd(args.student, args.teacher, [r["prompt"] for r in rows], args.run_dir,
-                           config, labels=labels, resume=args.resume, progress=_progress)
-    except ValueError as exc:  # a WorkbenchError reaches the CLI's handler as it is
-        raise CliError(str(exc)) from None
-    print(f"{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
-    return 0
+    return _trained(lambda: train_opd(args.student, args.teacher, [r["prompt"] for r in rows],
+                                      args.run_dir, config, labels=labels, resume=args.resume,
+                                      progress=_progress))
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _ui(args) -> int:
-    from workbench.cli import CliError
+    from workbench.commands._common import CliError
 
     # components.launcher (not plain `streamlit run`) keeps st.navigation in charge; see there.
     if not APP.is_file():

@@ -8,7 +8,8 @@ Modules: ``blocks`` (planning), ``prompts`` (versioned prompt files), ``schema``
 schemas and validation), ``spans`` (quote location), ``rebase`` (ids), ``nonrules`` (text
 carrying no obligation), ``cues`` (edge candidates from the text), ``fusion`` (merges and
 cross-block edges), ``provenance`` (cue edges and an author's decisions), ``steps`` (stored
-step results), ``report``, ``pipeline``, ``sources``, ``evaluate`` (against a reference).
+step results), ``block_extraction`` (the extractor asked about one block), ``report``,
+``pipeline`` (the whole run), ``sources``, ``evaluate`` (against a reference).
 """
 
 from workbench.extract.blocks import PlannedBlock, plan_blocks

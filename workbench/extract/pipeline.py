@@ -4,15 +4,16 @@
 
 1. Plan blocks: heading blocks, split past ``max_block_tokens`` (and past what fits the
    extractor's context when that is known), each with a stable key.
-2. Extract each block with the ``extractor`` role under a JSON schema (blocks run
-   concurrently up to the role's concurrency). By default (prompt ``units_v1``) the block is
-   cut into numbered sentences and list items first and the model gives a verdict for every
-   number (``units``): spans are exact and no sentence can be skipped or capped; a chunk it
-   cannot answer is asked again in halves. With ``extract_v1`` the model lists rules and
-   copies each one's sentence: a block whose answer is unusable or too long for the context
-   is halved and each half asked again, down to a sentence or two, and an answer listing as
-   many rules as its schema allows is asked again in halves (or, with
-   ``on_rule_cap="report"``, flagged in the report), so no rule is lost silently at the cap.
+2. Extract each block with the ``extractor`` role under a JSON schema, blocks running
+   concurrently up to the role's concurrency (one block: ``block_extraction``). By default
+   (prompt ``units_v1``) the block is cut into numbered sentences and list items first and
+   the model gives a verdict for every number (``units``): spans are exact and no sentence
+   can be skipped or capped; a chunk it cannot answer is asked again in halves. With
+   ``extract_v1`` the model lists rules and copies each one's sentence: a block whose answer
+   is unusable or too long for the context is halved and each half asked again, down to a
+   sentence or two, and an answer listing as many rules as its schema allows is asked again
+   in halves (or, with ``on_rule_cap="report"``, flagged in the report), so no rule is lost
+   silently at the cap.
 3. Validate, locate every quote in the source (a unit is its own span), drop untraceable
    rules as ``source_span_error``, rebase ids to ``<block key>-R<n>``; take out rules that
    carry no obligation (``nonrules``), listed in the report.
@@ -33,10 +34,11 @@ import hashlib
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from workbench.clock import utcnow
-from workbench.extract.blocks import PlannedBlock, halve, plan_blocks
+from workbench.extract.block_extraction import SPLITTABLE, BlockExtractor, ExtractedBlock
+from workbench.extract.blocks import PlannedBlock, plan_blocks
 from workbench.extract.cues import find_candidates
 from workbench.extract.fusion import (
     MIN_MERGE_OVERLAP,
@@ -50,24 +52,8 @@ from workbench.extract.prompts import Prompt, load_prompt
 from workbench.extract.provenance import EdgeDecisions, apply_cues
 from workbench.extract.rebase import RebasedBlock, rebase_block
 from workbench.extract.report import BlockReport, ExtractionReport
-from workbench.extract.schema import (
-    SCHEMA_VERSION,
-    BlockExtraction,
-    FusionAnswer,
-    extraction_schema,
-    validate_extraction,
-    validate_fusion,
-)
+from workbench.extract.schema import SCHEMA_VERSION, FusionAnswer, validate_fusion
 from workbench.extract.steps import MemoryStepStore, StepStore, step_key
-from workbench.extract.units import (
-    chunks,
-    merge_answers,
-    opening,
-    render_units,
-    split_units,
-    units_schema,
-    validate_units_answer,
-)
 from workbench.graph import PolicyIndex, SkillGraph
 from workbench.llm import EMBEDDED, Gateway, ModelCallError
 from workbench.skill import SkillDoc
@@ -76,15 +62,9 @@ from workbench.tokens import count_tokens
 DEFAULT_MAX_BLOCK_TOKENS = 12_000
 EXTRACT_PROMPT = "units_v1"
 FUSE_PROMPT = "fuse_v2"
-# Failures that a smaller request can fix: the answer was cut off or malformed, or the
-# prompt did not fit. Anything else (server down, auth) stops the run; stored steps remain.
-SPLITTABLE = frozenset({"invalid_output", "context_overflow"})
 # The served model's tokenizer may count more tokens than cl100k; keep this much slack.
 TOKENIZER_SLACK = 0.85
-TOKENS_PER_RULE = 120
-EXTRACT_SCHEMA_NAME = "rules"
-UNITS_PROMPT_NAME = "units"
-FUSE_SCHEMA_NAME = "fusion"  # answer tokens one extracted rule takes, generously
+FUSE_SCHEMA_NAME = "fusion"
 
 
 @dataclass(frozen=True)
@@ -135,17 +115,6 @@ class ExtractOptions:
     model_edges: str = "auto"
 
 
-@dataclass
-class _Extracted:
-    extraction: BlockExtraction
-    cached: bool
-    errors: list[str] = field(default_factory=list)
-    reused_tokens: int = 0
-    requests: int = 1  # model requests the block took (pieces, or chunks of units)
-    cap_splits: int = 0  # answers that hit the rule cap and were asked again in halves
-    capped: int = 0  # answers at the cap whose text was too short to split
-
-
 def model_label(gateway: Gateway, role: str) -> str:
     """The model name as requests are keyed (``embedded/<alias>`` or the litellm string)."""
     request = gateway.build_request(gateway.config.role(role), [{"role": "user", "content": ""}])
@@ -168,26 +137,6 @@ def context_block_limit(gateway: Gateway, prompt: Prompt, context_tokens: int | 
         return None
     room = context_tokens - role.max_tokens - count_tokens(prompt.system) - 64
     return max(64, int(room * TOKENIZER_SLACK))
-
-
-def rule_bound(block_tokens: int, max_tokens: int) -> int:
-    """How many rules one answer may hold: enough for the block's size, few enough that the
-    answer ends before the role's ``max_tokens``."""
-    cap = max(4, (max_tokens - 150) // TOKENS_PER_RULE)
-    return min(cap, max(6, block_tokens // 25 + 4))
-
-
-def at_rule_cap(answer: object, bound: int) -> bool:
-    """True when an extractor answer lists as many rules as its schema allowed: the model
-    may have had more to say, so the caller splits the text rather than lose them silently."""
-    rules = answer.get("rules") if isinstance(answer, dict) else None
-    return isinstance(rules, list) and len(rules) >= bound
-
-
-def extraction_request(prompt: Prompt, section: str, text: str, max_tokens: int) -> tuple[list, dict]:
-    """The extractor's messages and answer schema for one block (or piece) of text."""
-    bound = rule_bound(count_tokens(text), max_tokens)
-    return prompt.render(section=section, text=text), extraction_schema(max_rules=bound, max_edges=bound + 4)
 
 
 def drop_non_rules(source: str, rb: RebasedBlock) -> list[NonRule]:
@@ -230,11 +179,10 @@ class _Run:
     def __init__(self, doc, gateway, store, progress, opts: ExtractOptions) -> None:
         self.doc, self.gateway, self.store, self.progress, self.opts = doc, gateway, store, progress, opts
         self.xprompt = load_prompt(opts.extract_prompt)
-        # A "units" prompt answers with sentence numbers over a pre-cut text (units.py)
-        # instead of quotes the model copies; the prompt decides the answer's form.
-        self.by_units = self.xprompt.name == UNITS_PROMPT_NAME
         self.fprompt = load_prompt(opts.fuse_prompt)
         self.xsettings = _settings(gateway, "extractor")
+        self.extractor = BlockExtractor(gateway, self.xprompt, doc.name, store, self.xsettings,
+                                        opts.on_rule_cap)
         self.fsettings = _settings(gateway, "fuser")
         fit = context_block_limit(gateway, self.xprompt, opts.context_tokens)
         self.limit = min(opts.max_block_tokens, fit) if fit else opts.max_block_tokens
@@ -326,37 +274,24 @@ class _Run:
                 b.seconds += u.latency_ms / 1000.0
 
     # -- extraction -----------------------------------------------------------------------
-    def _extract_key(self, block: PlannedBlock) -> str:
-        return step_key(
-            "extract", block=block.digest(), prompt=self.xprompt.id, schema=SCHEMA_VERSION,
-            settings=self.xsettings, on_rule_cap=self.opts.on_rule_cap,
-        )
-
-    def _extract_all(self, blocks: list[PlannedBlock]) -> dict[str, _Extracted]:
-        results: dict[str, _Extracted] = {}
+    def _extract_all(self, blocks: list[PlannedBlock]) -> dict[str, ExtractedBlock]:
+        """Every block's extraction: stored ones first, the rest asked concurrently (up to the
+        role's concurrency), each reported to ``progress`` as it finishes."""
+        results: dict[str, ExtractedBlock] = {}
         todo: list[PlannedBlock] = []
         for block in blocks:
-            if block.is_empty:
-                results[block.key] = _Extracted(BlockExtraction(pieces=[(0, len(block.text))]), True)
-            else:
-                stored = self.store.get(self._extract_key(block))
-                if stored is None:
-                    todo.append(block)
-                    continue
-                usage, cap = stored.get("usage", {}), stored.get("cap", {})
-                results[block.key] = _Extracted(
-                    BlockExtraction.from_dict(stored["extraction"]), True,
-                    reused_tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
-                    cap_splits=int(cap.get("splits", 0)), capped=int(cap.get("capped", 0)),
-                    requests=int(stored.get("requests", len(stored["extraction"].get("pieces", [])) or 1)),
-                )
+            found = self.extractor.stored(block)
+            if found is None:
+                todo.append(block)
+                continue
+            results[block.key] = found
             self.done += 1
             self._emit("extract", block, cached=True)
         if not todo:
             return results
         workers = self.opts.concurrency or self.gateway.config.role("extractor").concurrency
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="extract") as pool:
-            pending: dict[Future, PlannedBlock] = {pool.submit(self._extract_block, b): b for b in todo}
+            pending: dict[Future, PlannedBlock] = {pool.submit(self.extractor.extract, b): b for b in todo}
             try:
                 while pending:
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -371,115 +306,9 @@ class _Run:
                 raise
         return results
 
-    def _extract_units(self, block: PlannedBlock) -> _Extracted:
-        """Ask the extractor which of the block's numbered units are rules, a chunk of units
-        at a time; a chunk the model cannot answer for is asked again in halves."""
-        units = split_units(block.text)
-        queue = chunks(units)
-        answers, errors = [], []
-        prompt_tokens = completion_tokens = requests = 0
-        while queue:
-            chosen = queue.pop(0)
-            messages = self.xprompt.render(section=block.section,
-                                           text=render_units(block.text, units, chosen))
-
-            def check(data, chosen=chosen):
-                return validate_units_answer(data, block.text, units, chosen)
-
-            try:
-                res = self.gateway.complete_json(
-                    role="extractor", messages=messages,
-                    schema=units_schema([opening(block.text, units[i]) for i in chosen]),
-                    schema_name=EXTRACT_SCHEMA_NAME, step=f"extract:{self.doc.name}/{block.key}",
-                    validate=check,
-                )
-            except ModelCallError as exc:
-                if exc.kind not in SPLITTABLE:
-                    raise
-                if len(chosen) > 1:
-                    queue[:0] = [chosen[: len(chosen) // 2], chosen[len(chosen) // 2 :]]
-                else:
-                    u = units[chosen[0]]
-                    errors.append(f"chars {u.start}-{u.end}: {exc.kind} ({exc.detail[:160]})")
-                continue
-            requests += 1
-            prompt_tokens += res.usage.prompt_tokens
-            completion_tokens += res.usage.completion_tokens
-            answers.append(res.checked)
-        result = merge_answers(answers, units)
-        if not errors:
-            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
-            self.store.put(self._extract_key(block), "extract",
-                           {"extraction": result.to_dict(), "usage": usage, "block": block.key,
-                            "requests": requests})
-        return _Extracted(result, False, errors, requests=requests)
-
-    def _extract_block(self, block: PlannedBlock) -> _Extracted:
-        """Ask the extractor for one block, halving pieces the model cannot answer for."""
-        if self.by_units:
-            return self._extract_units(block)
-        role = self.gateway.config.role("extractor")
-        whole = (0, len(block.text))
-        queue = [whole]
-        result = BlockExtraction()
-        errors: list[str] = []
-        capped: list[tuple[int, int]] = []
-        capped_splits = 0
-        prompt_tokens = completion_tokens = 0
-        while queue:
-            a, b = queue.pop(0)
-            text = block.text[a:b]
-            section = block.section if (a, b) == whole else f"{block.section} (continued)"
-            messages, schema = extraction_request(self.xprompt, section, text, role.max_tokens)
-            try:
-                res = self.gateway.complete_json(
-                    role="extractor",
-                    messages=messages,
-                    schema=schema,
-                    schema_name=EXTRACT_SCHEMA_NAME,
-                    step=f"extract:{self.doc.name}/{block.key}",
-                    validate=validate_extraction,
-                )
-            except ModelCallError as exc:
-                if exc.kind not in SPLITTABLE:
-                    raise
-                halves = halve(block.text, a, b)
-                if halves:
-                    queue[:0] = halves
-                else:
-                    errors.append(f"chars {a}-{b}: {exc.kind} ({exc.detail[:160]})")
-                continue
-            prompt_tokens += res.usage.prompt_tokens
-            completion_tokens += res.usage.completion_tokens
-            bound = rule_bound(count_tokens(text), role.max_tokens)
-            if at_rule_cap(res.data, bound):
-                # The schema let the model list no more rules, so rules past the cap may be
-                # missing: ask again for each half rather than keep a truncated list.
-                halves = halve(block.text, a, b) if self.opts.on_rule_cap == "split" else None
-                if halves:
-                    capped_splits += 1
-                    queue[:0] = halves
-                    continue
-                split = self.opts.on_rule_cap == "split"
-                why = "the text is too short to split" if split else "splitting is off"
-                result.problems.append(
-                    f"chars {a}-{b}: the answer hit the cap of {bound} rules and {why}; rules past "
-                    "the cap may be missing (raise the extractor's max_tokens)"
-                )
-                capped.append((a, b))
-            result.extend(res.checked, (a, b))
-        if not errors:
-            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
-            # Only complete answers are stored: a block with a failed piece is asked again.
-            self.store.put(self._extract_key(block), "extract",
-                           {"extraction": result.to_dict(), "usage": usage, "block": block.key,
-                            "cap": {"splits": capped_splits, "capped": len(capped)}})
-        return _Extracted(result, False, errors, requests=max(1, len(result.pieces)),
-                          cap_splits=capped_splits, capped=len(capped))
-
     # -- rebase and fusion ----------------------------------------------------------------
     def _fuse_block(
-        self, block: PlannedBlock, ex: _Extracted, rebased: RebasedBlock, builder: GraphBuilder,
+        self, block: PlannedBlock, ex: ExtractedBlock, rebased: RebasedBlock, builder: GraphBuilder,
         report: ExtractionReport,
     ) -> BlockReport:
         br = BlockReport(

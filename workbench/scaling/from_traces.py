@@ -4,7 +4,7 @@
 without a verdict (judge failure, EmptySeed, BudgetExceeded, ...) counts as incorrect, as in
 ``workbench.evaluate.metrics``. Unlabelled cases are left out: there is nothing to score.
 
-Complexity: ``C = I_d * I_c`` (``workbench.stats.complexity``) of the case's SKILLs taken
+Complexity: ``C = I_d * I_c`` (``workbench.graph.stats.complexity``) of the case's SKILLs taken
 together — the SKILLs the case names, else the union of the SKILLs its traces were routed to.
 We use the SKILLs' whole graphs, not the closure-induced subgraph of one trace, because:
 
@@ -24,7 +24,7 @@ from typing import Any
 from workbench.audit.trace import AuditTrace, latest_per_case
 from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
-from workbench.stats import complexity as graph_complexity
+from workbench.graph.stats import complexity as graph_complexity
 from workbench.vocabulary import ErrorKind, label_violation
 
 

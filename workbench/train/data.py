@@ -29,7 +29,7 @@ from workbench.audit.keywords import DEFAULT_MAX_LLM_KEYWORDS, keyword_messages
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.errors import WorkbenchError
-from workbench.stats import complexity as graph_complexity
+from workbench.graph.stats import complexity as graph_complexity
 from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, label_violation
 
 Messages = list[dict[str, str]]

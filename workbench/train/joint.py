@@ -40,7 +40,6 @@ from workbench.train.trainers import (
     grpo_backward,
     load_teacher,
     opd_backward,
-    prompt_order,
     total_steps,
 )
 
@@ -131,12 +130,7 @@ def train_joint(
     run.total = total_steps(len(keyword_prompts), per_step, cfg)
     for step in range(run.start, run.total):
         t0 = time.perf_counter()
-        idx = prompt_order(len(keyword_prompts), per_step, cfg.epochs, cfg.seed, step)
-        torch.manual_seed(cfg.seed * 100_003 + step)
-        run.model.eval()
-        kw = sample(run.model, run.tokenizer, [keyword_prompts[i] for i in idx], cfg.group,
-                    cfg.max_new_tokens, cfg.temperature, cfg.top_p)
-        owners = [i for i in idx for _ in range(cfg.group)]
+        owners, kw = run.rollout(keyword_prompts, step, per_step, cfg.group)
         messages = [judge_prompt(i, text) for i, text in zip(owners, kw.texts, strict=True)]
         judged = [k for k, m in enumerate(messages) if m is not None]
         verdicts: list[bool | None] = [None] * len(owners)

@@ -178,6 +178,19 @@ class _Run:
         if step % self.config.save_every == 0 or last:
             save_checkpoint(self.run_dir, step, self.model, self.optimizer, {"kind": self.kind})
 
+    def rollout(self, prompts: Sequence[Messages], step: int, per_step: int,
+                group: int) -> tuple[list[int], Samples]:
+        """Step ``step``'s prompts (``per_step`` of them, in the run's seeded order) and
+        ``group`` completions of each from the policy, seeded by the step so a resumed run
+        draws the same. Returns the prompt index of every completion, and the completions."""
+        cfg = self.config
+        idx = prompt_order(len(prompts), per_step, cfg.epochs, cfg.seed, step)
+        torch.manual_seed(cfg.seed * 100_003 + step)
+        self.model.eval()
+        s = sample(self.model, self.tokenizer, [prompts[i] for i in idx], group,
+                   cfg.max_new_tokens, cfg.temperature, cfg.top_p)
+        return [i for i in idx for _ in range(group)], s
+
     def final(self, steps: int) -> TrainResult:
         from workbench.train.runs import read_metrics
 
@@ -290,12 +303,7 @@ def train_grpo(
     run.total = total_steps(len(prompts), per_step, cfg)
     for step in range(run.start, run.total):
         t0 = time.perf_counter()
-        idx = prompt_order(len(prompts), per_step, cfg.epochs, cfg.seed, step)
-        torch.manual_seed(cfg.seed * 100_003 + step)
-        run.model.eval()
-        s = sample(run.model, run.tokenizer, [prompts[i] for i in idx], cfg.group,
-                   cfg.max_new_tokens, cfg.temperature, cfg.top_p)
-        owners = [i for i in idx for _ in range(cfg.group)]
+        owners, s = run.rollout(prompts, step, per_step, cfg.group)
         rewards = [float(reward(i, text)) for i, text in zip(owners, s.texts, strict=True)]
         adv = group_advantages(rewards, cfg.group)
         run.model.train()
@@ -335,11 +343,7 @@ def train_opd(
     run.total = total_steps(len(prompts), cfg.global_batch, cfg)
     for step in range(run.start, run.total):
         t0 = time.perf_counter()
-        idx = prompt_order(len(prompts), cfg.global_batch, cfg.epochs, cfg.seed, step)
-        torch.manual_seed(cfg.seed * 100_003 + step)
-        run.model.eval()
-        s = sample(run.model, run.tokenizer, [prompts[i] for i in idx], 1,
-                   cfg.max_new_tokens, cfg.temperature, cfg.top_p)
+        idx, s = run.rollout(prompts, step, cfg.global_batch, 1)  # one completion per prompt
         run.model.train()
         opd = opd_backward(run, teacher_model, s)
         tokens = float(s.valid.sum().clamp(min=1))

@@ -1,4 +1,5 @@
-"""Author edits to a SKILL's rule graph, validated before they become a new version.
+"""Author edits to a SKILL's rule graph, validated before they become a new version, and
+the author's decisions on proposed and existing edges (``apply_edge_decisions``).
 
 The Graph page hands us the edited rule table and edge list as plain rows; we check them the
 same way a loaded index is checked and either return the new ``SkillGraph`` with a summary of
@@ -11,12 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from workbench.errors import WorkbenchError
-from workbench.graph import MODALITIES, Edge, Problem, Rule, RuleGraph, SkillGraph, Span
-from workbench.graph_diff import diff_skills
+from workbench.graph.diff import diff_skills
+from workbench.graph.rule_graph import MODALITIES, Edge, Problem, Rule, RuleGraph, SkillGraph, Span
 
 
-class VerdictError(WorkbenchError, ValueError):
-    """A verdict on an edge whose rules the SKILL version does not have."""
+class EdgeDecisionError(WorkbenchError, ValueError):
+    """A decision on an edge whose rules the SKILL version does not have."""
 
 
 @dataclass
@@ -116,17 +117,17 @@ def _accepted(skill: SkillGraph, pair: tuple[str, str]) -> Edge:
     return replace(shown, provenance="author", confidence=1.0)
 
 
-def apply_verdicts(skill: SkillGraph, verdicts: Sequence[tuple[tuple[str, str], bool]]) -> SkillGraph:
-    """``skill`` with an author's verdicts applied, all at once (one version for many):
-    accepting a proposal adds it as an ``author`` edge, accepting an edge confirms it
-    (``author``, confidence 1), rejecting an edge removes it; every decided pair leaves the
-    proposals. Raises :class:`VerdictError` naming the rules the SKILL lacks."""
-    unknown = sorted({r for pair, _ in verdicts for r in pair if r not in skill.graph.rules})
+def apply_edge_decisions(skill: SkillGraph, decisions: Sequence[tuple[tuple[str, str], bool]]) -> SkillGraph:
+    """``skill`` with an author's edge decisions ``((source, target), accept)`` applied, all at
+    once (one version for many): accepting a proposal adds it as an ``author`` edge, accepting
+    an edge confirms it (``author``, confidence 1), rejecting an edge removes it; every decided
+    pair leaves the proposals. Raises :class:`EdgeDecisionError` naming the rules the SKILL lacks."""
+    unknown = sorted({r for pair, _ in decisions for r in pair if r not in skill.graph.rules})
     if unknown:
-        raise VerdictError(f"{skill.name} has no rule {', '.join(unknown)}; nothing was decided",
-                           "reload the graph, or name rules of this version "
-                           "(`workbench graph diff` lists them)")
-    decided = dict(verdicts)  # the last verdict on a pair wins
+        raise EdgeDecisionError(f"{skill.name} has no rule {', '.join(unknown)}; nothing was decided",
+                                "reload the graph, or name rules of this version "
+                                "(`workbench graph diff` lists them)")
+    decided = dict(decisions)  # the last decision on a pair wins
     edges = []
     for e in skill.graph.edges:
         if e.pair not in decided:
@@ -143,5 +144,5 @@ def apply_verdicts(skill: SkillGraph, verdicts: Sequence[tuple[tuple[str, str], 
 
 def summarize_changes(old: SkillGraph, new: SkillGraph) -> str:
     """A one-line, human-readable description of what changed between two versions
-    (``workbench.graph_diff``: the same computation as the version comparison)."""
+    (``workbench.graph.diff``: the same computation as the version comparison)."""
     return diff_skills(old, new).summary()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store import edge_review, repo
+from store import edge_decisions, repo
 from store.db import make_engine
 from workbench.graph import Edge, Rule, RuleGraph, SkillGraph, Span
 from workbench.roles import Actor
@@ -32,13 +32,13 @@ def eng(tmp_path):
 def saved(eng) -> int:
     s = skill()
     v = repo.save_skill(eng, s, author="extract").version
-    edge_review.save_edge_trust(eng, "desk", v, s)
+    edge_decisions.save_edge_trust(eng, "desk", v, s)
     return v
 
 
 def test_provenance_and_proposals_round_trip_through_the_store(eng):
     v = saved(eng)
-    back = edge_review.with_trust(eng, "desk", v, repo.load_skill(eng, "desk", v))
+    back = edge_decisions.with_trust(eng, "desk", v, repo.load_skill(eng, "desk", v))
     (edge,) = back.graph.edges
     assert (edge.provenance, edge.confidence, edge.evidence, edge.note) == (
         "procedure", 0.9, Span(15, 20), "step 2 after 1")
@@ -48,32 +48,32 @@ def test_provenance_and_proposals_round_trip_through_the_store(eng):
 
 def test_accepting_a_proposal_adds_an_author_edge_in_a_new_version(eng):
     v = saved(eng)
-    v2 = edge_review.decide_edge(eng, "desk", v, ("C", "F"), accept=True, actor=ANN)
+    v2 = edge_decisions.decide_edge(eng, "desk", v, ("C", "F"), accept=True, actor=ANN)
     assert v2 == v + 1
-    after = edge_review.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
+    after = edge_decisions.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
     added = {e.pair: e for e in after.graph.edges}[("C", "F")]
     assert added.provenance == "author" and added.confidence == 1.0 and after.proposed == []
-    assert edge_review.load_decisions(eng, "desk").accepted == {("C", "F")}
+    assert edge_decisions.load_edge_decisions(eng, "desk").accepted == {("C", "F")}
 
 
 def test_rejecting_a_proposal_hides_it_everywhere_and_is_kept_for_re_extraction(eng):
     v = saved(eng)
-    assert edge_review.decide_edge(eng, "desk", v, ("C", "F"), accept=False, actor=ANN) == v
-    assert edge_review.with_trust(eng, "desk", v, repo.load_skill(eng, "desk", v)).proposed == []
-    assert edge_review.load_decisions(eng, "desk").rejected == {("C", "F")}
+    assert edge_decisions.decide_edge(eng, "desk", v, ("C", "F"), accept=False, actor=ANN) == v
+    assert edge_decisions.with_trust(eng, "desk", v, repo.load_skill(eng, "desk", v)).proposed == []
+    assert edge_decisions.load_edge_decisions(eng, "desk").rejected == {("C", "F")}
     # Rejecting a kept edge removes it in a new version.
-    v2 = edge_review.decide_edge(eng, "desk", v, ("F", "V"), accept=False, actor=ANN)
+    v2 = edge_decisions.decide_edge(eng, "desk", v, ("F", "V"), accept=False, actor=ANN)
     assert repo.load_skill(eng, "desk", v2).graph.edges == []
     # The latest verdict on a pair wins.
-    edge_review.decide_edge(eng, "desk", v2, ("F", "V"), accept=True, actor=BOB)
-    decisions = edge_review.load_decisions(eng, "desk")
+    edge_decisions.decide_edge(eng, "desk", v2, ("F", "V"), accept=True, actor=BOB)
+    decisions = edge_decisions.load_edge_decisions(eng, "desk")
     assert ("F", "V") in decisions.accepted and ("F", "V") not in decisions.rejected
 
 
 def test_a_verdict_on_an_unknown_rule_is_refused(eng):
     v = saved(eng)
     with pytest.raises(ValueError, match="no rule X"):
-        edge_review.decide_edge(eng, "desk", v, ("X", "V"), accept=True, actor=ANN)
+        edge_decisions.decide_edge(eng, "desk", v, ("X", "V"), accept=True, actor=ANN)
 
 
 def test_a_version_saved_by_an_edit_keeps_provenance_and_marks_new_edges_author(eng):
@@ -82,7 +82,7 @@ def test_a_version_saved_by_an_edit_keeps_provenance_and_marks_new_edges_author(
     edited = SkillGraph(s.name, s.description, s.source,
                         RuleGraph(s.graph.rules.values(), [*s.graph.edges, Edge("C", "V")]))
     v2 = repo.save_skill(eng, edited, author="ann", note="edit").version  # the page's save path
-    back = edge_review.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
+    back = edge_decisions.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
     assert {e.pair: e.provenance for e in back.graph.edges} == {("F", "V"): "procedure",
                                                                  ("C", "V"): "author"}
     assert [e.pair for e in back.proposed] == [("C", "F")]
@@ -92,9 +92,9 @@ def test_a_graph_changing_decision_on_an_old_version_is_refused_and_not_recorded
     # Accepting an edge saves a new version built on the one shown: from an old version that
     # would silently drop what later versions changed (the stale-save data loss of issue 16).
     v1 = saved(eng)
-    v2 = edge_review.decide_edge(eng, "desk", v1, ("F", "V"), accept=False, actor=ANN)
+    v2 = edge_decisions.decide_edge(eng, "desk", v1, ("F", "V"), accept=False, actor=ANN)
     assert v2 == v1 + 1  # the procedure edge removed in v2
     with pytest.raises(repo.StaleVersion):
-        edge_review.decide_edge(eng, "desk", v1, ("C", "F"), accept=True, actor=BOB)
+        edge_decisions.decide_edge(eng, "desk", v1, ("C", "F"), accept=True, actor=BOB)
     assert repo.versions(eng, "desk")[-1].version == v2
-    assert ("C", "F") not in edge_review.load_decisions(eng, "desk").accepted
+    assert ("C", "F") not in edge_decisions.load_edge_decisions(eng, "desk").accepted

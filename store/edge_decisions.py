@@ -1,8 +1,10 @@
-"""Edge provenance per SKILL version, proposed edges, and an author's accept/reject decisions.
+"""Edge decisions: an author accepts or rejects proposed ``require`` edges (and may confirm or
+remove edges of the graph), with edge provenance per SKILL version. Not the Review page's
+decisions on audit verdicts, which are ``store.review``.
 
 The tables live in ``store.skill_trust`` (re-exported here), which ``store.repo`` writes and
 reads with every version; this module holds the decisions: re-extraction reads
-:func:`load_decisions` and neither re-proposes a rejected edge nor drops an accepted one.
+:func:`load_edge_decisions` and neither re-proposes a rejected edge nor drops an accepted one.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from sqlmodel import Session, select
 from store import repo, skill_trust
 from store.session import insert_all
 from store.skill_trust import EdgeDecisionRow, EdgeTrustRow, RuleTrustRow, replace_trust
-from workbench.editing import apply_verdicts
 from workbench.extract.provenance import EdgeDecisions
 from workbench.graph import EdgeDecision, SkillGraph
-from workbench.graph_diff import diff_skills
+from workbench.graph.diff import diff_skills
+from workbench.graph.editing import apply_edge_decisions
 from workbench.roles import Actor, require
 
-__all__ = ["Decided", "EdgeDecisionRow", "EdgeTrustRow", "RuleTrustRow", "decide_edge", "decide_edges",
-           "load_decisions",
+__all__ = ["EdgesDecided", "EdgeDecisionRow", "EdgeTrustRow", "RuleTrustRow", "decide_edge", "decide_edges",
+           "load_edge_decisions",
            "save_edge_trust", "with_trust"]
 
 
@@ -37,7 +39,7 @@ def save_edge_trust(engine: Engine, name: str, version: int, skill: SkillGraph) 
         session.commit()
 
 
-def load_decisions(engine: Engine, name: str) -> EdgeDecisions:
+def load_edge_decisions(engine: Engine, name: str) -> EdgeDecisions:
     """Every verdict on ``name``'s edges, the latest per pair winning."""
     out = EdgeDecisions()
     with Session(engine) as session:
@@ -67,7 +69,9 @@ def decide_edge(
 
 
 @dataclass(frozen=True)
-class Decided:
+class EdgesDecided:
+    """What :func:`decide_edges` did."""
+
     version: int  # the version now showing the verdicts
     created: bool  # a new version was saved (False: only proposals were rejected)
     accepted: int
@@ -78,7 +82,7 @@ class Decided:
 def decide_edges(
     engine: Engine, name: str, version: int, verdicts: Sequence[tuple[tuple[str, str], bool]],
     actor: Actor, note: str = "",
-) -> Decided:
+) -> EdgesDecided:
     """Apply several verdicts ``((source, target), accept)`` at once: ONE new version holds
     every accepted proposal (an ``author`` edge), confirmed edge and removed edge, and every
     verdict is recorded in that version's transaction (63 proposals: one version, not 63).
@@ -93,7 +97,7 @@ def decide_edges(
     if not verdicts:
         raise ValueError("no verdict given: choose the proposals to accept or reject")
     skill = repo.load_skill(engine, name, version)
-    changed = apply_verdicts(skill, verdicts)
+    changed = apply_edge_decisions(skill, verdicts)
     decisions = [EdgeDecision(s, t, "accepted" if ok else "rejected", actor.name)
                  for (s, t), ok in dict(verdicts).items()]
     diff = diff_skills(skill, changed)
@@ -101,7 +105,7 @@ def decide_edges(
     graph_changes = diff.edges_added or diff.edges_removed or diff.edges_changed
     if not graph_changes:  # rejecting proposals only: the graph stays, the verdicts are kept
         _record_only(engine, name, decisions)
-        return Decided(version, False, accepted, len(decisions) - accepted, "no changes")
+        return EdgesDecided(version, False, accepted, len(decisions) - accepted, "no changes")
     if not note:
         verb = {True: "accepted", False: "rejected"}
         note = (f"{verb[decisions[0].accepted]} edge {decisions[0].source} -> {decisions[0].target}"
@@ -112,8 +116,8 @@ def decide_edges(
     # version exists, so accepting an edge on an old version never reverts newer edits.
     saved = repo.save_skill(engine, changed, author=actor.name, base_version=version, actor=actor,
                             note=note, trust=True, decisions=decisions)
-    return Decided(saved.version, saved.created, accepted, len(decisions) - accepted,
-                   diff.summary())
+    return EdgesDecided(saved.version, saved.created, accepted, len(decisions) - accepted,
+                        diff.summary())
 
 
 def _record_only(engine: Engine, name: str, decisions: list[EdgeDecision]) -> None:

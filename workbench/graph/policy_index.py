@@ -1,9 +1,5 @@
-"""The constraint dependency graph (CDG): rules, ``require`` edges, the policy index and its
-``skillcdg/1`` JSON file format.
-
-An edge ``source -> target`` means "judging ``source`` needs ``target`` judged first", so the
-context a judge needs for a set of seed rules is their transitive closure along edges.
-"""
+"""The policy index (every SKILL graph of a workspace, by name) and its ``skillcdg/1`` JSON
+file format: written here, read and checked by ``workbench.graph.validation``."""
 
 from __future__ import annotations
 
@@ -11,12 +7,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from workbench.index_validation import validate_skills
-
-# The data types live in workbench.rule_graph so that index_validation can build them without
-# importing this module (which imports it); re-exported here, where callers import them from.
-from workbench.rule_graph import *  # noqa: F403
-from workbench.rule_graph import (
+from workbench.graph.rule_graph import (
     FORMAT,
     Edge,
     EdgeDecision,
@@ -26,6 +17,7 @@ from workbench.rule_graph import (
     SkillGraph,
     by_unique_key,
 )
+from workbench.graph.validation import validate_skills
 
 
 def _known(**optional: object) -> dict:

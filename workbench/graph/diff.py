@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.graph import Edge, Rule, SkillGraph
+from workbench.graph.rule_graph import Edge, Rule, SkillGraph
 
 # The fields of a rule a version may change, in the order a person reads them.
 RULE_FIELDS = ("condition", "action", "modality", "spans", "provenance", "confidence")

@@ -17,11 +17,11 @@ from sqlalchemy.engine import Engine
 from components import identity, queue_nav
 from components.errors import show_error
 from components.safe import md
-from store import edge_review, repo
-from workbench.editing import apply_verdicts
+from store import edge_decisions, repo
 from workbench.glossary import help_for
 from workbench.graph import PROVENANCES, Edge, SkillGraph
-from workbench.graph_diff import diff_skills
+from workbench.graph.diff import diff_skills
+from workbench.graph.editing import apply_edge_decisions
 from workbench.roles import Actor, NotAllowed
 from workbench.words import plural
 
@@ -42,7 +42,7 @@ def provenance_filter(skill: SkillGraph, key: str) -> list[str]:
     )
 
 
-def review_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor) -> int | None:
+def proposals_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor) -> int | None:
     """The next proposed edge with Accept (a) / Reject (x); returns the version to show after
     a decision, or None when nothing was decided in this run."""
     pending = sorted(skill.proposed, key=lambda e: (-(e.confidence or 0), e.source, e.target))
@@ -70,17 +70,17 @@ def review_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor) 
     reject = c2.button("Reject (x)", key="edge_reject", shortcut="x", disabled=not may_edit)
     if (accept or reject) and may_edit:
         try:
-            return edge_review.decide_edge(engine, skill.name, version, edge.pair, accept, actor)
+            return edge_decisions.decide_edge(engine, skill.name, version, edge.pair, accept, actor)
         except (repo.StaleVersion, NotAllowed) as exc:  # the store checks the role too
             show_error(exc)
-    return bulk_panel(engine, skill, version, actor, pending, may_edit)
+    return proposals_bulk_panel(engine, skill, version, actor, pending, may_edit)
 
 
 def _pair_text(e: Edge) -> str:
     return f"{e.source} → {e.target}"
 
 
-def bulk_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor,
+def proposals_bulk_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor,
                pending: list[Edge], may_edit: bool) -> int | None:
     """Choose several proposals, see what saving them changes, accept or reject them as ONE
     version; returns the version to show after a decision (None: nothing decided)."""
@@ -102,7 +102,7 @@ def bulk_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor,
             st.caption("Choose proposals above to see what accepting them changes.")
             return None
         verdicts = [(e.pair, True) for e in chosen]
-        preview = diff_skills(skill, apply_verdicts(skill, verdicts))
+        preview = diff_skills(skill, apply_edge_decisions(skill, verdicts))
         st.markdown("**Accepting** saves one new version: " + md(f"{preview.summary()}."))
         st.caption(md(f"Rejecting records {plural(len(chosen), 'verdict')}; the graph stays as "
                       "it is (no new version)."))
@@ -114,8 +114,8 @@ def bulk_panel(engine: Engine, skill: SkillGraph, version: int, actor: Actor,
         if not (accept or reject) or not may_edit:
             return None
         try:
-            done = edge_review.decide_edges(engine, skill.name, version,
-                                            [(e.pair, bool(accept)) for e in chosen], actor)
+            done = edge_decisions.decide_edges(engine, skill.name, version,
+                                               [(e.pair, bool(accept)) for e in chosen], actor)
         except (repo.StaleVersion, NotAllowed) as exc:  # the store checks the role too
             show_error(exc)
             return None

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from workbench.graph import PolicyIndex, UnknownRule
-from workbench.render import render_rules
+from workbench.graph.policy_index import PolicyIndex
+from workbench.graph.render import render_rules
+from workbench.graph.rule_graph import UnknownRule
 from workbench.tokens import count_tokens
 from workbench.vocabulary import ErrorKind
 
@@ -65,7 +66,7 @@ def select_closure(
 ) -> ClosureOutcome:
     """Close ``seeds`` (SKILL name -> rule ids) over ``require`` edges and render the result.
 
-    ``style`` is the rule rendering (``workbench.render.RENDER_STYLES``).
+    ``style`` is the rule rendering (``workbench.graph.render.RENDER_STYLES``).
     Raises ``KeyError`` for an unknown SKILL and ``UnknownRule`` for an unknown rule id.
     """
     nonempty = {name: list(ids) for name, ids in seeds.items() if ids}

@@ -6,7 +6,7 @@ import io
 
 import networkx as nx
 
-from workbench.graph import PolicyIndex
+from workbench.graph.policy_index import PolicyIndex
 
 
 def to_networkx(index: PolicyIndex) -> nx.DiGraph:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from workbench.graph import RuleGraph, SkillGraph
+from workbench.graph.rule_graph import RuleGraph, SkillGraph
 from workbench.tokens import DEFAULT_TOKENIZER, token_counter
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from components.graph_view import PROVENANCE_COLOURS, graph_html
-from store import edge_review, repo
+from store import edge_decisions, repo
 from store.db import make_engine
 from workbench.graph import Edge, Rule, RuleGraph, SkillGraph, Span
 
@@ -37,7 +37,7 @@ def test_accept_a_proposed_edge_from_the_page(tmp_path, monkeypatch):
     eng = make_engine(url)
     s = skill()
     v = repo.save_skill(eng, s, author="extract").version
-    edge_review.save_edge_trust(eng, "desk", v, s)
+    edge_decisions.save_edge_trust(eng, "desk", v, s)
 
     at = AppTest.from_file(str(ROOT / "pages/graph.py"), default_timeout=60).run()
     assert not at.exception
@@ -47,6 +47,6 @@ def test_accept_a_proposed_edge_from_the_page(tmp_path, monkeypatch):
     assert not at.exception
     v2 = repo.versions(eng, "desk")[-1].version
     assert v2 == v + 1
-    after = edge_review.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
+    after = edge_decisions.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
     assert {e.pair: e.provenance for e in after.graph.edges}[("C", "F")] == "author"
     eng.dispose()

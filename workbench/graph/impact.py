@@ -16,7 +16,8 @@ from typing import Any
 
 from workbench.audit import AuditIndex, AuditOptions, audit_case
 from workbench.audit.cases import AuditCase
-from workbench.graph import PolicyIndex, SkillGraph
+from workbench.graph.policy_index import PolicyIndex
+from workbench.graph.rule_graph import SkillGraph
 from workbench.vocabulary import JudgeMode, StrategyName
 
 

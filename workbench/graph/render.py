@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from workbench.graph import SkillGraph
+from workbench.graph.rule_graph import SkillGraph
 from workbench.vocabulary import Render, values
 
 _WORD = re.compile(r"\w+")

@@ -1,9 +1,9 @@
 """Rules, ``require`` edges and the graphs they form: the plain data of the constraint
-dependency graph, with no file format and no validation.
+dependency graph, with no file format and no validation, and finding rules by text.
 
-``workbench.graph`` (the policy index and its ``skillcdg/1`` file) and
-``workbench.index_validation`` (which builds these from JSON) both import this module; it
-imports neither, so the two are no longer a cycle. Import these names from
+``workbench.graph.policy_index`` (the policy index and its ``skillcdg/1`` file) and
+``workbench.graph.validation`` (which builds these from JSON) both import this module; it
+imports neither, so the two are not a cycle. Outside the package, import these names from
 ``workbench.graph``, which re-exports them.
 """
 
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from workbench.errors import WorkbenchError
 
-# What ``workbench.graph`` re-exports (``from workbench.rule_graph import *``).
+# The graph's types: what ``workbench.graph`` re-exports.
 __all__ = ["DECISIONS", "EDGE_TYPES", "FORMAT", "MODALITIES", "PROVENANCES", "Edge", "EdgeDecision",
            "IndexValidationError", "Problem", "Rule", "RuleGraph", "SkillGraph", "Span", "UnknownRule",
            "by_unique_key"]
@@ -250,3 +250,13 @@ class SkillGraph:
         """The verbatim source text of a rule, spans joined with ' … '."""
         return " … ".join(self.span_text(s) for s in self.graph.rules[rule_id].spans)
 
+
+def search_rules(skill: SkillGraph, query: str) -> list[str]:
+    """Rule ids whose id, condition, action or source text contains every query word (the
+    Graph page's search box)."""
+    words = [w.lower() for w in query.split() if w]
+    if not words:
+        return list(skill.graph.rules)
+    hays = {rid: f"{rid} {r.condition} {r.action} {skill.rule_text(rid)}".lower()
+            for rid, r in skill.graph.rules.items()}
+    return [rid for rid, hay in hays.items() if all(w in hay for w in words)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-# Only the data types, not workbench.graph: PolicyIndex.from_dict calls validate_skills.
-from workbench.rule_graph import (
+# Only the data types, not policy_index: PolicyIndex.from_dict calls validate_skills.
+from workbench.graph.rule_graph import (
     DECISIONS,
     EDGE_TYPES,
     FORMAT,

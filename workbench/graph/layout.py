@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from workbench.graph import RuleGraph
+from workbench.graph.rule_graph import RuleGraph
 
 SWEEPS = 4
 
