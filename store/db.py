@@ -3,6 +3,7 @@ through ``WORKBENCH_DB``."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from sqlalchemy import event, inspect
@@ -81,6 +82,8 @@ def _create_schema(engine: Engine) -> None:
     IMMEDIATE`` does the same with the write lock. DDL is transactional on both, so a
     crash mid-migration leaves the previous revision, not half of the next.
     """
+    if _schema_is_current(engine):
+        return
     with engine.connect() as conn:
         if engine.dialect.name == "sqlite":
             conn.exec_driver_sql("BEGIN IMMEDIATE")
@@ -90,6 +93,31 @@ def _create_schema(engine: Engine) -> None:
                 conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
         migrate(conn)
         conn.commit()
+
+
+def _schema_is_current(engine: Engine) -> bool:
+    """Whether the database is at the newest revision with every table, read without a lock.
+
+    Every process opening the store passes here. Taking the write lock only to find nothing
+    to do made eight writers starting together on a loaded machine queue behind each other's
+    migration-script loading for more than the 30 s busy timeout ("database is locked"); a
+    read needs no lock (WAL), and a stale read only sends us to the locked path below."""
+    with engine.connect() as conn:
+        tables = set(inspect(conn).get_table_names())
+        if "alembic_version" not in tables or not set(SQLModel.metadata.tables) <= tables:
+            return False
+        stored = {row[0] for row in conn.exec_driver_sql("SELECT version_num FROM alembic_version")}
+    return stored == _head_revisions()
+
+
+@functools.cache
+def _head_revisions() -> frozenset[str]:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return frozenset(ScriptDirectory.from_config(config).get_heads())
 
 
 def migrate(conn) -> None:
