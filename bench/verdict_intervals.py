@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.audit import load_cases  # noqa: E402
 from workbench.audit.calibration import fit_setting, scored_traces  # noqa: E402
+from workbench.audit.trace import latest_per_case  # noqa: E402
 from workbench.audit.trace_file import read_traces  # noqa: E402
 from workbench.vocabulary import label_violation  # noqa: E402
 
@@ -58,7 +59,13 @@ def main() -> None:
     traces, problems = read_traces(args.traces)
     if problems:
         print(f"{len(problems)} unreadable trace line(s) skipped", file=sys.stderr)
+    traces = latest_per_case(traces)
     scored, bare = scored_traces(traces, truth)
+    # Cases of the sample with no judged verdict (a model error, no route, EmptySeed): the
+    # figures below are over the judged ones, so say how many were not.
+    judged = {s.case_id for s in scored}
+    audited = {t.id for t in traces if t.id in truth}
+    unjudged = sorted(audited - judged)
     if not scored:
         sys.exit(f"error: no labelled trace with a probability in {args.traces}")
     point = figures(scored, bare)
@@ -86,7 +93,10 @@ def main() -> None:
     print(f"n = {len(scored)} judged cases with a probability ({n_v} violations, "
           f"{len(scored) - n_v} compliant) from {len(groups)} conversations; "
           f"{args.boot} conversation bootstrap draws")
-    out = {"cases": len(scored), "violations": n_v, "conversations": len(groups), "figures": {}}
+    print(f"{len(audited)} of the sample's {len(truth)} labelled cases audited; "
+          f"{len(unjudged)} without a judged verdict: {' '.join(unjudged) or '-'}")
+    out = {"cases": len(scored), "violations": n_v, "conversations": len(groups),
+           "audited": len(audited), "unjudged": unjudged, "figures": {}}
     for name, value in point.items():
         d = sorted(draws[name])
         lo, hi = (d[int(0.025 * len(d))], d[int(0.975 * len(d)) - 1]) if d else (float("nan"),) * 2
