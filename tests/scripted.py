@@ -2,7 +2,8 @@
 
 ``ScriptedTransport`` stands where ``workbench.llm.transport`` would talk to a server, so the
 real :class:`~workbench.llm.gateway.Gateway` (validation, repair, retries, usage) runs over
-answers a test writes; ``HashEncoder`` keeps the dense encoder's contract.
+answers a test writes; ``replay_gateway`` answers from recordings of the real model instead;
+``HashEncoder`` keeps the dense encoder's contract.
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from workbench.llm.config import load_config
+from workbench.llm.config import LlmConfig, load_config
 from workbench.llm.fake_server import certain_logprobs
 from workbench.llm.gateway import Gateway
 from workbench.llm.logprobs import compact_logprobs
+from workbench.llm.recording import Replayer
 from workbench.llm.transport import AttemptError, RawResponse
 
 
@@ -59,6 +62,21 @@ def scripted_gateway(transport, config=None) -> Gateway:
     default configuration without environment when None)."""
     return Gateway(config if config is not None else load_config(env={}), transport=transport,
                    sleep=lambda s: None)
+
+
+def default_config(folder: Path) -> LlmConfig:
+    """The built-in role settings, whatever ``workbench.toml`` or ``WORKBENCH_*`` variables
+    this machine has (an empty configuration file written in ``folder``): recorded requests
+    key on them (temperature, max_tokens)."""
+    empty = folder / "workbench.toml"
+    empty.write_text("")
+    return load_config(empty, env={})
+
+
+def replay_gateway(recordings: Path, folder: Path) -> Gateway:
+    """A gateway with the default role settings (``default_config(folder)``) whose model calls
+    are answered from ``recordings``; a request not recorded raises ``MissingRecording``."""
+    return Gateway(default_config(folder), recorder=Replayer(recordings))
 
 
 class HashEncoder:

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.scripted import replay_gateway
 from workbench.audit.cases import AuditCase, Turn, load_cases
 from workbench.audit.judge import JUDGE_PROMPT, ContextUnit, judge_messages, rule_messages
 from workbench.audit.keywords import keyword_messages
@@ -35,7 +36,6 @@ from workbench.evaluate.injection import (
     summary,
 )
 from workbench.graph import PolicyIndex
-from workbench.llm import Gateway, Replayer, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 ATTACKS = load_attacks(ROOT / "fixtures" / "audit" / "injection_attacks.json")
@@ -175,11 +175,9 @@ def measured():
 
 
 def test_recorded_judge_flips_no_more_verdicts_than_measured(measured, tmp_path):
-    empty = tmp_path / "workbench.toml"
-    empty.write_text("")
     # Replay answers only recorded requests: a prompt that differs from the one measured
     # fails here with MissingRecording (re-record with fixtures/audit/record_injection.py).
-    gateway = Gateway(load_config(empty, env={}), recorder=Replayer(RECORDINGS))
+    gateway = replay_gateway(RECORDINGS, tmp_path)
     index = AuditIndex(PolicyIndex.load(ROOT / "fixtures" / "demo" / "index.json"))
     cases = {c.id: c for c in load_cases(ROOT / "fixtures" / "demo" / "cases.jsonl")}
     assert measured["prompt"] == JUDGE_PROMPT

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scripted import ScriptedTransport, scripted_gateway
+from tests.scripted import ScriptedTransport, default_config, replay_gateway, scripted_gateway
 from workbench.audit.cases import load_cases
 from workbench.audit.judge import (
     ContextUnit,
@@ -24,17 +24,15 @@ from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.trace import AuditTrace
 from workbench.graph import PolicyIndex
-from workbench.llm import Gateway, MissingRecording, Replayer, load_config
+from workbench.llm import Gateway, MissingRecording
 from workbench.llm.transport import AttemptError
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
 
 
 def gateway(answer, tmp_path) -> tuple[Gateway, ScriptedTransport]:
-    empty = tmp_path / "workbench.toml"
-    empty.write_text("")
     script = ScriptedTransport(answer)
-    cfg = load_config(empty, env={}).with_role("judge", retries=0)
+    cfg = default_config(tmp_path).with_role("judge", retries=0)
     return scripted_gateway(script, cfg), script
 
 
@@ -187,8 +185,6 @@ def test_no_judge_needs_no_gateway(index, cases):
 def test_missing_recording_is_not_swallowed(index, cases, tmp_path):
     rec = tmp_path / "none.jsonl"
     rec.write_text("")
-    empty = tmp_path / "workbench.toml"
-    empty.write_text("")
-    gw = Gateway(load_config(empty, env={}), recorder=Replayer(rec))
+    gw = replay_gateway(rec, tmp_path)
     with pytest.raises(MissingRecording):
         audit_case(cases["merchant-delay-violation"], index, "cdg", gw)

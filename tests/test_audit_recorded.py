@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripted import replay_gateway
 from workbench.audit.cases import load_cases
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.policy_context import ContextOptions
 from workbench.graph import PolicyIndex
-from workbench.llm import Gateway, Replayer, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "audit"
@@ -34,9 +34,7 @@ RECORDED = ContextOptions(seeding="keywords", render="full")
 
 @pytest.fixture
 def gateway(tmp_path):
-    empty = tmp_path / "workbench.toml"
-    empty.write_text("")
-    return Gateway(load_config(empty, env={}), recorder=Replayer(RECORDINGS))
+    return replay_gateway(RECORDINGS, tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,10 @@
 """Block planning on hostile shapes in near-linear work, with the plans of before (issue 36).
 
 The plans are checked against the specification — the key search and the splitting as they
-were, written out here — on every fixture SKILL and on random texts; the work is counted
-(key candidates tried, characters given to the tokenizer), not timed (bench/block_planning.py
-prints the times)."""
+were, written out here (where a range may be cut is the module's ``coarsest_cuts``: the issue
+changed how much work planning does, not where it cuts) — on every fixture SKILL and on random
+texts; the work is counted (key candidates tried, characters given to the tokenizer), not
+timed (bench/block_planning.py prints the times)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from workbench.extract import blocks as blocks_mod
-from workbench.extract.blocks import _BOUNDARIES, _Keys, heading_paths, plan_blocks, slugify
+from workbench.extract.blocks import _Keys, coarsest_cuts, heading_paths, plan_blocks, slugify
 from workbench.skill import parse_skill
 from workbench.tokens import LONGEST_TOKEN_BYTES, count_tokens, count_tokens_upto, longest_token_bytes
 
@@ -47,11 +48,8 @@ def spec_pack(text, pieces, max_tokens):
 def spec_split(text, start, end, max_tokens):
     if count_tokens(text[start:end]) <= max_tokens:
         return [(start, end)]
-    for pattern in _BOUNDARIES:
-        cuts = [m.end() for m in pattern.finditer(text, start, end) if start < m.end() < end]
-        if cuts:
-            break
-    else:
+    cuts = coarsest_cuts(text, start, end)
+    if not cuts:
         return [(start, end)]
     result = []
     for a, b in spec_pack(text, list(zip([start, *cuts], [*cuts, end], strict=True)), max_tokens):

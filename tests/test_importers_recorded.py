@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.scripted import replay_gateway
 from workbench.audit.pipeline import audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.graph import PolicyIndex
-from workbench.llm import Gateway, Replayer, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "fixtures" / "recordings" / "importers_airline.jsonl"
@@ -38,9 +38,7 @@ PLAN = _plan()
 
 @pytest.fixture
 def gateway(tmp_path):
-    empty = tmp_path / "workbench.toml"
-    empty.write_text("")
-    return Gateway(load_config(empty, env={}), recorder=Replayer(RECORDINGS))
+    return replay_gateway(RECORDINGS, tmp_path)
 
 
 @pytest.fixture(scope="module")

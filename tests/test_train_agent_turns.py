@@ -118,8 +118,7 @@ def test_arms_without_credit_are_refused(turns, contract):
 def test_grpo_trains_on_the_tau_sample_with_the_progress_reward(tmp_path, contract, capsys):
     torch = pytest.importorskip("torch")
     pytest.importorskip("peft")
-    from test_train_e2e import _tiny_model
-
+    from tests.tiny_models import tiny_model
     from workbench.cli import main
     from workbench.train.runs import read_metrics
     from workbench.train.trainers import TrainConfig, train_grpo
@@ -129,7 +128,7 @@ def test_grpo_trains_on_the_tau_sample_with_the_progress_reward(tmp_path, contra
     try:
         turns = load_agent_turns(SAMPLE, contract, turns_per_trajectory=2)
         corpus = [m["content"] for t in turns for m in t.prompt] + [call("think", thought="ok")]
-        student = _tiny_model(tmp_path / "student", corpus, seed=3)
+        student = tiny_model(tmp_path / "student", corpus, seed=3)
         scored: list[tuple[int, str, float]] = []
         reward = turn_reward(contract, turns)
 

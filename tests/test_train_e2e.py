@@ -11,10 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from tests.tiny_models import tiny_model as _tiny_model  # noqa: E402
-from workbench.audit import AuditIndex, load_cases  # noqa: E402
-from workbench.graph import PolicyIndex  # noqa: E402
-from workbench.train.data import materialise  # noqa: E402
+from tests.tiny_models import merchant_student_teacher, one_thread  # noqa: E402
 from workbench.train.rewards import coverage_reward, keyword_closure  # noqa: E402
 from workbench.train.runs import RunError, checkpoints, read_metrics  # noqa: E402
 from workbench.train.trainers import TrainConfig, train_grpo, train_opd  # noqa: E402
@@ -24,21 +21,9 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    # One thread: on a shared 2-core machine, intra-op threads of a tiny model only contend.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("train")
-    index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
-    cases = load_cases(FIX / "merchant_cases.jsonl")
-    records = materialise(cases, index)
-    corpus = [m["content"] for r in records for m in r.keyword_prompt + (r.prompt or [])]
-    corpus += ['{"keywords": ["delay compensation", "refund"]}', '{"violation": true}']
-    student = _tiny_model(root / "student", corpus, seed=1)
-    teacher = root / "teacher"
-    # Same tokenizer, different weights: the teacher must disagree with the student.
-    _tiny_model(teacher, corpus, seed=2)
-    yield root, index, cases, records, student, teacher
-    torch.set_num_threads(threads)
+    with one_thread():
+        yield (root, *merchant_student_teacher(root))
 
 
 def _config(**kw):

@@ -4,18 +4,14 @@ hand, its reward, and a real step on a tiny Qwen2 model with the merchant fixtur
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from tests.tiny_models import tiny_model  # noqa: E402
-from workbench.audit import AuditIndex, load_cases  # noqa: E402
+from tests.tiny_models import merchant_student_teacher, one_thread  # noqa: E402
 from workbench.audit.judge import judge_messages  # noqa: E402
-from workbench.graph import PolicyIndex  # noqa: E402
-from workbench.train.data import materialise  # noqa: E402
 from workbench.train.joint import (  # noqa: E402
     JointSettings,
     joint_loss,
@@ -28,8 +24,6 @@ from workbench.train.opd import opd_loss  # noqa: E402
 from workbench.train.rewards import keyword_closure  # noqa: E402
 from workbench.train.runs import read_metrics  # noqa: E402
 from workbench.train.trainers import TrainConfig  # noqa: E402
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
 
 
 def test_the_joint_loss_by_hand():
@@ -83,18 +77,9 @@ def test_the_verified_reward_needs_a_closure_and_the_right_verdict():
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("joint")
-    index = AuditIndex(PolicyIndex.load(FIX / "merchant_index.json"))
-    cases = load_cases(FIX / "merchant_cases.jsonl")
-    records = materialise(cases, index)
-    corpus = [m["content"] for r in records for m in r.keyword_prompt + (r.prompt or [])]
-    corpus += ['{"keywords": ["delay compensation", "refund"]}', '{"violation": true}']
-    student = tiny_model(root / "student", corpus, seed=1)
-    teacher = tiny_model(root / "teacher", corpus, seed=2)
-    yield root, index, cases, records, student, teacher
-    torch.set_num_threads(threads)
+    with one_thread():
+        yield (root, *merchant_student_teacher(root))
 
 
 def _judge_prompt(cases, index, seen):

@@ -3,9 +3,14 @@ tokenizer trained on the given corpus, random weights, saved as a checkpoint fol
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+
+from tests.audit_data import merchant_cases, merchant_index
+from workbench.train.data import materialise
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -37,3 +42,28 @@ def tiny_model(path: Path, corpus: list[str], seed: int) -> Path:
     return path
 
 
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one intra-op thread for the block: on a shared 2-core machine, the threads of
+    a tiny model only contend."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def merchant_student_teacher(root: Path):
+    """The merchant fixture (index, cases, materialised records) and two tiny models under
+    ``root`` built on its prompts: ``student`` (seed 1) and ``teacher`` (seed 2), the same
+    tokenizer with different weights, so the teacher disagrees with the student."""
+    index, cases = merchant_index(), merchant_cases()
+    records = materialise(cases, index)
+    corpus = [m["content"] for r in records for m in r.keyword_prompt + (r.prompt or [])]
+    corpus += ['{"keywords": ["delay compensation", "refund"]}', '{"violation": true}']
+    student = tiny_model(root / "student", corpus, seed=1)
+    teacher = tiny_model(root / "teacher", corpus, seed=2)
+    return index, cases, records, student, teacher

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ROOT, demo_index, make_server, wait_idle
-from .flows import submit
+from .review_queue import expect_card, leave_fields, open_queue, review_server, seed_verdicts, type_note
 
 pytestmark = pytest.mark.e2e
 
@@ -19,49 +18,24 @@ VERDICTS = {  # hand-set judge verdicts (violation?) of a cdg run; gold in the d
     "air-001-compensation-regular-economy": False,  # gold violation: a gold mismatch
 }
 
-def seed_review(db_url: str) -> None:
-    from store import audit_repo
-    from store.db import make_engine
-    from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
-    from workbench.graph import PolicyIndex
 
-    eng = make_engine(db_url)
-    cases = [c for c in load_cases(ROOT / "fixtures" / "demo" / "cases.jsonl") if c.id in VERDICTS]
-    audit_repo.save_cases(eng, "demo", cases)
-    index = AuditIndex(PolicyIndex.from_dict(demo_index()))
-    traces = []
-    for case in cases:
-        t = audit_case(case, index, "cdg", None, AuditOptions(judge_mode="none"))
-        t.judge_mode = "whole"
-        t.verdict = Verdict(VERDICTS[case.id], f"judge on {case.id}: {INJECTION}", [])
-        traces.append(t)
-    audit_repo.save_traces(eng, traces, "run-1", "demo")
-    eng.dispose()
+def seed_review(db_url: str) -> None:
+    from workbench.audit import Verdict
+
+    def verdict(case, trace):
+        return Verdict(VERDICTS[case.id], f"judge on {case.id}: {INJECTION}", [])
+
+    seed_verdicts(db_url, VERDICTS, verdict)
 
 
 @pytest.fixture
 def server(tmp_path):
-    srv = make_server(tmp_path, demo_index())
-    seed_review(srv.db_url)
-    yield srv
-    srv.stop()
-
-
-def expect_card(page, text: str) -> None:
-    page.locator(".st-key-rv_card", has_text=text).wait_for(timeout=30_000)
-    wait_idle(page)
-
-
-def leave_fields(page) -> None:
-    """Take the focus out of any text field, so the next key is a shortcut, not typing."""
-    page.evaluate("document.activeElement && document.activeElement.blur()")
+    with review_server(tmp_path, seed_review) as srv:
+        yield srv
 
 
 def test_confirm_by_key_and_overturn_with_a_note(server, page):
-    page.goto(f"{server.url}/review")
-    wait_idle(page)
-    submit(page, "Reviewer", "ada")
-    expect_card(page, "1/3 · case mor-001-delay-not-yet-late")
+    open_queue(page, server, "", "1/3 · case mor-001-delay-not-yet-late")
     legend = page.locator("[data-testid='wb-key-legend']")
     # expect() polls: right after a rerun the previous run's legend can still be on screen.
     for word in ("confirm", "overturn", "next", "previous"):
@@ -75,11 +49,7 @@ def test_confirm_by_key_and_overturn_with_a_note(server, page):
     page.keyboard.press("y")  # confirm
     expect_card(page, "2/3 · case mor-003-delay-premier-credit")
     # A note typed key by key: letters that are shortcuts (y, n, j, k) stay in the field.
-    note = page.get_by_label("Note (required to overturn)")
-    note.click()
-    page.keyboard.type("policy says yes: Premier credit, jolly okay")
-    page.keyboard.press("Tab")  # commits the note
-    wait_idle(page)
+    type_note(page, "policy says yes: Premier credit, jolly okay")
     expect_card(page, "2/3 ")
     leave_fields(page)
     page.keyboard.press("n")  # overturn

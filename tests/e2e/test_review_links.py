@@ -9,9 +9,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import demo_index, make_server, wait_idle
-from .flows import submit
-from .test_review_flow import expect_card, leave_fields, seed_review
+from .conftest import wait_idle
+from .review_queue import expect_card, leave_fields, open_queue, review_server, type_note
+from .test_review_flow import seed_review
 
 pytestmark = pytest.mark.e2e
 
@@ -21,10 +21,8 @@ BANDS = "poor|slight|fair|moderate|substantial|almost perfect"
 
 @pytest.fixture
 def server(tmp_path):
-    srv = make_server(tmp_path, demo_index())
-    seed_review(srv.db_url)
-    yield srv
-    srv.stop()
+    with review_server(tmp_path, seed_review) as srv:
+        yield srv
 
 
 def _decisions(server):
@@ -40,10 +38,7 @@ def _decisions(server):
 
 
 def test_a_case_link_and_a_search_survive_a_reload(server, page):
-    page.goto(f"{server.url}/review?dataset=demo&case={PREMIER}")
-    wait_idle(page)
-    submit(page, "Reviewer", "ada")
-    expect_card(page, f"2/3 · case {PREMIER}")
+    open_queue(page, server, f"?dataset=demo&case={PREMIER}", f"2/3 · case {PREMIER}")
     search = page.get_by_role("textbox", name="Search")
     search.fill("premier")
     search.press("Enter")
@@ -60,10 +55,7 @@ def test_a_case_link_and_a_search_survive_a_reload(server, page):
 
 
 def test_wrong_rule_by_key_then_undo_by_key(server, page):
-    page.goto(f"{server.url}/review?dataset=demo")
-    wait_idle(page)
-    submit(page, "Reviewer", "ada")
-    expect_card(page, "1/3 · case mor-001-delay-not-yet-late")
+    open_queue(page, server, "?dataset=demo", "1/3 · case mor-001-delay-not-yet-late")
     leave_fields(page)
     page.keyboard.press("w")  # "wrong rule" without a note: refused beside the buttons
     refusal = page.get_by_text("needs a note naming the rule")
@@ -72,11 +64,7 @@ def test_wrong_rule_by_key_then_undo_by_key(server, page):
     buttons = page.get_by_role("button", name="Right verdict, wrong rule").bounding_box()
     said = refusal.bounding_box()
     assert 0 < said["y"] - buttons["y"] < 200  # right under the buttons, not at the top
-    note = page.get_by_label("Note (required to overturn)")
-    note.click()
-    page.keyboard.type("MOR-R003 is the rule broken")
-    page.keyboard.press("Tab")
-    wait_idle(page)
+    type_note(page, "MOR-R003 is the rule broken")
     leave_fields(page)
     page.keyboard.press("w")
     expect_card(page, f"2/3 · case {PREMIER}")
@@ -93,10 +81,7 @@ def test_wrong_rule_by_key_then_undo_by_key(server, page):
 
 
 def test_question_mark_shows_every_key_and_agreement_reads_in_words(server, page):
-    page.goto(f"{server.url}/review?dataset=demo")
-    wait_idle(page)
-    submit(page, "Reviewer", "ada")
-    expect_card(page, "1/3 ")
+    open_queue(page, server, "?dataset=demo", "1/3 ")
     leave_fields(page)
     page.keyboard.press("?")
     overlay = page.get_by_test_id("wb-key-help")
@@ -113,11 +98,7 @@ def test_question_mark_shows_every_key_and_agreement_reads_in_words(server, page
     # Two decisions, then Cohen's kappa is a number with two decimals and its band.
     page.keyboard.press("y")
     expect_card(page, "2/3 ")
-    note = page.get_by_label("Note (required to overturn)")
-    note.click()
-    page.keyboard.type("premier credit is allowed")
-    page.keyboard.press("Tab")
-    wait_idle(page)
+    type_note(page, "premier credit is allowed")
     leave_fields(page)
     page.keyboard.press("n")
     page.get_by_text("2 of 3 reviewed (2 by you)").wait_for(timeout=30_000)

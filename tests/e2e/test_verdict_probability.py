@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ROOT, demo_index, make_server, wait_idle
-from .flows import submit
-from .test_review_flow import expect_card, leave_fields
+from .conftest import wait_idle
+from .review_queue import expect_card, leave_fields, open_queue, review_server, seed_verdicts
 
 pytestmark = pytest.mark.e2e
 
@@ -22,36 +21,23 @@ JUDGED = {
 
 
 def seed(db_url: str) -> None:
-    from store import audit_repo
-    from store.db import make_engine
-    from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case, load_cases
+    from workbench.audit import Verdict
     from workbench.audit.evidence import locate_quotes
-    from workbench.graph import PolicyIndex
 
-    eng = make_engine(db_url)
-    cases = [c for c in load_cases(ROOT / "fixtures" / "demo" / "cases.jsonl") if c.id in JUDGED]
-    audit_repo.save_cases(eng, "demo", cases)
-    index = AuditIndex(PolicyIndex.from_dict(demo_index()))
-    traces = []
-    for case in cases:
+    def verdict(case, trace):
         violation, p, quote = JUDGED[case.id]
-        t = audit_case(case, index, "cdg", None, AuditOptions(judge_mode="none"))
-        t.judge_mode = "whole"
-        cited = t.units[:1] if violation else []
-        t.verdict = Verdict(violation, "hand-set verdict", cited, probability=p,
-                            probability_source="logprobs",
-                            evidence=locate_quotes(case.model_response, [quote]) if quote else [])
-        traces.append(t)
-    audit_repo.save_traces(eng, traces, "run-1", "demo")
-    eng.dispose()
+        cited = trace.units[:1] if violation else []
+        return Verdict(violation, "hand-set verdict", cited, probability=p,
+                       probability_source="logprobs",
+                       evidence=locate_quotes(case.model_response, [quote]) if quote else [])
+
+    seed_verdicts(db_url, JUDGED, verdict)
 
 
 @pytest.fixture
 def server(tmp_path):
-    srv = make_server(tmp_path, demo_index())
-    seed(srv.db_url)
-    yield srv
-    srv.stop()
+    with review_server(tmp_path, seed) as srv:
+        yield srv
 
 
 def test_replay_shows_the_probability_and_marks_the_reply_sentence(server, page):
@@ -65,11 +51,8 @@ def test_replay_shows_the_probability_and_marks_the_reply_sentence(server, page)
 
 
 def test_review_sorted_by_uncertainty_shows_the_most_doubtful_verdict_first(server, page):
-    page.goto(f"{server.url}/review?dataset=demo&sort=uncertainty")
-    wait_idle(page)
-    submit(page, "Reviewer", "ada")
     # Confidence at 0.5: 0.55 for mor-003, 0.90 for air-001, 0.95 for mor-001.
-    expect_card(page, "1/3 · case mor-003-delay-premier-credit")
+    open_queue(page, server, "?dataset=demo&sort=uncertainty", "1/3 · case mor-003-delay-premier-credit")
     page.get_by_text("possible violation — 55 % (uncalibrated)").first.wait_for(timeout=30_000)
     leave_fields(page)
     page.keyboard.press("j")

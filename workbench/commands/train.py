@@ -117,10 +117,7 @@ def register(subparsers: Any) -> None:
     opd.add_argument("--teacher", required=True,
                      help="teacher checkpoint (same tokenizer), e.g. 'embedded' (the 1.5B GGUF) "
                      "for --student embedded:small (the 0.5B)")
-    opd.add_argument("--gate", choices=("entropy", "none"), default="entropy",
-                     help="entropy: top fraction + verdict/termination tokens; none: uniform OPD")
-    opd.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
-    opd.add_argument("--clip", type=float, default=5.0, help="k1 clip (default 5)")
+    _opd_gate(opd)
     _common(opd, max_new_tokens=128, temperature=0.7, top_p=0.9)
     _register_joint(sub)
 
@@ -148,11 +145,17 @@ def _register_joint(sub: Any) -> None:
                        help=f"w, the OPD loss against the GRPO loss (default {DEFAULT_OPD_WEIGHT:g})")
     joint.add_argument("--judge-max-new-tokens", type=int, default=DEFAULT_JUDGE_TOKENS,
                        help=f"verdict length limit (default {DEFAULT_JUDGE_TOKENS})")
-    joint.add_argument("--gate", choices=("entropy", "none"), default="entropy",
-                       help="OPD gate: entropy (top fraction + verdict/termination tokens) or none")
-    joint.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
-    joint.add_argument("--clip", type=float, default=5.0, help="k1 clip (default 5)")
+    _opd_gate(joint)
     _common(joint, max_new_tokens=48, temperature=0.7, top_p=0.9)
+
+
+def _opd_gate(p: argparse.ArgumentParser) -> None:
+    """Which of the student's tokens OPD supervises (``opd`` and ``joint``)."""
+    p.add_argument("--gate", choices=("entropy", "none"), default="entropy",
+                   help="OPD gate: entropy (top fraction + verdict/termination tokens) or none "
+                   "(every token: uniform OPD)")
+    p.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
+    p.add_argument("--clip", type=float, default=5.0, help="k1 clip (default 5)")
 
 
 def _common(p: argparse.ArgumentParser, max_new_tokens: int, temperature: float = 1.0,

@@ -122,6 +122,16 @@ class _Keys:
         return candidate
 
 
+def coarsest_cuts(text: str, start: int, end: int) -> list[int]:
+    """The places strictly inside ``text[start:end]`` where the coarsest boundary kind that
+    occurs there ends, in order; [] when none does (one unbreakable word)."""
+    for pattern in _BOUNDARIES:
+        cuts = [m.end() for m in pattern.finditer(text, start, end) if start < m.end() < end]
+        if cuts:
+            return cuts
+    return []
+
+
 def split_range(text: str, start: int, end: int, max_tokens: int,
                 tokens: int | None = None) -> list[tuple[int, int]]:
     """Cut ``text[start:end]`` into consecutive ranges of at most ``max_tokens`` tokens,
@@ -133,11 +143,8 @@ def split_range(text: str, start: int, end: int, max_tokens: int,
         tokens = count_tokens_upto(text[start:end], max_tokens)
     if tokens <= max_tokens:
         return [(start, end)]
-    for pattern in _BOUNDARIES:
-        cuts = [m.end() for m in pattern.finditer(text, start, end) if start < m.end() < end]
-        if cuts:
-            break
-    else:
+    cuts = coarsest_cuts(text, start, end)
+    if not cuts:
         return [(start, end)]  # one unbreakable word: nothing sensible to cut
     out = pack_counted(text, list(zip([start, *cuts], [*cuts, end], strict=True)), max_tokens)
     # A piece still over the limit is one oversized paragraph/line: cut it at finer bounds.

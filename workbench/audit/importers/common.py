@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -34,6 +34,16 @@ class ImportFormatError(CaseFormatError):
 
 def fail(where: str, problem: str, fix: str) -> ImportFormatError:
     return ImportFormatError(f"{where}: {problem}", fix)
+
+
+def json_objects(items: list[Any], where: str, what: str, fix: str) -> Iterator[tuple[int, str, dict]]:
+    """Each item of the list at ``where`` with its position and place (``where[i]``); an item
+    that is not a JSON object fails the import there: ``{what} must be a JSON object``."""
+    for i, item in enumerate(items):
+        at = f"{where}[{i}]"
+        if not isinstance(item, dict):
+            raise fail(at, f"{what} must be a JSON object", fix)
+        yield i, at, item
 
 
 @dataclass(frozen=True)

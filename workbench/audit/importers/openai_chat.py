@@ -30,6 +30,7 @@ from workbench.audit.importers.common import (
     cases_from,
     fail,
     joined,
+    json_objects,
     label_of,
     origin_stem,
     text_of,
@@ -48,10 +49,7 @@ def chat_messages(raw: Any, where: str) -> list[Message]:
         raise fail(where, "'messages' must be a list", FIX_MESSAGES)
     names: dict[str, str] = {}  # tool_call_id -> tool name, to name each result
     out = []
-    for i, m in enumerate(raw):
-        at = f"{where}[{i}]"
-        if not isinstance(m, dict):
-            raise fail(at, "a message must be a JSON object", FIX_MESSAGES)
+    for _, at, m in json_objects(raw, where, "a message", FIX_MESSAGES):
         role = m.get("role")
         if role not in ROLES:
             raise fail(at, f"role {role!r} is not a chat role",

@@ -38,6 +38,7 @@ from workbench.audit.importers.common import (
     cases_from,
     fail,
     joined,
+    json_objects,
     tool_call_text,
     tool_result_text,
 )
@@ -67,10 +68,7 @@ def read_tau2(text: str, origin: str, policies: PolicyNames, notes: Notes) -> li
         raise fail(where, "must be a list of simulations", FIX_FILE)
     skills = policies.resolve(domain, notes)
     cases: list[AuditCase] = []
-    for k, sim in enumerate(sims):
-        at = f"{where}[{k}]"
-        if not isinstance(sim, dict):
-            raise fail(at, "a simulation must be a JSON object", FIX_FILE)
+    for k, at, sim in json_objects(sims, where, "a simulation", FIX_FILE):
         sim_id = sim.get("id")
         if not isinstance(sim_id, str) or not sim_id.strip():
             raise fail(at, "the simulation has no 'id'", "every tau2 simulation has a string id")
@@ -113,10 +111,7 @@ def _messages(raw: Any, where: str) -> list[Message]:
         raise fail(where, "must be a list of messages", FIX_FILE)
     names: dict[str, str] = {}
     out: list[Message] = []
-    for i, m in enumerate(raw):
-        at = f"{where}[{i}]"
-        if not isinstance(m, dict):
-            raise fail(at, "a message must be a JSON object", FIX_FILE)
+    for _, at, m in json_objects(raw, where, "a message", FIX_FILE):
         role = m.get("role")
         if role not in ROLES:
             raise fail(at, f"role {role!r} is not a tau2 message role", f"use one of {', '.join(ROLES)}")

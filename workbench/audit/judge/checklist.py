@@ -19,23 +19,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.audit.cases import AuditCase, prompt_fields
-from workbench.audit.judge.probability import Probability, ProbabilityOptions, clamp, sampled
+from workbench.audit.judge.probability import (
+    Probability,
+    ProbabilityOptions,
+    clamp,
+    sampled_answers,
+)
 from workbench.audit.judge.units import (
     REASON_MAX,
     ContextUnit,
     Evidence,
     Judged,
-    call_record,
+    ask_checking_evidence,
     check_reason,
-    evidence_problem,
-    failed_record,
     find_evidence,
 )
 from workbench.audit.prompts import build_messages
 from workbench.audit.trace import Verdict
-from workbench.llm.errors import ModelCallError
 from workbench.llm.logprobs import value_distribution
-from workbench.llm.structured import repair_messages
 from workbench.vocabulary import CheckStatus, values
 
 CHECKLIST_PROMPT = "judge_checklist_v1"
@@ -113,16 +114,8 @@ def judge_checklist(
             sample=sample, max_tokens=room,
         )
 
-    result = ask(messages, step)
-    calls = [call_record("judge", result)]
-    found: Evidence = result.checked
-    refused = len(found.refused)
-    if found.refused:
-        retry = repair_messages(messages, result.text, evidence_problem(found.refused))
-        result = ask(retry, f"{step}:evidence")
-        calls.append(call_record("judge:evidence", result))
-        found = result.checked
-        refused += len(found.refused)
+    answered = ask_checking_evidence(ask, messages, step)
+    result, calls = answered.result, answered.calls
     checks = _checks(result.data["checks"], result.logprobs)
     broken = [c["id"] for c in checks if c["status"] == CheckStatus.VIOLATED]
     verdict = Verdict(
@@ -130,8 +123,8 @@ def judge_checklist(
         reason=str(result.data.get("reason") or "")[:REASON_MAX],
         violated_rules=broken,
         reason_cites=True,
-        evidence=found.spans,
-        evidence_refused=refused,
+        evidence=answered.evidence.spans,
+        evidence_refused=answered.refused,
         checklist=checks,
     )
     ps = [c["p_violated"] for c in checks if c.get("p_violated") is not None]
@@ -156,14 +149,10 @@ def _sampled(ask, messages, popts: ProbabilityOptions, have: Probability | None,
     if not popts.should_sample(have is not None):
         return have or Probability.none()
 
-    def draw(seed: int) -> bool | None:
-        try:
-            res = ask(messages, f"{step}:sample{seed}", (popts.temperature, seed))
-        except ModelCallError as exc:  # one failed sample is left out, not the verdict
-            if (rec := failed_record(f"judge:sample{seed}", exc)) is not None:
-                calls.append(rec)
-            return None
-        calls.append(call_record(f"judge:sample{seed}", res))
+    def violation(res: Any) -> bool:
         return any(c.get("status") == CheckStatus.VIOLATED for c in res.data["checks"])
 
-    return sampled(draw, popts.samples)
+    def ask_sample(seed: int) -> Any:
+        return ask(messages, f"{step}:sample{seed}", (popts.temperature, seed))
+
+    return sampled_answers(ask_sample, violation, popts.samples, calls)

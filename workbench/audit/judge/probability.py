@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from workbench.audit.judge.units import call_record, failed_record
+from workbench.audit.trace import ModelCall
+from workbench.llm.errors import ModelCallError
 from workbench.vocabulary import ProbabilityMethod
 
 DEFAULT_SAMPLES = 5
@@ -65,6 +69,25 @@ def sampled(draw: Callable[[int], bool | None], k: int) -> Probability:
     if not votes:
         return Probability.none()
     return Probability(round(sum(votes) / len(votes), 4), f"sampled:{len(votes)}")
+
+
+def sampled_answers(ask_sample: Callable[[int], Any], violation: Callable[[Any], bool], k: int,
+                    calls: list[ModelCall]) -> Probability:
+    """``sampled`` over ``k`` judge calls: ``ask_sample(seed)`` makes one, ``violation(result)``
+    reads its verdict. Each call is recorded in ``calls`` (``judge:sample{seed}``); one that
+    fails for good is recorded when its error carries usage and left out of the share."""
+
+    def draw(seed: int) -> bool | None:
+        try:
+            res = ask_sample(seed)
+        except ModelCallError as exc:  # one failed sample is left out, not the verdict
+            if (rec := failed_record(f"judge:sample{seed}", exc)) is not None:
+                calls.append(rec)
+            return None
+        calls.append(call_record(f"judge:sample{seed}", res))
+        return violation(res)
+
+    return sampled(draw, k)
 
 
 def clamp(p: float) -> float:

@@ -1,5 +1,6 @@
-"""What every judging mode shares: the citable items of a context, call records, and the
-checks on a verdict that model output must pass before anyone sees it."""
+"""What every judging mode shares: the citable items of a context, call records, the checks
+on a verdict that model output must pass before anyone sees it, and the one more ask when
+its evidence is not in the reply."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from workbench.audit.cases import AuditCase
 from workbench.audit.evidence import EvidenceNotInReply, locate_quotes
 from workbench.audit.trace import ModelCall, Verdict
+from workbench.llm.structured import repair_messages
 
 REASON_MAX = 300
 MAX_IDS_SHOWN = 30  # in a repair request; the prompt itself lists every id
@@ -156,6 +158,35 @@ def evidence_problem(refused: Sequence[str]) -> str:
     shown = "; ".join(repr(q[:80]) for q in refused[:3])
     return (f"these evidence quotes are not in the REPLY: {shown}. Copy the exact words of the "
             "REPLY that break the rule, or give an empty evidence list")
+
+
+@dataclass
+class Answered:
+    """A judge's answer once its evidence is checked: the result that stands, the evidence
+    found in the reply, the quotes refused over both asks, and the records of the calls."""
+
+    result: Any
+    evidence: Evidence
+    refused: int
+    calls: list[ModelCall]
+
+
+def ask_checking_evidence(ask: Callable[[list[dict[str, str]], str], Any],
+                          messages: list[dict[str, str]], step: str) -> Answered:
+    """``ask(messages, step)`` once; when a quote of the answer (its ``checked`` Evidence) is
+    not in the reply, once more with the quote named (``{step}:evidence``), and the retry's
+    answer stands. Raises what ``ask`` raises."""
+    result = ask(messages, step)
+    calls = [call_record("judge", result)]
+    found: Evidence = result.checked
+    refused = len(found.refused)
+    if found.refused:
+        retry = repair_messages(messages, result.text, evidence_problem(found.refused))
+        result = ask(retry, f"{step}:evidence")
+        calls.append(call_record("judge:evidence", result))
+        found = result.checked
+        refused += len(found.refused)
+    return Answered(result, found, refused, calls)
 
 
 Validator = Callable[[dict[str, Any]], Any]

@@ -19,17 +19,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.audit.cases import AuditCase, prompt_fields
-from workbench.audit.judge.probability import Probability, ProbabilityOptions, sampled
+from workbench.audit.judge.probability import Probability, ProbabilityOptions, sampled_answers
 from workbench.audit.judge.units import (
     REASON_MAX,
     ContextUnit,
     Evidence,
     Judged,
-    call_record,
+    ask_checking_evidence,
     check_citations,
     check_reason,
-    evidence_problem,
-    failed_record,
     find_evidence,
     reason_cites,
     strip_id,
@@ -37,9 +35,7 @@ from workbench.audit.judge.units import (
 )
 from workbench.audit.prompts import build_messages
 from workbench.audit.trace import Verdict
-from workbench.llm.errors import ModelCallError
 from workbench.llm.logprobs import probability_of
-from workbench.llm.structured import repair_messages
 
 JUDGE_PROMPT = "judge_v3"
 QUOTE_MAX = 300
@@ -119,19 +115,10 @@ def judge_whole(
             validate=validate, logprobs=popts.top_logprobs,
         )
 
-    result = ask(messages, step)
-    calls = [call_record("judge", result)]
-    found: Evidence = result.checked
-    refused = len(found.refused)
-    if found.refused:
-        # Refused, then asked once more with the quote named; the retry's answer stands.
-        retry = repair_messages(messages, result.text, evidence_problem(found.refused))
-        result = ask(retry, f"{step}:evidence")
-        calls.append(call_record("judge:evidence", result))
-        found = result.checked
-        refused += len(found.refused)
-    verdict = make_verdict(result.data, known, found)
-    verdict.evidence_refused = refused
+    answered = ask_checking_evidence(ask, messages, step)
+    result, calls = answered.result, answered.calls
+    verdict = make_verdict(result.data, known, answered.evidence)
+    verdict.evidence_refused = answered.refused
     p = _probability(gateway, messages, validate, popts, result, step, calls)
     verdict.probability, verdict.probability_source = p.value, p.source
     return Judged(verdict, calls, messages)
@@ -145,18 +132,11 @@ def _probability(gateway: Any, messages, validate, popts: ProbabilityOptions, re
     if not popts.should_sample(value is not None):
         return Probability.none()
 
-    def draw(seed: int) -> bool | None:
-        try:
-            res = gateway.complete_json(
-                role="judge", messages=messages, schema=VERDICT_SCHEMA, schema_name="verdict",
-                step=f"{step}:sample{seed}", validate=validate,
-                sample=(popts.temperature, seed),
-            )
-        except ModelCallError as exc:  # one failed sample is left out, not the verdict
-            if (rec := failed_record(f"judge:sample{seed}", exc)) is not None:
-                calls.append(rec)
-            return None
-        calls.append(call_record(f"judge:sample{seed}", res))
-        return bool(res.data["violation"])
+    def ask_sample(seed: int) -> Any:
+        return gateway.complete_json(
+            role="judge", messages=messages, schema=VERDICT_SCHEMA, schema_name="verdict",
+            step=f"{step}:sample{seed}", validate=validate, sample=(popts.temperature, seed),
+        )
 
-    return sampled(draw, popts.samples)
+    return sampled_answers(ask_sample, lambda res: bool(res.data["violation"]), popts.samples,
+                           calls)
