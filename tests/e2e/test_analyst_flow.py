@@ -10,6 +10,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from workbench.audit import AuditTrace
 from workbench.glossary import gold_word
 
 from .flows import (
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.e2e
 RUN = "demo-cdg"
 
 
-def violation_trace(index: dict, case_ids: set[str]) -> dict:
+def violation_trace(index: dict, case_ids: set[str]) -> AuditTrace:
     """The first recorded cdg trace of the embedded judge (``fixtures/demo/traces_cdg.jsonl``)
     that finds a violation and cites a rule of the demo index; without one (the recording
     not there yet), a trace of mor-002 with a hand-set verdict citing a closure rule."""
@@ -42,7 +43,7 @@ def violation_trace(index: dict, case_ids: set[str]) -> dict:
             verdict = trace.get("verdict") or {}
             if (verdict.get("violation") and trace.get("id") in case_ids
                     and set(verdict.get("violated_rules") or []) & rules):
-                return trace
+                return AuditTrace.from_dict(trace)
     from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case
     from workbench.graph import PolicyIndex
 
@@ -52,10 +53,10 @@ def violation_trace(index: dict, case_ids: set[str]) -> dict:
     cited = trace.closure["merchant-order-refund"][0]
     trace.judge_mode = "whole"
     trace.verdict = Verdict(True, f"{cited} is violated: the coupon share was not deducted.", [cited])
-    return trace.to_dict()
+    return trace
 
 
-def seed_demo(eng, index: dict, cases, trace: dict) -> None:
+def seed_demo(eng, index: dict, cases, trace: AuditTrace) -> None:
     """The demo index and cases, and ``trace`` stored in run ``RUN``."""
     from store import audit_repo
 
@@ -71,13 +72,13 @@ def flow(tmp_path):
     trace = violation_trace(index, {c.id for c in cases})
 
     srv = start_server(tmp_path, lambda eng: seed_demo(eng, index, cases, trace))
-    case = next(c for c in cases if c.id == trace["id"])
+    case = next(c for c in cases if c.id == trace.id)
     yield srv, trace, case, index
     srv.stop()
 
 
-def cited_span_text(index: dict, trace: dict) -> str:
-    rid = trace["verdict"]["violated_rules"][0]
+def cited_span_text(index: dict, trace: AuditTrace) -> str:
+    rid = trace.verdict.violated_rules[0]
     for skill in index["skills"]:
         for rule in skill["rules"]:
             if rule["id"] == rid:
@@ -92,15 +93,15 @@ def words(text: str) -> str:
 
 def test_replay_a_violation_then_confirm_it_in_the_queue(flow, page):
     server, trace, case, index = flow
-    verdict = trace["verdict"]
-    rid = verdict["violated_rules"][0]
+    verdict = trace.verdict
+    rid = verdict.violated_rules[0]
 
     # -- replay ---------------------------------------------------------------------------
     goto(page, server, "replay")
     choose(page, "Case", f"{case.id} — gold: {gold_word(case.label)}")
     card = page.locator(".st-key-verdict_a")
     expect(card.locator("[data-testid='stAlertContentError'] p")).to_have_text("Violation")
-    expect(card).to_contain_text(verdict["reason"])
+    expect(card).to_contain_text(verdict.reason)
     expect(card).to_contain_text(f"Violated rule {rid}")
     # The cited rule's source span is highlighted in the SKILL text, in the card.
     mark = card.locator("[data-testid='wb-source'] mark").first

@@ -130,7 +130,7 @@ def test_wheel_over_a_graph_scrolls_the_page_not_the_zoom(browser, server, where
         if where == "graph":
             goto(page, server, "graph?skill=airline-policy")
         else:
-            case = violation_trace(demo_index_data(), {c.id for c in demo_cases()})["id"]
+            case = violation_trace(demo_index_data(), {c.id for c in demo_cases()}).id
             goto(page, server, f"replay?dataset=demo&case={case}")
             page.get_by_text(re.compile(r"^4 · Closure")).wait_for()
         top_before, top_after, scale_before, scale_after = _wheel_over_graph(page, where)

@@ -45,7 +45,7 @@ def demo(tmp_path_factory):  # one server per test: test 2 stores a trace
 
     env = {"WORKBENCH_LLM_MODE": "replay", "WORKBENCH_LLM_RECORDINGS": str(tmp / "none.jsonl")}
     srv = flows.start_server(tmp, seed, env)
-    case = next(c for c in cases if c.id == trace["id"])
+    case = next(c for c in cases if c.id == trace.id)
     yield srv, case
     srv.stop()
 
@@ -72,7 +72,7 @@ def judged(tmp_path_factory):
 
     with scripted_judge() as (judge, env):
         srv = flows.start_server(tmp_path_factory.mktemp("issue16-judged"), seed, env)
-        yield srv, next(c for c in cases if c.id == trace["id"]), judge
+        yield srv, next(c for c in cases if c.id == trace.id), judge
         srv.stop()
 
 

@@ -85,7 +85,7 @@ def test_question_mark_shows_every_key_and_agreement_reads_in_words(server, page
     leave_fields(page)
     page.keyboard.press("?")
     overlay = page.get_by_test_id("wb-key-help")
-    expect(overlay).to_be_visible(timeout=10_000)
+    expect(overlay).to_be_visible()
     for words in ("confirm the verdict", "right verdict, wrong rule cited", "undo your last decision",
                   "next verdict", "show or hide this help"):
         expect(overlay.get_by_text(words)).to_be_visible()
