@@ -17,7 +17,7 @@ from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from .conftest import ROOT, Server, wait_idle
+from .conftest import IDLE_CEILING_MS, ROOT, Server, wait_idle
 
 RECORDINGS = ROOT / "fixtures" / "recordings"
 DEMO = ROOT / "fixtures" / "demo"
@@ -86,7 +86,7 @@ def demo_cases():
 
 # -- the page --------------------------------------------------------------------------------
 
-def settle(page, timeout: float = 60_000) -> None:
+def settle(page, timeout: float = IDLE_CEILING_MS) -> None:
     """Wait until the script run is over and the elements of the previous run are gone
     (for a moment after a rerun Streamlit shows both, marked ``data-stale``)."""
     wait_idle(page, timeout)
