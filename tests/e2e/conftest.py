@@ -94,6 +94,11 @@ def browser():
         b.close()
 
 
+# The page's ceiling for every Playwright wait without its own (a page from a fresh context
+# of a test's own sets it too, or it gets Playwright's 30 s).
+PAGE_CEILING_MS = 90_000
+
+
 @pytest.fixture
 def page(browser):
     from playwright.sync_api import expect
@@ -103,7 +108,7 @@ def page(browser):
     # Every wait is on what the user sees; these are only ceilings, high enough for a machine
     # whose two cores are shared with a model server and another test run (a Streamlit rerun
     # there can take tens of seconds).
-    pg.set_default_timeout(90_000)
+    pg.set_default_timeout(PAGE_CEILING_MS)
     expect.set_options(timeout=30_000)
     pg.external_requests = []  # type: ignore[attr-defined]
 

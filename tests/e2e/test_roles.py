@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
-from .conftest import IDLE_CEILING_MS  # noqa: E402
+from .conftest import IDLE_CEILING_MS, PAGE_CEILING_MS  # noqa: E402
 from .flows import assert_no_exception, choose, goto, import_index, settle, start_server  # noqa: E402
 from .identity import sign_in, signed_in_elsewhere  # noqa: E402
 
@@ -273,7 +273,7 @@ def test_only_an_analyst_may_store_a_replay_result(replay_server, browser, role,
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.new_page()
-        page.set_default_timeout(90_000)  # the suite's ceiling (conftest's page fixture)
+        page.set_default_timeout(PAGE_CEILING_MS)  # as the suite's page fixture
         goto(page, server, f"replay?dataset=demo&case={case}")
         sign_in(page, f"the {role}", role)
         choose(page, "Judge", "whole")  # the scripted judge: a verdict there is to store
