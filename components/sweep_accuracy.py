@@ -29,7 +29,9 @@ def judged_sweeps(folder: Path) -> list[tuple[str, dict]]:
     out = []
     readable, _unreadable = result_files(folder)  # the retrieval section warns about those
     for name, data in readable:
-        rows = data.get("rows") if isinstance(data, dict) else None
+        if not isinstance(data, dict):  # any JSON may sit in the folder: a list is no sweep
+            continue
+        rows = data.get("rows")
         if (data.get("kind") == "length-sweep" and isinstance(rows, list)
                 and any(isinstance(r, dict) and r.get("judged_cases") for r in rows)):
             out.append((name, data))

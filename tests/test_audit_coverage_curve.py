@@ -263,3 +263,14 @@ def test_evaluate_page_draws_the_judged_sweep_accuracy_by_length(tmp_path, monke
     table = judged[0].dataframe[0].value
     assert list(table.columns) == ["target length", "SKILL tokens", "strategy", "judged cases",
                                    "ACC", "violation-F1", "gold in context"]
+
+
+def test_judged_sweeps_pass_over_a_result_file_whose_top_level_is_a_list(tmp_path):
+    """Any JSON can sit in the evaluations folder; a list (a trace dump, a case list) is not a
+    sweep and must not stop the Evaluate page (it raised AttributeError on ``list.get``)."""
+    from components.sweep_accuracy import judged_sweeps
+
+    rows = [{"length": 4000, "strategy": "cdg", "judged_cases": 3, "acc": 0.5, "f1": 0.5}]
+    (tmp_path / "a-list.json").write_text(json.dumps([{"kind": "length-sweep"}]))
+    (tmp_path / "sweep.json").write_text(json.dumps({"kind": "length-sweep", "rows": rows}))
+    assert [name for name, _ in judged_sweeps(tmp_path)] == ["sweep.json"]
