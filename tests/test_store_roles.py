@@ -112,25 +112,54 @@ def test_single_user_mode_and_the_command_line_may_do_every_write(engine):
     assert repo.delete_skill(engine, "desk", COMMAND_LINE) == 2
 
 
-GUARDED_WRITES = {"save_skill", "delete_skill", "decide_edge", "save_cases", "save_trace",
-                  "save_traces", "StoreSink", "proposals_panel", "save_role_settings",
-                  "add_decision", "add_decisions", "undo_last", "add_label", "add_labels",
-                  "add_adjudication"}
+def _guarded_writes() -> tuple[set[str], set[str]]:
+    """(writes whose ``actor`` has a default, writes that require it), read from the store's
+    and components' own signatures so a new guarded write is checked the day it is added (a
+    hand-kept list had missed ``decide_edges`` and ``save_threshold``). A class whose
+    ``__init__`` takes ``actor`` counts under the class name."""
+    defaulted: set[str] = set()
+    required: set[str] = set()
+    for path in [*ROOT.glob("store/*.py"), *ROOT.glob("components/*.py")]:
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                inits = [f for f in node.body
+                         if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
+                funcs = [(node.name, f) for f in inits]
+            elif isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                funcs = [(node.name, node)]
+            else:
+                continue
+            for name, func in funcs:
+                args = func.args
+                positional = args.posonlyargs + args.args
+                defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):],
+                                    args.defaults, strict=True))
+                defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                                 if d is not None})
+                names = [a.arg for a in positional + args.kwonlyargs]
+                if "actor" in names:
+                    (defaulted if "actor" in defaults else required).add(name)
+    return defaulted, required
+
+
+def test_the_guarded_writes_are_found_in_the_store():
+    defaulted, required = _guarded_writes()
+    assert {"save_traces", "add_decisions", "save_threshold", "StoreSink"} <= defaulted
+    assert {"delete_skill", "decide_edge", "decide_edges"} <= required
 
 
 def test_every_page_write_passes_the_acting_identity():
     """The writes default to the command line's single-user actor (CLI, batch tools, tests);
-    a page or component must pass the signed-in one, or the store could not refuse it."""
+    a page or component must pass the signed-in one, or the store could not refuse it. A
+    write whose ``actor`` has no default is Python's to refuse when it is missing."""
+    defaulted, _required = _guarded_writes()
     missing = []
     for path in sorted([*ROOT.glob("pages/*.py"), *ROOT.glob("components/*.py")]):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not isinstance(node, ast.Call):
                 continue
             name = getattr(node.func, "attr", getattr(node.func, "id", ""))
-            if name not in GUARDED_WRITES:
-                continue
-            if name in {"delete_skill", "decide_edge", "proposals_panel"}:
-                continue  # the actor is a required argument: Python refuses a call without it
-            if not any(k.arg == "actor" for k in node.keywords):
+            if name in defaulted and not any(k.arg == "actor" for k in node.keywords):
                 missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
     assert missing == [], "pass actor=identity.actor(...) to these writes"
