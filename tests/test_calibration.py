@@ -70,7 +70,20 @@ def test_risk_coverage_orders_by_confidence_and_keeps_ties_together():
     rows = risk_coverage(conf, right)
     assert [(r["cases"], round(r["accuracy"], 3)) for r in rows] == [
         (1, 1.0), (3, 0.667), (4, 0.75), (5, 0.6)]
-    assert accuracy_at_coverage(conf, right, 0.4) == 1.0  # the 2 most confident: .99 and one .9
+    # The 2 most confident: .99 (right) and one of the two .9 (one right, one wrong): the tie
+    # is filled at its mean accuracy, whichever .9 comes first.
+    assert accuracy_at_coverage(conf, right, 0.4) == 0.75
+    assert accuracy_at_coverage([0.99, 0.9, 0.9], [True, False, True], 0.67) == 0.75
+    assert accuracy_at_coverage(conf, right, 0.2) == 1.0
+
+
+def test_accuracy_of_the_confident_half_does_not_depend_on_the_order_of_tied_cases():
+    """A judge that gives every case the same confidence has no confident half: the figure
+    is its overall accuracy (it was that of whichever cases came first, so a resampled run
+    could report a point outside its own bootstrap interval)."""
+    right = [True, False, False, False, True, False, False, False]
+    for order in (right, sorted(right), sorted(right, reverse=True)):
+        assert accuracy_at_coverage([0.7] * 8, order, 0.5) == pytest.approx(0.25)
 
 
 def test_platt_scaling_recovers_a_calibrated_judge_and_refuses_too_few_cases():

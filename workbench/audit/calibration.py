@@ -236,10 +236,17 @@ def risk_coverage(confidences: Sequence[float], correct: Sequence[bool]) -> list
 
 
 def accuracy_at_coverage(confidences: Sequence[float], correct: Sequence[bool], share: float) -> float:
-    """Accuracy of the ``share`` most confident cases (at least one)."""
-    order = sorted(range(len(confidences)), key=lambda i: -confidences[i])
-    top = order[: max(1, round(share * len(order)))]
-    return sum(bool(correct[i]) for i in top) / len(top)
+    """Accuracy of the ``share`` most confident cases (at least one).
+
+    When the cut falls inside a group of equal confidences, the group's places are filled at
+    its mean accuracy (the expectation over every way of breaking the tie), so the figure does
+    not depend on the order the cases came in: a judge that gives every case the same
+    confidence scores its overall accuracy, not that of whichever cases happened to be first."""
+    k = max(1, round(share * len(confidences)))
+    cut = sorted(confidences, reverse=True)[k - 1]
+    above = [bool(r) for c, r in zip(confidences, correct, strict=True) if c > cut]
+    tied = [bool(r) for c, r in zip(confidences, correct, strict=True) if c == cut]
+    return (sum(above) + (k - len(above)) * sum(tied) / len(tied)) / k
 
 
 @dataclass
