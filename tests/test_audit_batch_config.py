@@ -82,3 +82,14 @@ def test_the_judges_room_caps_the_seed_target_of_every_strategy(index, cases):
                         .with_context(seed_target=3000))
     assert narrow.window is not None and narrow.context_tokens <= narrow.settings["target_tokens"]
     assert narrow.context_tokens < wide.context_tokens
+
+
+def test_a_trace_records_a_seed_target_only_for_strategies_that_aim_at_one(index, cases):
+    """raw takes each routed SKILL whole: a recorded target would tell the trace's reader its
+    context was cut to it."""
+    opts = NO_JUDGE.with_context(seed_target=700)
+    raw = audit_case(cases[0], index, "raw", None, opts)
+    cdg = audit_case(cases[0], index, "cdg", None, opts)
+    assert raw.settings["target_tokens"] is None
+    assert cdg.settings["target_tokens"] == 700
+    assert raw.context_tokens > 700  # the whole document, indeed not cut to the target

@@ -27,6 +27,7 @@ from workbench.vocabulary import StrategyName
 class RawStrategy:
     name = StrategyName.RAW
     uses_keywords = False
+    uses_seed_target = False  # the whole document, whatever --target-tokens says
 
     def build(self, case, keywords, skills, index, options) -> PolicyContext:
         units = [ContextUnit(s, index.raw_text(s), s, ((0, len(index.skill(s).source)),)) for s in skills]

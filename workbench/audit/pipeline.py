@@ -254,8 +254,11 @@ def _context(case, index, strat, routing: Routing, opts: AuditOptions, window, t
         # What the window leaves for the policy caps the seeds' target (it does not replace
         # the small default target); the budget stays hard.
         context_opts = replace(context_opts, judge_room=judge_room(case, window))
-    # The trace's "target_tokens" setting: the seed target aimed at, the room's cap applied.
-    trace.settings["target_tokens"] = context_opts.effective_seed_target()
+    # The trace's "target_tokens" setting: the seed target aimed at, the room's cap applied;
+    # none for a strategy that takes the whole document (a target it never aimed at would
+    # tell the reader of the trace that its context was cut to it).
+    trace.settings["target_tokens"] = (context_opts.effective_seed_target()
+                                       if getattr(strat, "uses_seed_target", True) else None)
     try:
         ctx = strat.build(case, trace.keywords, routing.skills, index, context_opts)
     except ContextUnavailable as exc:
