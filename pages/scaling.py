@@ -32,6 +32,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scaling"
 BUNDLED = {
     "Demo outcomes (simulated)": FIXTURES / "outcomes.csv",
     "CompliBench airlines, embedded judge (real)": FIXTURES / "complibench_airlines" / "outcomes.csv",
+    "CompliBench airlines, 0.5B and 1.5B judges (real)": FIXTURES / "two_sizes" / "outcomes.csv",
 }
 STORED, UPLOAD = "Stored audit runs", "Upload a file"
 SOURCES = (*BUNDLED, STORED, UPLOAD)
