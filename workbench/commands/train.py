@@ -174,8 +174,10 @@ def _common(p: argparse.ArgumentParser, max_new_tokens: int, temperature: float 
                    help="LoRA on the last N decoder layers only (default 0: all, as the paper); "
                    "the backward pass stops there, which makes a CPU run affordable")
     p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
-                   help="model weights in memory (default float32); bfloat16 "
-                   "is 1.3-1.6x faster on CPUs with AVX-512 BF16; adapters stay float32")
+                   help="model weights in memory (default float32); bfloat16 halves "
+                   "memory and is faster on a GPU or a CPU with AVX-512 BF16 / AMX, ~5x "
+                   "slower over long prompts on one without (a warning says so); adapters "
+                   "stay float32")
     p.add_argument("--max-new-tokens", type=int, default=max_new_tokens,
                    help=f"completion length limit (default {max_new_tokens})")
     p.add_argument("--temperature", type=float, default=temperature,
