@@ -49,6 +49,17 @@ def test_no_predicted_violations_gives_nan_precision_not_zero():
     assert m.acc == 1.0 and math.isnan(m.precision) and math.isnan(m.recall) and math.isnan(m.f1)
 
 
+def test_a_judge_that_never_flags_a_violation_scores_f1_zero_not_undefined():
+    # The embedded 0.5B judge answers "compliant" to every case: its violation-F1 is
+    # 2TP / (2TP + FP + FN) = 0 (it missed every violation), which Recovery needs as the
+    # student's "before"; only its precision is undefined.
+    [m] = compute_metrics([t("a", False, "negative"), t("b", False, "positive")])
+    assert m.f1 == 0.0 and math.isnan(m.precision) and m.recall == 0.0 and m.acc == 0.5
+    # every flag wrong and every violation missed: precision and recall 0, F1 0
+    [m] = compute_metrics([t("a", False, "negative"), t("b", True, "positive")])
+    assert m.f1 == 0.0 and m.precision == 0.0 and m.recall == 0.0
+
+
 def test_strategies_side_by_side_with_coverage_and_means():
     traces = [
         t("a", True, "negative", "cdg", ctx=100, tokens=1000, ms=10, units=["R1", "R2"]),

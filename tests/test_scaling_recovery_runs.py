@@ -96,10 +96,13 @@ def test_runs_that_scored_different_cases_are_refused(runs, tmp_path, capsys):
     assert "same held-out cases" in capsys.readouterr().err
 
 
-def test_a_judge_without_violations_predicted_has_no_f1_and_is_refused(tmp_path):
+def test_held_out_cases_without_a_violation_give_no_f1_and_are_refused(tmp_path):
+    # No violation to find and none flagged: 2TP + FP + FN = 0, F1 has no value.
     silent = _traces(tmp_path / "silent.jsonl", [False] * 8)
+    all_compliant = {f"case-{i}": "positive" for i in range(8)}
     with pytest.raises(RunEvaluationError, match="F1 is undefined"):
-        run_f1(silent, "base")
+        run_f1(silent, "base", labels=all_compliant)
+    assert run_f1(silent, "base").f1 == 0.0  # with the violations in GOLD: missed them all
 
 
 def test_a_file_with_two_strategies_needs_one_picked(runs, tmp_path):
@@ -164,3 +167,15 @@ def test_select_reports_recovery_from_the_runs(runs, tmp_path, capsys):
     assert "recovery (F1 base 0.333333, teacher 1):" in out
     recovered = (6 / 7 - 1 / 3) / (2 / 3)
     assert f"headroom  F1 0.857  recovery {recovered:.3f}  (8 cases, {runs['headroom']})" in out
+
+
+def test_a_student_that_never_flags_a_violation_starts_from_f1_zero(tmp_path, capsys):
+    # The real case: the 0.5B student says "compliant" to every held-out case. Its F1 is 0,
+    # not undefined, so Recovery is the distilled student's share of the teacher's F1.
+    never = _traces(tmp_path / "base.jsonl", [False] * 8)
+    args = ["scaling", "recovery", "--json", "--base-run", str(never),
+            "--teacher-run", str(_traces(tmp_path / "t.jsonl", VERDICTS["teacher"])),
+            "--uniform-run", str(_traces(tmp_path / "u.jsonl", VERDICTS["uniform"]))]
+    assert main(args) == 0
+    rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["uniform"]["recovery"] == pytest.approx(F1["uniform"] / F1["teacher"])

@@ -3,8 +3,10 @@
 - ``acc``: correct verdicts / labelled cases. A case without a usable verdict (judge failure,
   EmptySeed, BudgetExceeded, ...) counts as incorrect.
 - ``f1``: violation-F1 (violation is the positive class) over the cases with a parsed
-  verdict only; ``precision`` = TP / (TP + FP), ``recall`` = TP / (TP + FN). Undefined
-  values (no predicted or no actual violations) are NaN, never 0.
+  verdict only, 2TP / (2TP + FP + FN): a judge that never flags a violation scores 0 on
+  cases that hold some (as weak judges do; Recovery needs that 0); NaN only when there is no
+  violation to find and none was flagged. ``precision`` = TP / (TP + FP), ``recall`` =
+  TP / (TP + FN): NaN where undefined (no predicted / no actual violations), never 0.
 - ``coverage``: the share of cases whose context contains all gold governing rules
   (``gold.governing_rule`` or ``gold.governing_rules`` of the case): by rule id for
   rule-based strategies, and by source span for the others (a passage or document whose
@@ -160,11 +162,7 @@ def compute_metrics(
         m.acc = _ratio(m.correct, m.labelled)
         m.precision = _ratio(m.tp, m.tp + m.fp)
         m.recall = _ratio(m.tp, m.tp + m.fn)
-        m.f1 = (
-            NAN
-            if math.isnan(m.precision) or math.isnan(m.recall) or (m.precision + m.recall) == 0
-            else 2 * m.precision * m.recall / (m.precision + m.recall)
-        )
+        m.f1 = _ratio(2 * m.tp, 2 * m.tp + m.fp + m.fn)
         m.coverage = _ratio(covered, m.coverage_n)
         m.mean_context_tokens = _mean(ctx)
         m.mean_online_tokens = _mean(online)

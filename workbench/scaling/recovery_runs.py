@@ -130,8 +130,8 @@ def _pick(rows: list[dict], path: Path, name: str, group: str | None) -> RunF1:
     f1 = row["f1"]
     if not isinstance(f1, int | float) or isinstance(f1, bool) or math.isnan(float(f1)):
         raise RunEvaluationError(
-            f"--{name}-run {path}: its F1 is undefined (no predicted or no actual violation "
-            f"among {row.get('labelled', 0)} labelled cases)",
+            f"--{name}-run {path}: its F1 is undefined (no violation among its "
+            f"{row.get('labelled', 0)} labelled cases, and none flagged)",
             "evaluate on held-out cases with violations and compliant replies both")
     return RunF1(name, str(path), float(f1), int(row.get("labelled") or 0), None, str(row["group"]))
 
