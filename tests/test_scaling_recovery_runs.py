@@ -166,7 +166,7 @@ def test_select_reports_recovery_from_the_runs(runs, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "recovery (F1 base 0.333333, teacher 1):" in out
     recovered = (6 / 7 - 1 / 3) / (2 / 3)
-    assert f"headroom  F1 0.857  recovery {recovered:.3f}  (8 cases, {runs['headroom']})" in out
+    assert f"headroom  F1 0.857  recovery {recovered:.3f}  ACC 0.875  (8 cases, {runs['headroom']})" in out
 
 
 def test_a_student_that_never_flags_a_violation_starts_from_f1_zero(tmp_path, capsys):
@@ -179,3 +179,28 @@ def test_a_student_that_never_flags_a_violation_starts_from_f1_zero(tmp_path, ca
     assert main(args) == 0
     rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["uniform"]["recovery"] == pytest.approx(F1["uniform"] / F1["teacher"])
+
+
+def test_an_f1_gain_from_flagging_more_while_accuracy_falls_is_flagged(runs, tmp_path, capsys):
+    # TP 2 FP 4 FN 2: F1 0.4 beats the base's 0.333, yet 2 of 8 right against the base's 4
+    flagger = _traces(tmp_path / "flagger.jsonl", [True, True, False, False, True, True, True, True])
+    rows = recovery_from_runs(run_f1(runs["base"], "base"), run_f1(runs["teacher"], "teacher"),
+                              [run_f1(flagger, "headroom"), run_f1(runs["uniform"], "uniform")])
+    by = {r["model"]: r for r in rows}
+    assert by["headroom"]["recovery"] > 0 and by["headroom"]["acc"] == pytest.approx(0.25)
+    assert by["headroom"]["flagged"] == pytest.approx(0.75)
+    assert "accuracy 0.500 -> 0.250" in by["headroom"]["caution"]
+    assert "flags 75% of cases where it flagged 25%" in by["headroom"]["caution"]
+    # uniform: F1 and accuracy both rose (5 of 8 right), so its gain stands unqualified
+    assert by["uniform"]["acc"] == pytest.approx(0.625) and by["uniform"]["caution"] == ""
+    args = ["scaling", "recovery", "--base-run", str(runs["base"]), "--teacher-run",
+            str(runs["teacher"]), "--headroom-run", str(flagger)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ACC 0.250" in out and "caution: F1 rose but accuracy" in out
+
+
+def test_typed_in_figures_carry_no_caution_they_cannot_support(runs):
+    rows = recovery_from_runs(typed_f1("base", 0.2), typed_f1("teacher", 0.8),
+                              [run_f1(runs["headroom"], "headroom")])
+    assert rows[0]["caution"] == "" and rows[0]["acc"] == pytest.approx(7 / 8)

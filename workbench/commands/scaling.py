@@ -323,7 +323,11 @@ def _print_recovery(rows: list[dict]) -> None:
     print(f"recovery (F1 base {first['base_f1']:g}, teacher {first['teacher_f1']:g}):")
     for row in rows:
         where = f"  ({row['labelled']} cases, {row['source']})" if row["source"] != "typed in" else ""
-        print(f"  {row['model']:<9} F1 {row['f1']:.3f}  recovery {row['recovery']:.3f}{where}")
+        beside = "".join(f"  {label} {row[key]:.3f}" for key, label in (("acc", "ACC"), ("auroc", "AUROC"))
+                         if row.get(key) is not None)
+        print(f"  {row['model']:<9} F1 {row['f1']:.3f}  recovery {row['recovery']:.3f}{beside}{where}")
+        if row.get("caution"):
+            print(f"    caution: {row['caution']}")
 
 
 def run_recovery(args: argparse.Namespace) -> int:

@@ -13,6 +13,12 @@ read here from what that evaluation left:
 
 Recovery compares F1 values on one set of cases: runs that scored different cases (ids of
 traces files, or labelled counts of metrics files) are refused, naming the difference.
+
+F1 alone can mislead here: a student that learns to say "violation" more often raises its F1
+on a balanced sample without telling violations from compliant replies any better (the real
+1.5B -> 0.5B runs of issue 31 did exactly that). So each row also carries the run's accuracy,
+AUROC of its P(violation) and share of cases flagged, and a ``caution`` when Recovery is
+positive while accuracy or AUROC fell below the student's own before.
 """
 
 from __future__ import annotations
@@ -46,10 +52,15 @@ class RunF1:
     labelled: int  # labelled cases the F1 was measured on
     cases: frozenset[str] | None = None  # their ids, when the file has them (traces)
     group: str = ""  # strategy (and judge mode / keyword method) of the row
+    # beside F1, when the evaluation has them (None for typed-in figures)
+    acc: float | None = None
+    auroc: float | None = None  # of P(violation); None without probabilities
+    flagged: float | None = None  # share of judged cases said to be a violation
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "f1": self.f1,
-                "labelled": self.labelled, "group": self.group}
+                "labelled": self.labelled, "group": self.group, "acc": self.acc,
+                "auroc": self.auroc, "flagged": self.flagged}
 
 
 def typed_f1(name: str, value: float) -> RunF1:
@@ -108,7 +119,8 @@ def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | No
         return labels.get(t.id) if labels is not None and t.id in labels else t.label
 
     ids = frozenset(t.id for t in chosen if label_violation(label(t)) is not None)
-    return RunF1(picked.name, picked.source, picked.f1, picked.labelled, ids, picked.group)
+    return RunF1(picked.name, picked.source, picked.f1, picked.labelled, ids, picked.group,
+                 picked.acc, picked.auroc, picked.flagged)
 
 
 def _group_of(trace: AuditTrace, rows: list[dict]) -> str:
@@ -133,7 +145,22 @@ def _pick(rows: list[dict], path: Path, name: str, group: str | None) -> RunF1:
             f"--{name}-run {path}: its F1 is undefined (no violation among its "
             f"{row.get('labelled', 0)} labelled cases, and none flagged)",
             "evaluate on held-out cases with violations and compliant replies both")
-    return RunF1(name, str(path), float(f1), int(row.get("labelled") or 0), None, str(row["group"]))
+    return RunF1(name, str(path), float(f1), int(row.get("labelled") or 0), None, str(row["group"]),
+                 _number(row.get("acc")), _number(row.get("auroc")), _flagged_share(row))
+
+
+def _number(value: Any) -> float | None:
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(float(value)):
+        return None
+    return float(value)
+
+
+def _flagged_share(row: dict) -> float | None:
+    counts = [row.get(k) for k in ("tp", "fp", "fn", "tn")]
+    if not all(isinstance(c, int) for c in counts) or not sum(counts):
+        return None
+    tp, fp, fn, tn = counts
+    return (tp + fp) / (tp + fp + fn + tn)
 
 
 def check_same_cases(runs: list[RunF1]) -> None:
@@ -159,8 +186,9 @@ def check_same_cases(runs: list[RunF1]) -> None:
 
 
 def recovery_from_runs(base: RunF1, teacher: RunF1, distilled: list[RunF1]) -> list[dict]:
-    """Recovery rows ``{"model", "f1", "recovery", "source", "labelled"}`` of each distilled
-    run, after checking that the measured runs scored the same cases."""
+    """Recovery rows ``{"model", "f1", "recovery", "source", "labelled", "acc", "auroc",
+    "flagged", "caution"}`` of each distilled run, after checking that the measured runs
+    scored the same cases. ``caution`` is "" or says why the F1 gain is not a better judge."""
     if not distilled:
         raise RunEvaluationError("recovery needs a distilled student's evaluation",
                                  "add --uniform-run and/or --headroom-run (or --f1-uniform/--f1-headroom)")
@@ -170,5 +198,26 @@ def recovery_from_runs(base: RunF1, teacher: RunF1, distilled: list[RunF1]) -> l
     except ValueError as exc:
         raise RunEvaluationError(str(exc), "check the base and teacher evaluations") from None
     by_name = {r.name: r for r in distilled}
-    return [{**row, "source": by_name[row["model"]].source, "labelled": by_name[row["model"]].labelled}
+    return [{**row, "source": by_name[row["model"]].source, "labelled": by_name[row["model"]].labelled,
+             "acc": by_name[row["model"]].acc, "auroc": by_name[row["model"]].auroc,
+             "flagged": by_name[row["model"]].flagged,
+             "caution": f1_gain_caution(base, by_name[row["model"]], row["recovery"])}
             for row in rows]
+
+
+def f1_gain_caution(base: RunF1, student: RunF1, recovery: float) -> str:
+    """Why a positive Recovery may not be a better judge: the student's accuracy or AUROC fell
+    below its own before, so its F1 rose by flagging more, not by telling cases apart."""
+    if not recovery > 0:
+        return ""
+    fell = [f"{what} {before:.3f} -> {after:.3f}"
+            for what, before, after in (("accuracy", base.acc, student.acc),
+                                        ("AUROC", base.auroc, student.auroc))
+            if before is not None and after is not None and after < before]
+    if not fell:
+        return ""
+    more = ""
+    if base.flagged is not None and student.flagged is not None and student.flagged > base.flagged:
+        more = f"; it flags {student.flagged:.0%} of cases where it flagged {base.flagged:.0%}"
+    return (f"F1 rose but {' and '.join(fell)}{more}: the gain comes from saying 'violation' "
+            "more often, not from telling violations apart")
