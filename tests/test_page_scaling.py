@@ -35,7 +35,7 @@ def test_demo_analysis_shows_tables_and_figure():
     # every fitted symbol (a, b, gamma_<dataset>) is explained in plain words beside it
     meanings = dict(zip(intervals["quantity"], intervals["meaning"], strict=True))
     assert all(meanings[q] for q in meanings if q in ("a", "b") or q.startswith("gamma_"))
-    loso = at.dataframe[3].value
+    loso = at.dataframe[-1].value  # last: after the gains and the recovery tables
     assert set(loso["params_b"]) == {0.5, 1.0, 2.0, 4.0, 9.0, 27.0}
     assert len(at.get("plotly_chart")) == 2  # vs judge size, vs complexity
     # switching the inspected model reruns from the cache, not a new fit
@@ -44,11 +44,18 @@ def test_demo_analysis_shows_tables_and_figure():
     assert "lambda" in set(at.dataframe[1].value["quantity"])
 
 
-def test_recovery_appears_when_f1_before_and_after_are_given():
+def test_recovery_from_the_real_runs_or_from_f1_typed_in():
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     at.radio(key="scaling_source").set_value("CompliBench airlines, embedded judge (real)").run()
     _quick(at).button(key="scaling_run").click().run()
     assert not at.exception
+    # the real distillation's evaluations come first: Recovery without typing a figure
+    recovery = at.dataframe[-1].value
+    assert list(recovery["Student"]) == ["uniform set", "headroom-selected set"]
+    assert list(recovery["Recovery"]) == [0.514, 0.709]
+    assert list(recovery["Accuracy"]) == [0.533, 0.433]
+    assert any("saying 'violation' more often" in w.value for w in at.warning)
+    at.radio(key="scaling_recovery_source").set_value("Type in F1").run()
     tables = len(at.dataframe)
     at.number_input(key="scaling_f1_base").set_value(0.5).run()
     at.number_input(key="scaling_f1_teacher").set_value(0.8).run()
@@ -57,8 +64,8 @@ def test_recovery_appears_when_f1_before_and_after_are_given():
     assert not at.exception
     recovery = at.dataframe[-1].value
     # (0.71 - 0.5) / (0.8 - 0.5) = 0.7
-    assert list(recovery["model"]) == ["headroom"]
-    assert recovery["recovery"].iloc[0] == 0.7
+    assert list(recovery["Student"]) == ["headroom-selected set"]
+    assert recovery["Recovery"].iloc[0] == 0.7
     at.number_input(key="scaling_f1_teacher").set_value(0.5).run()
     assert "both have F1 0.5" in at.warning[-1].value
 

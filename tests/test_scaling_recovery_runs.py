@@ -7,13 +7,20 @@ that each F1 is known by hand, and Recovery follows from those, not from typed-i
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.audit.trace_file import encode_trace
 from workbench.cli import main
-from workbench.scaling.recovery_runs import RunEvaluationError, recovery_from_runs, run_f1, typed_f1
+from workbench.scaling.recovery_runs import (
+    RunEvaluationError,
+    recovery_from_runs,
+    run_f1,
+    run_f1_text,
+    typed_f1,
+)
 
 # True = violation. Labels: "negative" is a violation in the workbench's vocabulary.
 GOLD = [True, True, True, True, False, False, False, False]
@@ -204,3 +211,13 @@ def test_typed_in_figures_carry_no_caution_they_cannot_support(runs):
     rows = recovery_from_runs(typed_f1("base", 0.2), typed_f1("teacher", 0.8),
                               [run_f1(runs["headroom"], "headroom")])
     assert rows[0]["caution"] == "" and rows[0]["acc"] == pytest.approx(7 / 8)
+
+
+def test_an_uploaded_evaluation_reads_as_its_file_does(runs, tmp_path):
+    # the Scaling page hands over an upload's text and name, not a path
+    text = runs["headroom"].read_text(encoding="utf-8")
+    got = run_f1_text(text, "headroom.jsonl", "headroom")
+    assert got == replace(run_f1(runs["headroom"], "headroom"), source="headroom.jsonl")
+    assert got.f1 == pytest.approx(6 / 7) and got.acc == pytest.approx(7 / 8)
+    with pytest.raises(RunEvaluationError, match="holds no audit traces"):
+        run_f1_text('{"not": "a trace"}\n', "notes.jsonl", "base")

@@ -78,11 +78,19 @@ def run_f1(path: str | Path, name: str, *, labels: Mapping[str, str | None] | No
         raise RunEvaluationError(f"--{name}-run {p}: no such file",
                                  "give the traces `workbench audit --out` wrote, or the output "
                                  "of `workbench metrics --json`")
-    from workbench.inputs import loads_json, read_input_text
+    from workbench.inputs import read_input_text
 
-    text = read_input_text(p)
+    return run_f1_text(read_input_text(p), str(p), name, labels=labels, group=group)
+
+
+def run_f1_text(text: str, origin: str, name: str, *, labels: Mapping[str, str | None] | None = None,
+                group: str | None = None) -> RunF1:
+    """:func:`run_f1` of an evaluation already read (an upload), ``origin`` naming it."""
+    from workbench.inputs import loads_json
+
+    p = Path(origin)
     if text.lstrip().startswith("["):  # a JSON list: metrics; a traces line is an object
-        return _from_metrics(loads_json(text, str(p)), p, name, group)
+        return _from_metrics(loads_json(text, origin), p, name, group)
     return _from_traces(text, p, name, labels, group)
 
 
