@@ -221,3 +221,20 @@ def test_an_uploaded_evaluation_reads_as_its_file_does(runs, tmp_path):
     assert got.f1 == pytest.approx(6 / 7) and got.acc == pytest.approx(7 / 8)
     with pytest.raises(RunEvaluationError, match="holds no audit traces"):
         run_f1_text('{"not": "a trace"}\n', "notes.jsonl", "base")
+
+
+def test_a_teacher_below_the_base_gives_no_flag_more_caution_for_a_falling_f1(runs):
+    # base F1 6/7 > teacher 4/7: Recovery of a student whose F1 fell to 1/3 is positive, but
+    # the caution speaks of an F1 that rose, which did not happen here
+    rows = recovery_from_runs(run_f1(runs["headroom"], "base"), run_f1(runs["uniform"], "teacher"),
+                              [run_f1(runs["base"], "headroom")])
+    assert rows[0]["recovery"] > 0 and rows[0]["acc"] < 7 / 8
+    assert rows[0]["caution"] == ""
+
+
+@pytest.mark.parametrize("text", ['[{"f1": 0.5}]', '[{"group": "cdg", "f1": 0.5, "labelled": [1]}]',
+                                  '[{"group": "cdg", "f1": 0.5, "labelled": "3x"}]', "[]"])
+def test_a_malformed_metrics_file_is_refused_saying_what_to_give(text):
+    with pytest.raises(RunEvaluationError, match="not the output of `workbench metrics --json`") as err:
+        run_f1_text(text, "upload.json", "teacher")
+    assert "teacher evaluation upload.json" in str(err.value)

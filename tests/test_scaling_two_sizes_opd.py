@@ -63,6 +63,23 @@ def test_each_evaluation_is_its_verdicts_scored_on_the_held_out_cases(judge):
     fp = sum(s and not g for s, g in said)
     fn = sum(not s and g for s, g in said)
     assert row["f1"] == pytest.approx(2 * tp / (2 * tp + fp + fn))
+    tn = sum(not s and not g for s, g in said)
+    assert (row["tp"], row["fp"], row["fn"], row["tn"]) == (tp, fp, fn, tn)
+    assert row["acc"] == pytest.approx((tp + tn) / len(labels))  # a case without verdict is wrong
+
+
+def test_the_stored_intervals_are_the_bootstrap_of_the_stored_verdicts():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("two_sizes_make", TWO / "make.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    stored = json.loads((OPD / "bootstrap.json").read_text(encoding="utf-8"))
+    assert make.opd_bootstrap(OPD, draws=stored["draws"], seed=stored["seed"]) == stored
+    recovery = {r["model"]: r["recovery"] for r in
+                json.loads((OPD / "recovery.json").read_text(encoding="utf-8"))}
+    for model, (lo, hi) in stored["recovery"].items():
+        assert lo <= recovery[model] <= hi, model
 
 
 def test_base_and_teacher_are_the_two_size_runs_on_the_same_cases():

@@ -133,3 +133,13 @@ def test_bfloat16_on_a_cpu_without_native_bf16_is_flagged_as_slow(tmp_path):
     assert slow_bfloat16_warning("float32", avx2, cuda=False) is None
     assert slow_bfloat16_warning("bfloat16", None, cuda=False) is None
     assert cpu_flags(tmp_path / "missing") is None
+
+
+def test_loading_in_bfloat16_on_such_a_cpu_warns_before_it_loads(tmp_path, monkeypatch):
+    import workbench.train.models as models
+
+    monkeypatch.setattr(models, "cpu_flags", lambda *a: {"avx", "avx2"})
+    monkeypatch.setattr(models.torch.cuda, "is_available", lambda: False)
+    with pytest.warns(UserWarning, match="--dtype float32"), \
+            pytest.raises(ModelLoadError, match="could not load a causal LM"):
+        load_model(tmp_path, trainable=False, dtype="bfloat16")

@@ -133,6 +133,10 @@ def _add_recovery(parser: argparse.ArgumentParser) -> None:
                           "(default: every trace, with the labels it carries)")
     recovery.add_argument("--runs-strategy", metavar="STRATEGY",
                           help="the strategy row to read when an evaluation holds several")
+    recovery.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                          help="add 95%% conversation-bootstrap intervals of each F1 and "
+                          "Recovery from N draws (needs every judge's traces, not metrics "
+                          "JSON or typed-in F1; 2000 is plenty)")
 
 
 def _add_maxiter(parser: argparse.ArgumentParser) -> None:
@@ -315,7 +319,27 @@ def _recovery(args: argparse.Namespace) -> list[dict]:
 
     runs = {name: judge(name) for name in given}
     rows = recovery_from_runs(runs["base"], runs["teacher"], [runs[n] for n in distilled])
-    return [{**row, "base_f1": runs["base"].f1, "teacher_f1": runs["teacher"].f1} for row in rows]
+    rows = [{**row, "base_f1": runs["base"].f1, "teacher_f1": runs["teacher"].f1} for row in rows]
+    draws = getattr(args, "bootstrap", 0) or 0
+    if draws:
+        intervals = _recovery_intervals(runs, draws)
+        rows = [{**row, "recovery_ci": intervals["recovery"][row["model"]],
+                 "f1_ci": intervals["f1"][row["model"]], "bootstrap": intervals} for row in rows]
+    return rows
+
+
+def _recovery_intervals(runs: dict, draws: int) -> dict:
+    from workbench.scaling.recovery_bootstrap import recovery_intervals
+
+    if draws < 0:
+        raise CliError(f"--bootstrap must be 0 (none) or a number of draws, got {draws}")
+    without = [name for name, run in runs.items() if run.verdicts is None]
+    if without:
+        raise CliError("--bootstrap resamples each case's verdict, which only traces hold: give "
+                       "`workbench audit --out` traces for " + ", ".join(without)
+                       + " (not a metrics JSON or a typed-in F1), or drop --bootstrap")
+    return recovery_intervals({name: list(run.verdicts) for name, run in runs.items()},
+                              draws=draws)
 
 
 def _print_recovery(rows: list[dict]) -> None:
@@ -325,9 +349,19 @@ def _print_recovery(rows: list[dict]) -> None:
         where = f"  ({row['labelled']} cases, {row['source']})" if row["source"] != "typed in" else ""
         beside = "".join(f"  {label} {row[key]:.3f}" for key, label in (("acc", "ACC"), ("auroc", "AUROC"))
                          if row.get(key) is not None)
-        print(f"  {row['model']:<9} F1 {row['f1']:.3f}  recovery {row['recovery']:.3f}{beside}{where}")
+        ci = row.get("recovery_ci")
+        spread = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+        print(f"  {row['model']:<9} F1 {row['f1']:.3f}  recovery {row['recovery']:.3f}{spread}"
+              f"{beside}{where}")
         if row.get("caution"):
             print(f"    caution: {row['caution']}")
+    boot = first.get("bootstrap")
+    if boot:
+        gap = boot["headroom_minus_uniform_f1"]
+        between = f"; F1 headroom - uniform [{gap[0]:.2f}, {gap[1]:.2f}]" if gap else ""
+        print(f"  95% intervals: {boot['draws']} conversation-bootstrap draws over "
+              f"{boot['conversations']} conversations ({boot['skipped']} skipped where the teacher's "
+              f"F1 equals the base's){between}")
 
 
 def run_recovery(args: argparse.Namespace) -> int:

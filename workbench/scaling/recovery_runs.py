@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
 from workbench.scaling.distill import recovery_rows
+from workbench.scaling.recovery_bootstrap import CaseVerdict
 
 if TYPE_CHECKING:
     from workbench.audit.trace import AuditTrace
@@ -56,6 +57,8 @@ class RunF1:
     acc: float | None = None
     auroc: float | None = None  # of P(violation); None without probabilities
     flagged: float | None = None  # share of judged cases said to be a violation
+    # per case, when read from traces: what a conversation bootstrap resamples
+    verdicts: tuple[CaseVerdict, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "f1": self.f1,
@@ -75,7 +78,7 @@ def run_f1(path: str | Path, name: str, *, labels: Mapping[str, str | None] | No
     Raises :class:`RunEvaluationError` saying what is wrong and what to pass instead."""
     p = Path(path)
     if not p.is_file():
-        raise RunEvaluationError(f"--{name}-run {p}: no such file",
+        raise RunEvaluationError(f"{name} evaluation {p}: no such file",
                                  "give the traces `workbench audit --out` wrote, or the output "
                                  "of `workbench metrics --json`")
     from workbench.inputs import read_input_text
@@ -95,9 +98,15 @@ def run_f1_text(text: str, origin: str, name: str, *, labels: Mapping[str, str |
 
 
 def _from_metrics(rows: Any, path: Path, name: str, group: str | None) -> RunF1:
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and "f1" in r for r in rows):
-        raise RunEvaluationError(f"--{name}-run {path}: not the output of `workbench metrics "
-                                 "--json` (a list of rows with f1)", "write it again with that command")
+    def well_formed(r: Any) -> bool:
+        labelled = r.get("labelled") if isinstance(r, dict) else None
+        return (isinstance(r, dict) and "f1" in r and isinstance(r.get("group"), str)
+                and isinstance(labelled, int) and not isinstance(labelled, bool) and labelled >= 0)
+
+    if not isinstance(rows, list) or not rows or not all(well_formed(r) for r in rows):
+        raise RunEvaluationError(f"{name} evaluation {path}: not the output of `workbench metrics "
+                                 "--json` (a list of rows with group, labelled and f1)",
+                                 "write it again with that command, or give the audit's traces")
     return _pick(rows, path, name, group)
 
 
@@ -111,13 +120,13 @@ def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | No
     traces, problems = read_traces(text=text, origin=str(path))
     if not traces:
         first = f" ({problems[0]})" if problems else ""
-        raise RunEvaluationError(f"--{name}-run {path}: holds no audit traces{first}",
+        raise RunEvaluationError(f"{name} evaluation {path}: holds no audit traces{first}",
                                  "give the JSONL `workbench audit --out` wrote, or a metrics JSON")
     traces = latest_per_case(traces, key=trace_key)
     if labels is not None:  # the held-out cases: only their traces count
         traces = [t for t in traces if t.id in labels]
         if not traces:
-            raise RunEvaluationError(f"--{name}-run {path}: no trace of the given cases",
+            raise RunEvaluationError(f"{name} evaluation {path}: no trace of the given cases",
                                      "evaluate the judge on the held-out cases (--runs-cases)")
     rows = [r.as_dict() for r in compute_metrics(traces, labels)]
     picked = _pick(rows, path, name, group)
@@ -126,9 +135,12 @@ def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | No
     def label(t) -> str | None:
         return labels.get(t.id) if labels is not None and t.id in labels else t.label
 
-    ids = frozenset(t.id for t in chosen if label_violation(label(t)) is not None)
+    verdicts = tuple(
+        CaseVerdict(t.id, t.session or t.id, gold, t.verdict.violation if t.verdict else None)
+        for t in chosen if (gold := label_violation(label(t))) is not None)
+    ids = frozenset(v.case for v in verdicts)
     return RunF1(picked.name, picked.source, picked.f1, picked.labelled, ids, picked.group,
-                 picked.acc, picked.auroc, picked.flagged)
+                 picked.acc, picked.auroc, picked.flagged, verdicts)
 
 
 def _group_of(trace: AuditTrace, rows: list[dict]) -> str:
@@ -144,13 +156,13 @@ def _pick(rows: list[dict], path: Path, name: str, group: str | None) -> RunF1:
     if len(rows) != 1:
         found = ", ".join(str(r.get("group")) for r in rows) or "none"
         raise RunEvaluationError(
-            f"--{name}-run {path}: {len(rows)} strategy rows ({found}) where one is needed",
-            "pass --runs-strategy to pick one, or evaluate one strategy per file")
+            f"{name} evaluation {path}: {len(rows)} strategy rows ({found}) where one is needed",
+            "pick one with --runs-strategy (command line), or evaluate one strategy per file")
     row = rows[0]
     f1 = row["f1"]
     if not isinstance(f1, int | float) or isinstance(f1, bool) or math.isnan(float(f1)):
         raise RunEvaluationError(
-            f"--{name}-run {path}: its F1 is undefined (no violation among its "
+            f"{name} evaluation {path}: its F1 is undefined (no violation among its "
             f"{row.get('labelled', 0)} labelled cases, and none flagged)",
             "evaluate on held-out cases with violations and compliant replies both")
     return RunF1(name, str(path), float(f1), int(row.get("labelled") or 0), None, str(row["group"]),
@@ -185,7 +197,7 @@ def check_same_cases(runs: list[RunF1]) -> None:
                     f"the {first.name} and {other.name} runs scored different cases "
                     f"({len(first.cases)} vs {len(other.cases)} labelled; only in {first.name}: "
                     f"{only_a}, only in {other.name}: {only_b})",
-                    "evaluate every judge on the same held-out cases (the same --cases file)")
+                    "evaluate every judge on the same held-out cases (the same cases file)")
     counts = {r.labelled for r in measured}
     if len(counts) > 1:
         named = ", ".join(f"{r.name} {r.labelled}" for r in measured)
@@ -214,9 +226,10 @@ def recovery_from_runs(base: RunF1, teacher: RunF1, distilled: list[RunF1]) -> l
 
 
 def f1_gain_caution(base: RunF1, student: RunF1, recovery: float) -> str:
-    """Why a positive Recovery may not be a better judge: the student's accuracy or AUROC fell
-    below its own before, so its F1 rose by flagging more, not by telling cases apart."""
-    if not recovery > 0:
+    """Why a positive Recovery may not be a better judge: the student's F1 rose while its
+    accuracy or AUROC fell below its own before, so it flags more without telling cases apart
+    better. (A teacher below the base makes Recovery positive for a falling F1: not this.)"""
+    if not (recovery > 0 and student.f1 > base.f1):
         return ""
     fell = [f"{what} {before:.3f} -> {after:.3f}"
             for what, before, after in (("accuracy", base.acc, student.acc),
@@ -228,4 +241,4 @@ def f1_gain_caution(base: RunF1, student: RunF1, recovery: float) -> str:
     if base.flagged is not None and student.flagged is not None and student.flagged > base.flagged:
         more = f"; it flags {student.flagged:.0%} of cases where it flagged {base.flagged:.0%}"
     return (f"F1 rose but {' and '.join(fell)}{more}: the gain comes from saying 'violation' "
-            "more often, not from telling violations apart")
+            "more often, not from telling violations apart any better")
