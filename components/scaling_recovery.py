@@ -10,8 +10,9 @@ import streamlit as st
 from components.errors import show_error
 from components.safe import md
 from workbench.errors import WorkbenchError
-from workbench.inputs import decode_text
+from workbench.inputs import decode_text, loads_json, read_input_text
 from workbench.scaling import recovery_rows
+from workbench.scaling.recovery_bootstrap import recovery_intervals
 from workbench.scaling.recovery_runs import recovery_from_runs, run_f1, run_f1_text
 
 _JUDGES = (
@@ -31,6 +32,8 @@ _COLUMNS = {
     "f1": ("Violation-F1", "F1 of the 'violation' verdicts on the held-out cases"),
     "recovery": ("Recovery", "Share of the teacher's F1 gain over the student that distillation "
                  "recovered: 0 = no better than before, 1 = as good as the teacher"),
+    "recovery_ci": ("Recovery, 95 % interval", "Range of Recovery over bootstrap draws of whole "
+                    "conversations: how far the figure could move on other cases like these"),
     "acc": ("Accuracy", "Share of held-out cases the student judged right"),
     "auroc": ("AUROC", "How well the student's violation probability ranks violations above "
               "compliant replies: 0.5 is chance, 1 is perfect"),
@@ -60,16 +63,39 @@ def recovery_panel() -> None:
             return
         rows = recovery_from_runs(runs["base"], runs["teacher"],
                                   [runs[n] for n in ("uniform", "headroom") if n in runs])
+        intervals = _intervals(source, runs)
     except (WorkbenchError, ValueError) as exc:
         show_error(exc, "Recovery cannot be read from these evaluations:")
         return
+    if intervals:
+        rows = [{**row, "recovery_ci": _span(intervals["recovery"].get(row["model"]))} for row in rows]
     st.caption(md(f"Before: F1 {runs['base'].f1:.3f}, accuracy {_fmt(runs['base'].acc)}, "
                   f"AUROC {_fmt(runs['base'].auroc)}. Teacher: F1 {runs['teacher'].f1:.3f}, "
                   f"accuracy {_fmt(runs['teacher'].acc)}, AUROC {_fmt(runs['teacher'].auroc)}."))
     _table(rows)
+    if intervals:
+        st.caption(f"95 % intervals: {intervals['draws']} bootstrap draws of whole conversations "
+                   f"({intervals['conversations']} conversations, {intervals['cases']} cases).")
+    elif source == UPLOAD:
+        st.caption("Upload `workbench audit --out` traces for every judge to see 95 % intervals "
+                   "(a metrics JSON has no per-case verdicts to resample).")
     for row in rows:
         if row["caution"]:
             st.warning(md(f"Student of the {_SETS.get(row['model'], row['model'])}: {row['caution']}."))
+
+
+def _intervals(source: str, runs: dict) -> dict | None:
+    """Conversation-bootstrap intervals: stored with the bundled runs; computed for uploads
+    when every judge came as traces (a metrics JSON has no per-case verdicts)."""
+    if source == BUNDLED:
+        return loads_json(read_input_text(_BUNDLED_DIR / "bootstrap.json"), "bootstrap.json")
+    if any(run.verdicts is None for run in runs.values()):
+        return None
+    return recovery_intervals({name: list(run.verdicts) for name, run in runs.items()}, draws=1000)
+
+
+def _span(interval: list[float] | None) -> str:
+    return "" if interval is None else f"{interval[0]:.2f} to {interval[1]:.2f}"
 
 
 def _fmt(value: float | None) -> str:

@@ -54,6 +54,7 @@ def test_recovery_from_the_real_runs_or_from_f1_typed_in():
     assert list(recovery["Student"]) == ["uniform set", "headroom-selected set"]
     assert list(recovery["Recovery"]) == [0.514, 0.709]
     assert list(recovery["Accuracy"]) == [0.533, 0.433]
+    assert list(recovery["Recovery, 95 % interval"]) == ["0.00 to 0.91", "0.33 to 1.53"]
     assert any("saying 'violation' more often" in w.value for w in at.warning)
     at.radio(key="scaling_recovery_source").set_value("Type in F1").run()
     tables = len(at.dataframe)
