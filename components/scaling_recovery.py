@@ -10,7 +10,7 @@ import streamlit as st
 from components.errors import show_error
 from components.safe import md
 from workbench.errors import WorkbenchError
-from workbench.inputs import decode_text, loads_json, read_input_text
+from workbench.inputs import decode_text, read_json
 from workbench.scaling import recovery_rows
 from workbench.scaling.recovery_bootstrap import recovery_intervals
 from workbench.scaling.recovery_runs import recovery_from_runs, run_f1, run_f1_text
@@ -88,7 +88,7 @@ def _intervals(source: str, runs: dict) -> dict | None:
     """Conversation-bootstrap intervals: stored with the bundled runs; computed for uploads
     when every judge came as traces (a metrics JSON has no per-case verdicts)."""
     if source == BUNDLED:
-        return loads_json(read_input_text(_BUNDLED_DIR / "bootstrap.json"), "bootstrap.json")
+        return read_json(_BUNDLED_DIR / "bootstrap.json")
     if any(run.verdicts is None for run in runs.values()):
         return None
     return recovery_intervals({name: list(run.verdicts) for name, run in runs.items()}, draws=1000)

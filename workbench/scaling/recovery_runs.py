@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,14 +51,18 @@ class RunF1:
     source: str  # the file it was read from, or "typed in"
     f1: float
     labelled: int  # labelled cases the F1 was measured on
-    cases: frozenset[str] | None = None  # their ids, when the file has them (traces)
     group: str = ""  # strategy (and judge mode / keyword method) of the row
     # beside F1, when the evaluation has them (None for typed-in figures)
     acc: float | None = None
     auroc: float | None = None  # of P(violation); None without probabilities
     flagged: float | None = None  # share of judged cases said to be a violation
-    # per case, when read from traces: what a conversation bootstrap resamples
+    # per labelled case, when read from traces: what a conversation bootstrap resamples
     verdicts: tuple[CaseVerdict, ...] | None = None
+
+    @property
+    def cases(self) -> frozenset[str] | None:
+        """The labelled cases' ids, when the file has them (traces)."""
+        return None if self.verdicts is None else frozenset(v.case for v in self.verdicts)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "f1": self.f1,
@@ -138,9 +142,7 @@ def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | No
     verdicts = tuple(
         CaseVerdict(t.id, t.session or t.id, gold, t.verdict.violation if t.verdict else None)
         for t in chosen if (gold := label_violation(label(t))) is not None)
-    ids = frozenset(v.case for v in verdicts)
-    return RunF1(picked.name, picked.source, picked.f1, picked.labelled, ids, picked.group,
-                 picked.acc, picked.auroc, picked.flagged, verdicts)
+    return replace(picked, verdicts=verdicts)
 
 
 def _group_of(trace: AuditTrace, rows: list[dict]) -> str:
@@ -159,13 +161,13 @@ def _pick(rows: list[dict], path: Path, name: str, group: str | None) -> RunF1:
             f"{name} evaluation {path}: {len(rows)} strategy rows ({found}) where one is needed",
             "pick one with --runs-strategy (command line), or evaluate one strategy per file")
     row = rows[0]
-    f1 = row["f1"]
-    if not isinstance(f1, int | float) or isinstance(f1, bool) or math.isnan(float(f1)):
+    f1 = _number(row["f1"])
+    if f1 is None:
         raise RunEvaluationError(
             f"{name} evaluation {path}: its F1 is undefined (no violation among its "
             f"{row.get('labelled', 0)} labelled cases, and none flagged)",
             "evaluate on held-out cases with violations and compliant replies both")
-    return RunF1(name, str(path), float(f1), int(row.get("labelled") or 0), None, str(row["group"]),
+    return RunF1(name, str(path), f1, int(row.get("labelled") or 0), str(row["group"]),
                  _number(row.get("acc")), _number(row.get("auroc")), _flagged_share(row))
 
 
@@ -218,11 +220,13 @@ def recovery_from_runs(base: RunF1, teacher: RunF1, distilled: list[RunF1]) -> l
     except ValueError as exc:
         raise RunEvaluationError(str(exc), "check the base and teacher evaluations") from None
     by_name = {r.name: r for r in distilled}
-    return [{**row, "source": by_name[row["model"]].source, "labelled": by_name[row["model"]].labelled,
-             "acc": by_name[row["model"]].acc, "auroc": by_name[row["model"]].auroc,
-             "flagged": by_name[row["model"]].flagged,
-             "caution": f1_gain_caution(base, by_name[row["model"]], row["recovery"])}
-            for row in rows]
+    out = []
+    for row in rows:
+        run = by_name[row["model"]]
+        out.append({**row, "source": run.source, "labelled": run.labelled, "acc": run.acc,
+                    "auroc": run.auroc, "flagged": run.flagged,
+                    "caution": f1_gain_caution(base, run, row["recovery"])})
+    return out
 
 
 def f1_gain_caution(base: RunF1, student: RunF1, recovery: float) -> str:
