@@ -320,9 +320,8 @@ def _recovery(args: argparse.Namespace) -> list[dict]:
     runs = {name: judge(name) for name in given}
     rows = recovery_from_runs(runs["base"], runs["teacher"], [runs[n] for n in distilled])
     rows = [{**row, "base_f1": runs["base"].f1, "teacher_f1": runs["teacher"].f1} for row in rows]
-    draws = getattr(args, "bootstrap", 0) or 0
-    if draws:
-        intervals = _recovery_intervals(runs, draws)
+    if args.bootstrap:  # both `scaling recovery` and `scaling select` take --bootstrap
+        intervals = _recovery_intervals(runs, args.bootstrap)
         rows = [{**row, "recovery_ci": intervals["recovery"][row["model"]],
                  "f1_ci": intervals["f1"][row["model"]], "bootstrap": intervals} for row in rows]
     return rows
