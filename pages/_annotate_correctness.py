@@ -1,6 +1,7 @@
 """Rule correctness on the Annotate page: judge one extracted rule at a time by keyboard,
-blind (an annotator sees only their own labels, and the decision once adjudicated);
-reviewers see every label and adjudicate the disagreements."""
+blind (an annotator sees only their own labels, and a reviewer's decisions once their queue
+is settled: a decision marks a disagreement); reviewers see every label and adjudicate the
+disagreements."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pages._annotate_session import flash, leave_flash, signed_in
 from store import annotation as store
 from workbench.annotation.items import rule_items
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Annotator, Label, LabelError
-from workbench.annotation.resolution import current_labels, visible_labels
+from workbench.annotation.resolution import agreement_access, current_labels, visible_labels
 from workbench.graph import Rule
 from workbench.roles import NotAllowed
 
@@ -60,6 +61,8 @@ def rule_correctness(eng: Engine, skill, version: int, who: Annotator) -> None:
     labels = [lab for lab in store.labels_for(eng, RULE_CORRECTNESS) if lab.item in items]
     adjudications = [a for a in store.adjudications_for(eng, RULE_CORRECTNESS) if a.item in items]
     decided = {a.item: a for a in adjudications}  # oldest first, so the newest wins
+    # A decision exists where the annotators disagreed: blind, like the agreement figures.
+    decisions_shown = agreement_access(who, labels, adjudications, RULE_CORRECTNESS, queue).visible
     only = who.is_reviewer and st.toggle("Only disagreements", value=True,
                                          key="rc_only_disagreements")
     # A decided disagreement leaves the list, so the next one moves up without a step.
@@ -96,7 +99,7 @@ def rule_correctness(eng: Engine, skill, version: int, who: Annotator) -> None:
                                width="stretch")
         queue_nav.nav_buttons("rc", pos_key, pos, len(shown), ui.PREVIOUS_KEY, ui.NEXT_KEY)
         queue_nav.key_legend(ui.correctness_legend())
-        _labels_of_item(item, labels, decided.get(item), who)
+        _labels_of_item(item, labels, decided.get(item) if decisions_shown else None, who)
     with right:
         show_source(skill.source, rule.spans, context_chars=700)
 
@@ -109,7 +112,8 @@ def _labels_of_item(item: str, labels: list[Label], decided: Adjudication | None
         st.text(f"Your label: {ui.describe(own[0].value, own[0].error_type)}")
     if not who.is_reviewer:
         st.caption("Blind annotation: other annotators' labels are never shown to you; "
-                   "a reviewer adjudicates disagreements.")
+                   "a reviewer adjudicates disagreements, and their decisions show here once "
+                   "you have labelled every rule of this version and each is settled.")
     else:
         others = [lab for lab in seen if lab.annotator != who.name]
         if others:

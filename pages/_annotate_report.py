@@ -40,20 +40,27 @@ from workbench.glossary import REPORT_NAMES, TASK_WORDS, plural
 
 def progress_panel(eng: Engine, skill, version: int, who: Annotator) -> None:
     labels, adjudications = store.all_records(eng)
-    roster = [a.name for a in store.annotators(eng) if not a.is_reviewer]
     queue = ensure_queue(eng, RULE_CORRECTNESS, skill.name, version, list(rule_items(skill)))
-    st.subheader("Progress per annotator")
+    # Blind annotation covers every figure that moves with another annotator's labels: their
+    # progress, the queue's unanimous/adjudicated/open counts and the agreement figures
+    # (workbench.annotation.resolution.can_see_agreement). Until then an annotator sees only
+    # their own progress, and why.
+    access = agreement_access(who, labels, adjudications, RULE_CORRECTNESS, queue)
+    if access.visible:
+        roster = [a.name for a in store.annotators(eng) if not a.is_reviewer]
+        st.subheader("Progress per annotator")
+    else:
+        roster = [who.name]
+        st.subheader("Your progress")
     st.dataframe(pd.DataFrame(annotator_progress(labels, queue, roster, reference_item(skill))),
                  hide_index=True, key="prog_table")
+    if not access.visible:
+        st.info(md(access.reason))
+        return
     status = queue_status(labels, adjudications, RULE_CORRECTNESS, queue)
     st.text(f"This version's {plural(len(queue), 'rule')}: unanimous {status['unanimous']}, "
             f"adjudicated {status['adjudicated']}, open {status['unresolved']}")
     st.subheader("Agreement per task type")
-    # Blind annotation covers the figures too (workbench.annotation.resolution).
-    access = agreement_access(who, labels, adjudications, RULE_CORRECTNESS, queue)
-    if not access.visible:
-        st.info(md(access.reason))
-        return
     if who.is_reviewer:
         shown_labels, shown_adjudications = labels, adjudications
         st.caption("All SKILLs and tasks (you see every label).")

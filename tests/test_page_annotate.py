@@ -278,9 +278,11 @@ def test_progress_agreement_and_report(db, skill):
     assert not at.exception
     progress = frame(at, "rules labelled").set_index("annotator")
     assert progress.loc["a", "rules labelled"] == 2 and progress.loc["a", "rules in queue"] == 4
-    assert "unanimous 1, adjudicated 0, open 3" in texts(at)
-    # Blind: "a" has labelled 2 of 4 rules and R2 is a disagreement; agreement figures would
-    # tell "a" how "b" labelled, so they are withheld and the page says until when.
+    # Blind: "a" has labelled 2 of 4 rules and R2 is a disagreement; b's progress, the
+    # queue's counts and the agreement figures would tell "a" how "b" labelled (issue #45:
+    # "unanimous 1" said b agreed on R1), so they are withheld and the page says until when.
+    assert list(progress.index) == ["a"]
+    assert "unanimous" not in texts(at)
     assert not [d for d in at.dataframe if "Krippendorff's α" in d.value.columns]
     assert "once you have labelled all 4 items" in unescaped(at.info[0].value)
 
@@ -290,6 +292,8 @@ def test_progress_agreement_and_report(db, skill):
     assert not at.get("download_button")
     at = sign_in("rita", "reviewer")  # a reviewer sees every label, and so the figures
     at.radio(key="ann_mode").set_value("Progress & agreement").run()
+    assert "unanimous 1, adjudicated 0, open 3" in texts(at)
+    assert list(frame(at, "rules labelled")["annotator"]) == ["a", "b"]
     agreement = frame(at, "Krippendorff's α").set_index("task")  # plain names, not raw keys
     # R1 agreed, R2 not: 50 %. Cohen's kappa: p_o = 1/2; a said "correct" twice, b once, so
     # p_e = 1 * 1/2 + 0 * 1/2 = 1/2 and kappa = 0: two decimals and the Landis-Koch band.

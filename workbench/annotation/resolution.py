@@ -20,6 +20,7 @@ from workbench.annotation.labels import (
     task_type,
 )
 from workbench.glossary import plural
+from workbench.roles import may
 
 
 def _latest(records: Iterable, key) -> dict:
@@ -210,10 +211,31 @@ class AgreementAccess:
     reason: str = ""  # what has to happen first, when not visible
 
 
+def can_see_agreement(role: str, own_done: int, own_total: int, *, open_items: int) -> bool:
+    """The blindness rule for everything that depends on other annotators' labels: counts of
+    their labels, "unanimous", disagreement counts, kappa and the other agreement figures.
+
+    ``role`` is the viewer's (a :data:`workbench.roles.ROLES` name; the annotation store's
+    ``annotator``/``reviewer`` are among them): whoever may see every label (reviewer, admin:
+    they adjudicate) sees them always. Anyone else sees them only once their own queue is
+    settled: they labelled all ``own_total`` items of it (``own_done``; an empty queue has
+    nothing to show) and none of its items is open (``open_items``: too few labels, or a
+    disagreement nobody adjudicated). "Open" matters as much as "done": an annotator who has
+    labelled everything and still read "unanimous 3, open 1" could relabel one item, watch
+    the counts move and learn another's label; once nothing is open a relabel moves nothing
+    towards the others (an adjudication stands; changing a unanimous label opens a
+    disagreement for a reviewer). Raises ``workbench.roles.RoleError`` for an unknown role.
+    """
+    if may(role, "see all labels"):
+        return True
+    return own_total > 0 and own_done >= own_total and open_items == 0
+
+
 def agreement_access(viewer: Annotator, labels: Iterable[Label],
                      adjudications: Iterable[Adjudication], task: str, queue: Sequence[str], *,
                      min_annotators: int = 2) -> AgreementAccess:
-    """The blindness rule applied to agreement figures (issue #35).
+    """The blindness rule (:func:`can_see_agreement`) for one task ``queue``, with the reason
+    to show when it withholds the figures (issues #35 and #45).
 
     Agreement statistics reveal other people's labels: an annotator who knows their own
     labels and reads "agreement 100%" knows everyone else's, and could relabel to agree. So
@@ -224,26 +246,26 @@ def agreement_access(viewer: Annotator, labels: Iterable[Label],
     reviewer's decision, and changing a unanimous label only opens a disagreement for a
     reviewer.
     """
-    if viewer.is_reviewer:
-        return AgreementAccess(True)
     keys = list(dict.fromkeys(queue))
-    if not keys:
-        return AgreementAccess(False, "There is nothing in this queue to agree on yet.")
     labels = [lab for lab in labels if lab.task == task and lab.source == "human"]
     mine = {lab.item for lab in current_labels(labels) if lab.annotator == viewer.name}
     left = [k for k in keys if k not in mine]
-    if left:
-        return AgreementAccess(False, (
-            f"Agreement is shown once you have labelled all {plural(len(keys), 'item')} of "
-            f"this queue ({len(left)} to go) and every disagreement is adjudicated: before that, the "
-            "figures would reveal other annotators' labels (blind annotation)."))
     settled = resolve(labels, [a for a in adjudications if a.task == task],
                       min_annotators=min_annotators)
     open_items = [k for k in keys if k not in settled or settled[k].value is None]
-    if open_items:
+    if can_see_agreement(viewer.role, len(keys) - len(left), len(keys),
+                         open_items=len(open_items)):
+        return AgreementAccess(True)
+    if not keys:
+        return AgreementAccess(False, "There is nothing in this queue to agree on yet.")
+    if left:
         return AgreementAccess(False, (
-            f"You have labelled every item. Agreement is shown once the open ones "
-            f"({plural(len(open_items), 'item')}: too few labels, or a disagreement) are "
-            "settled by the other annotators or a reviewer: before that, the figures would "
-            "reveal their labels."))
-    return AgreementAccess(True)
+            f"Agreement and the queue's counts are shown once you have labelled all "
+            f"{plural(len(keys), 'item')} of this queue ({len(left)} to go) and every "
+            "disagreement is settled: before that, they would reveal other annotators' labels "
+            "(blind annotation)."))
+    return AgreementAccess(False, (
+        "You have labelled every item. Agreement and the queue's counts are shown once the "
+        f"open ones ({plural(len(open_items), 'item')}: too few labels, or a disagreement) "
+        "are settled by the other annotators or a reviewer: before that, they would reveal "
+        "their labels."))
