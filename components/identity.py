@@ -22,7 +22,8 @@ another tab, taken off the roster) is said in the sidebar, never a silent fallba
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -47,18 +48,24 @@ class Identity:
     source: str  # "oidc" or "local"
 
 
+def _nobody() -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Backend:
     """What :func:`establish` needs from the store (``pages/_sign_in.py`` binds it to the
     engine; a component does not import the store). ``sign_in`` and ``resolve`` return an
     object with ``token``, ``name``, ``role`` and ``expires``; they raise ``SignInError`` /
-    ``InvalidToken``."""
+    ``InvalidToken``. ``admins_without_password`` names the roster's admins whom the name
+    alone signs in (the sidebar warns about them)."""
 
     roster_configured: Callable[[], bool]
     role_of: Callable[[str], str | None]
     sign_in: Callable[[str, str, str], object]
     resolve: Callable[[str], object]
     sign_out: Callable[[str], bool]
+    admins_without_password: Callable[[], list[str]] = _nobody
 
 
 def oidc_configured() -> bool:
@@ -212,6 +219,7 @@ def sidebar(backend: Backend) -> None:
     cookie that keeps a local sign-in in this browser."""
     with st.sidebar:
         who, oidc = current(), oidc_configured()
+        warn_admins_without_password(backend.admins_without_password())
         if not oidc:
             data = st.session_state.get(_KEY) or {}
             expires = data.get("expires")
@@ -246,6 +254,27 @@ def sidebar(backend: Backend) -> None:
                                       "annotator: label · reviewer: adjudicate · admin: all · "
                                       "viewer: read only")
                 st.form_submit_button("Sign in", on_click=_sign_in, args=(backend,))
+
+
+def password_warning(name: str) -> str:
+    """The warning, as Markdown, that the admin ``name`` has no password (``name`` is escaped;
+    the fix is a command quoted for the shell)."""
+    quoted = shlex.quote(name)
+    command = f"workbench people add {quoted} --role admin --password-env VAR --as {quoted}"
+    # A code span shows its text as is; a name holding a backtick would end it early, so such
+    # a command is escaped like the prose instead.
+    shown = md(command) if "`" in command else f"`{command}`"
+    return (f"{md(name)} is an admin without a password: anyone who types that name signs in "
+            f"as admin. Set one with {shown}.")
+
+
+def warn_admins_without_password(names: Sequence[str]) -> None:
+    """Say, for each admin in ``names``, that the name alone signs in as admin (the sidebar
+    and Settings call it). Nothing under OIDC, where the local sign-in is off."""
+    if oidc_configured():
+        return
+    for name in names:
+        st.warning(password_warning(name), icon=":material/lock_open:")
 
 
 def acting_name(label: str, key: str, default: str) -> str:

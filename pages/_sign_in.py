@@ -8,6 +8,11 @@ from pages._state import engine
 from store import people
 
 
+def admins_without_password() -> list[str]:
+    """The roster's admins whom the name alone signs in (the sidebar and Settings warn)."""
+    return people.passwordless_admins(engine())
+
+
 def backend() -> Backend:
     eng = engine()
 
@@ -21,4 +26,5 @@ def backend() -> Backend:
         sign_in=lambda name, role, password: people.sign_in(eng, name, role, password),
         resolve=lambda token: people.resolve(eng, token),
         sign_out=lambda token: people.sign_out(eng, token),
+        admins_without_password=admins_without_password,
     )

@@ -8,7 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from components.errors import show_error
+from components.identity import warn_admins_without_password
 from components.role_settings import role_settings_editor
+from pages._sign_in import admins_without_password
 from pages._state import engine, model_gateway
 from store.llm_cache import SqlResponseCache, SqlUsageLog
 from store.llm_endpoints import SqlEndpointLog
@@ -25,6 +27,7 @@ from workbench.settings import LLM_MODE
 RESULTS = "settings_check_results"
 
 st.title("Settings")
+warn_admins_without_password(admins_without_password())
 try:
     config = load_config()
 except LlmConfigError as exc:
