@@ -20,6 +20,7 @@ import uvicorn
 
 from store import audit_repo
 from store.db import make_engine
+from workbench.api.server import server_config
 from workbench.api.settings import ApiSettingsError, check_settings, load_api_settings
 from workbench.commands.api import build_app
 from workbench.llm import Gateway, load_config
@@ -73,8 +74,9 @@ class Served:
                                   run_id=None, concurrency=None, queue=None, strategy="cdg",
                                   judge_mode="whole", no_cache=True)
         self.app, self.settings = build_app(args, engine=self.engine, gateway=gateway)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="off"))
+        # The configuration `workbench api` serves with (header timeout, keep-alive).
+        self.server = uvicorn.Server(server_config(self.app, self.settings, host="127.0.0.1",
+                                                   port=self.port, lifespan="off"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = f"http://127.0.0.1:{self.port}"
 

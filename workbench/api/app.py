@@ -4,28 +4,48 @@
   the verdict, P(violation) when the judge gives one, the cited rules with their policy
   spans, the judged closure and the trace id;
 - ``GET /v1/traces/{trace_id}``: the stored case and its full trace;
-- ``GET /healthz``; the OpenAPI schema at ``/openapi.json`` (and ``/docs``).
+- ``GET /healthz``; the OpenAPI schema at ``/openapi.json`` and Swagger UI at ``/docs``
+  from installed files (``workbench.api.docs``; off when they are not installed).
 
-With a token configured every ``/v1`` call needs ``Authorization: Bearer <token>`` (401
-otherwise). At most ``concurrency`` audits run at once and ``queue`` more wait; a request
-beyond that is answered at once with 429 and ``Retry-After`` rather than piling up.
+Before any route, ``workbench.api.guard.RequestGate`` checks the token (with one configured,
+everything but the public pages needs ``Authorization: Bearer <token>``: 401 before a byte of
+the body is read), the body cap (413) and the body-read deadline (408). A body is read as
+the command line reads a file (``workbench.api.body``: lone surrogates and NaN are 422 naming
+the field), and no error answer quotes more than a short excerpt of what was sent. At most
+``concurrency`` audits run at once and ``queue`` more wait; a request beyond that is
+answered at once with 429 and ``Retry-After`` rather than piling up. Audits are stored as
+the service identity ``[api] service_user``/``service_role``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from workbench.api.body import (
+    BodyProblem,
+    SafeJSONResponse,
+    StrictJsonRoute,
+    excerpt,
+    shorten_message,
+    validation_problem,
+)
+from workbench.api.docs import add_docs
+from workbench.api.guard import RequestGate
 from workbench.api.service import AuditService, RequestError, response_body
 from workbench.api.settings import ApiSettings
 from workbench.errors import WorkbenchError
+
+log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = 1
 
@@ -98,9 +118,25 @@ class Problem(BaseModel):
     hint: str = ""
 
 
+class FieldProblem(BaseModel):
+    field: str = Field(description="where in the body, e.g. conversation[2].content")
+    problem: str
+
+
+class InvalidRequest(Problem):
+    fields: list[FieldProblem] = Field(default_factory=list)
+
+
+HINT_CHARS = 2000  # a hint is the server's words (e.g. the served SKILL names), not the request's
+HTTP_KINDS = {401: "unauthorized", 404: "not_found", 408: "timeout", 413: "too_large",
+              422: "bad_request"}
+
+
 def _problem(status: int, kind: str, message: str, hint: str = "",
              headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": kind, "message": message, "hint": hint}, status, headers=headers)
+    """The API's error answer; a message quoting what was sent is cut to a short excerpt."""
+    return JSONResponse({"error": kind, "message": shorten_message(message),
+                         "hint": shorten_message(hint, HINT_CHARS)}, status, headers=headers)
 
 
 class Admission:
@@ -114,8 +150,16 @@ class Admission:
 
 def create_app(service: AuditService, settings: ApiSettings) -> FastAPI:
     app = FastAPI(title="SkillCDG Workbench audit API", version="1",
-                  description="Audit an agent reply against the served policy index.")
+                  description="Audit an agent reply against the served policy index.",
+                  docs_url=None, redoc_url=None, default_response_class=SafeJSONResponse)
+    app.router.route_class = StrictJsonRoute  # before any route is added
+    app.add_middleware(RequestGate, settings=settings)
+    app.state.docs = add_docs(app)
     admission = Admission(settings)
+    actor = settings.actor
+    if not service.store_takes_actor:
+        log.warning("the API's trace store does not take actor=: cases and traces are stored as "
+                    "the store's default identity, not %r", settings.service_user)
     bearer = Depends(HTTPBearer(auto_error=False))
 
     def authorised(credentials: HTTPAuthorizationCredentials | None = bearer) -> None:
@@ -129,15 +173,22 @@ def create_app(service: AuditService, settings: ApiSettings) -> FastAPI:
     @app.exception_handler(HTTPException)
     async def http_problem(_request: Request, exc: HTTPException) -> JSONResponse:
         hint = "send Authorization: Bearer <the configured token>" if exc.status_code == 401 else ""
-        return _problem(exc.status_code, "unauthorized" if exc.status_code == 401 else "http",
+        if isinstance(exc, BodyProblem):
+            hint = exc.hint
+        return _problem(exc.status_code, HTTP_KINDS.get(exc.status_code, "http"),
                         str(exc.detail), hint, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(validation_problem(exc), 422)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         return {"ok": True, "held": admission.held, "capacity": admission.capacity}
 
     @app.post("/v1/audit", response_model=AuditResponse, dependencies=[Depends(authorised)],
-              responses={401: {"model": Problem}, 422: {"model": Problem}, 429: {"model": Problem},
+              responses={401: {"model": Problem}, 408: {"model": Problem}, 413: {"model": Problem},
+                         422: {"model": InvalidRequest}, 429: {"model": Problem},
                          503: {"model": Problem}})
     async def audit(request: AuditRequest) -> Any:
         if admission.held >= admission.capacity:
@@ -150,7 +201,7 @@ def create_app(service: AuditService, settings: ApiSettings) -> FastAPI:
             async with admission.slots:
                 body = request.model_dump(exclude_none=False)
                 body["conversation"] = [m.model_dump(exclude_none=True) for m in request.conversation]
-                return await run_in_threadpool(service.audit, body)
+                return await run_in_threadpool(service.audit, body, actor=actor)
         except RequestError as exc:
             return _problem(422, "bad_request", exc.message, exc.hint)
         except WorkbenchError as exc:  # fatal setup errors: the model endpoint, the configuration
@@ -163,7 +214,7 @@ def create_app(service: AuditService, settings: ApiSettings) -> FastAPI:
     async def trace(trace_id: str) -> Any:
         found = await run_in_threadpool(service.store.get, trace_id)
         if found is None:
-            return _problem(404, "not_found", f"no stored trace {trace_id!r}",
+            return _problem(404, "not_found", f"no stored trace {excerpt(trace_id)!r}",
                             "use the trace_id a POST /v1/audit answered")
         case, t = found
         return {"trace_id": trace_id, "case": None if case is None else case.to_dict(),

@@ -4,15 +4,18 @@
 kept by the injected :class:`TraceStore`, and the trace becomes the response body.
 
 The store is injected (``workbench api`` passes the database's; tests and the benchmark may
-pass a memory one), so this module stays in the core and never imports ``store/``.
+pass a memory one), so this module stays in the core and never imports ``store/``. Every
+write names who makes it: ``audit(body, actor=...)`` passes the API's service identity
+(``[api] service_user``/``service_role``) to ``TraceStore.save(case, trace, actor=...)``.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from workbench.audit.cases import AuditCase, Turn
@@ -24,9 +27,13 @@ from workbench.audit.runner import audit_one
 from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditTrace
 from workbench.errors import WorkbenchError
+from workbench.roles import Actor, require
 from workbench.vocabulary import verdict_word
 
 QUOTE_MAX = 600
+NAME_EXCERPT = 60
+# What storing a request's case and trace is, in the role table (``workbench.roles``).
+SAVE_ACTIONS = ("import cases", "store audit results")
 
 
 class RequestError(WorkbenchError, ValueError):
@@ -34,8 +41,9 @@ class RequestError(WorkbenchError, ValueError):
 
 
 class TraceStore(Protocol):
-    def save(self, case: AuditCase, trace: AuditTrace) -> None:
-        """Keep the case and its trace (the trace id is the case id)."""
+    def save(self, case: AuditCase, trace: AuditTrace, *, actor: Actor) -> None:
+        """Keep the case and its trace (the trace id is the case id), written as ``actor``
+        (refused with ``roles.NotAllowed`` when its role may not)."""
         ...
 
     def get(self, trace_id: str) -> tuple[AuditCase | None, AuditTrace] | None:
@@ -50,7 +58,9 @@ class MemoryTraceStore:
         self.items: dict[str, tuple[AuditCase, AuditTrace]] = {}
         self._lock = threading.Lock()
 
-    def save(self, case: AuditCase, trace: AuditTrace) -> None:
+    def save(self, case: AuditCase, trace: AuditTrace, *, actor: Actor) -> None:
+        for action in SAVE_ACTIONS:  # as the database's writer checks
+            require(actor, action)
         with self._lock:
             self.items[trace.id] = (case, trace)
 
@@ -66,9 +76,11 @@ class AuditService:
     store: TraceStore
     strategy: str = "cdg"
     options: AuditOptions = AuditOptions()
+    store_takes_actor: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self._strategy = get_strategy(self.strategy, self.gateway)  # built once (dense encoder)
+        self.store_takes_actor = _takes_actor(self.store.save)
 
     def case_of(self, body: dict[str, Any]) -> AuditCase:
         """The request as a case: OpenAI-style messages (tool calls included) as history,
@@ -88,7 +100,9 @@ class AuditService:
         if policies is not None:
             unknown = [p for p in policies if p not in self.index]
             if unknown:
-                raise RequestError(f"unknown policy {', '.join(map(repr, unknown))}",
+                shown = ", ".join(repr(excerpt_name(p)) for p in unknown[:5])
+                raise RequestError(f"unknown policy {shown}" + (f" (and {len(unknown) - 5} more)"
+                                                                 if len(unknown) > 5 else ""),
                                    f"name SKILLs of the served index: {', '.join(self.index.names)}")
         trace_id = f"api-{uuid.uuid4().hex}"
         extra: dict[str, Any] = {"source": {"format": "api"}}
@@ -101,16 +115,41 @@ class AuditService:
             background=body.get("state"), extra=extra,
         )
 
-    def audit(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Audit one request, store it, and return the response body. Fatal setup errors
-        (no model configuration, an aborted endpoint) raise; a failed case is an answer."""
+    def audit(self, body: dict[str, Any], *, actor: Actor) -> dict[str, Any]:
+        """Audit one request, store it as ``actor``, and return the response body. Fatal
+        setup errors (no model configuration, an aborted endpoint, a role that may not
+        store) raise; a failed case is an answer."""
         started = time.perf_counter()
         case = self.case_of(body)
         trace = audit_one(case, self.index, self._strategy, self.gateway, self.options)
-        self.store.save(case, trace)
+        self.save(case, trace, actor=actor)
         out = response_body(trace, self.index)
         out["timings_ms"]["request"] = round((time.perf_counter() - started) * 1000.0, 3)
         return out
+
+
+    def save(self, case: AuditCase, trace: AuditTrace, *, actor: Actor) -> None:
+        if self.store_takes_actor:
+            self.store.save(case, trace, actor=actor)
+        else:  # a store written before writes named their actor: the role is checked here
+            for action in SAVE_ACTIONS:
+                require(actor, action)
+            self.store.save(case, trace)
+
+
+def _takes_actor(save: Any) -> bool:
+    """Whether a store's ``save`` accepts ``actor=`` (every TraceStore should; the check
+    keeps an older store working while store writers are moving to a required actor)."""
+    try:
+        parameters = inspect.signature(save).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "actor" or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def excerpt_name(name: Any) -> str:
+    text = str(name)
+    return text if len(text) <= NAME_EXCERPT else f"{text[:NAME_EXCERPT]}..."
 
 
 def cited_rules(trace: AuditTrace, index: AuditIndex) -> list[dict[str, Any]]:

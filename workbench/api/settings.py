@@ -9,6 +9,12 @@ then the command line, each overriding the one before.
     concurrency = 2        # audits at once
     queue = 8              # requests waiting beyond those; more get 429
     token_file = ""        # a file holding the bearer token (or WORKBENCH_API_TOKEN)
+    max_body_bytes = 4194304  # a request body above this is refused with 413 (4 MiB)
+    body_timeout_s = 30    # the whole body must arrive within this, else 408 and closed
+    header_timeout_s = 10  # a connection's request line and headers must arrive within this
+    keep_alive_s = 5       # an idle keep-alive connection is closed after this
+    service_user = "api"   # the identity the API stores cases and traces as ...
+    service_role = "analyst"  # ... and its role (it must allow importing cases and storing results)
 
 The token is never a setting of the file itself (the file is shared and shown on the
 Settings page): it comes from ``WORKBENCH_API_TOKEN`` or the file ``token_file`` names.
@@ -26,6 +32,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.llm.config import DEFAULT_CONFIG_FILE
+from workbench.roles import ROLES, Actor, may
 from workbench.settings import API_PREFIX, API_TOKEN, CONFIG
 
 MIN_TOKEN_CHARS = 16
@@ -46,6 +53,12 @@ class ApiSettings:
     concurrency: int = 2
     queue: int = 8
     token_file: str = ""
+    max_body_bytes: int = 4 * 1024 * 1024
+    body_timeout_s: float = 30.0
+    header_timeout_s: float = 10.0
+    keep_alive_s: float = 5.0
+    service_user: str = "api"
+    service_role: str = "analyst"
     token: str = ""  # from WORKBENCH_API_TOKEN or token_file, never from the TOML file
 
     @property
@@ -53,12 +66,20 @@ class ApiSettings:
         """Requests held at once (auditing or waiting): one more is answered 429."""
         return self.concurrency + self.queue
 
+    @property
+    def actor(self) -> Actor:
+        """Who the API's store writes are made as (checked by :func:`check_settings`)."""
+        return Actor.signed_in(self.service_user, self.service_role)
+
     def with_changes(self, **changes: Any) -> ApiSettings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
 FILE_KEYS = {f.name: f.type for f in fields(ApiSettings) if f.name != "token"}
-INT_KEYS = ("port", "concurrency", "queue")
+INT_KEYS = ("port", "concurrency", "queue", "max_body_bytes")
+FLOAT_KEYS = ("body_timeout_s", "header_timeout_s", "keep_alive_s")
+# What the service identity writes (``store.audit_repo.save_case_and_trace`` requires both).
+SERVICE_ACTIONS = ("import cases", "store audit results")
 
 
 def load_api_settings(path: str | os.PathLike[str] | None = None,
@@ -89,8 +110,16 @@ def load_api_settings(path: str | os.PathLike[str] | None = None,
     for key in INT_KEYS:
         if key in values:
             values[key] = _int(key, values[key])
+    for key in FLOAT_KEYS:
+        if key in values:
+            values[key] = _float(key, values[key])
     settings = ApiSettings(**values)
     return replace(settings, token=_token(settings, env))
+
+
+def setting_name(key: str) -> str:
+    """How a user sets ``key``, for hints: the ``[api]`` line and its variable."""
+    return f"[api] {key} ({API_PREFIX}{key.upper()})"
 
 
 def _int(key: str, value: Any) -> int:
@@ -100,6 +129,14 @@ def _int(key: str, value: Any) -> int:
         raise ApiSettingsError(f"api setting {key} = {value!r} is not a whole number",
                                f"give {key} as a number") from None
     return n
+
+
+def _float(key: str, value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ApiSettingsError(f"api setting {key} = {value!r} is not a number of seconds",
+                               f"give {key} as a number, e.g. {key} = 30") from None
 
 
 def _token(settings: ApiSettings, env: Mapping[str, str]) -> str:
@@ -141,3 +178,33 @@ def check_settings(settings: ApiSettings) -> None:
     if not settings.dataset.strip() or not settings.run_id.strip():
         raise ApiSettingsError("api dataset and run_id must not be empty",
                                "name where the API's traces are stored")
+    _check_limits(settings)
+    _check_service_identity(settings)
+
+
+def _check_limits(settings: ApiSettings) -> None:
+    if settings.max_body_bytes < 1024:
+        raise ApiSettingsError(f"api max_body_bytes = {settings.max_body_bytes} is below 1024",
+                               "set max_body_bytes to the largest request you accept, "
+                               "e.g. 4194304 (4 MiB)")
+    for key in FLOAT_KEYS:
+        value = getattr(settings, key)
+        if not 0 < value <= 3600:  # also NaN and infinity
+            raise ApiSettingsError(f"api {key} = {value} is not between 0 and 3600 seconds",
+                                   f"set {key} to a few seconds, e.g. {key} = "
+                                   f"{getattr(ApiSettings, key):g}")
+
+
+def _check_service_identity(settings: ApiSettings) -> None:
+    if not settings.service_user.strip():
+        raise ApiSettingsError("api service_user is empty",
+                               "name the identity the API stores cases and traces as, e.g. api")
+    if settings.service_role not in ROLES:
+        raise ApiSettingsError(f"api service_role {settings.service_role!r} is not a role",
+                               f"use one of {', '.join(ROLES)} (analyst is enough)")
+    refused = [a for a in SERVICE_ACTIONS if not may(settings.service_role, a)]
+    if refused:
+        raise ApiSettingsError(
+            f"api service_role {settings.service_role!r} may not {' or '.join(refused)}, so "
+            "every audit would be refused when it is stored",
+            "set service_role = \"analyst\" (or reviewer, admin)")
