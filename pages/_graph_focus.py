@@ -5,6 +5,12 @@ It is a fragment: a click on a rule in the drawing, a search or a choice of view
 this part (no page load, nothing else recomputed); a save reruns the whole page, which then
 shows the new version. Every save goes through ``workbench.graph.editing.apply_edits`` (the checks
 of the full tables) and ``repo.save_skill`` with the version shown as ``base_version``.
+
+The rule shown is ``pages._graph_selection``'s one value, which only the author's acts change
+(issue 44: a save followed by any full rerun moved it to the default rule, and an edge was
+saved there). Every write names its rules on its button ("Save rule R1", "Add edge R1 → R4",
+"Remove edge R1 → R4"), its widget key names them too, and its confirmation is drawn beside
+it.
 """
 
 from __future__ import annotations
@@ -14,31 +20,23 @@ from sqlalchemy.engine import Engine
 
 from components import identity, links, queue_nav
 from components.errors import show_error
-from components.rule_graph import clicked, legend, rule_graph
+from components.rule_graph import legend, rule_graph
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.spans import show_source
+from pages import _graph_selection as selection
 from store import repo
 from workbench.graph import MODALITIES, SkillGraph
 from workbench.graph.editing import apply_edits
 from workbench.graph.rule_graph import search_rules
+from workbench.graph.selection import EdgeWrite, select_options, write_key
 from workbench.roles import NotAllowed
 from workbench.words import plural
 
 FULL_GRAPH_LIMIT = 300  # a layered drawing of more than this is taller than anyone scrolls
 VIEWS = ["closure of this rule", "dependants of this rule", "search results", "whole graph"]
-DRAW_KEY = "graph_drawing"
-FLASH = "graph_saved"
-
-
-def _picked(hits: list[str]) -> None:
-    """A click on a rule: open it (clearing a search that hides it)."""
-    rid = clicked(DRAW_KEY)
-    if rid is None:
-        return
-    if rid not in hits:
-        st.session_state["graph_query"] = ""
-    st.session_state["graph_rule"] = rid
+# Each write shows its confirmation beside its own button (it was ~750 px above Save rule).
+FLASH_RULE, FLASH_ADD, FLASH_REMOVE = "graph_saved_rule", "graph_saved_add", "graph_saved_remove"
 
 
 def _label(skill: SkillGraph):
@@ -49,22 +47,28 @@ def _label(skill: SkillGraph):
 def focus(eng: Engine, skill: SkillGraph, version: int, latest: int, kinds: list[str] | None,
           author: str) -> None:
     name = skill.name
-    query = st.text_input("Search rules", key="graph_query", placeholder="e.g. refund coupon")
+    query = st.text_input("Search rules", key=selection.QUERY, placeholder="e.g. refund coupon",
+                          on_change=selection.on_search, args=(skill,))
     hits = search_rules(skill, query)
     verb = "matches" if len(hits) == 1 else "match"
     st.caption(f"{len(hits)} of {plural(len(skill.graph), 'rule')} {verb}.")
     if not hits:
         st.warning("No rule matches the search; clear it to see all rules.")
         return
-    # Open on the rule with the most prerequisites: its closure shows the graph's structure best.
-    default = max(range(len(hits)), key=lambda i: len(skill.graph.requires(hits[i])))
-    missing_rule = links.adopt("rule", "graph_rule", hits)
-    rule_id = st.selectbox("Rule", hits, index=default, key="graph_rule",
-                           format_func=_label(skill))
+    opened, missing_rule = selection.current(skill, hits)
+    rule_id = opened.rule
+    # No index: the box's value is the selection, set just above on every run.
+    st.selectbox("Rule", select_options(rule_id, hits), key=selection.BOX,
+                 format_func=_label(skill), on_change=selection.on_box_pick, args=(skill,))
     links.publish("rule", rule_id)
+    if rule_id not in hits:
+        st.caption(md(f"{rule_id} does not match the search; it stays open until you choose "
+                      "another rule."))
     if missing_rule:
-        st.warning(md(f"The link names rule {missing_rule}, which is not among the rules shown "
-                      f"(not in this version, or hidden by the search); showing {rule_id}."))
+        st.warning(md(f"The link names rule {missing_rule}, which is not in this version; "
+                      f"showing {rule_id}."))
+    elif opened.note:
+        st.warning(md(opened.note))
     c1, c2 = st.columns([4, 1])
     view = c1.radio("Show", VIEWS, horizontal=True, key="graph_focus")
     draw_as = c2.radio("Draw as", ["graph", "table"], horizontal=True, key="graph_draw_as")
@@ -91,8 +95,8 @@ def focus(eng: Engine, skill: SkillGraph, version: int, latest: int, kinds: list
                          key="graph_shown_table")
         else:
             legend()
-            rule_graph(skill, shown, key=DRAW_KEY, selected=rule_id, provenances=kinds,
-                       on_select=lambda: _picked(hits))
+            rule_graph(skill, shown, key=selection.DRAW_KEY, selected=rule_id,
+                       provenances=kinds, on_select=lambda: selection.on_click(skill, hits))
     with detail_col:
         _rule_panel(eng, skill, rule_id, version, latest, author)
     if draw_as == "graph":
@@ -107,7 +111,6 @@ def _rule_panel(eng: Engine, skill: SkillGraph, rule_id: str, version: int, late
                 author: str) -> None:
     rule = skill.graph.rules[rule_id]
     st.subheader(f"Rule {rule_id}")
-    queue_nav.show_flash(FLASH)
     st.text(f"Modality: {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}")
     requires, needed_by = skill.graph.requires(rule_id), skill.graph.required_by(rule_id)
     st.caption(md("Requires: " + (", ".join(requires) or "nothing") + " · Required by: "
@@ -124,48 +127,70 @@ def _rule_panel(eng: Engine, skill: SkillGraph, rule_id: str, version: int, late
     elif not may_edit:
         identity.explain_refusal("edit graphs")
     disabled = not (editable and may_edit)
-    ids = list(skill.graph.rules)
-    label = _label(skill)
+    saving = _Saving(eng, skill, version, author)
 
-    with st.form(f"graph_rule_form_{skill.name}_{version}_{rule_id}"):
+    # Every key below names the rule and version: after a save (a new version) each field
+    # starts from the saved text, the note empty; another rule's press cannot land here.
+    with st.form(write_key("graph_rule_form", skill.name, version, rule_id)):
         st.markdown(f"**Edit {md(rule_id)}**")
         condition = st.text_area("When (condition)", rule.condition, height=70)
         action = st.text_area("Then (action)", rule.action, height=70)
         modality = st.selectbox("Modality", MODALITIES, index=MODALITIES.index(rule.modality))
-        note = st.text_input("What and why (optional)", key=f"graph_rule_note_{rule_id}")
-        if st.form_submit_button("Save rule", type="primary", disabled=disabled):
+        note = st.text_input("What and why (optional)",
+                             key=write_key("graph_rule_note", skill.name, version, rule_id))
+        if st.form_submit_button(f"Save rule {rule_id}", type="primary", disabled=disabled):
             rows = _rows(skill)
             rows[rule_id].update(condition=condition, action=action, modality=modality)
-            _save(eng, skill, list(rows.values()), _edges(skill), version, author, note)
+            saving.save(list(rows.values()), _edges(skill), note, FLASH_RULE)
+    queue_nav.show_flash(FLASH_RULE)
 
-    # Pickers, not a grid row: the source and target are chosen from the rules by name, so
-    # the second value cannot land in another row, and an empty choice is refused, not dropped.
-    with st.form(f"graph_add_edge_{skill.name}_{version}"):
-        st.markdown("**Add an edge**")
-        # No keys: the pickers are new for each chosen rule, the source starting on it.
-        source = st.selectbox("Rule that requires (source)", ids, index=ids.index(rule_id),
-                              format_func=label)
-        target = st.selectbox("Prerequisite (target)", ids, index=None, format_func=label,
-                              placeholder="choose a rule")
-        if st.form_submit_button("Add edge", disabled=disabled):
-            if target is None:
-                st.error("Choose the prerequisite (target) rule; nothing was saved.")
-            elif (source, target) in {e.pair for e in skill.graph.edges}:
-                st.info(md(f"{source} already requires {target}; nothing to save."))
-            else:
-                _save(eng, skill, list(_rows(skill).values()),
-                      [*_edges(skill), {"source": source, "target": target}], version, author,
-                      f"added edge {source} -> {target}")
+    _add_edge(skill, rule_id, version, disabled, saving)
+    queue_nav.show_flash(FLASH_ADD)
 
     touching = [e.pair for e in skill.graph.edges if rule_id in e.pair]
     if touching:
-        with st.form(f"graph_remove_edge_{skill.name}_{version}_{rule_id}"):
-            gone = st.selectbox("Remove an edge of this rule", touching,
-                                format_func=lambda p: f"{p[0]} requires {p[1]}")
-            if st.form_submit_button("Remove edge", disabled=disabled):
-                _save(eng, skill, list(_rows(skill).values()),
-                      [e for e in _edges(skill) if (e["source"], e["target"]) != gone], version,
-                      author, f"removed edge {gone[0]} -> {gone[1]}")
+        gone = st.selectbox("Remove an edge of this rule", touching,
+                            key=write_key("graph_remove_pick", skill.name, version, rule_id),
+                            format_func=lambda p: f"{p[0]} requires {p[1]}")
+        write = EdgeWrite("remove", *gone)
+        if st.button(write.label, key=write.key(skill.name, version), disabled=disabled):
+            saving.save(list(_rows(skill).values()),
+                        [e for e in _edges(skill) if (e["source"], e["target"]) != gone],
+                        write.note, FLASH_REMOVE)
+        queue_nav.show_flash(FLASH_REMOVE)
+
+
+def _add_edge(skill: SkillGraph, rule_id: str, version: int, disabled: bool,
+              saving: _Saving) -> None:
+    """The selected rule is one end; the author picks the direction and the other end, and
+    the button names both ends before the press (the source was a second picker that
+    followed the selection wherever it went)."""
+    st.markdown("**Add an edge**")
+    others = [r for r in skill.graph.rules if r != rule_id]
+    outgoing = f"{rule_id} requires …"
+    way = st.radio("Direction", [outgoing, f"… requires {rule_id}"], horizontal=True,
+                   label_visibility="collapsed",
+                   key=write_key("graph_add_way", skill.name, version, rule_id))
+    if way == outgoing:
+        other = st.selectbox("Prerequisite (target)", others, index=None, format_func=_label(skill),
+                             placeholder="choose a rule",
+                             key=write_key("graph_add_target", skill.name, version, rule_id))
+        write = EdgeWrite("add", rule_id, other)
+    else:
+        other = st.selectbox("Rule that requires it (source)", others, index=None,
+                             format_func=_label(skill), placeholder="choose a rule",
+                             key=write_key("graph_add_source", skill.name, version, rule_id))
+        write = EdgeWrite("add", other, rule_id)
+    if not st.button(write.label, key=write.key(skill.name, version), disabled=disabled):
+        return
+    if not write.complete:
+        st.error("Choose the other rule of the edge first; nothing was saved.")
+    elif (write.source, write.target) in {e.pair for e in skill.graph.edges}:
+        st.info(md(f"{write.source} already requires {write.target}; nothing to save."))
+    else:
+        saving.save(list(_rows(skill).values()),
+                    [*_edges(skill), {"source": write.source, "target": write.target}],
+                    write.note, FLASH_ADD)
 
 
 def _rows(skill: SkillGraph) -> dict[str, dict]:
@@ -177,29 +202,36 @@ def _edges(skill: SkillGraph) -> list[dict]:
     return [{"source": e.source, "target": e.target} for e in skill.graph.edges]
 
 
-def _save(eng: Engine, skill: SkillGraph, rules: list[dict], edges: list[dict], version: int,
-          author: str, note: str) -> None:
-    """Validate and save as a new version built on ``version``; on success rerun the page on
-    the new version, else say why here (nothing saved)."""
-    result = apply_edits(skill, rules, edges)
-    if not result.ok:
-        st.error("Nothing was saved. Fix these and save again:\n\n"
-                 + "\n".join(f"- {md(str(p))}" for p in result.problems))
-        return
-    if result.summary == "no changes":
-        st.info("No changes to save.")
-        return
-    try:
-        saved = repo.save_skill(eng, result.skill, author=author or "analyst", note=note,
-                                base_version=version, actor=identity.actor(author), trust=True)
-    except NotAllowed as refused:  # the store checks the role too
-        show_error(refused)
-        return
-    except repo.StaleVersion as stale:
-        st.error(md(f"Nothing was saved: this edit was made on version {stale.base}, but "
-                    f"version {stale.latest} is the latest (changed since: {stale.changes}). "
-                    f"Switch to version {stale.latest} and make the edit there."))
-        return
-    queue_nav.leave_flash(FLASH, "success", f"Saved version {saved.version}: {result.summary}")
-    st.session_state["graph_show_version"] = saved.version
-    st.rerun(scope="app")
+class _Saving:
+    """Saves of the rule panel: validated, built on the version shown, confirmed beside the
+    button that saved (``flash``)."""
+
+    def __init__(self, eng: Engine, skill: SkillGraph, version: int, author: str):
+        self.eng, self.skill, self.version, self.author = eng, skill, version, author
+
+    def save(self, rules: list[dict], edges: list[dict], note: str, flash: str) -> None:
+        """Validate and save as a new version built on the version shown; on success rerun
+        the page on the new version, else say why here (nothing saved)."""
+        result = apply_edits(self.skill, rules, edges)
+        if not result.ok:
+            st.error("Nothing was saved. Fix these and save again:\n\n"
+                     + "\n".join(f"- {md(str(p))}" for p in result.problems))
+            return
+        if result.summary == "no changes":
+            st.info("No changes to save.")
+            return
+        try:
+            saved = repo.save_skill(self.eng, result.skill, author=self.author or "analyst",
+                                    note=note, base_version=self.version,
+                                    actor=identity.actor(self.author), trust=True)
+        except NotAllowed as refused:  # the store checks the role too
+            show_error(refused)
+            return
+        except repo.StaleVersion as stale:
+            st.error(md(f"Nothing was saved: this edit was made on version {stale.base}, but "
+                        f"version {stale.latest} is the latest (changed since: {stale.changes}). "
+                        f"Switch to version {stale.latest} and make the edit there."))
+            return
+        queue_nav.leave_flash(flash, "success", f"Saved version {saved.version}: {result.summary}")
+        st.session_state["graph_show_version"] = saved.version
+        st.rerun(scope="app")

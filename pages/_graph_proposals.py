@@ -25,7 +25,7 @@ from workbench.graph.editing import apply_edge_decisions
 from workbench.roles import Actor, NotAllowed
 from workbench.words import plural
 
-FLASH = "graph_saved"  # the Graph page's flash: shown where its saves are announced
+FLASH = "graph_proposals_saved"  # shown in this panel, beside the buttons that saved
 
 
 def provenance_filter(skill: SkillGraph, key: str) -> list[str]:
@@ -47,6 +47,7 @@ def proposals_panel(engine: Engine, skill: SkillGraph, version: int, actor: Acto
     a decision, or None when nothing was decided in this run."""
     pending = sorted(skill.proposed, key=lambda e: (-(e.confidence or 0), e.source, e.target))
     st.subheader("Review proposed edges", help=help_for("proposed edge"))
+    queue_nav.show_flash(FLASH)
     if not pending:
         st.caption("No proposed edge is waiting: every cue in the text is an edge or decided.")
         return None

@@ -98,7 +98,7 @@ edited_edges = st.data_editor(
         "target": st.column_config.SelectboxColumn("target (prerequisite)", options=rule_options),
     },
 )
-note = st.text_input("What and why (optional)", key="graph_note")
+note = st.text_input("What and why (optional)", key=f"graph_note_{name}_{version}")
 restore = False
 if version != latest:
     restore = st.checkbox(f"Restore from version {version}: the new version replaces the "
