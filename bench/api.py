@@ -27,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 
+from workbench.roles import COMMAND_LINE
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -68,7 +70,7 @@ def main() -> None:
         event.listen(engine, "connect",
                      lambda conn, _rec: conn.cursor().execute(f"PRAGMA synchronous={args.synchronous}"))
         engine.dispose()
-    repo.import_index(engine, PolicyIndex([skill]))
+    repo.import_index(engine, PolicyIndex([skill]), actor=COMMAND_LINE)
     (work / "none.toml").write_text("")  # the built-in defaults, whatever ./workbench.toml says
     verdict = reply({"violation": False, "violated_rules": [], "evidence": [], "reason": "complies"})
     with FakeChatServer(default=verdict) as judge:

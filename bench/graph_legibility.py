@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, wait_idle  # noqa: E402
 from tests.e2e.graph_drawing import wait_drawn  # noqa: E402
+from workbench.roles import COMMAND_LINE  # noqa: E402
 
 FONT_PX = 14  # the label font of both drawings
 SHOTS = ROOT / "docs" / "screenshots"
@@ -35,7 +36,7 @@ def seed(url: str) -> None:
     from workbench.graph import PolicyIndex
 
     eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.load(ROOT / "fixtures/demo/index.json"))
+    repo.import_index(eng, PolicyIndex.load(ROOT / "fixtures/demo/index.json"), actor=COMMAND_LINE)
     eng.dispose()
 
 

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, wait_idle  # noqa: E402
+from workbench.roles import COMMAND_LINE  # noqa: E402
 
 RUNS = 5
 
@@ -69,13 +70,13 @@ def seed_db(url: str) -> None:
     demo["skills"].append(synthetic_skill())
     index = PolicyIndex.from_dict(demo)
     eng = make_engine(url)
-    repo.import_index(eng, index)
+    repo.import_index(eng, index, actor=COMMAND_LINE)
     cases = load_cases(ROOT / "fixtures/demo/cases.jsonl")
-    audit_repo.save_cases(eng, "demo", cases)
+    audit_repo.save_cases(eng, "demo", cases, actor=COMMAND_LINE)
     trace = audit_case(cases[0], AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
     first = next(iter(trace.closure.values()))[0]
     trace.verdict = Verdict(True, f"{first} is violated.", [first])
-    audit_repo.save_trace(eng, trace, run_id="bench", dataset="demo")
+    audit_repo.save_trace(eng, trace, run_id="bench", dataset="demo", actor=COMMAND_LINE)
     eng.dispose()
 
 
@@ -93,13 +94,14 @@ def seed_review_db(url: str, n: int = QUEUE_SIZE) -> None:
     from workbench.graph import PolicyIndex
 
     eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(json.loads((ROOT / "fixtures/demo/index.json").read_text())))
+    repo.import_index(eng, PolicyIndex.from_dict(json.loads((ROOT / "fixtures/demo/index.json").read_text())),
+                      actor=COMMAND_LINE)
     demo = load_cases(ROOT / "fixtures/demo/cases.jsonl")
     cases = [dataclasses.replace(demo[i % len(demo)], id=f"case-{i:04d}") for i in range(n)]
-    audit_repo.save_cases(eng, "big", cases)
+    audit_repo.save_cases(eng, "big", cases, actor=COMMAND_LINE)
     audit_repo.save_traces(eng, [AuditTrace(id=c.id, strategy="cdg", label=c.label,
                                             verdict=Verdict(True, "r", []))
-                                 for c in cases], "bench", "big")
+                                 for c in cases], "bench", "big", actor=COMMAND_LINE)
     eng.dispose()
 
 

@@ -180,7 +180,7 @@ with st.expander(f"Delete {chosen}"):
         identity.explain_refusal("edit graphs")
     if st.button(f"Delete {chosen}", key="skills_delete", disabled=not may_edit) and may_edit:
         try:
-            hidden = repo.delete_skill(eng, chosen, identity.actor())
+            hidden = repo.delete_skill(eng, chosen, actor=identity.actor())
         except NotAllowed as exc:  # the store checks the role too
             show_error(exc)
         else:

@@ -39,7 +39,7 @@ from workbench.annotation.labels import (
     validate_annotator,
     validate_label,
 )
-from workbench.roles import COMMAND_LINE, SINGLE_USER, Actor, NotAllowed, require
+from workbench.roles import SINGLE_USER, Actor, NotAllowed, require
 
 
 class _ItemRecordRow(SQLModel):
@@ -125,12 +125,12 @@ def _check_actor(actor: Actor, action: str, names: set[str]) -> None:
                          "label under your own name, or sign in as that person")
 
 
-def add_label(engine: Engine, label: Label, actor: Actor = COMMAND_LINE) -> int:
+def add_label(engine: Engine, label: Label, *, actor: Actor) -> int:
     """Validate and append one label; returns its record id."""
     return add_labels(engine, [label], actor=actor)[0]
 
 
-def add_labels(engine: Engine, labels: Iterable[Label], actor: Actor = COMMAND_LINE) -> list[int]:
+def add_labels(engine: Engine, labels: Iterable[Label], *, actor: Actor) -> list[int]:
     """Validate every label, then append them all in one transaction (all or none). Raises
     ``LabelError``, or ``roles.NotAllowed`` (nothing written) when ``actor`` may not label."""
     chosen = [validate_label(lab) for lab in labels]
@@ -187,8 +187,7 @@ def annotators(engine: Engine) -> list[Annotator]:
         return [Annotator(row.name, row.role) for row in rows]
 
 
-def add_adjudication(engine: Engine, adjudication: Adjudication,
-                     actor: Actor = COMMAND_LINE) -> int:
+def add_adjudication(engine: Engine, adjudication: Adjudication, *, actor: Actor) -> int:
     """Validate and append a reviewer's decision; returns its record id.
 
     The reviewer must be registered with role ``reviewer`` (``add_annotator``), else

@@ -12,8 +12,9 @@ read (``write_session``):
 concurrent importers and audits of one dataset neither collide nor lose rows.
 
 Roles (issue #16): ``save_cases`` needs "import cases" and every trace write ("store audit
-results") the acting ``workbench.roles.Actor``; pages pass theirs (``components.identity.actor``),
-the command line and batch tools the default ``COMMAND_LINE`` (single user).
+results") the acting ``workbench.roles.Actor``, a required keyword with no default (issue
+45: a forgotten ``actor=`` must fail, not write with full rights); pages pass theirs
+(``components.identity.actor``), commands ``commands._common.cli_actor``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from workbench.audit.trace_file import encode_trace
 from workbench.identifiers import id_problem
 from workbench.inputs import dumps_utf8
 from workbench.llm.errors import bound_message
-from workbench.roles import COMMAND_LINE, Actor, require
+from workbench.roles import Actor, require
 
 
 def _check_case(dataset: str, case: AuditCase) -> None:
@@ -65,8 +66,8 @@ def _trace_row(trace: AuditTrace, run_id: str, dataset: str) -> dict[str, Any]:
     )
 
 
-def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase],
-               actor: Actor = COMMAND_LINE) -> int:
+def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase], *,
+               actor: Actor) -> int:
     """Insert or update cases of ``dataset`` by case id. Returns how many were written.
     Raises ``roles.NotAllowed`` (nothing written) when ``actor`` may not import cases."""
     require(actor, "import cases")
@@ -107,8 +108,8 @@ def datasets(engine: Engine) -> list[str]:
         return sorted(session.exec(select(CaseRow.dataset).distinct()).all())
 
 
-def save_trace(engine: Engine, trace: AuditTrace, run_id: str, dataset: str,
-               actor: Actor = COMMAND_LINE) -> int:
+def save_trace(engine: Engine, trace: AuditTrace, run_id: str, dataset: str, *,
+               actor: Actor) -> int:
     return save_traces(engine, [trace], run_id, dataset, actor=actor)
 
 
@@ -116,8 +117,8 @@ _CHECKED_FIELDS = ("id", "strategy", "judge_mode", "keywords_method", "label")
 
 
 def save_traces(
-    engine: Engine, traces: Iterable[AuditTrace], run_id: str, dataset: str,
-    actor: Actor = COMMAND_LINE,
+    engine: Engine, traces: Iterable[AuditTrace], run_id: str, dataset: str, *,
+    actor: Actor,
 ) -> int:
     """Append traces under ``run_id``. Returns how many were added: a trace equal to the
     newest stored one of its (dataset, run, case, strategy) is skipped, and so is a repeat
@@ -153,7 +154,7 @@ def save_traces(
 
 
 def save_case_and_trace(engine: Engine, dataset: str, case: AuditCase, trace: AuditTrace,
-                        run_id: str, actor: Actor = COMMAND_LINE) -> None:
+                        run_id: str, *, actor: Actor) -> None:
     """Store one case and its trace in one transaction (the audit API: a request's
     conversation and verdict land together or not at all). Reads only that case's row, so
     the cost does not grow with the dataset, unlike ``save_cases``."""
@@ -258,7 +259,7 @@ class StoreSink:
     """A batch run's sink into one stored run (``workbench.audit.sinks``): each trace is
     saved as it finishes, and the run's stored traces are what a resumed run skips."""
 
-    def __init__(self, engine: Engine, run_id: str, dataset: str, actor: Actor = COMMAND_LINE):
+    def __init__(self, engine: Engine, run_id: str, dataset: str, *, actor: Actor):
         require(actor, "store audit results")  # before a batch starts, not at its first trace
         self.engine, self.run_id, self.dataset, self.actor = engine, run_id, dataset, actor
         self.added = 0

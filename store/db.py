@@ -145,3 +145,27 @@ def migrate(conn) -> None:
         command.stamp(config, "head")
     command.upgrade(config, "head")
     SQLModel.metadata.create_all(conn)
+
+
+def roster_as_stored(url: str | None = None) -> dict[str, str]:
+    """The roster (name -> role) of the database at ``url`` (else ``WORKBENCH_DB``), read with
+    plain SQL: it creates, migrates and locks nothing, so ``workbench db upgrade`` can ask who
+    may upgrade a database older than the code, and ``workbench model set`` can ask without
+    making a database that is not there. An absent database or table is an empty roster."""
+    from sqlalchemy import create_engine as plain_engine
+    from sqlalchemy import text
+
+    resolved = database_url(url)
+    if resolved.startswith("sqlite:///"):
+        path = resolved.removeprefix("sqlite:///")
+        if path and path != ":memory:" and not Path(path).exists():
+            return {}
+    engine = plain_engine(resolved)
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("workbench_person"):
+                return {}
+            return {name: role for name, role in
+                    conn.execute(text("SELECT name, role FROM workbench_person"))}
+    finally:
+        engine.dispose()

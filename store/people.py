@@ -19,6 +19,7 @@ this module only says who is acting.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -112,6 +113,15 @@ def get_person(engine: Engine, name: str) -> Person | None:
     return None if row is None else Person(row.name, row.role, bool(row.password_hash))
 
 
+def passwordless_admins(engine: Engine) -> list[str]:
+    """Names of the admins who sign in without a password (``workbench people add NAME --role
+    admin --no-password``, meant for a single-user machine): on a shared one anyone who
+    types such a name has every right, so the sidebar and Settings can warn."""
+    with Session(engine) as session:
+        return list(session.exec(select(PersonRow.name).where(
+            PersonRow.role == "admin", PersonRow.password_hash == "").order_by(PersonRow.name)))
+
+
 def _check_role(role: str) -> None:
     if role not in ROLES:
         raise SignInError(f"unknown role {role!r}", f"use one of {', '.join(ROLES)}")
@@ -125,12 +135,13 @@ def _check_name(name: str) -> str:
     return name
 
 
-def save_person(engine: Engine, name: str, role: str, password: str | None = None,
-                actor: Actor = COMMAND_LINE) -> Person:
+def save_person(engine: Engine, name: str, role: str, password: str | None = None, *,
+                actor: Actor) -> Person:
     """Put ``name`` on the roster with ``role`` (or change the role of someone on it), and set
     their password when one is given (``""`` removes it). ``actor`` must "manage people"; the
     first person of an empty roster may be added by the single user (that is how a roster
-    starts), and must then be an admin, or nobody could manage it after."""
+    starts), and must then be an admin, or nobody could manage it after; for the same reason
+    the last admin cannot be given another role (nor removed: :func:`remove_person`)."""
     name = _check_name(name)
     _check_role(role)
     hashed = None if password is None else (hash_password(password) if password else "")
@@ -144,6 +155,13 @@ def save_person(engine: Engine, name: str, role: str, password: str | None = Non
                                   f"then {name}")
             require(actor, "manage people")
             row = session.exec(select(PersonRow).where(PersonRow.name == name)).first()
+            if row is not None and row.role == "admin" and role != "admin" and not session.exec(
+                    select(PersonRow.id).where(PersonRow.role == "admin",
+                                               PersonRow.name != name).limit(1)).first():
+                raise SignInError(f"{name} is the last admin; as {role} nobody could manage the "
+                                  "roster; nothing was changed",
+                                  f"make someone else an admin first (workbench people add NAME "
+                                  f"--role admin --as {name}), then change {name}'s role")
             if row is None:
                 row = PersonRow(name=name, role=role, created_by=actor.name)
             row.role = role
@@ -157,7 +175,7 @@ def save_person(engine: Engine, name: str, role: str, password: str | None = Non
     return retry_conflicts(write)
 
 
-def remove_person(engine: Engine, name: str, actor: Actor = COMMAND_LINE) -> None:
+def remove_person(engine: Engine, name: str, *, actor: Actor) -> None:
     """Take ``name`` off the roster and sign them out everywhere. The last admin stays
     while anyone else is on it (nobody could manage the roster)."""
     require(actor, "manage people")
@@ -295,13 +313,21 @@ def command_line_actor(engine: Engine, name: str | None) -> Actor:
     is refused and says to pass ``--as``). With an empty roster: the single user, recorded
     under ``name`` when given. The command line trusts the name (whoever runs it reaches the
     database anyway): the roster makes scripts record who acted and stop a mistaken role."""
-    if not roster_configured(engine):
+    with Session(engine) as session:
+        roster = {row.name: row.role for row in session.exec(select(PersonRow))}
+    return roster_actor(roster, name)
+
+
+def roster_actor(roster: Mapping[str, str], name: str | None) -> Actor:
+    """:func:`command_line_actor` for a roster already read (name -> role), e.g. by
+    ``store.db.roster_as_stored`` from a database not yet upgraded."""
+    if not roster:
         return Actor.single_user(name) if name else COMMAND_LINE
     if not name:
         return Actor("", None)
-    person = get_person(engine, name)
-    if person is None:
+    role = roster.get(name)
+    if role is None:
         raise NotAllowed(f"{name!r} is not on this workbench's roster; nothing was done",
                          "pass --as with a name from `workbench people list`, or ask an admin "
                          "to add you")
-    return Actor.signed_in(person.name, person.role)
+    return Actor.signed_in(name, role)

@@ -24,7 +24,7 @@ from store.session import retry_conflicts, write_session
 from workbench.errors import WorkbenchError
 from workbench.graph import Edge, EdgeDecision, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 from workbench.graph.diff import diff_skills
-from workbench.roles import COMMAND_LINE, Actor, require
+from workbench.roles import Actor, require
 from workbench.skill_names import look_alike_problem, name_skeleton
 
 
@@ -74,7 +74,8 @@ def save_skill(
     note: str = "",
     report: dict | None = None,
     base_version: int | None = None,
-    actor: Actor = COMMAND_LINE,
+    *,
+    actor: Actor,
     trust: bool = False,
     decisions: Iterable[EdgeDecision] = (),
 ) -> SavedVersion:
@@ -228,8 +229,8 @@ def check_new_names(engine: Engine, names: Iterable[str]) -> None:
         _refuse_look_alikes(session, list(names))
 
 
-def import_index(engine: Engine, index: PolicyIndex, author: str = "import",
-                 actor: Actor = COMMAND_LINE) -> list[SavedVersion]:
+def import_index(engine: Engine, index: PolicyIndex, author: str = "import", *,
+                 actor: Actor) -> list[SavedVersion]:
     """Store every SKILL of ``index`` as a new version (unless equal to its latest) with all
     that ``skillcdg/1`` carries: provenance, confidence, evidence, notes, proposed edges, and
     the verdicts on its edges (appended to the SKILL's log unless already there). ``actor``
@@ -321,7 +322,7 @@ def export_index(engine: Engine, names: Iterable[str] | None = None) -> PolicyIn
     return PolicyIndex(load_skill(engine, n) for n in chosen)
 
 
-def delete_skill(engine: Engine, name: str, actor: Actor) -> int:
+def delete_skill(engine: Engine, name: str, *, actor: Actor) -> int:
     """Hide every version of a SKILL (rows are kept for the audit trail), recorded for
     ``actor``. Returns the count. Raises ``roles.NotAllowed`` when ``actor`` may not edit
     graphs, ``NotFound`` for an unknown name."""

@@ -7,7 +7,7 @@ Decisions are only ever inserted: a changed mind is a newer record, and the newe
 is a record too (``undo_last``), withdrawing the reviewer's last action. There are
 deliberately no update or delete functions for decisions. Writes take the acting
 ``workbench.roles.Actor`` ("decide reviews"): a page passes ``identity.actor(name)``, the
-command line ``COMMAND_LINE`` or the identity it was given; a signed-in actor records
+command line the identity ``cli_actor`` gives (``actor`` has no default); a signed-in actor records
 decisions under their own name only. Runs and cases are referenced by their plain
 ids, not foreign keys, so the audit trail outlives re-imports. Each ``add_*`` call is one
 short transaction; on SQLite (WAL, busy timeout, see ``store.db``) concurrent writers wait
@@ -32,7 +32,7 @@ from workbench.review_decisions import (
     undo_records,
     validate_decision,
 )
-from workbench.roles import COMMAND_LINE, SINGLE_USER, Actor, NotAllowed, require
+from workbench.roles import SINGLE_USER, Actor, NotAllowed, require
 
 
 class ReviewDecisionRow(SQLModel, table=True):
@@ -95,14 +95,14 @@ def _row(d: ReviewDecision, batch: str) -> ReviewDecisionRow:
     )
 
 
-def add_decision(engine: Engine, decision: ReviewDecision, actor: Actor = COMMAND_LINE) -> int:
+def add_decision(engine: Engine, decision: ReviewDecision, *, actor: Actor) -> int:
     """Validate and append one decision; returns its record id. Raises ``ReviewError``, or
     ``roles.NotAllowed`` (nothing written) when ``actor`` may not decide reviews."""
     return add_decisions(engine, [decision], actor=actor)[0]
 
 
-def add_decisions(engine: Engine, decisions: Iterable[ReviewDecision],
-                  actor: Actor = COMMAND_LINE) -> list[int]:
+def add_decisions(engine: Engine, decisions: Iterable[ReviewDecision], *,
+                  actor: Actor) -> list[int]:
     """Validate every decision, then append them all in one transaction (all or none), as
     one action: they share a batch id (unless they carry one), so one undo takes them all
     back. Raises ``ReviewError`` / ``roles.NotAllowed`` with nothing written."""
@@ -115,7 +115,7 @@ def add_decisions(engine: Engine, decisions: Iterable[ReviewDecision],
     return insert_all(engine, [_row(d, batch) for d in chosen])
 
 
-def undo_last(engine: Engine, dataset: str, reviewer: str, actor: Actor = COMMAND_LINE,
+def undo_last(engine: Engine, dataset: str, reviewer: str, *, actor: Actor,
               expected: tuple[int, ...] | None = None, note: str = "") -> list[ReviewDecision]:
     """Withdraw ``reviewer``'s last action in ``dataset`` (one decision, or every decision
     of a bulk one) by appending undo records; returns the decisions withdrawn (empty: there

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from workbench.roles import COMMAND_LINE
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 SOURCE = (
@@ -73,7 +75,7 @@ def refund_db(tmp_path, monkeypatch, refund_index_data):
     url = f"sqlite:///{tmp_path / 'refunds.db'}"
     monkeypatch.setenv("WORKBENCH_DB", url)
     eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data))
+    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data), actor=COMMAND_LINE)
     yield eng
     eng.dispose()
 
@@ -94,9 +96,9 @@ def demo_db(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DB", url)
     eng = make_engine(url)
     index = PolicyIndex.load(demo / "index.json")
-    repo.import_index(eng, index)
+    repo.import_index(eng, index, actor=COMMAND_LINE)
     cases = load_cases(demo / "cases.jsonl")
-    audit_repo.save_cases(eng, "demo", cases)
+    audit_repo.save_cases(eng, "demo", cases, actor=COMMAND_LINE)
     yield eng, index, cases
     eng.dispose()
 

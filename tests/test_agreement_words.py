@@ -9,6 +9,7 @@ from tests.test_page_annotate import db, skill  # noqa: F401  (fixtures)
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Annotator, Label
 from workbench.annotation.resolution import agreement_access
 from workbench.glossary import agreement_text, agreement_word, help_for, plural
+from workbench.roles import COMMAND_LINE
 
 
 @pytest.mark.parametrize("value, word", [
@@ -73,7 +74,7 @@ def test_the_annotate_page_shows_an_annotator_the_figures_once_closed(db, skill)
     add_annotator(db, "b")
     for rid in skill.graph.rules:  # both label every rule, the same way: all unanimous
         for who in ("a", "b"):
-            add_label(db, lab(rule_item(skill, rid), who, "correct"))
+            add_label(db, lab(rule_item(skill, rid), who, "correct"), actor=COMMAND_LINE)
     at = sign_in("a")
     at.radio(key="ann_mode").set_value("Progress & agreement").run()
     assert not at.exception

@@ -14,6 +14,7 @@ from workbench.annotation.inspection import (
     read_traces_jsonl,
 )
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 
 def test_flat_trace_with_one_skill():
@@ -121,13 +122,13 @@ def test_audit_traces_are_joined_with_their_cases(engine):
     save_cases(engine, "demo", [case_from_dict({
         "id": "c1", "skills": ["refunds"], "background": {"order": "pending"},
         "context": [{"role": "user", "content": "cancel and refund"}],
-        "model_response": "Refunded in full."})])
+        "model_response": "Refunded in full."})], actor=COMMAND_LINE)
     save_traces(engine, [
         AuditTrace(id="c1", strategy="cdg", skills=["refunds"], seeds={"refunds": ["R3"]},
                    closure={"refunds": ["R3", "R2"]}, context="[R3] refund ...",
                    verdict=Verdict(True, "coupon kept", ["R3"])),
         AuditTrace(id="c1", strategy="bm25", passages=["p1"], verdict=Verdict(False, "", [])),
-    ], "run-1", "demo")
+    ], "run-1", "demo", actor=COMMAND_LINE)
     [case], errors = inspection_cases(engine)  # the bm25 trace has no closure to inspect
     assert errors == []
     assert (case.key, case.strategy, case.violation, case.violated_rules) == (

@@ -31,6 +31,7 @@ from workbench.annotation import (
     inspection_item,
     resolve,
 )
+from workbench.roles import COMMAND_LINE
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ def test_labels_round_trip_in_append_order(engine):
     first = Label("R1", RULE_CORRECTNESS, "ann", "incorrect", "wrong_action", "acts on the wrong "
                   "party", created_at=created)
     second = Label("R1", RULE_CORRECTNESS, "judge", "correct", source="model")
-    ids = [add_label(engine, first), add_label(engine, second)]
+    ids = [add_label(engine, first, actor=COMMAND_LINE), add_label(engine, second, actor=COMMAND_LINE)]
     assert ids[0] < ids[1]
     stored = labels_for(engine, RULE_CORRECTNESS, "R1")
     # The time comes back as the same instant, in UTC.
@@ -62,10 +63,10 @@ def test_labels_round_trip_in_append_order(engine):
 
 def test_relabel_appends_instead_of_overwriting(engine):
     add_label(engine, Label("R1", RULE_CORRECTNESS, "ann", "correct",
-                            created_at=datetime(2025, 1, 1, tzinfo=UTC)))
+                            created_at=datetime(2025, 1, 1, tzinfo=UTC)), actor=COMMAND_LINE)
     add_label(engine, Label("R1", RULE_CORRECTNESS, "ann", "incorrect", "duplicate",
-                            created_at=datetime(2025, 1, 2, tzinfo=UTC)))
-    add_label(engine, Label("R1", RULE_CORRECTNESS, "bob", "incorrect", "duplicate"))
+                            created_at=datetime(2025, 1, 2, tzinfo=UTC)), actor=COMMAND_LINE)
+    add_label(engine, Label("R1", RULE_CORRECTNESS, "bob", "incorrect", "duplicate"), actor=COMMAND_LINE)
     history = labels_for(engine, RULE_CORRECTNESS, "R1", annotator="ann")
     assert [lab.value for lab in history] == ["correct", "incorrect"]
     # The latest label per annotator decides.
@@ -82,7 +83,7 @@ def test_filters_by_task_and_item(engine):
         Label("R1", RULE_CORRECTNESS, "ann", "correct"),
         Label("R2", RULE_CORRECTNESS, "ann", "correct"),
         Label(inspection_item("case-1", "skill_governs"), CDG_INSPECTION, "ann", "pass"),
-    ])
+    ], actor=COMMAND_LINE)
     assert [lab.item for lab in labels_for(engine, RULE_CORRECTNESS)] == ["R1", "R2"]
     assert [lab.item for lab in labels_for(engine, RULE_CORRECTNESS, "R2")] == ["R2"]
     assert len(labels_for(engine, CDG_INSPECTION)) == 1
@@ -92,10 +93,10 @@ def test_filters_by_task_and_item(engine):
 
 def test_invalid_labels_are_rejected_and_batches_are_all_or_nothing(engine):
     with pytest.raises(LabelError, match="needs an error type"):
-        add_label(engine, Label("R1", RULE_CORRECTNESS, "ann", "incorrect"))
+        add_label(engine, Label("R1", RULE_CORRECTNESS, "ann", "incorrect"), actor=COMMAND_LINE)
     with pytest.raises(LabelError, match="not allowed"):
         add_labels(engine, [Label("R1", RULE_CORRECTNESS, "ann", "correct"),
-                            Label("R2", RULE_CORRECTNESS, "ann", "maybe")])
+                            Label("R2", RULE_CORRECTNESS, "ann", "maybe")], actor=COMMAND_LINE)
     assert labels_for(engine, RULE_CORRECTNESS) == []
 
 
@@ -117,14 +118,14 @@ def test_adjudications_need_a_registered_reviewer(engine):
     add_annotator(engine, "rita", role="reviewer")
     decision = Adjudication("R1", RULE_CORRECTNESS, "rita", "incorrect", "hallucinated",
                             "no such clause in the SKILL")
-    add_adjudication(engine, decision)
+    add_adjudication(engine, decision, actor=COMMAND_LINE)
     stored = adjudications_for(engine, RULE_CORRECTNESS, "R1")
     assert [(a.reviewer, a.value, a.error_type, a.note) for a in stored] == [
         ("rita", "incorrect", "hallucinated", "no such clause in the SKILL")]
     with pytest.raises(LabelError, match="only a reviewer may adjudicate"):
-        add_adjudication(engine, Adjudication("R1", RULE_CORRECTNESS, "ann", "correct"))
+        add_adjudication(engine, Adjudication("R1", RULE_CORRECTNESS, "ann", "correct"), actor=COMMAND_LINE)
     with pytest.raises(LabelError, match="not a registered annotator"):
-        add_adjudication(engine, Adjudication("R1", RULE_CORRECTNESS, "ghost", "correct"))
+        add_adjudication(engine, Adjudication("R1", RULE_CORRECTNESS, "ghost", "correct"), actor=COMMAND_LINE)
     assert len(adjudications_for(engine, RULE_CORRECTNESS)) == 1
 
 
@@ -154,7 +155,7 @@ def write_labels(url: str, writer: str, barrier) -> None:
         for i in range(PER_WRITER):
             add_label(engine, Label(f"R{i}", RULE_CORRECTNESS, writer,
                                     "correct" if i % 2 else "incorrect",
-                                    None if i % 2 else "not_atomic"))
+                                    None if i % 2 else "not_atomic"), actor=COMMAND_LINE)
     finally:
         engine.dispose()
 

@@ -18,6 +18,7 @@ from workbench.audit.trace_file import read_traces
 from workbench.cli import main
 from workbench.evaluate.complibench import import_complibench
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
 NO_JUDGE = AuditOptions(judge_mode="none")
@@ -76,15 +77,15 @@ def test_cli_errors_say_what_to_do(tmp_path, capsys):
 
 def test_store_keeps_cases_and_traces(engine, index, tmp_path):
     cases = load_cases(FIX / "merchant_cases.jsonl")
-    assert save_cases(engine, "merchant", cases) == 4
-    assert save_cases(engine, "merchant", cases[:1]) == 1  # update, not duplicate
+    assert save_cases(engine, "merchant", cases, actor=COMMAND_LINE) == 4
+    assert save_cases(engine, "merchant", cases[:1], actor=COMMAND_LINE) == 1  # update, not duplicate
     assert [c.to_dict() for c in db_cases(engine, "merchant")] == [c.to_dict() for c in cases]
     out = tmp_path / "t.jsonl"
     run_audit(cases, index, "cdg", out, options=NO_JUDGE)
     run_audit(cases, index, "raw", out, options=NO_JUDGE)
     traces, _ = read_traces(out)
-    save_traces(engine, traces, "run-1", "merchant")
-    save_traces(engine, [t for t in traces if t.strategy == "cdg"], "run-2", "merchant")
+    save_traces(engine, traces, "run-1", "merchant", actor=COMMAND_LINE)
+    save_traces(engine, [t for t in traces if t.strategy == "cdg"], "run-2", "merchant", actor=COMMAND_LINE)
     assert datasets(engine) == ["merchant"] and runs(engine) == ["run-1", "run-2"]
     assert len(load_traces(engine, run_id="run-1")) == 8
     assert len(load_traces(engine, strategy="raw")) == 4

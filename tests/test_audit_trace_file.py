@@ -27,6 +27,7 @@ from workbench.audit.trace import (
 )
 from workbench.audit.trace_file import encode_trace, read_traces
 from workbench.cli import main
+from workbench.roles import COMMAND_LINE
 
 DEMO_TRACES = DEMO / "traces_cdg.jsonl"
 NO_JUDGE = AuditOptions(judge_mode="none")
@@ -156,10 +157,11 @@ def test_a_jsonl_file_sink_resumes_and_retries_failed_cases(tmp_path, index, cas
 
 
 def test_a_store_sink_resumes_and_retries_failed_cases(engine, index, cases):
-    sink = StoreSink(engine, "R", "ds")
+    sink = StoreSink(engine, "R", "ds", actor=COMMAND_LINE)
     _resume_through(sink, index, cases)
     assert {r for r, _t in run_traces(engine, "ds")} == {"R"}
-    assert StoreSink(engine, "other-run", "ds").traces() == []  # a run resumes from itself only
+    # a run resumes from itself only
+    assert StoreSink(engine, "other-run", "ds", actor=COMMAND_LINE).traces() == []
 
 
 def test_a_trace_holding_a_lone_surrogate_is_stored_and_read_back(engine):
@@ -168,7 +170,7 @@ def test_a_trace_holding_a_lone_surrogate_is_stored_and_read_back(engine):
     line = json.loads(DEMO_TRACES.read_text(encoding="utf-8").splitlines()[0])
     line["session"] = "chat-\udc80"
     (trace,), problems = read_traces(text=json.dumps(line), origin="upload")
-    sink = StoreSink(engine, "R", "ds")
+    sink = StoreSink(engine, "R", "ds", actor=COMMAND_LINE)
     sink.write(trace)
     assert problems == [] and [t.to_dict() for t in sink.traces()] == [trace.to_dict()]
     sink.write(trace)  # the same trace again is recognised as stored
@@ -178,7 +180,7 @@ def test_a_trace_holding_a_lone_surrogate_is_stored_and_read_back(engine):
 def test_a_case_holding_a_lone_surrogate_is_stored_and_read_back(engine, cases):
     """A case built in code may hold one too (only the file readers refuse them)."""
     case = replace(cases[0], model_response="reply \udc80")
-    assert audit_repo.save_cases(engine, "ds", [case]) == 1
+    assert audit_repo.save_cases(engine, "ds", [case], actor=COMMAND_LINE) == 1
     assert audit_repo.load_cases(engine, "ds") == [case]
 
 

@@ -22,6 +22,7 @@ from workbench.annotation.labels import (
 )
 from workbench.cli import main
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 
 @pytest.fixture
@@ -45,10 +46,10 @@ def setup(tmp_path, refund_index_data):
         Label(key["R2"], RULE_CORRECTNESS, "a", "correct"),  # a changed their mind
         Label(key["R2"], RULE_CORRECTNESS, "b", "incorrect", "wrong_action"),
         Label(key["R1"], RULE_CORRECTNESS, "judge", "correct", source="model"),
-    ])
+    ], actor=COMMAND_LINE)
     add_annotator(eng, "rita", "reviewer")
     add_adjudication(eng, Adjudication(key["R2"], RULE_CORRECTNESS, "rita", "incorrect",
-                                       "wrong_action"))
+                                       "wrong_action"), actor=COMMAND_LINE)
     eng.dispose()
     return index_path, url
 

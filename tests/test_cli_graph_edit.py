@@ -13,14 +13,14 @@ from store.db import make_engine
 from tests.test_store_index_io import full_index
 from workbench.cli import main
 from workbench.graph import PolicyIndex
-from workbench.roles import Actor
+from workbench.roles import COMMAND_LINE, Actor
 
 
 @pytest.fixture
 def db(tmp_path):
     url = f"sqlite:///{tmp_path / 'edit.db'}"
     eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(full_index()))
+    repo.import_index(eng, PolicyIndex.from_dict(full_index()), actor=COMMAND_LINE)
     yield url, eng
     eng.dispose()
 
@@ -111,7 +111,7 @@ def test_edits_and_decisions_are_not_mixed(db, capsys):
 
 def test_the_roster_decides_on_the_command_line_as_on_the_pages(db, capsys):
     url, eng = db
-    people.save_person(eng, "ada", "admin")
+    people.save_person(eng, "ada", "admin", actor=COMMAND_LINE)
     people.save_person(eng, "ann", "annotator", actor=Actor.signed_in("ada", "admin"))
     args = ("graph", "edit", "desk", "--base-version", "1", "--db", url, "--accept-all")
     code, _, err = run(capsys, *args)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.roles import COMMAND_LINE
+
 WRITERS = 4
 VERSIONS_PER_WRITER = 2
 PER_WRITER = 20  # decisions and labels
@@ -83,10 +85,10 @@ def writer(number: int, url: str, folder: str, base_index: dict, barrier, result
         engine = make_engine(url)
         barrier.wait()
         add_decisions(engine, [ReviewDecision("audited", "run-0", f"c{i}", "cdg", f"rev{number}",
-                                              "confirm") for i in range(PER_WRITER)])
+                                              "confirm") for i in range(PER_WRITER)], actor=COMMAND_LINE)
         barrier.wait()
         add_labels(engine, [Label(f"R{i}", RULE_CORRECTNESS, f"ann{number}", "correct")
-                            for i in range(PER_WRITER)])
+                            for i in range(PER_WRITER)], actor=COMMAND_LINE)
         # The Graph page's save: every writer edits version 1 of "edited".
         skill = repo.load_skill(engine, "edited", 1)
         rules = [{"id": r.id, "condition": r.condition, "action": r.action,
@@ -96,7 +98,7 @@ def writer(number: int, url: str, folder: str, base_index: dict, barrier, result
         edited = apply_edits(skill, rules, edges).skill
         barrier.wait()
         try:
-            saved = repo.save_skill(engine, edited, author=f"w{number}", base_version=1)
+            saved = repo.save_skill(engine, edited, author=f"w{number}", base_version=1, actor=COMMAND_LINE)
             graph_outcome = f"saved v{saved.version}"
         except repo.StaleVersion:
             graph_outcome = "refused"

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from tests.test_page_review import PAGE as REVIEW
 from tests.test_page_review import db as review_db  # noqa: F401  (fixture)
 from tests.test_page_skills_graph import db  # noqa: F401  (fixture)
+from workbench.roles import COMMAND_LINE
 
 GRAPH = str(Path(__file__).resolve().parents[1] / "pages" / "graph.py")
 
@@ -104,7 +105,7 @@ def test_only_graph_editors_may_decide_a_proposed_edge(tmp_path, monkeypatch):
     eng = make_engine(url)
     try:
         s = skill()
-        v = repo.save_skill(eng, s, author="extract").version
+        v = repo.save_skill(eng, s, author="extract", actor=COMMAND_LINE).version
         edge_decisions.save_edge_trust(eng, "desk", v, s)
         annotator = _as(GRAPH, "annotator")
         assert annotator.button(key="edge_accept").disabled

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from components.identity import oidc_role
 from store import people
-from workbench.roles import Actor
+from workbench.roles import COMMAND_LINE, Actor
 
 SCRIPT = """
 import streamlit as st
@@ -65,7 +65,7 @@ def test_a_token_signs_the_run_in_and_a_revoked_one_is_said(db):
 
 
 def test_with_a_roster_nobody_signed_in_changes_nothing(db):
-    people.save_person(db, "ada", "admin")
+    people.save_person(db, "ada", "admin", actor=COMMAND_LINE)
     people.save_person(db, "ann", "annotator", actor=Actor.signed_in("ada", "admin"))
     at = _run()
     assert _texts(at) == ["who=None", "edit=False", "actor=None"]  # never single-user mode

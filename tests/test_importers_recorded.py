@@ -19,6 +19,7 @@ from tests.scripted import replay_gateway
 from workbench.audit.pipeline import audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "fixtures" / "recordings" / "importers_airline.jsonl"
@@ -91,14 +92,14 @@ def test_tau2_simulation_imported_audited_and_shown_on_replay(tmp_path, monkeypa
     url = f"sqlite:///{tmp_path / 'wb.db'}"
     monkeypatch.setenv("WORKBENCH_DB", url)
     eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.load(PLAN.INDEX))
+    repo.import_index(eng, PolicyIndex.load(PLAN.INDEX), actor=COMMAND_LINE)
     tau2 = Path(PLAN.HERE) / "tau2_airline_results.json"
     assert main(["import-cases", str(tau2), "--dataset", "tau2-airline", "--db", url,
                  "--format", "tau2", "--policy", "airline=airline-policy"]) == 0
     stored = {c.id: c for c in audit_repo.load_cases(eng, "tau2-airline")}
     assert len(stored) == 7
     traces = [_audit(stored[cid], index, gateway) for cid in EXPECTED if cid in stored]
-    assert audit_repo.save_traces(eng, traces, "recorded", "tau2-airline") == 4
+    assert audit_repo.save_traces(eng, traces, "recorded", "tau2-airline", actor=COMMAND_LINE) == 4
 
     at = AppTest.from_file(str(ROOT / "pages" / "replay.py"), default_timeout=90).run()
     assert not at.exception
@@ -121,7 +122,7 @@ def test_review_page_uploads_a_tau2_file(tmp_path, monkeypatch):
 
     url = f"sqlite:///{tmp_path / 'up.db'}"
     monkeypatch.setenv("WORKBENCH_DB", url)
-    repo.import_index(make_engine(url), PolicyIndex.load(PLAN.INDEX))
+    repo.import_index(make_engine(url), PolicyIndex.load(PLAN.INDEX), actor=COMMAND_LINE)
     at = AppTest.from_file(str(ROOT / "pages" / "review.py"), default_timeout=90).run()
     at.radio(key="rv_cases_source").set_value("Upload a cases file").run()
     at.selectbox(key="rv_cases_format").set_value("tau2").run()

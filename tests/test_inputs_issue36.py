@@ -15,6 +15,7 @@ from workbench.audit.trace import AuditTrace, TraceFormatError
 from workbench.audit.trace_file import read_traces
 from workbench.cli import main
 from workbench.inputs import InputError, open_regular, read_input_bytes
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "fixtures" / "demo" / "traces_cdg.jsonl"
@@ -166,15 +167,16 @@ def test_the_store_refuses_traces_and_cases_built_in_code_with_bad_words_or_ids(
     from store.audit_repo import load_traces, save_cases, save_traces
 
     with pytest.raises(TraceFormatError, match="'strategy' is 'skillcdg'.*nothing was stored"):
-        save_traces(engine, [AuditTrace("c1", "cdg"), AuditTrace("c2", "skillcdg")], "r", "d")
+        save_traces(engine, [AuditTrace("c1", "cdg"), AuditTrace("c2", "skillcdg")], "r", "d",
+                    actor=COMMAND_LINE)
     with pytest.raises(TraceFormatError, match="U\\+000A"):
-        save_traces(engine, [AuditTrace("c1\nforged", "cdg")], "r", "d")
+        save_traces(engine, [AuditTrace("c1\nforged", "cdg")], "r", "d", actor=COMMAND_LINE)
     assert load_traces(engine) == []
     with pytest.raises(CaseFormatError, match="nothing was stored"):
-        save_cases(engine, "d", [AuditCase("ok", "fine"), AuditCase("c\u202e1", "reply")])
+        save_cases(engine, "d", [AuditCase("ok", "fine"), AuditCase("c\u202e1", "reply")], actor=COMMAND_LINE)
     with pytest.raises(CaseFormatError, match="label"):
-        save_cases(engine, "d", [AuditCase("ok", "fine", label="violation")])
-    assert save_traces(engine, [AuditTrace("c1", "cdg")], "r", "d") == 1
+        save_cases(engine, "d", [AuditCase("ok", "fine", label="violation")], actor=COMMAND_LINE)
+    assert save_traces(engine, [AuditTrace("c1", "cdg")], "r", "d", actor=COMMAND_LINE) == 1
 
 
 # -- ids with control characters --------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.safe import md
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +76,7 @@ def test_annotate_flash_messages_escape_what_they_quote(tmp_path, monkeypatch, r
     url = f"sqlite:///{tmp_path / 'annotate.db'}"
     monkeypatch.setenv("WORKBENCH_DB", url)
     eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data))
+    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data), actor=COMMAND_LINE)
     eng.dispose()
     at = AppTest.from_file(str(ROOT / "pages" / "annotate.py"), default_timeout=60)
     at.session_state["identity"] = {"name": "ada", "role": "annotator"}

@@ -13,6 +13,7 @@ from store import audit_repo
 from store.db import make_engine
 from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case, load_cases
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "evaluate.py")
@@ -26,7 +27,7 @@ def db(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DB", url)
     eng = make_engine(url)
     cases = load_cases(DEMO / "cases.jsonl")[:4]  # mor-001 neg, mor-002 neg, mor-003 pos, mor-004 pos
-    audit_repo.save_cases(eng, "demo", cases)
+    audit_repo.save_cases(eng, "demo", cases, actor=COMMAND_LINE)
     index = AuditIndex(PolicyIndex.load(DEMO / "index.json"))
     for strategy, run, verdicts in (("cdg", "run-1", [True, True, False, True]),
                                     ("raw", "run-2", [True, False, True, True]),
@@ -37,9 +38,10 @@ def db(tmp_path, monkeypatch):
             t.judge_mode = "whole"
             t.verdict = Verdict(violation, "r", [])
             traces.append(t)
-        audit_repo.save_traces(eng, traces, run, "demo")
+        audit_repo.save_traces(eng, traces, run, "demo", actor=COMMAND_LINE)
     audit_repo.save_traces(eng, [AuditTrace(id="x", strategy="cdg", label="negative",
-                                            verdict=Verdict(True, "", []))], "r<script>", ODD)
+                                            verdict=Verdict(True, "", []))], "r<script>", ODD,
+                            actor=COMMAND_LINE)
     yield eng
     eng.dispose()
 

@@ -11,6 +11,7 @@ from components.graph_view import PROVENANCE_COLOURS, graph_html
 from store import edge_decisions, repo
 from store.db import make_engine
 from workbench.graph import Edge, Rule, RuleGraph, SkillGraph, Span
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "Verify the id. Check the fare. Refund to the card."
@@ -36,7 +37,7 @@ def test_accept_a_proposed_edge_from_the_page(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DB", url)
     eng = make_engine(url)
     s = skill()
-    v = repo.save_skill(eng, s, author="extract").version
+    v = repo.save_skill(eng, s, author="extract", actor=COMMAND_LINE).version
     edge_decisions.save_edge_trust(eng, "desk", v, s)
 
     at = AppTest.from_file(str(ROOT / "pages/graph.py"), default_timeout=60).run()
@@ -49,4 +50,27 @@ def test_accept_a_proposed_edge_from_the_page(tmp_path, monkeypatch):
     assert v2 == v + 1
     after = edge_decisions.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
     assert {e.pair: e.provenance for e in after.graph.edges}[("C", "F")] == "author"
+    # Issue 44: the decision is confirmed by its pair, in the proposals panel.
+    assert any(f"Accepted C → F: saved version {v2}." in s.value for s in at.success)
+    eng.dispose()
+
+
+def test_a_press_decides_only_the_proposal_its_run_showed(tmp_path, monkeypatch):
+    """Issue 44: a press reaches the page after another author decided the proposal it
+    showed: the next one must not be decided in its place."""
+    url = f"sqlite:///{tmp_path / 'graph.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    s = skill()
+    s.proposed.append(Edge("C", "V", provenance="continuation", confidence=0.2))
+    v = repo.save_skill(eng, s, author="extract", actor=COMMAND_LINE).version
+    edge_decisions.save_edge_trust(eng, "desk", v, s)
+    at = AppTest.from_file(str(ROOT / "pages/graph.py"), default_timeout=60).run()
+    assert any("C requires F" in m.value for m in at.markdown)  # shown: the more confident
+    edge_decisions.decide_edge(eng, "desk", v, ("C", "F"), False, COMMAND_LINE)  # elsewhere
+    at.button(key="edge_reject").click().run()
+    assert not at.exception
+    assert any("nothing was decided" in w.value for w in at.warning)
+    assert ("C", "V") in {e.pair for e in repo.load_skill(eng, "desk").proposed}
+    assert [d.pair for d in edge_decisions.load_edge_decisions(eng, "desk").rejected] == [("C", "F")]
     eng.dispose()

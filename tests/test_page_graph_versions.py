@@ -15,6 +15,7 @@ from store.db import make_engine
 from workbench.audit.cases import case_from_dict
 from workbench.graph import PolicyIndex
 from workbench.graph.editing import apply_edits
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 EDGE_DROPPED_IN_V2 = ("R2", "R1")
@@ -29,7 +30,7 @@ def _save_edit(eng, name: str, base: int, *, drop=None, action=None) -> int:
     edges = [{"source": e.source, "target": e.target} for e in skill.graph.edges
              if (e.source, e.target) != drop]
     return repo.save_skill(eng, apply_edits(skill, rules, edges).skill, author="pat",
-                           base_version=base).version
+                           base_version=base, actor=COMMAND_LINE).version
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def db(tmp_path, monkeypatch, refund_index_data):
     other = copy.deepcopy(refund_index_data["skills"][0])
     other["name"] = "returns"
     data = dict(refund_index_data, skills=[refund_index_data["skills"][0], other])
-    repo.import_index(eng, PolicyIndex.from_dict(data))
+    repo.import_index(eng, PolicyIndex.from_dict(data), actor=COMMAND_LINE)
     for name in ("refunds", "returns"):
         assert _save_edit(eng, name, 1, drop=EDGE_DROPPED_IN_V2) == 2
         assert _save_edit(eng, name, 2, action="verify identity by phone") == 3
@@ -112,7 +113,8 @@ def test_restoring_an_old_version_is_an_explicit_choice(db):
 
 def test_edit_impact_offers_every_older_version(db):
     audit_repo.save_cases(db, "ds", [case_from_dict(
-        {"id": "c1", "model_response": "We refunded your card.", "skills": ["refunds"]}, "test")])
+        {"id": "c1", "model_response": "We refunded your card.", "skills": ["refunds"]}, "test")],
+        actor=COMMAND_LINE)
     at = _page()
     assert not any("at least two versions" in c.value for c in at.caption)
     assert at.selectbox(key="impact_base").options == ["2", "1"]

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from components.links import graph_link, page_link, replay_link
 from store import audit_repo
 from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLAY = str(ROOT / "pages" / "replay.py")
@@ -68,7 +69,7 @@ def two_runs(demo_db):
     for run_id, violation in (("old", True), ("new", False)):
         trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
         trace.verdict = Verdict(violation, f"verdict of run {run_id}", [])
-        audit_repo.save_trace(eng, trace, run_id=run_id, dataset="demo")
+        audit_repo.save_trace(eng, trace, run_id=run_id, dataset="demo", actor=COMMAND_LINE)
     return case
 
 
@@ -97,7 +98,7 @@ def graph_db(refund_db):
              for r in skill.graph.rules.values()]
     edges = [{"source": e.source, "target": e.target} for e in skill.graph.edges]
     rules[0]["action"] = "verify identity by phone"
-    repo.save_skill(eng, apply_edits(skill, rules, edges).skill, base_version=1)
+    repo.save_skill(eng, apply_edits(skill, rules, edges).skill, base_version=1, actor=COMMAND_LINE)
     return eng
 
 

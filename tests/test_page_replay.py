@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from store import audit_repo
 from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -25,7 +26,7 @@ def db(demo_db):
     # A hand-set verdict (the judge is not what this page test is about).
     cited = trace.closure["merchant-order-refund"][0]
     trace.verdict = Verdict(True, f"{cited} is violated: the coupon share was not deducted.", [cited])
-    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo")
+    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo", actor=COMMAND_LINE)
     return eng, case, cited
 
 
@@ -75,7 +76,7 @@ def test_replay_shows_a_case_judged_in_parts(demo_db):
     trace.parts = [JudgedPart(1, "whole", ids[:2], 400, False, [], "fine"),
                    JudgedPart(2, "whole", ids[2:], 500, True, [ids[-1]], f"breaks [{ids[-1]}]")]
     trace.verdict = Verdict(True, f"Part 2/2: breaks [{ids[-1]}]", [ids[-1]])
-    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo")
+    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo", actor=COMMAND_LINE)
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     at.selectbox(key="replay_case").set_value(case.id).run()
     assert not at.exception
@@ -105,7 +106,7 @@ def test_replay_says_why_each_rule_is_in_context(demo_db):
     trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
     paths = trace.closure_paths["merchant-order-refund"]
     deep = next(rid for rid, p in paths.items() if len(p) > 1)
-    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo")
+    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo", actor=COMMAND_LINE)
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     at.selectbox(key="replay_case").set_value(case.id).run()
     assert not at.exception
@@ -118,7 +119,7 @@ def test_replay_says_why_each_rule_is_in_context(demo_db):
     assert list(listed["why in context"]) == ["seed " + " → ".join(paths[r]) for r in listed["rule"]]
 
     trace.closure_paths = {}  # as a trace written before the field existed reads
-    audit_repo.save_trace(eng, trace, run_id="u", dataset="demo")
+    audit_repo.save_trace(eng, trace, run_id="u", dataset="demo", actor=COMMAND_LINE)
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     at.selectbox(key="replay_case").set_value(case.id).run()
     assert not at.exception

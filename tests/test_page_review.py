@@ -16,6 +16,7 @@ from store.db import make_engine
 from store.review import decisions_for
 from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case, load_cases
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "review.py")
@@ -42,7 +43,7 @@ def seed_traces(eng, index: PolicyIndex, cases) -> None:
             t.judge_mode = "whole"
             t.verdict = Verdict(violation, f"judge says {violation} {INJECTION}", [])
             traces.append(t)
-        audit_repo.save_traces(eng, traces, f"run-{strategy}", "demo")
+        audit_repo.save_traces(eng, traces, f"run-{strategy}", "demo", actor=COMMAND_LINE)
 
 
 @pytest.fixture
@@ -176,10 +177,10 @@ def test_text_from_cases_and_models_is_shown_as_text(db):
 
 def test_batch_audit_skips_what_the_run_already_holds(db):
     cases = load_cases(DEMO / "cases.jsonl")[:5]
-    audit_repo.save_cases(db, "batch", cases)
+    audit_repo.save_cases(db, "batch", cases, actor=COMMAND_LINE)
     index = AuditIndex(PolicyIndex.load(DEMO / "index.json"))
     done = [audit_case(c, index, "cdg", None, AuditOptions(judge_mode="none")) for c in cases[:2]]
-    audit_repo.save_traces(db, done, "run-x", "batch")
+    audit_repo.save_traces(db, done, "run-x", "batch", actor=COMMAND_LINE)
     at = open_page()
     run_batch_audit(at, "run-x", dataset="batch", judge="none")
     assert "audited 3 cases (2 were already in the run), 0 judged" in plain(at.success[0].value)
@@ -204,10 +205,11 @@ def merchant_db(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_LLM_RECORDINGS",
                        str(ROOT / "fixtures" / "recordings" / "audit_merchant.jsonl"))
     eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.load(ROOT / "fixtures" / "audit" / "merchant_index.json"))
+    repo.import_index(eng, PolicyIndex.load(ROOT / "fixtures" / "audit" / "merchant_index.json"),
+                      actor=COMMAND_LINE)
     cases = [c for c in load_cases(ROOT / "fixtures" / "audit" / "merchant_cases.jsonl")
              if c.id == "merchant-delay-violation"]
-    audit_repo.save_cases(eng, "merchant", cases)
+    audit_repo.save_cases(eng, "merchant", cases, actor=COMMAND_LINE)
     yield eng
     eng.dispose()
 
@@ -300,7 +302,8 @@ def test_a_key_press_does_not_load_the_traces_cases_or_index_again(db, monkeypat
     assert calls == loaded  # nothing reloaded on either key
     # A trace stored meanwhile (here, by another process) shows at the next rerun.
     audit_repo.save_traces(db, [AuditTrace(id="mor-001-delay-not-yet-late", strategy="bm25",
-                                           verdict=Verdict(True, "new", []))], "run-new", "demo")
+                                           verdict=Verdict(True, "new", []))], "run-new", "demo",
+                           actor=COMMAND_LINE)
     at.run()
     assert calls["traces"] == loaded["traces"] + 1
     assert card(at).startswith(f"3/{queued + 1} ")  # the new flagged verdict joined the queue

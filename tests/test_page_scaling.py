@@ -6,6 +6,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from workbench.roles import COMMAND_LINE
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages/scaling.py")
 
@@ -101,7 +103,7 @@ def _stored_runs(demo_db):
             says_violation = (case.label == "negative") == right
             trace.verdict = Verdict(says_violation, "hand-set", ["x"] if says_violation else [])
             trace.judge_mode = "whole"
-            audit_repo.save_trace(eng, trace, run_id=run, dataset="demo")
+            audit_repo.save_trace(eng, trace, run_id=run, dataset="demo", actor=COMMAND_LINE)
     return len(cases)
 
 

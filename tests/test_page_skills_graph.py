@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from store import repo
 from store.db import make_engine
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,15 +87,15 @@ def test_edit_impact_lists_affected_cases(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DB", url)
     eng = make_engine(url)
     index = PolicyIndex.load(demo / "index.json")
-    repo.import_index(eng, index)
-    audit_repo.save_cases(eng, "demo", load_cases(demo / "cases.jsonl"))
+    repo.import_index(eng, index, actor=COMMAND_LINE)
+    audit_repo.save_cases(eng, "demo", load_cases(demo / "cases.jsonl"), actor=COMMAND_LINE)
     # Version 2 of the airline SKILL without any edges: every airline case whose closure had
     # prerequisites is affected.
     data = _json.loads((demo / "index.json").read_text())
     airline = next(s for s in data["skills"] if s["name"] == "airline-policy")
     airline["edges"] = []
     repo.save_skill(eng, PolicyIndex.from_dict({"format": "skillcdg/1", "skills": [airline]})[
-        "airline-policy"], author="pat", note="drop edges")
+        "airline-policy"], author="pat", note="drop edges", actor=COMMAND_LINE)
     at = AppTest.from_file(str(ROOT / "pages/graph.py"), default_timeout=120).run()
     at.selectbox(key="graph_skill").set_value("airline-policy").run()
     assert at.selectbox(key="graph_version").value == 2

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from store import repo
 from store.db import make_engine
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRACTED = ROOT / "fixtures" / "demo" / "extracted" / "v1"  # the BEFORE extraction
@@ -25,7 +26,7 @@ def test_reference_figures_and_rule_cap_warning(tmp_path, monkeypatch):
     report = next(r for r in json.loads((EXTRACTED / "reports.json").read_text())
                   if r["skill"] == "airline-policy")
     report["blocks"][0]["capped"] = 1  # as a run that hit the rule cap would store it
-    repo.save_skill(eng, airline, author="test", note="extracted", report=report)
+    repo.save_skill(eng, airline, author="test", note="extracted", report=report, actor=COMMAND_LINE)
     eng.dispose()
 
     at = AppTest.from_file(str(ROOT / "pages/skills.py"), default_timeout=60).run()

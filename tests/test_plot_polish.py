@@ -15,6 +15,7 @@ from tests.test_page_evaluate import PAGE, db  # noqa: F401  (fixture)
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.plot_axes import log_ticks, short_labels, tick_text
 from workbench.review import metrics_rows
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG = "review-20261202T101010Z-after-the-merchant-policy-edit-of-tuesday"
@@ -57,7 +58,7 @@ def test_the_scaling_figure_uses_those_ticks():
 def test_evaluate_bars_are_horizontal_with_cut_names_and_full_names_in_hover(db):  # noqa: F811
     traces = [AuditTrace(id="mor-001-delay-not-yet-late", strategy="cdg", label="negative",
                          judge_mode="whole", verdict=Verdict(True, "", []))]
-    audit_repo.save_traces(db, traces, LONG, "demo")
+    audit_repo.save_traces(db, traces, LONG, "demo", actor=COMMAND_LINE)
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception
     quality = json.loads(at.get("plotly_chart")[0].proto.spec)

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from components.rerun_preview import trace_diff
 from store import audit_repo
 from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "replay.py")
@@ -34,7 +35,7 @@ def db(demo_db):
     case = next(c for c in cases if c.id.startswith("mor-002"))
     trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
     trace.verdict = Verdict(True, "stored reason", [trace.closure["merchant-order-refund"][0]])
-    audit_repo.save_trace(eng, trace, run_id="batch-1", dataset="demo")
+    audit_repo.save_trace(eng, trace, run_id="batch-1", dataset="demo", actor=COMMAND_LINE)
     return eng, case
 
 
@@ -130,7 +131,7 @@ def test_a_newer_contexts_only_trace_does_not_hide_the_judged_one(db):
     eng, case = db
     context_only = audit_case(case, AuditIndex(_index(eng)), "cdg", None,
                               AuditOptions(judge_mode="none"))
-    audit_repo.save_trace(eng, context_only, run_id="contexts-1", dataset="demo")
+    audit_repo.save_trace(eng, context_only, run_id="contexts-1", dataset="demo", actor=COMMAND_LINE)
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.query_params.update({"dataset": "demo", "case": case.id})
     at.run()

@@ -14,6 +14,7 @@ from workbench.audit.trace import AuditError, Verdict
 from workbench.cli import main
 from workbench.graph import PolicyIndex
 from workbench.graph.stats import complexity
+from workbench.roles import COMMAND_LINE
 from workbench.scaling import load_outcomes, outcomes_from_records
 from workbench.scaling.from_traces import (
     TracesError,
@@ -206,7 +207,7 @@ def test_cli_reads_stored_runs(tmp_path, demo_db, base_traces, capsys):
     engine = demo_db[0]  # all demo cases stored; only the four IDS have traces
     for run, verdicts in (("small", [True, True, None, True]), ("big", [True, False, True, False])):
         for trace in judged(base_traces, verdicts):
-            audit_repo.save_trace(engine, trace, run_id=run, dataset="demo")
+            audit_repo.save_trace(engine, trace, run_id=run, dataset="demo", actor=COMMAND_LINE)
     out = tmp_path / "stored.csv"
     assert main(["scaling-outcomes", "--store", "demo", "--run", "small=1.5", "--run", "big=7",
                  "--out", str(out)]) == 0

@@ -12,6 +12,7 @@ import pytest
 from workbench.extract.sources import LookAlikeSkillName, load_sources, load_uploads
 from workbench.graph.validation import IndexValidationError
 from workbench.inputs import load_yaml
+from workbench.roles import COMMAND_LINE
 from workbench.skill import SkillFormatError, parse_skill
 from workbench.skill_names import inferred_skill_name, name_skeleton, skill_name_problem
 
@@ -102,20 +103,20 @@ def test_the_store_refuses_a_new_skill_that_looks_like_a_stored_one(engine):
     from workbench.graph import PolicyIndex
 
     index = PolicyIndex.from_dict(index_with("refunds"))
-    repo.import_index(engine, index)
+    repo.import_index(engine, index, actor=COMMAND_LINE)
     look_alike = PolicyIndex.from_dict(index_with("Refunds"))["Refunds"]
     with pytest.raises(repo.LookAlikeName, match="nothing was saved"):
-        repo.save_skill(engine, look_alike)
+        repo.save_skill(engine, look_alike, actor=COMMAND_LINE)
     # An import holding a new good name and a look-alike writes nothing at all.
     with pytest.raises(repo.LookAlikeName):
-        repo.import_index(engine, PolicyIndex.from_dict(index_with("delays", "REFUNDS")))
+        repo.import_index(engine, PolicyIndex.from_dict(index_with("delays", "REFUNDS")), actor=COMMAND_LINE)
     assert repo.skill_names(engine) == ["refunds"]
     with pytest.raises(repo.LookAlikeName):
         repo.check_new_names(engine, ["refunds", "rEfunds"])
     # The stored name itself still takes new versions.
     edited = PolicyIndex.from_dict(index_with("refunds"))["refunds"]
     edited.description = "refunds, edited"
-    assert repo.save_skill(engine, edited).version == 2
+    assert repo.save_skill(engine, edited, actor=COMMAND_LINE).version == 2
 
 
 def test_a_duplicate_front_matter_key_is_refused_naming_the_key_and_the_line():

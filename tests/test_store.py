@@ -17,27 +17,27 @@ def engine(store_engine):
 
 def test_import_export_round_trip_is_lossless(engine, refund_index_data):
     index = PolicyIndex.from_dict(refund_index_data)
-    saved = repo.import_index(engine, index)
+    saved = repo.import_index(engine, index, actor=COMMAND_LINE)
     assert [(s.name, s.version, s.created) for s in saved] == [("refunds", 1, True)]
     assert repo.export_index(engine).to_dict() == refund_index_data
 
 
 def test_reimport_of_same_content_adds_no_version(engine, refund_index_data):
     index = PolicyIndex.from_dict(refund_index_data)
-    repo.import_index(engine, index)
-    again = repo.import_index(engine, index)
+    repo.import_index(engine, index, actor=COMMAND_LINE)
+    again = repo.import_index(engine, index, actor=COMMAND_LINE)
     assert again[0].created is False
     assert [v.version for v in repo.versions(engine, "refunds")] == [1]
 
 
 def test_edit_makes_new_version_and_old_stays_readable(engine, refund_index_data):
     skill = PolicyIndex.from_dict(refund_index_data)["refunds"]
-    repo.save_skill(engine, skill, author="ann")
+    repo.save_skill(engine, skill, author="ann", actor=COMMAND_LINE)
     rules = list(skill.graph.rules.values())
     rules[0] = dataclasses.replace(rules[0], action="verify identity with order number and email")
     edited = SkillGraph(skill.name, skill.description, skill.source,
                         RuleGraph(rules, skill.graph.edges[:2]))
-    v2 = repo.save_skill(engine, edited, author="bob", note="tighten R1; drop R2->R1")
+    v2 = repo.save_skill(engine, edited, author="bob", note="tighten R1; drop R2->R1", actor=COMMAND_LINE)
     assert (v2.version, v2.created) == (2, True)
     assert repo.load_skill(engine, "refunds", 1).graph.rules["R1"].action == "verify the customer's identity"
     latest = repo.load_skill(engine, "refunds")
@@ -48,12 +48,12 @@ def test_edit_makes_new_version_and_old_stays_readable(engine, refund_index_data
 
 
 def test_missing_and_deleted_skills_say_what_exists(engine, refund_index_data):
-    repo.import_index(engine, PolicyIndex.from_dict(refund_index_data))
+    repo.import_index(engine, PolicyIndex.from_dict(refund_index_data), actor=COMMAND_LINE)
     with pytest.raises(repo.NotFound, match="known SKILLs: refunds"):
         repo.load_skill(engine, "nope")
     with pytest.raises(repo.NotFound, match="version 9"):
         repo.load_skill(engine, "refunds", 9)
-    assert repo.delete_skill(engine, "refunds", COMMAND_LINE) == 1
+    assert repo.delete_skill(engine, "refunds", actor=COMMAND_LINE) == 1
     assert repo.skill_names(engine) == []
     with pytest.raises(repo.NotFound, match="import an index first"):
         repo.load_skill(engine, "refunds")
@@ -61,10 +61,10 @@ def test_missing_and_deleted_skills_say_what_exists(engine, refund_index_data):
 
 def test_empty_skill_round_trips(engine):
     lone = SkillGraph("empty", "", "---\nname: empty\n---\n", RuleGraph())
-    repo.save_skill(engine, lone)
+    repo.save_skill(engine, lone, actor=COMMAND_LINE)
     assert repo.export_index(engine).to_dict()["skills"][0]["rules"] == []
     one = SkillGraph("one", "d", "text", RuleGraph([Rule("A", "c", "a", "permitted")]))
-    repo.save_skill(engine, one)
+    repo.save_skill(engine, one, actor=COMMAND_LINE)
     assert repo.skill_names(engine) == ["empty", "one"]
 
 

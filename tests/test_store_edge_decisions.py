@@ -7,7 +7,7 @@ import pytest
 from store import edge_decisions, repo
 from store.db import make_engine
 from workbench.graph import Edge, Rule, RuleGraph, SkillGraph, Span
-from workbench.roles import Actor
+from workbench.roles import COMMAND_LINE, Actor
 
 SOURCE = "Verify the id. Check the fare. Refund to the card."
 ANN, BOB = Actor.signed_in("ann", "author"), Actor.signed_in("bob", "author")
@@ -31,7 +31,7 @@ def eng(tmp_path):
 
 def saved(eng) -> int:
     s = skill()
-    v = repo.save_skill(eng, s, author="extract").version
+    v = repo.save_skill(eng, s, author="extract", actor=COMMAND_LINE).version
     edge_decisions.save_edge_trust(eng, "desk", v, s)
     return v
 
@@ -81,7 +81,8 @@ def test_a_version_saved_by_an_edit_keeps_provenance_and_marks_new_edges_author(
     s = repo.load_skill(eng, "desk", v)
     edited = SkillGraph(s.name, s.description, s.source,
                         RuleGraph(s.graph.rules.values(), [*s.graph.edges, Edge("C", "V")]))
-    v2 = repo.save_skill(eng, edited, author="ann", note="edit").version  # the page's save path
+    # the page's save path
+    v2 = repo.save_skill(eng, edited, author="ann", note="edit", actor=COMMAND_LINE).version
     back = edge_decisions.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
     assert {e.pair: e.provenance for e in back.graph.edges} == {("F", "V"): "procedure",
                                                                  ("C", "V"): "author"}

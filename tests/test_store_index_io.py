@@ -12,6 +12,7 @@ from pathlib import Path
 from store import edge_decisions, repo
 from workbench.cli import main
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "Verify the id. Check the fare. Refund to the card. Keep the receipt."
@@ -86,7 +87,7 @@ def test_the_fixture_uses_every_field_the_reader_knows():
 
 def test_every_optional_field_round_trips_through_the_store(engine):
     data = full_index()
-    (saved,) = repo.import_index(engine, PolicyIndex.from_dict(data))
+    (saved,) = repo.import_index(engine, PolicyIndex.from_dict(data), actor=COMMAND_LINE)
     assert saved.created and saved.decisions_added == 2
     assert repo.export_index(engine).to_dict() == data
     # What the Graph page reads: sourced edges and the waiting proposals.
@@ -96,7 +97,7 @@ def test_every_optional_field_round_trips_through_the_store(engine):
     assert [e.pair for e in skill.proposed] == [("C", "V"), ("K", "V")]
     assert edge_decisions.load_edge_decisions(engine, "desk").rejected == {("V", "K")}
     # The same file again: no new version, no verdict twice.
-    (again,) = repo.import_index(engine, PolicyIndex.from_dict(data))
+    (again,) = repo.import_index(engine, PolicyIndex.from_dict(data), actor=COMMAND_LINE)
     assert (again.created, again.version, again.decisions_added) == (False, 1, 0)
     assert len(repo.export_index(engine).to_dict()["skills"][0]["decisions"]) == 2
 
@@ -109,7 +110,7 @@ def test_a_file_without_optional_fields_exports_without_them(engine):
     skill["rules"] = [{k: v for k, v in r.items() if k not in {"provenance", "confidence"}}
                       for r in skill["rules"]]
     skill["edges"] = [{k: e[k] for k in ("source", "target", "type")} for e in skill["edges"]]
-    repo.import_index(engine, PolicyIndex.from_dict(data))
+    repo.import_index(engine, PolicyIndex.from_dict(data), actor=COMMAND_LINE)
     assert repo.export_index(engine).to_dict() == data
 
 
@@ -130,13 +131,13 @@ def test_an_edit_after_import_keeps_the_imported_provenance(engine):
     """A version saved by an edit (no trust of its own) reads the imported version's."""
     from workbench.graph.editing import apply_edits
 
-    repo.import_index(engine, PolicyIndex.from_dict(full_index()))
+    repo.import_index(engine, PolicyIndex.from_dict(full_index()), actor=COMMAND_LINE)
     skill = repo.load_skill(engine, "desk")
     rows = [{"id": r.id, "condition": r.condition, "action": r.action, "modality": r.modality}
             for r in skill.graph.rules.values()]
     edges = [{"source": e.source, "target": e.target} for e in skill.graph.edges]
     result = apply_edits(skill, rows, [*edges, {"source": "K", "target": "F"}])
-    v2 = repo.save_skill(engine, result.skill, base_version=1).version
+    v2 = repo.save_skill(engine, result.skill, base_version=1, actor=COMMAND_LINE).version
     back = repo.load_skill(engine, "desk", v2)
     assert {e.pair: e.provenance for e in back.graph.edges}[("F", "V")] == "procedure"
     assert {e.pair: e.provenance for e in back.graph.edges}[("K", "F")] == "author"

@@ -55,8 +55,8 @@ def test_a_token_made_with_another_secret_is_refused(engine, monkeypatch):
 
 def test_with_a_roster_the_roster_gives_the_role_and_checks_the_password(engine):
     with pytest.raises(SignInError, match="first person on the roster must be an admin"):
-        people.save_person(engine, "ann", "annotator")
-    people.save_person(engine, "ada", "admin")
+        people.save_person(engine, "ann", "annotator", actor=COMMAND_LINE)
+    people.save_person(engine, "ada", "admin", actor=COMMAND_LINE)
     people.save_person(engine, "ann", "annotator", password="s3cret", actor=ADA)
     assert people.roster_configured(engine)
     assert [(p.name, p.role, p.has_password) for p in people.people(engine)] == [
@@ -69,7 +69,7 @@ def test_with_a_roster_the_roster_gives_the_role_and_checks_the_password(engine)
 
 
 def test_a_role_change_or_removal_ends_the_sign_ins_it_made(engine):
-    people.save_person(engine, "ada", "admin")
+    people.save_person(engine, "ada", "admin", actor=COMMAND_LINE)
     people.save_person(engine, "bob", "author", actor=ADA)
     token = people.sign_in(engine, "bob").token
     people.save_person(engine, "bob", "annotator", actor=ADA)
@@ -86,7 +86,7 @@ def test_a_role_change_or_removal_ends_the_sign_ins_it_made(engine):
 
 
 def test_only_an_admin_manages_the_roster(engine):
-    people.save_person(engine, "ada", "admin")
+    people.save_person(engine, "ada", "admin", actor=COMMAND_LINE)
     with pytest.raises(NotAllowed, match="manage people"):
         people.save_person(engine, "eve", "admin", actor=Actor.signed_in("eve", "author"))
     with pytest.raises(NotAllowed):
@@ -98,7 +98,7 @@ def test_the_command_line_acts_as_the_same_people_with_the_same_roles(engine):
     # No roster: the single user, as before roles existed (recorded under --as when given).
     assert people.command_line_actor(engine, None) == COMMAND_LINE
     assert people.command_line_actor(engine, "me") == Actor("me", SINGLE_USER)
-    people.save_person(engine, "ada", "admin")
+    people.save_person(engine, "ada", "admin", actor=COMMAND_LINE)
     people.save_person(engine, "ann", "annotator", actor=ADA)
     # A roster: nobody without --as (every guarded write refused), the roster's role with it.
     nobody = people.command_line_actor(engine, None)

@@ -15,6 +15,7 @@ from store.db import make_engine
 from store.review import add_decision, add_decisions, decisions_for
 from workbench.audit.trace import AuditTrace
 from workbench.review import ReviewDecision, ReviewError, current_decisions
+from workbench.roles import COMMAND_LINE
 
 
 @pytest.fixture
@@ -30,8 +31,8 @@ def d(case="c1", who="ada", what="confirm", note="", dataset="demo", run="r1", j
 def test_decisions_round_trip_oldest_first_and_timezone_aware(engine):
     when = datetime(2025, 3, 1, 12, 30, tzinfo=UTC)
     first = add_decision(engine, ReviewDecision("demo", "r1", "c1", "cdg", "ada", "overturn",
-                                                "refund <b>allowed</b>", True, when))
-    second = add_decision(engine, d(what="confirm"))
+                                                "refund <b>allowed</b>", True, when), actor=COMMAND_LINE)
+    second = add_decision(engine, d(what="confirm"), actor=COMMAND_LINE)
     assert second > first
     stored = decisions_for(engine, "demo")
     assert [x.decision for x in stored] == ["overturn", "confirm"]
@@ -43,7 +44,7 @@ def test_decisions_round_trip_oldest_first_and_timezone_aware(engine):
 
 def test_filters(engine):
     add_decisions(engine, [d("c1", "ada"), d("c2", "bob"), d("c1", "bob", run="r2"),
-                           d("c1", "ada", dataset="other")])
+                           d("c1", "ada", dataset="other")], actor=COMMAND_LINE)
     assert len(decisions_for(engine)) == 4
     assert len(decisions_for(engine, "demo")) == 3
     assert [x.case_id for x in decisions_for(engine, "demo", reviewer="bob")] == ["c2", "c1"]
@@ -53,7 +54,7 @@ def test_filters(engine):
 
 def test_invalid_decisions_store_nothing(engine):
     with pytest.raises(ReviewError, match="needs a note"):
-        add_decisions(engine, [d("c1"), d("c2", what="overturn")])
+        add_decisions(engine, [d("c1"), d("c2", what="overturn")], actor=COMMAND_LINE)
     assert decisions_for(engine) == []  # the valid one in the same batch was not written either
 
 
@@ -66,7 +67,7 @@ def test_the_store_offers_no_way_to_change_or_remove_a_decision():
 def _write_many(url: str, who: str, n: int) -> None:
     eng = make_engine(url)
     for i in range(n):
-        add_decision(eng, d(f"c{i}", who))
+        add_decision(eng, d(f"c{i}", who), actor=COMMAND_LINE)
     eng.dispose()
 
 
@@ -102,9 +103,9 @@ def test_run_traces_carry_run_ids_and_skip_damaged_rows(engine):
 
     from store.models import AuditResultRow
 
-    save_traces(engine, [AuditTrace("c1", "cdg"), AuditTrace("c2", "cdg")], "r1", "demo")
-    save_traces(engine, [AuditTrace("c1", "raw")], "r2", "demo")
-    save_traces(engine, [AuditTrace("x", "cdg")], "r1", "other")
+    save_traces(engine, [AuditTrace("c1", "cdg"), AuditTrace("c2", "cdg")], "r1", "demo", actor=COMMAND_LINE)
+    save_traces(engine, [AuditTrace("c1", "raw")], "r2", "demo", actor=COMMAND_LINE)
+    save_traces(engine, [AuditTrace("x", "cdg")], "r1", "other", actor=COMMAND_LINE)
     with Session(engine) as session:
         session.add(AuditResultRow(run_id="r3", dataset="demo", case_id="c9", strategy="cdg",
                                    trace_json="{half a line"))

@@ -43,17 +43,17 @@ def _edit_rows(skill):
 # -- issue #16 item 1: an edit of an old version never reverts later ones ------------------
 
 def test_save_from_an_old_version_is_refused_with_what_changed_since(engine, refund_index_data):
-    repo.import_index(engine, PolicyIndex.from_dict(refund_index_data))
+    repo.import_index(engine, PolicyIndex.from_dict(refund_index_data), actor=COMMAND_LINE)
     v1 = repo.load_skill(engine, "refunds", 1)
     rules, edges = _edit_rows(v1)
     v2 = apply_edits(v1, rules, [e for e in edges if (e["source"], e["target"]) != ("R2", "R1")])
-    assert repo.save_skill(engine, v2.skill, base_version=1).version == 2
+    assert repo.save_skill(engine, v2.skill, base_version=1, actor=COMMAND_LINE).version == 2
 
     # An author still looking at v1 changes a rule and saves: that would drop v2's edge edit.
     rules[0]["action"] = "verify identity twice"
     stale = apply_edits(v1, rules, edges)
     with pytest.raises(repo.StaleVersion) as err:
-        repo.save_skill(engine, stale.skill, author="ana", base_version=1)
+        repo.save_skill(engine, stale.skill, author="ana", base_version=1, actor=COMMAND_LINE)
     assert (err.value.base, err.value.latest) == (1, 2)
     assert "removed edges R2->R1" in err.value.changes
     assert "version 2 is the latest" in str(err.value)
@@ -63,7 +63,7 @@ def test_save_from_an_old_version_is_refused_with_what_changed_since(engine, ref
     rules2, edges2 = _edit_rows(repo.load_skill(engine, "refunds", 2))
     rules2[0]["action"] = "verify identity twice"
     fresh = apply_edits(repo.load_skill(engine, "refunds", 2), rules2, edges2)
-    saved = repo.save_skill(engine, fresh.skill, author="ana", base_version=2)
+    saved = repo.save_skill(engine, fresh.skill, author="ana", base_version=2, actor=COMMAND_LINE)
     assert saved.version == 3
     v3 = repo.load_skill(engine, "refunds", 3)
     assert ("R2", "R1") not in {(e.source, e.target) for e in v3.graph.edges}
@@ -72,9 +72,9 @@ def test_save_from_an_old_version_is_refused_with_what_changed_since(engine, ref
 
 def test_version_numbers_are_never_reused_after_a_delete(engine, refund_index_data):
     index = PolicyIndex.from_dict(refund_index_data)
-    repo.import_index(engine, index)
-    repo.delete_skill(engine, "refunds", COMMAND_LINE)
-    assert repo.import_index(engine, index)[0].version == 2
+    repo.import_index(engine, index, actor=COMMAND_LINE)
+    repo.delete_skill(engine, "refunds", actor=COMMAND_LINE)
+    assert repo.import_index(engine, index, actor=COMMAND_LINE)[0].version == 2
 
 
 # -- issue #15 defect 8: storing a finished run again stores nothing -----------------------
@@ -85,12 +85,13 @@ def test_storing_the_same_traces_twice_adds_nothing(engine, tmp_path):
     out = tmp_path / "t.jsonl"
     run_audit(cases, index, "cdg", out, options=NO_JUDGE)
     traces, _ = read_traces(out)
-    assert save_traces(engine, traces, "R", "ds") == 4
-    assert save_traces(engine, traces, "R", "ds") == 0
-    assert save_traces(engine, traces + traces, "R2", "ds") == 4  # a repeat within one call too
+    assert save_traces(engine, traces, "R", "ds", actor=COMMAND_LINE) == 4
+    assert save_traces(engine, traces, "R", "ds", actor=COMMAND_LINE) == 0
+    # a repeat within one call too
+    assert save_traces(engine, traces + traces, "R2", "ds", actor=COMMAND_LINE) == 4
     # A changed trace of the same case (a retry that now succeeds) is added and is the newest.
     changed = dataclasses.replace(traces[0], context_tokens=traces[0].context_tokens + 1)
-    assert save_traces(engine, [changed], "R", "ds") == 1
+    assert save_traces(engine, [changed], "R", "ds", actor=COMMAND_LINE) == 1
     assert len(load_traces(engine, run_id="R")) == 5
     assert latest_traces(engine, "ds")[(changed.id, "cdg")] == changed
 
@@ -165,7 +166,7 @@ def test_a_huge_model_answer_does_not_blow_up_traces_or_the_database(engine):
     # A trace file written before the fix still loads bounded.
     old = dict(trace.to_dict(), error={"kind": "ModelCallError", "message": junk, "cause": ""})
     assert len(AuditTrace.from_dict(old).error.message) <= MAX_MESSAGE_CHARS
-    save_traces(engine, [trace], "R", "ds")
+    save_traces(engine, [trace], "R", "ds", actor=COMMAND_LINE)
     from sqlmodel import Session, select
 
     from store.models import AuditResultRow
@@ -239,7 +240,7 @@ def test_a_5_mb_judge_answer_leaves_small_traces_and_a_small_database(tmp_path, 
     assert all("characters in all]" in t.error.message for t in traces)
     assert out.stat().st_size < 100_000  # was 20 MB: 10,006,151 bytes per trace line
     before = _database_bytes(engine)
-    save_traces(engine, traces, "R", "ds")
+    save_traces(engine, traces, "R", "ds", actor=COMMAND_LINE)
     assert _database_bytes(engine) - before < 2_000_000  # was 42 MB
 
 

@@ -13,6 +13,7 @@ from tests.test_page_review import db  # noqa: F401  (fixture)
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
 from workbench.review import ReviewDecision, build_queue
+from workbench.roles import COMMAND_LINE
 from workbench.train.reviewed import reviewed_labels
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -68,7 +69,7 @@ def test_train_data_from_store_writes_the_reviewed_labels(db, tmp_path, capsys):
                        "overturn", "premier credit is allowed", True),
         ReviewDecision("demo", "run-raw", "air-001-compensation-regular-economy", "raw", "ada",
                        "confirm", "", True),  # another strategy: not in cdg's records
-    ])
+    ], actor=COMMAND_LINE)
     out = tmp_path / "reviewed.jsonl"
     assert main(["train", "data", "--from-store", "demo", "--out", str(out)]) == 0
     printed = capsys.readouterr().out

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.roles import COMMAND_LINE
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -75,7 +77,7 @@ def seed_database(db_url: str, index_data: dict) -> None:
     from workbench.graph import PolicyIndex
 
     eng = make_engine(db_url)
-    repo.import_index(eng, PolicyIndex.from_dict(index_data))
+    repo.import_index(eng, PolicyIndex.from_dict(index_data), actor=COMMAND_LINE)
     eng.dispose()
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from workbench.roles import COMMAND_LINE
+
 from .conftest import IDLE_CEILING_MS, ROOT, Server, wait_idle
 
 RECORDINGS = ROOT / "fixtures" / "recordings"
@@ -71,7 +73,7 @@ def import_index(eng, data: dict, author: str = "import") -> None:
     from store import repo
     from workbench.graph import PolicyIndex
 
-    repo.import_index(eng, PolicyIndex.from_dict(data), author=author)
+    repo.import_index(eng, PolicyIndex.from_dict(data), author=author, actor=COMMAND_LINE)
 
 
 def demo_index_data() -> dict:

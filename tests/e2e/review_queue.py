@@ -7,6 +7,8 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from workbench.roles import COMMAND_LINE
+
 from .conftest import ROOT, Server, demo_index, make_server, wait_idle
 from .flows import submit
 
@@ -24,7 +26,7 @@ def seed_verdicts(db_url: str, case_ids: Collection[str],
 
     eng = make_engine(db_url)
     cases = [c for c in load_cases(ROOT / "fixtures" / "demo" / "cases.jsonl") if c.id in case_ids]
-    audit_repo.save_cases(eng, "demo", cases)
+    audit_repo.save_cases(eng, "demo", cases, actor=COMMAND_LINE)
     index = AuditIndex(PolicyIndex.from_dict(demo_index()))
     traces = []
     for case in cases:
@@ -32,7 +34,7 @@ def seed_verdicts(db_url: str, case_ids: Collection[str],
         t.judge_mode = "whole"
         t.verdict = verdict(case, t)
         traces.append(t)
-    audit_repo.save_traces(eng, traces, "run-1", "demo")
+    audit_repo.save_traces(eng, traces, "run-1", "demo", actor=COMMAND_LINE)
     eng.dispose()
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.roles import COMMAND_LINE
+
 from .conftest import demo_index, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -24,9 +26,9 @@ def seed_demo_run(db_url: str) -> None:
     from workbench.audit import load_cases, read_traces
 
     eng = make_engine(db_url)
-    audit_repo.save_cases(eng, "demo", load_cases(ROOT / "fixtures/demo/cases.jsonl"))
+    audit_repo.save_cases(eng, "demo", load_cases(ROOT / "fixtures/demo/cases.jsonl"), actor=COMMAND_LINE)
     audit_repo.save_traces(eng, read_traces(ROOT / "fixtures/demo/traces_cdg.jsonl")[0],
-                           "demo-cdg", "demo")
+                           "demo-cdg", "demo", actor=COMMAND_LINE)
     eng.dispose()
 
 

@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from workbench.audit import AuditTrace
 from workbench.glossary import gold_word
+from workbench.roles import COMMAND_LINE
 
 from .flows import (
     DEMO,
@@ -61,8 +62,8 @@ def seed_demo(eng, index: dict, cases, trace: AuditTrace) -> None:
     from store import audit_repo
 
     import_index(eng, index, author="demo")
-    audit_repo.save_cases(eng, "demo", cases)
-    audit_repo.save_trace(eng, trace, RUN, "demo")
+    audit_repo.save_cases(eng, "demo", cases, actor=COMMAND_LINE)
+    audit_repo.save_trace(eng, trace, RUN, "demo", actor=COMMAND_LINE)
 
 
 @pytest.fixture

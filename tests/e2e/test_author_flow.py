@@ -11,6 +11,8 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
+from workbench.roles import COMMAND_LINE
+
 from .flows import (
     ROOT,
     assert_no_exception,
@@ -58,7 +60,7 @@ def seed(eng) -> None:
     from store import audit_repo
     from workbench.audit import case_from_dict
 
-    audit_repo.save_cases(eng, "desk", [case_from_dict(c) for c in CASES])
+    audit_repo.save_cases(eng, "desk", [case_from_dict(c) for c in CASES], actor=COMMAND_LINE)
 
 
 @pytest.fixture

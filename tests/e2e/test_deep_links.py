@@ -9,6 +9,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from workbench.roles import COMMAND_LINE
+
 from .flows import (
     assert_no_exception,
     choose,
@@ -27,7 +29,7 @@ def _seed(eng) -> None:
     from store import audit_repo
 
     import_index(eng, demo_index_data())
-    audit_repo.save_cases(eng, "demo", demo_cases())
+    audit_repo.save_cases(eng, "demo", demo_cases(), actor=COMMAND_LINE)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@ import copy
 import pytest
 from playwright.sync_api import expect
 
+from workbench.roles import COMMAND_LINE
+
 from .flows import assert_no_exception, choose, goto, settle, start_server, type_into_cell
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +28,7 @@ def _seed(index_data: dict):
         other = copy.deepcopy(index_data["skills"][0])
         other["name"] = "returns"
         repo.import_index(eng, PolicyIndex.from_dict(
-            dict(index_data, skills=[index_data["skills"][0], other])))
+            dict(index_data, skills=[index_data["skills"][0], other])), actor=COMMAND_LINE)
         for name in ("refunds", "returns"):
             for base, change in ((1, "drop edge"), (2, "edit R1")):
                 skill = repo.load_skill(eng, name, base)
@@ -37,7 +39,8 @@ def _seed(index_data: dict):
                     edges = [e for e in edges if (e["source"], e["target"]) != ("R2", "R1")]
                 else:
                     rules[0]["action"] = "verify identity by phone"
-                repo.save_skill(eng, apply_edits(skill, rules, edges).skill, base_version=base)
+                repo.save_skill(eng, apply_edits(skill, rules, edges).skill, base_version=base,
+                                actor=COMMAND_LINE)
     return seed
 
 

@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import expect
 
+from workbench.roles import COMMAND_LINE
+
 from .flows import (
     IMAGE_PAYLOAD,
     PAYLOAD,
@@ -73,13 +75,13 @@ def seed(eng) -> None:
     index = hostile_index()
     import_index(eng, index)
     case = case_from_dict(hostile_case())
-    audit_repo.save_cases(eng, "hostile", [case])
+    audit_repo.save_cases(eng, "hostile", [case], actor=COMMAND_LINE)
     trace = audit_case(case, AuditIndex(PolicyIndex.from_dict(index)), "cdg", None,
                        AuditOptions(judge_mode="none"))
     assert trace.error is None and "R1" in trace.closure[NAME], trace.to_dict()
     trace.judge_mode = "whole"
     trace.verdict = Verdict(True, f"R1 is violated: no identity check. {PAYLOAD}", ["R1"])
-    audit_repo.save_trace(eng, trace, "run-hostile", "hostile")
+    audit_repo.save_trace(eng, trace, "run-hostile", "hostile", actor=COMMAND_LINE)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import expect
 
+from workbench.roles import COMMAND_LINE
+
 from .flows import (
     assert_no_exception,
     demo_cases,
@@ -51,12 +53,13 @@ def _seed(eng) -> None:
     violation = next(c.label for c in cases if c.label == "negative")
     big = [dataclasses.replace(cases[i % len(cases)], id=f"case-{i:04d}", label=violation)
            for i in range(QUEUE)]
-    audit_repo.save_cases(eng, BIG, big)
+    audit_repo.save_cases(eng, BIG, big, actor=COMMAND_LINE)
     audit_repo.save_traces(eng, [AuditTrace(id=c.id, strategy="cdg", label=c.label,
                                             verdict=Verdict(i % 2 == 0, "r", []))
-                                 for i, c in enumerate(big)], "bench", BIG)
+                                 for i, c in enumerate(big)], "bench", BIG, actor=COMMAND_LINE)
     for c in big[:DECIDED]:
-        review_store.add_decision(eng, ReviewDecision(BIG, "bench", c.id, "cdg", "rev", "confirm"))
+        review_store.add_decision(eng, ReviewDecision(BIG, "bench", c.id, "cdg", "rev", "confirm"),
+                                  actor=COMMAND_LINE)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from workbench.roles import COMMAND_LINE
+
 from . import flows
 from .test_analyst_flow import RUN, violation_trace
 
@@ -40,8 +42,8 @@ def demo(tmp_path_factory):  # one server per test: test 2 stores a trace
         from store import audit_repo
 
         flows.import_index(eng, index, author="demo")
-        audit_repo.save_cases(eng, "demo", cases)
-        audit_repo.save_trace(eng, trace, RUN, "demo")
+        audit_repo.save_cases(eng, "demo", cases, actor=COMMAND_LINE)
+        audit_repo.save_trace(eng, trace, RUN, "demo", actor=COMMAND_LINE)
 
     env = {"WORKBENCH_LLM_MODE": "replay", "WORKBENCH_LLM_RECORDINGS": str(tmp / "none.jsonl")}
     srv = flows.start_server(tmp, seed, env)
@@ -67,8 +69,8 @@ def judged(tmp_path_factory):
         from store import audit_repo
 
         flows.import_index(eng, index, author="demo")
-        audit_repo.save_cases(eng, "demo", cases)
-        audit_repo.save_trace(eng, trace, RUN, "demo")
+        audit_repo.save_cases(eng, "demo", cases, actor=COMMAND_LINE)
+        audit_repo.save_trace(eng, trace, RUN, "demo", actor=COMMAND_LINE)
 
     with scripted_judge() as (judge, env):
         srv = flows.start_server(tmp_path_factory.mktemp("issue16-judged"), seed, env)

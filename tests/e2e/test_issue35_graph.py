@@ -11,6 +11,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from workbench.roles import COMMAND_LINE
+
 from .flows import assert_no_exception, goto, settle, start_server
 from .identity import sign_in, sign_out
 
@@ -69,7 +71,7 @@ def roster_server(tmp_path):
 
     def seed(eng) -> None:
         seed_desk(eng)
-        people.save_person(eng, "ada", "admin")
+        people.save_person(eng, "ada", "admin", actor=COMMAND_LINE)
         people.save_person(eng, "ann", "annotator", password="ann-pass-1",
                            actor=Actor.signed_in("ada", "admin"))
 
@@ -210,7 +212,7 @@ def test_a_version_diff_names_rules_fields_and_edges(server, page):
         edges = [{"source": e.source, "target": e.target} for e in skill.graph.edges][1:]
         result = apply_edits(skill, rows, edges)
         repo.save_skill(eng, result.skill, author="otto", note="added an edge D05->D00",
-                        base_version=1)
+                        base_version=1, actor=COMMAND_LINE)
     finally:
         eng.dispose()
     goto(page, server, "graph")

@@ -17,6 +17,8 @@ from playwright.sync_api import expect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
+from workbench.roles import COMMAND_LINE
+
 from .conftest import IDLE_CEILING_MS, PAGE_CEILING_MS  # noqa: E402
 from .flows import assert_no_exception, choose, goto, import_index, settle, start_server  # noqa: E402
 from .identity import sign_in, signed_in_elsewhere  # noqa: E402
@@ -37,11 +39,11 @@ def seed(eng) -> None:
     skill = repo.load_skill(eng, "refunds")
     add_annotator(eng, "ada")
     add_label(eng, Label(rule_item(skill, "R1"), RULE_CORRECTNESS, "ada", "incorrect",
-                         "hallucinated", SECRET_NOTE))
+                         "hallucinated", SECRET_NOTE), actor=COMMAND_LINE)
     quote = "Refund the amount paid after"
     start = skill.source.index(quote)
     rule = ReferenceRule(SECRET_RULE, "refund", "required", ((start, start + len(quote)),))
-    add_label(eng, Label(reference_item(skill), REFERENCE_RULE, "ada", rule.to_value()))
+    add_label(eng, Label(reference_item(skill), REFERENCE_RULE, "ada", rule.to_value()), actor=COMMAND_LINE)
 
 
 @pytest.fixture
@@ -244,7 +246,7 @@ def _seed_replay(eng) -> None:
     from .flows import demo_cases, demo_index_data
 
     import_index(eng, demo_index_data())
-    audit_repo.save_cases(eng, "demo", demo_cases())
+    audit_repo.save_cases(eng, "demo", demo_cases(), actor=COMMAND_LINE)
 
 
 @pytest.fixture

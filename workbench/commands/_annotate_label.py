@@ -84,6 +84,11 @@ def run_label(args: argparse.Namespace) -> int:
     from workbench.roles import ROLES, may, require
 
     engine = make_engine(args.db)
+    name, actor = acting(args, engine, args.annotator)
+    # A roster's reviewer or admin adjudicates; the single user (no roster) labels.
+    reviewer = actor.role in ROLES and may(actor.role, "adjudicate")
+    # The role first: a refused author or analyst neither queues items nor is registered.
+    require(actor, "adjudicate" if reviewer else "label")
     if args.case_key or args.criterion:
         if not (args.case_key and args.criterion):
             raise CliError("a CDG inspection label needs --case-key and --criterion")
@@ -94,11 +99,6 @@ def run_label(args: argparse.Namespace) -> int:
         if args.value not in ("correct", "incorrect"):
             raise CliError(f"a rule correctness label is correct or incorrect, not {args.value!r}")
         task, item = _rule_item(engine, args)
-    name, actor = acting(args, engine, args.annotator)
-    # A roster's reviewer or admin adjudicates; the single user (no roster) labels.
-    reviewer = actor.role in ROLES and may(actor.role, "adjudicate")
-    # The role first: a refused author or analyst is not registered as an annotator either.
-    require(actor, "adjudicate" if reviewer else "label")
     # The annotation store's view of the person, as the page registers them.
     add_annotator(engine, name, "reviewer" if reviewer else "annotator")
     error_type = args.error_type if args.value == "incorrect" else None

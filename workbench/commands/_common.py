@@ -80,8 +80,24 @@ def cli_actor(args: argparse.Namespace, engine: Any):
     (a guarded write would be refused anyway)."""
     from store.people import command_line_actor
 
-    name = (getattr(args, "acting_as", None) or USER.read(default="")).strip() or None
-    actor = command_line_actor(engine, name)
+    return _acting(command_line_actor(engine, _acting_name(args)))
+
+
+def cli_actor_before_upgrade(args: argparse.Namespace, url: str | None = None):
+    """:func:`cli_actor` against the database at ``url`` (else ``WORKBENCH_DB``) as it is
+    stored: read without creating or migrating it (``db upgrade`` asks before upgrading;
+    ``model set`` writes no database at all)."""
+    from store.db import roster_as_stored
+    from store.people import roster_actor
+
+    return _acting(roster_actor(roster_as_stored(url), _acting_name(args)))
+
+
+def _acting_name(args: argparse.Namespace) -> str | None:
+    return (getattr(args, "acting_as", None) or USER.read(default="")).strip() or None
+
+
+def _acting(actor):
     if actor.role is None:
         raise CliError("roles are configured on this workbench (`workbench people list` shows "
                        "who): say who is acting", f"pass --as NAME or set {USER.name}")

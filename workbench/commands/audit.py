@@ -9,7 +9,7 @@ import sys
 from workbench.audit.judge.probability import DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES
 from workbench.commands._case_formats import add_case_format_args, read_cases_arg
 from workbench.commands._ci_gate import GateRun, add_gate_args
-from workbench.commands._common import action, add_index_and_cases, cli_gateway
+from workbench.commands._common import action, add_actor_option, add_index_and_cases, cli_gateway
 from workbench.vocabulary import (
     JUDGED_MODES,
     EmptySeedPolicy,
@@ -98,6 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="DATASET", default=None,
                    help="also save the cases and traces in the workbench database under DATASET")
     p.add_argument("--run-id", default=None, help="run id for --store (default: a timestamp)")
+    add_actor_option(p)  # --store writes cases (gold labels too) and verdicts: the roster's roles
     p.add_argument("--no-cache", action="store_true", help="do not use the database response cache")
     p.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="local threads (default), or Ray Data workers (--concurrency of them)")
@@ -203,6 +204,8 @@ def _audit(args) -> int:
     batch = AuditBatch.configure(args.strategy, opts, retry_failed=args.retry_failed)
     if (window := batch.options.window) is not None:
         print(f"[audit] judge window: {window.tokens} tokens ({window.source})", file=sys.stderr)
+    # --store: who acts is settled (and refused, nothing written) before any model call.
+    stored = _store_sink(args, cases) if args.store else None
     # LightRAG indexes with the model even under --no-judge: it gets this audit's gateway.
     gateway = cli_gateway(args.no_cache) if batch.needs_model else None
     from workbench.audit.sinks import JsonlFileSink, StdoutSink, TeeSink
@@ -210,7 +213,6 @@ def _audit(args) -> int:
     # Traces go straight where they belong: --out (resumable) or standard output, and with
     # --store into a stored run as well. Resume reads --out only: stdout holds nothing.
     sink = JsonlFileSink(args.out) if args.out is not None else StdoutSink()
-    stored = _store_sink(args, cases) if args.store else None
     if stored is not None:
         sink = TeeSink(sink, stored)
 
@@ -271,15 +273,22 @@ def _ray_engine(args, index, needs_model: bool):
 
 def _store_sink(args, cases):
     """The store sink of ``--store``: the cases are stored first, then each trace as it
-    finishes, in run ``--run-id`` (default: the time now)."""
+    finishes, in run ``--run-id`` (default: the time now), as the ``--as`` person. Storing
+    a case again replaces its gold label, so both roles ("import cases", "store audit
+    results") are checked before anything is written."""
     from store.audit_repo import StoreSink, save_cases
     from store.db import make_engine
     from workbench.clock import utcnow
+    from workbench.commands._common import cli_actor
+    from workbench.roles import require
 
     engine = make_engine()
-    save_cases(engine, args.store, cases)
+    actor = cli_actor(args, engine)
+    require(actor, "store audit results")
+    require(actor, "import cases")
+    save_cases(engine, args.store, cases, actor=actor)
     return StoreSink(engine, args.run_id or utcnow().strftime("%Y%m%dT%H%M%SZ"),
-                     args.store)
+                     args.store, actor=actor)
 
 
 def _store_earlier(args, cases, sink) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.commands._common import action
+from workbench.commands._common import action, add_actor_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,6 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     dsub = p.add_subparsers(dest="db_command", required=True)
     up = action(dsub, "upgrade", _upgrade, help="upgrade WORKBENCH_DB (or --db) to the newest revision")
     up.add_argument("--db", help="SQLAlchemy URL or SQLite path (default: WORKBENCH_DB)")
+    add_actor_option(up)  # a schema change is an admin's once the roster lists anyone
     rev = action(
         dsub, "revision", _revision,
         help="write a new migration for the tables and columns the models add (developers)",
@@ -23,7 +24,11 @@ def _upgrade(args) -> int:
     from sqlalchemy import text
 
     from store.db import database_url, make_engine
+    from workbench.commands._common import cli_actor_before_upgrade
+    from workbench.roles import require
 
+    # The roster as stored, before anything changes: an older database is read, not migrated.
+    require(cli_actor_before_upgrade(args, args.db), "change settings")
     engine = make_engine(args.db)  # upgrades under the schema lock
     with engine.connect() as conn:
         revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from workbench.commands._common import action, command_group
+from workbench.commands._common import action, add_actor_option, command_group
 
 CHECK_TIMEOUT_CAP_S = 120.0
 
@@ -53,6 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     change.add_argument("settings", nargs="+", metavar="SETTING=VALUE",
                         help="model, api_base, temperature, max_tokens, concurrency or timeout, "
                              "e.g. temperature=0.2")
+    change.add_argument("--db", help="the database whose roster says who may (default: WORKBENCH_DB)")
+    add_actor_option(change)  # the Settings page's rule: admin only once the roster lists anyone
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
@@ -60,19 +62,20 @@ def _interrupt(_signum: int, _frame: object) -> None:
 
 
 def _set(args: argparse.Namespace) -> int:
-    """The Settings page's write, headless: the command line's user owns the file, so it is
-    single-user (``COMMAND_LINE``); the base is the file as read just now."""
+    """The Settings page's write, headless, with its rule: "change settings" (admin) once the
+    roster lists anyone, as the ``--as`` person; the base is the file as read just now."""
+    from workbench.commands._common import cli_actor_before_upgrade
     from workbench.llm.config_file import (
         parse_setting,
         read_settings_file,
         save_role_settings,
         settings_file_path,
     )
-    from workbench.roles import COMMAND_LINE
 
     changes = dict(parse_setting(a) for a in args.settings)
+    actor = cli_actor_before_upgrade(args, args.db)  # reads the roster, makes no database
     path = settings_file_path()
-    config = save_role_settings(path, args.role, changes, actor=COMMAND_LINE,
+    config = save_role_settings(path, args.role, changes, actor=actor,
                                 base_hash=read_settings_file(path).content_hash)
     role = config.role(args.role)
     print(f"{path}: [roles.{args.role}] " + ", ".join(

@@ -7,6 +7,7 @@ admin, who then manages the roster (``--as`` them)."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from workbench.commands._common import action, add_actor_option, cli_actor, command_group
 
@@ -25,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--role", required=True, choices=ROLES)
     p.add_argument("--password-env", metavar="VAR",
                    help="set the password to the value of this environment variable")
-    p.add_argument("--no-password", action="store_true", help="remove their password")
+    p.add_argument("--no-password", action="store_true",
+                   help="remove their password (an admin without one: only on a single-user "
+                        "machine, where nobody else can type the name)")
     p.add_argument("--db")
     add_actor_option(p)
 
@@ -65,9 +68,22 @@ def _add(args) -> int:
                            "empty", f"export {args.password_env}=... first (a password on the "
                            "command line itself would stay in the shell history)")
     engine = make_engine(args.db)
-    person = people.save_person(engine, args.name, args.role, password, actor=cli_actor(args, engine))
+    actor = cli_actor(args, engine)
+    if args.role == "admin" and password is None:
+        known = people.get_person(engine, args.name.strip())
+        if known is None or not known.has_password:
+            raise CliError(f"{args.name} would be an admin without a password: anyone who types "
+                           "that name would sign in with every right; nothing was changed",
+                           f"give one through a variable: export PW=...; workbench people add "
+                           f"{args.name} --role admin --password-env PW (or --no-password, "
+                           "only on a single-user machine)")
+    person = people.save_person(engine, args.name, args.role, password, actor=actor)
     print(f"{person.name}: {person.role}, "
           f"{'with a password' if person.has_password else 'no password'}")
+    if person.role == "admin" and not person.has_password:
+        print(f"warning: {person.name} is an admin without a password; on a shared machine "
+              f"set one: workbench people add {person.name} --role admin --password-env VAR",
+              file=sys.stderr)
     return 0
 
 

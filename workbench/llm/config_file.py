@@ -41,6 +41,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from workbench.llm.config import (
     DEFAULT_CONFIG_FILE,
@@ -235,12 +236,35 @@ def _check_changes(changes: Mapping[str, Any]) -> None:
                 f"api_base {base.strip()!r} holds the masked part ({MASK}) of the address shown",
                 "type the whole address (without credentials)",
             )
-        if has_secret(base.strip()):  # http://user:KEY@host or ?api-key=KEY in the file
+        if has_secret(base.strip()) or has_secret(_decoded(base.strip())):
+            # http://user:KEY@host or ?api-key=KEY, also percent-encoded (?%6Bey=KEY)
             raise LlmConfigError(
                 "api_base holds credentials (user:password@host, or a key or token "
                 "parameter); keys are never written to workbench.toml",
                 "give the address without them and the key through api_key_env",
             )
+        if not _ADDRESS.match(base.strip()):
+            raise LlmConfigError(
+                f"api_base {base.strip()!r} is not a whole address (no scheme://)",
+                "give the scheme and host, e.g. http://127.0.0.1:8000/v1",
+            )
+
+
+# scheme://host...: what litellm and httpx call; "localhost:8000/v1" would be taken for a
+# scheme "localhost" (or a relative path) and fail only at the first request.
+_ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#]+(?:[/?#]\S*)?\Z")
+
+
+def _decoded(url: str) -> str:
+    """``url`` with its percent-encoding undone, again until it stops changing (a server
+    decodes ``%256B`` to ``%6B``, a proxy then to ``k``), so a check sees the names the
+    server will see."""
+    for _ in range(5):
+        plain = unquote(url)
+        if plain == url:
+            break
+        url = plain
+    return url
 
 
 def _check_layout(old_text: str, new_text: str, role: str, changes: Mapping[str, Any],
