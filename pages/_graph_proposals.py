@@ -66,15 +66,37 @@ def proposals_panel(engine: Engine, skill: SkillGraph, version: int, actor: Acto
     # an edit of the graph, so the same role as saving one.
     may_edit = identity.permitted("edit graphs")
     c1, c2 = st.columns(2)
+    # The press carries the pair its run showed (the callback's args are that run's), so it
+    # decides that proposal or, when it is no longer waiting, nothing (issue 44).
+    pressed = {"on_click": _pressed, "args": (skill.name, version, edge.pair)}
     accept = c1.button("Accept (a)", key="edge_accept", shortcut="a", type="primary",
-                       disabled=not may_edit)
-    reject = c2.button("Reject (x)", key="edge_reject", shortcut="x", disabled=not may_edit)
+                       disabled=not may_edit, **pressed)
+    reject = c2.button("Reject (x)", key="edge_reject", shortcut="x", disabled=not may_edit,
+                       **pressed)
     if (accept or reject) and may_edit:
+        pair = st.session_state.pop(PRESSED, None)
+        if pair != (skill.name, version, edge.pair):
+            st.warning("The proposal shown changed before your press reached the page; nothing "
+                       "was decided. Decide the one shown now.")
+            return None
         try:
-            return edge_decisions.decide_edge(engine, skill.name, version, edge.pair, accept, actor)
+            decided = edge_decisions.decide_edge(engine, skill.name, version, edge.pair, accept,
+                                                 actor)
         except (repo.StaleVersion, NotAllowed) as exc:  # the store checks the role too
             show_error(exc)
+        else:
+            queue_nav.leave_flash(FLASH, "success", (
+                f"Accepted {_pair_text(edge)}: saved version {decided}." if accept else
+                f"Rejected {_pair_text(edge)}; the graph is unchanged."))
+            return decided
     return proposals_bulk_panel(engine, skill, version, actor, pending, may_edit)
+
+
+PRESSED = "graph_proposal_pressed"  # (skill, version, pair) the pressed button showed
+
+
+def _pressed(skill: str, version: int, pair: tuple[str, str]) -> None:
+    st.session_state[PRESSED] = (skill, version, pair)
 
 
 def _pair_text(e: Edge) -> str:

@@ -51,7 +51,7 @@ def test_accept_a_proposed_edge_from_the_page(tmp_path, monkeypatch):
     after = edge_decisions.with_trust(eng, "desk", v2, repo.load_skill(eng, "desk", v2))
     assert {e.pair: e.provenance for e in after.graph.edges}[("C", "F")] == "author"
     # Issue 44: the decision is confirmed by its pair, in the proposals panel.
-    assert any(f"Accepted C → F: saved version {v2}." in s.value for s in at.success)
+    assert any(f"Accepted C → F: saved version {v2}." in s.value.replace("\\", "") for s in at.success)
     eng.dispose()
 
 
@@ -72,5 +72,5 @@ def test_a_press_decides_only_the_proposal_its_run_showed(tmp_path, monkeypatch)
     assert not at.exception
     assert any("nothing was decided" in w.value for w in at.warning)
     assert ("C", "V") in {e.pair for e in repo.load_skill(eng, "desk").proposed}
-    assert [d.pair for d in edge_decisions.load_edge_decisions(eng, "desk").rejected] == [("C", "F")]
+    assert set(edge_decisions.load_edge_decisions(eng, "desk").rejected) == {("C", "F")}
     eng.dispose()
