@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.commands._common import action, add_actor_option
+from workbench.commands._common import action
 from workbench.vocabulary import JUDGED_MODES, JudgeMode, StrategyName, values
 
 
@@ -37,21 +37,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", choices=values(StrategyName), default=StrategyName.CDG)
     p.add_argument("--judge-mode", choices=JUDGED_MODES, default=JudgeMode.WHOLE)
     p.add_argument("--no-cache", action="store_true", help="do not use the database response cache")
-    add_actor_option(p)  # the service identity the API stores cases and verdicts as
 
 
 class StoreTraces:
-    """The API's TraceStore: the workbench database (``store.audit_repo``), written as
-    ``actor``, the service identity (``--as``/``WORKBENCH_USER``, a person of the roster
-    whose role may import cases and store audit results; the single user without one)."""
+    """The API's TraceStore: the workbench database (``store.audit_repo``), written as the
+    ``actor`` the service passes: the API's service identity (``[api] service_user`` /
+    ``service_role``), checked by the store's role table."""
 
-    def __init__(self, engine, dataset: str, run_id: str, *, actor):
-        self.engine, self.dataset, self.run_id, self.actor = engine, dataset, run_id, actor
+    def __init__(self, engine, dataset: str, run_id: str):
+        self.engine, self.dataset, self.run_id = engine, dataset, run_id
 
-    def save(self, case, trace) -> None:
+    def save(self, case, trace, *, actor) -> None:
         from store.audit_repo import save_case_and_trace
 
-        save_case_and_trace(self.engine, self.dataset, case, trace, self.run_id, actor=self.actor)
+        save_case_and_trace(self.engine, self.dataset, case, trace, self.run_id, actor=actor)
 
     def get(self, trace_id: str):
         from store.audit_repo import load_case, load_traces
@@ -72,18 +71,14 @@ def build_app(args, engine=None, gateway=None):
     from workbench.api.settings import check_settings, load_api_settings
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
-    from workbench.commands._common import CliError, cli_actor, cli_gateway
+    from workbench.commands._common import CliError, cli_gateway
     from workbench.commands.graph import load_index_or_fail
-    from workbench.roles import require
 
     settings = load_api_settings().with_changes(
         host=args.host, port=args.port, dataset=args.dataset, run_id=args.run_id,
         concurrency=args.concurrency, queue=args.queue)
     check_settings(settings)
     engine = engine if engine is not None else make_engine()
-    actor = cli_actor(args, engine)  # refused at start, not at the first request
-    require(actor, "import cases")
-    require(actor, "store audit results")
     if args.index:
         index = load_index_or_fail(args.index)
     else:
@@ -92,7 +87,7 @@ def build_app(args, engine=None, gateway=None):
             raise CliError("no SKILLs in the database to audit against",
                            "import an index first (`workbench import INDEX.json`) or pass --index")
     gateway = gateway if gateway is not None else cli_gateway(args.no_cache)
-    traces = StoreTraces(engine, settings.dataset, settings.run_id, actor=actor)
+    traces = StoreTraces(engine, settings.dataset, settings.run_id)
     service = AuditService(AuditIndex(index), gateway, traces, args.strategy,
                            AuditOptions(judge_mode=args.judge_mode))
     app = create_app(service, settings)
