@@ -22,6 +22,7 @@ from workbench.annotation.labels import (
     inspection_item,
 )
 from workbench.graph import PolicyIndex
+from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "annotate.py")
@@ -34,7 +35,7 @@ def db(tmp_path, monkeypatch, refund_index_data):
     data = refund_index_data
     data["skills"][0]["rules"][0]["action"] += ' <img src=x onerror="alert(1)">'
     eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(data))
+    repo.import_index(eng, PolicyIndex.from_dict(data), actor=COMMAND_LINE)
     yield eng
     eng.dispose()
 
@@ -120,9 +121,9 @@ def test_labelling_with_the_shortcut_buttons(db, skill):
 
 def test_blind_mode_never_shows_other_labels_to_an_annotator(db, skill):
     add_label(db, Label(rule_item(skill, "R1"), RULE_CORRECTNESS, "bob", "incorrect",
-                        "hallucinated", "bob-secret-note"))
+                        "hallucinated", "bob-secret-note"), actor=COMMAND_LINE)
     add_label(db, Label(rule_item(skill, "R1"), RULE_CORRECTNESS, "judge", "correct",
-                        note="judge-secret", source="model"))
+                        note="judge-secret", source="model"), actor=COMMAND_LINE)
 
     def shown(at: AppTest) -> str:
         return texts(at) + "".join(m.value for m in at.markdown) + "".join(
@@ -144,9 +145,9 @@ def test_blind_mode_never_shows_other_labels_to_an_annotator(db, skill):
 
 def test_reviewer_sees_all_and_adjudicates_disagreements(db, skill):
     for who, value, error in (("a", "correct", None), ("b", "incorrect", "duplicate")):
-        add_label(db, Label(rule_item(skill, "R3"), RULE_CORRECTNESS, who, value, error))
+        add_label(db, Label(rule_item(skill, "R3"), RULE_CORRECTNESS, who, value, error), actor=COMMAND_LINE)
     for who in ("a", "b"):  # agreement on R1 needs no adjudication
-        add_label(db, Label(rule_item(skill, "R1"), RULE_CORRECTNESS, who, "correct"))
+        add_label(db, Label(rule_item(skill, "R1"), RULE_CORRECTNESS, who, "correct"), actor=COMMAND_LINE)
     at = sign_in("rita", "reviewer")
     card = next(h.proto.body for h in at.html if "wb-rule-card" in h.proto.body)
     assert "R3" in card and "1/1" in card  # only the disagreement is queued
@@ -253,7 +254,7 @@ def test_cdg_inspection_of_stored_traces_by_a_reviewer(db):
                                    trace_json=json.dumps(trace)))
         session.commit()
     item = inspection_item("run-1/c7", "edges_necessary")
-    add_label(db, Label(item, CDG_INSPECTION, "a", "fail", note="R1 is not needed"))
+    add_label(db, Label(item, CDG_INSPECTION, "a", "fail", note="R1 is not needed"), actor=COMMAND_LINE)
     at = sign_in("rita", "reviewer")
     at.radio(key="ann_mode").set_value("CDG inspection").run()
     assert at.radio(key="insp_source").value == "Stored audit results"
@@ -270,9 +271,9 @@ def test_progress_agreement_and_report(db, skill):
     add_annotator(db, "b")
     for rid, (va, vb) in {"R1": ("correct", "correct"), "R2": ("correct", "incorrect")}.items():
         add_label(db, Label(rule_item(skill, rid), RULE_CORRECTNESS, "a", va,
-                            None if va == "correct" else "duplicate"))
+                            None if va == "correct" else "duplicate"), actor=COMMAND_LINE)
         add_label(db, Label(rule_item(skill, rid), RULE_CORRECTNESS, "b", vb,
-                            None if vb == "correct" else "duplicate"))
+                            None if vb == "correct" else "duplicate"), actor=COMMAND_LINE)
     at = sign_in("a")
     at.radio(key="ann_mode").set_value("Progress & agreement").run()
     assert not at.exception
