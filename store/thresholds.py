@@ -5,7 +5,7 @@ Each save is a new version of its scope (``dataset:NAME`` or ``policy:NAME``); t
 current, older ones stay for the audit trail and are never changed. A save names the version
 it was made from (``base_version``, None for the first); a stale base raises
 ``StaleVersion`` instead of silently replacing a newer choice. The value and the calibration
-come from ``workbench.audit.calibration`` (chosen by grouped cross-validation).
+come from ``workbench.decision`` (chosen by grouped cross-validation).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, UniqueConstraint, select
 
 from store.session import retry_conflicts, write_session
-from workbench.audit.calibration import ThresholdSetting
 from workbench.clock import utcnow
+from workbench.decision.decide import DecisionSetting
 from workbench.errors import WorkbenchError
-from workbench.roles import COMMAND_LINE, Actor, require
+from workbench.roles import Actor, require
 
 SCOPE_KINDS = ("dataset", "policy")
 
@@ -35,7 +35,7 @@ class ThresholdRow(SQLModel, table=True):
     scope: str = Field(index=True)  # "dataset:NAME" or "policy:NAME"
     version: int
     threshold: float
-    setting_json: str  # the ThresholdSetting as JSON (calibration, how it was chosen)
+    setting_json: str  # the DecisionSetting as JSON (score, calibration, guarantee, how chosen)
     author: str = ""
     note: str = ""
     created_at: datetime = Field(default_factory=utcnow)
@@ -51,8 +51,8 @@ def scope_name(kind: str, name: str) -> str:
     return f"{kind}:{name}"
 
 
-def save_threshold(engine: Engine, scope: str, setting: ThresholdSetting, *,
-                   base_version: int | None, actor: Actor = COMMAND_LINE, note: str = "") -> int:
+def save_threshold(engine: Engine, scope: str, setting: DecisionSetting, *,
+                   base_version: int | None, actor: Actor, note: str = "") -> int:
     """Save ``setting`` as the next version of ``scope``; returns that version. Raises
     ``StaleThreshold`` (nothing saved) when the newest version is not ``base_version``, and
     ``roles.NotAllowed`` when ``actor`` may not decide reviews."""
@@ -78,14 +78,14 @@ def save_threshold(engine: Engine, scope: str, setting: ThresholdSetting, *,
     return retry_conflicts(write)
 
 
-def current_threshold(engine: Engine, scope: str) -> tuple[int, ThresholdSetting] | None:
+def current_threshold(engine: Engine, scope: str) -> tuple[int, DecisionSetting] | None:
     """(version, setting) of the newest saved threshold of ``scope``, or None."""
     with Session(engine) as session:
         row = session.exec(select(ThresholdRow).where(ThresholdRow.scope == scope)
                            .order_by(ThresholdRow.version.desc())).first()
     if row is None:
         return None
-    return row.version, ThresholdSetting.from_dict(json.loads(row.setting_json))
+    return row.version, DecisionSetting.from_dict(json.loads(row.setting_json))
 
 
 def threshold_history(engine: Engine, scope: str) -> list[ThresholdRow]:

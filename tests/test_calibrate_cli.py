@@ -12,7 +12,7 @@ from store.thresholds import StaleThreshold, current_threshold, save_threshold, 
 from workbench.audit.calibration import ThresholdSetting
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
-from workbench.roles import Actor, NotAllowed
+from workbench.roles import COMMAND_LINE, Actor, NotAllowed
 
 
 def _traces(n: int = 60, seed: int = 5) -> list[AuditTrace]:
@@ -48,8 +48,9 @@ def test_calibrate_reports_cross_validated_figures_and_saves_versions(traces_fil
     out = tmp_path / "cal.json"
     assert main(["calibrate", str(traces_file), "--json", str(out), "--save", "dataset:demo"]) == 0
     printed = capsys.readouterr().out
-    assert "AUROC of the probability" in printed and "grouped by conversation" in printed
-    assert "saved threshold" in printed and "version 1 of dataset:demo" in printed
+    assert "AUROC (5-fold, grouped by conversation)" in printed
+    assert "the judge's verbal probability" in printed
+    assert "saved the calibration and decision" in printed and "version 1 of dataset:demo" in printed
     report = json.loads(out.read_text())
     assert report["setting"]["cross_validated"]["folds"] == 5
     assert report["setting"]["fitted_on"]["groups"] == 30
@@ -63,20 +64,20 @@ def test_calibrate_reports_cross_validated_figures_and_saves_versions(traces_fil
 
 def test_a_save_on_a_stale_version_is_refused_and_loses_nothing(db):
     s = ThresholdSetting(0.4)
-    assert save_threshold(db, "policy:p", s, base_version=None) == 1
-    assert save_threshold(db, "policy:p", ThresholdSetting(0.3), base_version=1) == 2
+    assert save_threshold(db, "policy:p", s, base_version=None, actor=COMMAND_LINE) == 1
+    assert save_threshold(db, "policy:p", ThresholdSetting(0.3), base_version=1, actor=COMMAND_LINE) == 2
     with pytest.raises(StaleThreshold, match="version 2, not 1"):
-        save_threshold(db, "policy:p", ThresholdSetting(0.9), base_version=1)
+        save_threshold(db, "policy:p", ThresholdSetting(0.9), base_version=1, actor=COMMAND_LINE)
     assert current_threshold(db, "policy:p")[1].threshold == 0.3
     with pytest.raises(NotAllowed):
         save_threshold(db, "policy:p", s, base_version=2, actor=Actor.signed_in("ann", "annotator"))
 
 
 def test_metrics_uses_a_saved_or_given_threshold(traces_file, db, capsys):
-    save_threshold(db, "dataset:demo", ThresholdSetting(0.3), base_version=None)
+    save_threshold(db, "dataset:demo", ThresholdSetting(0.3), base_version=None, actor=COMMAND_LINE)
     assert main(["metrics", str(traces_file), "--threshold", "dataset:demo", "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
-    assert row["threshold"] == 0.3 and row["threshold_source"] == "given"
+    assert row["threshold"] == 0.3 and row["threshold_source"] == "saved"
     traces = _traces()
     tp = sum(t.verdict.probability >= 0.3 and t.label == "negative" for t in traces)
     fp = sum(t.verdict.probability >= 0.3 and t.label == "positive" for t in traces)
@@ -85,7 +86,7 @@ def test_metrics_uses_a_saved_or_given_threshold(traces_file, db, capsys):
     # Without one: chosen by grouped cross-validation, said so.
     assert main(["metrics", str(traces_file), "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
-    assert row["threshold_source"] == "cross-validated" and row["with_probability"] == 60
+    assert row["threshold_source"] == "calibrated out of fold" and row["with_probability"] == 60
     assert main(["metrics", str(traces_file), "--threshold", "dataset:nothing"]) == 2
     assert "no threshold is saved for dataset:nothing" in capsys.readouterr().err
 

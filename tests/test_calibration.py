@@ -20,6 +20,7 @@ from workbench.audit.calibration import (
     risk_coverage,
     threshold_curve,
 )
+from workbench.decision.decide import decide
 
 # p and the truth; each case its own conversation unless a test says otherwise.
 DATA = [(0.9, True), (0.8, True), (0.7, False), (0.6, True), (0.4, False), (0.3, True),
@@ -46,16 +47,19 @@ def test_the_threshold_maximises_violation_f1():
     assert curve[0.75]["precision"] == 1.0 and curve[0.75]["recall"] == 0.5
 
 
-def test_a_cases_threshold_is_never_chosen_with_its_own_conversation():
-    cases = scored()
+def test_a_cases_calibration_is_never_fitted_with_its_own_conversation():
+    data = DATA + [(0.85, True), (0.35, False), (0.65, True), (0.15, False), (0.55, False),
+                   (0.75, True)]
+    cases = scored(data)
     oof = out_of_fold(cases, folds=len(cases))  # one conversation per fold
     for i in range(len(cases)):
         others = [c for j, c in enumerate(cases) if j != i]
-        assert oof.threshold[i] == pytest.approx(best_threshold(others))
+        cal = fit_platt(others)
+        assert oof.settings[i].calibration == pytest.approx({"a": cal.a, "b": cal.b})
     # Two cases of one conversation always land in the same fold.
-    grouped = scored(groups=["a", "a", "b", "b", "c", "c", "d", "d"])
+    grouped = scored(data, groups=[g for g in "aabbccddeeffgg"])
     oof = out_of_fold(grouped, folds=4)
-    assert oof.threshold[0] == oof.threshold[1] and oof.threshold[6] == oof.threshold[7]
+    assert oof.settings[0] is oof.settings[1] and oof.settings[6] is oof.settings[7]
 
 
 def test_reliability_bins_hold_mean_probability_and_violation_rate():
@@ -116,12 +120,16 @@ def test_a_setting_is_fitted_on_all_cases_and_reports_out_of_fold_figures():
     assert 0.8 < cv["auroc"] <= 1.0 and 0.5 < cv["f1"] <= 1.0
     assert setting.fitted_on["cases"] == 120 and setting.fitted_on["groups"] == 40
     assert setting.fitted_on["judge_mode"] == "whole"
-    assert setting.threshold == best_threshold(cases)
+    # Equal costs: a violation from a calibrated 0.5 (not the best-F1 threshold, which is
+    # reported beside it for comparison).
+    assert setting.threshold == 0.5
+    assert cv["best_f1_threshold"] == best_threshold(cases)
     back = ThresholdSetting.from_dict(setting.to_dict())
-    assert back == setting and back.decide(setting.threshold) and not back.decide(setting.threshold - 0.01)
+    assert back == setting
     # Confidence is the calibrated probability that the decision is right.
-    q = back.calibrated(0.9)
-    assert back.confidence(0.9) == pytest.approx(q) and back.confidence(0.01) > 0.5
+    high, low = decide(back, probability=0.9), decide(back, probability=0.01)
+    assert high.violation and high.confidence == pytest.approx(high.probability)
+    assert not low.violation and low.confidence > 0.5
 
 
 @pytest.mark.parametrize("bad", [{}, {"threshold": 1.5}, {"threshold": True},

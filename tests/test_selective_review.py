@@ -33,7 +33,7 @@ def test_the_most_doubtful_verdicts_come_first_and_unknown_ones_last():
 def test_confidence_is_read_through_the_calibration():
     setting = ThresholdSetting(0.5, {"a": 1.0, "b": math.log(3)})  # odds times 3
     j = judgement(v(0.5), setting)
-    assert j.calibrated == pytest.approx(0.75) and j.decided_violation and j.confidence == pytest.approx(0.75)
+    assert j.probability == pytest.approx(0.75) and j.violation and j.confidence == pytest.approx(0.75)
     assert probability_words(v(0.5), setting) == "possible violation — 75 %"
     assert probability_words(v(0.9)) == "likely violation — 90 % (uncalibrated)"
     assert probability_words(v(0.3)) == "probably compliant — 70 % (uncalibrated)"

@@ -18,12 +18,13 @@ from sqlalchemy import func, select
 from sqlmodel import Session, SQLModel
 
 import store
-from store import annotation, audit_repo, edge_decisions, people, repo, review
+from store import annotation, audit_repo, edge_decisions, people, repo, review, thresholds
 from store.db import make_engine
 from tests.test_store_edge_decisions import skill as desk_skill
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Label
 from workbench.audit.cases import case_from_dict
 from workbench.audit.trace import AuditTrace
+from workbench.decision.decide import DecisionSetting
 from workbench.graph import PolicyIndex
 from workbench.review import ReviewDecision
 from workbench.roles import COMMAND_LINE, PERMISSIONS, ROLES, Actor, NotAllowed, may
@@ -50,11 +51,9 @@ GUARDED: dict[str, tuple[str, ...]] = {
     "review.undo_last": ("decide reviews",),
     "people.save_person": ("manage people",),
     "people.remove_person": ("manage people",),
-    "thresholds.save_threshold": ("decide reviews",),  # see PENDING
+    "thresholds.save_threshold": ("decide reviews",),
 }
-# Still defaults its actor: changed with the calibration work (store/thresholds.py is another
-# change's); remove it from here when its actor is required.
-PENDING = {"thresholds.save_threshold"}
+PENDING: set[str] = set()  # writers whose actor is not yet required (none)
 # The acting identity is passed positionally by the Graph page (pages/_graph_proposals.py),
 # so these two keep ``actor`` positional; it is required all the same.
 POSITIONAL_ACTOR = {"edge_decisions.decide_edge", "edge_decisions.decide_edges"}
@@ -137,11 +136,13 @@ def test_a_guarded_writer_cannot_be_called_without_an_actor(qualified):
     kind = (inspect.Parameter.POSITIONAL_OR_KEYWORD if qualified in POSITIONAL_ACTOR
             else inspect.Parameter.KEYWORD_ONLY)
     assert actor.kind is kind, f"{qualified}: actor must be keyword-only"
+    required = [p for p in signature.parameters.values()
+                if p.default is inspect.Parameter.empty and p.name not in {"actor", "self"}]
     with pytest.raises(TypeError, match="actor"):
-        signature.bind(*[object()] * sum(
-            p.default is inspect.Parameter.empty and p.name not in {"actor", "self"}
-            and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-            for p in signature.parameters.values()))
+        signature.bind(*[object()] * sum(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                                         for p in required),
+                       **{p.name: object() for p in required
+                          if p.kind is inspect.Parameter.KEYWORD_ONLY})
 
 
 def test_the_actions_named_are_the_role_tables():
@@ -210,6 +211,8 @@ def _calls_as(engine, v: int, who: Actor):
         "review.undo_last": lambda: review.undo_last(engine, "demo", me, actor=who),
         "people.save_person": lambda: people.save_person(engine, "newcomer", "viewer", actor=who),
         "people.remove_person": lambda: people.remove_person(engine, "other", actor=who),
+        "thresholds.save_threshold": lambda: thresholds.save_threshold(
+            engine, f"dataset:{me}", DecisionSetting(0.5), base_version=None, actor=who),
     }
 
 

@@ -35,6 +35,7 @@ from workbench.audit.trace import (
     latest_per_case,
 )
 from workbench.clock import utcnow as utcnow
+from workbench.decision.decide import DecisionSetting
 
 # Re-exported (``X as X``): the review API stays importable from one place.
 from workbench.review_decisions import DECISION_TEXT as DECISION_TEXT
@@ -373,7 +374,8 @@ def plan_bulk(items: Iterable[QueueItem], decision: str, reviewer: str, note: st
 
 
 def plan_auto_decisions(items: Iterable[QueueItem], min_confidence: float, reviewer: str,
-                        setting: Any = None, decisions: Iterable[ReviewDecision] = ()) -> BulkPlan:
+                        setting: DecisionSetting | None = None,
+                        decisions: Iterable[ReviewDecision] = ()) -> BulkPlan:
     """Auto-decide: every item whose decision at the dataset's threshold (``setting``, a
     ``ThresholdSetting``; None: 0.5, uncalibrated) has a confidence of at least
     ``min_confidence`` gets that decision, recorded for ``reviewer`` (who applies it) as a
@@ -381,6 +383,7 @@ def plan_auto_decisions(items: Iterable[QueueItem], min_confidence: float, revie
     decides otherwise; the note says it was automatic and how confident. Items below the
     level, or without a probability, are left to people."""
     from workbench.audit.selective import judgement
+    from workbench.decision.decide import DEFAULT_SETTING
 
     mine = {key for (key, who) in current_decisions(decisions) if who == reviewer}
     out, left = [], []
@@ -389,9 +392,9 @@ def plan_auto_decisions(items: Iterable[QueueItem], min_confidence: float, revie
         if j is None or j.confidence < min_confidence or item.violation is None:
             left.append(item)
             continue
-        decision = "confirm" if j.decided_violation == item.violation else "overturn"
-        threshold = getattr(setting, "threshold", 0.5)
-        note = (f"auto-decided: {verdict_word(j.decided_violation)} with confidence "
+        decision = "confirm" if j.violation == item.violation else "overturn"
+        threshold = (setting or DEFAULT_SETTING).threshold
+        note = (f"auto-decided: {verdict_word(j.violation)} with confidence "
                 f"{j.confidence:.2f} ≥ {min_confidence:.2f} (threshold {threshold:.2f})")
         out.append(ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy,
                                   reviewer, decision, note, item.violation))

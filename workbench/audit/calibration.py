@@ -10,11 +10,15 @@ a choice are those of cases whose conversation was not used to make it, never of
 it was fitted on. The saved setting (:class:`ThresholdSetting`) is then fitted on all of
 them, for cases to come.
 
-Threshold: the probability at or above which a case is decided a violation, maximising
-violation-F1 (F1 is what the audit reports; accuracy would favour "compliant" on the usual
-imbalanced sets). Calibration: Platt scaling (a logistic regression on the log-odds of the
-judge's probability), monotone, so it never reorders cases; with fewer than
-:data:`MIN_PER_CLASS` cases of either answer it is not fitted and the raw probability is shown.
+Calibration: Platt scaling on the log-odds of the judge's probability with a slope held at
+zero or above (``workbench.decision.calibration``), so it never reorders cases and never runs
+backwards; with fewer than :data:`MIN_PER_CLASS` cases of either answer it is not fitted and
+the raw probability is shown. Decision: a violation from the calibrated probability
+``miss/(miss + false alarm)`` on (0.5 for equal costs; ``workbench.decision.decide``) — not
+the threshold of best F1, which on balanced data drifts to "flag everything". The best-F1
+threshold is still computed and reported (:func:`best_threshold`) for comparison. When the
+out-of-fold AUROC is below 0.55 the setting is marked as not ranking cases (``ranks``), and
+nothing is decided automatically under it.
 
 Confidence of a decision: the calibrated probability that it is right (q for a violation,
 1 - q for a compliant decision). "Auto-decide above c" decides the cases whose confidence is
@@ -24,16 +28,25 @@ coverage, measured out of fold.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from workbench.decision.calibration import Monotone, fit_monotone
+from workbench.decision.decide import (
+    MIN_RANKING_AUROC,
+    DecisionSetting,
+    cost_threshold,
+    decide,
+    violates,
+)
+from workbench.decision.scorers import logit
+
 MIN_PER_CLASS = 5
-DEFAULT_FOLDS = 5
 _EPS = 1e-4
+DEFAULT_FOLDS = 5
 
 
 @dataclass(frozen=True)
@@ -46,34 +59,10 @@ class Scored:
     case_id: str = ""
 
 
-@dataclass(frozen=True)
-class Platt:
-    """``calibrated(p) = sigmoid(a * logit(p) + b)``."""
-
-    a: float
-    b: float
-
-    def __call__(self, p: float) -> float:
-        z = self.a * _logit(p) + self.b
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
-
-
-def _logit(p: float) -> float:
-    p = min(1.0 - _EPS, max(_EPS, float(p)))
-    return math.log(p / (1.0 - p))
-
-
-def fit_platt(scored: Sequence[Scored]) -> Platt | None:
-    """Platt scaling fitted on ``scored``; None when either answer has fewer than
-    :data:`MIN_PER_CLASS` cases (too few to fit two parameters honestly)."""
-    y = np.array([s.violation for s in scored], dtype=int)
-    if y.sum() < MIN_PER_CLASS or (len(y) - y.sum()) < MIN_PER_CLASS:
-        return None
-    from sklearn.linear_model import LogisticRegression
-
-    x = np.array([[_logit(s.probability)] for s in scored])
-    model = LogisticRegression(C=1e4).fit(x, y)  # nearly unregularised: two parameters
-    return Platt(float(model.coef_[0][0]), float(model.intercept_[0]))
+def fit_platt(scored: Sequence[Scored]) -> Monotone | None:
+    """Platt scaling of the log-odds, slope >= 0, fitted on ``scored``; None when either
+    answer has fewer than :data:`MIN_PER_CLASS` cases (too few to fit honestly)."""
+    return fit_monotone([logit(s.probability) for s in scored], [s.violation for s in scored])
 
 
 def auroc(scored: Sequence[Scored]) -> float:
@@ -137,7 +126,7 @@ def best_threshold(scored: Sequence[Scored]) -> float:
     truth = [s.violation for s in scored]
     best: tuple[float, float, float] | None = None
     for t in candidate_thresholds([s.probability for s in scored]):
-        f1 = counts([s.probability >= t for s in scored], truth).f1
+        f1 = counts([violates(s.probability, t) for s in scored], truth).f1
         key = (f1, -abs(t - 0.5))
         if best is None or key > best[:2]:
             best = (*key, t)
@@ -149,7 +138,7 @@ def threshold_curve(scored: Sequence[Scored]) -> list[dict[str, float]]:
     truth = [s.violation for s in scored]
     rows = []
     for t in candidate_thresholds([s.probability for s in scored]):
-        c = counts([s.probability >= t for s in scored], truth)
+        c = counts([violates(s.probability, t) for s in scored], truth)
         rows.append({"threshold": round(t, 6), "precision": c.precision, "recall": c.recall,
                      "f1": c.f1, "decided_violation": c.tp + c.fp})
     return rows
@@ -178,20 +167,27 @@ def confidence(q: float, decided_violation: bool) -> float:
 
 @dataclass
 class OutOfFold:
-    """Each case as scored by a threshold and calibration chosen without its conversation."""
+    """Each case as decided by a calibration fitted without its conversation."""
 
     scored: list[Scored]
-    threshold: list[float]  # the fold's threshold, per case
-    calibrated: list[float]  # the fold's calibrated probability, per case
+    settings: list[DecisionSetting]  # the fold's setting, per case
     folds: int
+
+    def decisions(self) -> list[Any]:
+        return [decide(st, probability=s.probability)
+                for s, st in zip(self.scored, self.settings, strict=True)]
 
     @property
     def decided(self) -> list[bool]:
-        return [s.probability >= t for s, t in zip(self.scored, self.threshold, strict=True)]
+        return [d.violation for d in self.decisions()]
+
+    @property
+    def calibrated(self) -> list[float]:
+        return [d.probability for d in self.decisions()]
 
     @property
     def confidences(self) -> list[float]:
-        return [confidence(q, d) for q, d in zip(self.calibrated, self.decided, strict=True)]
+        return [d.confidence for d in self.decisions()]
 
 
 def grouped_folds(scored: Sequence[Scored], folds: int) -> list[tuple[list[int], list[int]]]:
@@ -206,19 +202,23 @@ def grouped_folds(scored: Sequence[Scored], folds: int) -> list[tuple[list[int],
     return [(list(tr), list(te)) for tr, te in split]
 
 
-def out_of_fold(scored: Sequence[Scored], folds: int = DEFAULT_FOLDS) -> OutOfFold:
+def _calibrated_setting(scored: Sequence[Scored], threshold: float) -> DecisionSetting:
+    cal = fit_platt(scored)
+    if cal is None:
+        return DecisionSetting(DEFAULT_RAW_THRESHOLD)
+    return DecisionSetting(threshold, {"a": cal.a, "b": cal.b}, ranks=cal.ranks)
+
+
+def out_of_fold(scored: Sequence[Scored], folds: int = DEFAULT_FOLDS,
+                threshold: float = 0.5) -> OutOfFold:
     items = list(scored)
-    thresholds = [0.5] * len(items)
-    calibrated = [s.probability for s in items]
+    settings = [DecisionSetting()] * len(items)
     splits = grouped_folds(items, folds)
     for train_idx, test_idx in splits:
-        train = [items[i] for i in train_idx]
-        t = best_threshold(train)
-        platt = fit_platt(train)
+        st = _calibrated_setting([items[i] for i in train_idx], threshold)
         for i in test_idx:
-            thresholds[i] = t
-            calibrated[i] = platt(items[i].probability) if platt else items[i].probability
-    return OutOfFold(items, thresholds, calibrated, len(splits))
+            settings[i] = st
+    return OutOfFold(items, settings, len(splits))
 
 
 def risk_coverage(confidences: Sequence[float], correct: Sequence[bool]) -> list[dict[str, float]]:
@@ -249,75 +249,43 @@ def accuracy_at_coverage(confidences: Sequence[float], correct: Sequence[bool], 
     return (sum(above) + (k - len(above)) * sum(tied) / len(tied)) / k
 
 
-@dataclass
-class ThresholdSetting:
-    """What is saved (``store.thresholds``) and applied: the threshold on the judge's
-    probability, the calibration shown to people, and how both were chosen."""
-
-    threshold: float
-    calibration: dict[str, float] | None = None  # {"a", "b"} of Platt scaling, or None
-    fitted_on: dict[str, Any] = field(default_factory=dict)  # n, violations, groups, mode...
-    cross_validated: dict[str, Any] = field(default_factory=dict)  # out-of-fold figures
-
-    def platt(self) -> Platt | None:
-        return Platt(**self.calibration) if self.calibration else None
-
-    def calibrated(self, p: float) -> float:
-        platt = self.platt()
-        return platt(p) if platt else float(p)
-
-    def decide(self, p: float) -> bool:
-        return float(p) >= self.threshold
-
-    def confidence(self, p: float) -> float:
-        return confidence(self.calibrated(p), self.decide(p))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ThresholdSetting:
-        t = data.get("threshold")
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 <= t <= 1.0:
-            raise ValueError("a threshold setting needs 'threshold' between 0 and 1")
-        cal = data.get("calibration")
-        if cal is not None and not (isinstance(cal, dict) and set(cal) == {"a", "b"}):
-            raise ValueError("'calibration' must be {'a', 'b'} or null")
-        return cls(float(t), cal, dict(data.get("fitted_on") or {}),
-                   dict(data.get("cross_validated") or {}))
+DEFAULT_RAW_THRESHOLD = 0.5
+ThresholdSetting = DecisionSetting  # the name the callers knew; one type (workbench.decision)
 
 
 def fit_setting(scored: Sequence[Scored], folds: int = DEFAULT_FOLDS,
-                bare: Sequence[bool] | None = None, **about: Any) -> ThresholdSetting:
-    """The threshold and calibration for cases to come, fitted on all of ``scored``, with
-    the out-of-fold figures that say how well such a choice does (``bare``: the judge's own
+                bare: Sequence[bool] | None = None, miss_cost: float = 1.0,
+                false_alarm_cost: float = 1.0, **about: Any) -> DecisionSetting:
+    """The calibration and decision for cases to come, fitted on all of ``scored``, with the
+    out-of-fold figures that say how well such a choice does (``bare``: the judge's own
     yes/no verdicts, for comparison). ``about``: what the cases were (mode, strategy...)."""
     items = list(scored)
     if not items:
         raise ValueError("no labelled case with a probability to choose a threshold from")
     truth = [s.violation for s in items]
-    oof = out_of_fold(items, folds)
+    threshold = cost_threshold(miss_cost, false_alarm_cost)
+    oof = out_of_fold(items, folds, threshold)
     decided = oof.decided
     correct = [d == t for d, t in zip(decided, truth, strict=True)]
     c = counts(decided, truth)
+    area = auroc(items)
     cv: dict[str, Any] = {
         "folds": oof.folds, "grouped_by": "conversation",
-        "auroc": auroc(items), "f1": c.f1, "precision": c.precision, "recall": c.recall,
+        "auroc": area, "f1": c.f1, "precision": c.precision, "recall": c.recall,
         "accuracy": c.accuracy,
         "accuracy_most_confident_half": accuracy_at_coverage(oof.confidences, correct, 0.5),
-        "fold_thresholds": sorted(set(round(t, 4) for t in oof.threshold)),
+        "best_f1_threshold": best_threshold(items),
     }
     if bare is not None:
         b = counts(list(bare), truth)
         cv.update(bare_f1=b.f1, bare_accuracy=b.accuracy)
-    platt = fit_platt(items)
-    return ThresholdSetting(
-        threshold=best_threshold(items),
-        calibration=None if platt is None else {"a": platt.a, "b": platt.b},
-        fitted_on={"cases": len(items), "violations": sum(truth),
-                   "groups": len({s.group or s.case_id for s in items}), **about},
-        cross_validated=cv,
-    )
+    setting = _calibrated_setting(items, threshold)
+    setting.ranks = setting.ranks and not (area == area and area < MIN_RANKING_AUROC)
+    setting.costs = {"miss": float(miss_cost), "false_alarm": float(false_alarm_cost)}
+    setting.fitted_on = {"cases": len(items), "violations": sum(truth),
+                         "groups": len({s.group or s.case_id for s in items}), **about}
+    setting.cross_validated = cv
+    return setting
 
 
 def review_truth(decision: str, judge_violation: bool | None) -> bool | None:

@@ -24,7 +24,7 @@ def calibration_report(scored: Sequence[Scored], bare: Sequence[bool], folds: in
                        **about: Any) -> dict[str, Any]:
     """Everything the figures and the saved setting need, as plain JSON-able data."""
     setting = fit_setting(scored, folds, bare=bare, **about)
-    oof = out_of_fold(scored, folds)
+    oof = out_of_fold(scored, folds, setting.threshold)
     truth = [s.violation for s in scored]
     correct = [d == t for d, t in zip(oof.decided, truth, strict=True)]
     return {

@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.audit.trace import AuditTrace
 from workbench.clock import utcnow
+from workbench.decision.decide import DecisionSetting, decide
 from workbench.errors import WorkbenchError
 from workbench.vocabulary import ErrorKind
 
@@ -89,7 +90,7 @@ def outcome(case_id: str, trace: AuditTrace | None, rule: FailOn) -> Outcome:
     rules = ", ".join(trace.verdict.violated_rules) or "no rule named"
     shown = "" if p is None else f" (P(violation) = {p:.3f})"
     if rule.threshold is not None and p is not None:
-        failed = p >= rule.threshold
+        failed = decide(DecisionSetting(rule.threshold), probability=p).violation
         why = f"{'at or above' if failed else 'below'} the gate's {rule.threshold:g}"
         if failed:
             return Outcome(case_id, "failed", f"violation of {rules}{shown}, {why}", trace)

@@ -70,7 +70,7 @@ def _trace_schema(pa: Any) -> Any:
         ("probability", pa.float64()),  # P(violation) as the judge gave it
         ("probability_source", pa.string()),
         ("threshold", pa.float64()),  # the decision threshold applied, when one was given
-        ("decided_violation", pa.bool_()),  # probability >= threshold (else the verdict)
+        ("decided_violation", pa.bool_()),  # workbench.decision.decide (else the verdict)
         ("error_kind", pa.string()),
         ("context_tokens", pa.int64()),
         ("online_tokens", pa.int64()),
@@ -93,7 +93,7 @@ def _case_row(case: Any) -> dict[str, Any]:
     }
 
 
-def _trace_row(t: AuditTrace, threshold: float | None = None) -> dict[str, Any]:
+def _trace_row(t: AuditTrace, threshold: Any = None) -> dict[str, Any]:
     trace = t.to_dict()
     verdict = trace.get("verdict") if isinstance(trace.get("verdict"), dict) else None
     error = trace.get("error") if isinstance(trace.get("error"), dict) else None
@@ -106,7 +106,7 @@ def _trace_row(t: AuditTrace, threshold: float | None = None) -> dict[str, Any]:
         "violation": bool(verdict["violation"]) if verdict and "violation" in verdict else None,
         "probability": _float(verdict.get("probability")) if verdict else None,
         "probability_source": _text(verdict.get("probability_source")) if verdict else None,
-        "threshold": threshold,
+        "threshold": getattr(threshold, "threshold", threshold),
         "decided_violation": _decided(verdict, threshold),
         "error_kind": _text(error.get("kind")) if error else None,
         "context_tokens": _int(trace.get("context_tokens")),
@@ -116,15 +116,21 @@ def _trace_row(t: AuditTrace, threshold: float | None = None) -> dict[str, Any]:
     }
 
 
-def _decided(verdict: dict[str, Any] | None, threshold: float | None) -> bool | None:
-    """The decision a threshold makes of a verdict's probability (the bare verdict where it
-    has none, or no threshold is given)."""
+def _decided(verdict: dict[str, Any] | None, threshold: Any) -> bool | None:
+    """The decision a threshold (a number, or a saved ``DecisionSetting``) makes of a
+    verdict's probability (``workbench.decision.decide``; the bare verdict where it has
+    none, or no threshold is given)."""
+    from workbench.decision.decide import DecisionSetting, decide
+
     if not verdict or "violation" not in verdict:
         return None
     p = verdict.get("probability")
     if threshold is None or p is None:
         return bool(verdict["violation"])
-    return float(p) >= threshold
+    setting = threshold if isinstance(threshold, DecisionSetting) else DecisionSetting(float(threshold))
+    if setting.scorer is not None:  # activations are not in a Parquet row: the verdict stands
+        return bool(verdict["violation"])
+    return decide(setting, probability=float(p)).violation
 
 
 def write_cases(cases: Iterable[Any], path: str | Path) -> int:
@@ -133,7 +139,7 @@ def write_cases(cases: Iterable[Any], path: str | Path) -> int:
 
 
 def write_traces(traces: Iterable[AuditTrace], path: str | Path,
-                 threshold: float | None = None) -> int:
+                 threshold: Any = None) -> int:
     """Write traces to Parquet (their JSON form in one column); returns how many.
     ``threshold``: also write the decision it makes of each probability."""
     return _write((_trace_row(t, threshold) for t in traces), path, "traces")

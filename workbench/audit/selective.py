@@ -1,10 +1,10 @@
 """Selective review: which verdicts are doubtful, which can be decided automatically, and the
 plain words an analyst reads for a probability.
 
-Every verdict with a probability gets a *decision* (``p >= threshold``: a violation) and a
-*confidence* in it (the calibrated probability that the decision is right;
-``workbench.audit.calibration.ThresholdSetting``). Without a saved setting the threshold is
-0.5 and the probability is taken as it is, which the words say ("uncalibrated").
+Every verdict with a score gets a *decision* and a *confidence* in it (the calibrated
+probability that the decision is right), both from ``workbench.decision.decide`` — the one
+place the rule is written. Without a saved setting the threshold is 0.5 and the probability
+is taken as it is, which the words say ("uncalibrated").
 
 - :func:`order_by_uncertainty`: least confident first; verdicts without a probability last,
   in their given order.
@@ -19,51 +19,46 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from workbench.audit.calibration import ThresholdSetting
+from workbench.decision.decide import DEFAULT_SETTING, Decided, DecisionSetting, decide
 from workbench.vocabulary import label_violation
 
 T = TypeVar("T")
-DEFAULT_SETTING = ThresholdSetting(0.5)
+ThresholdSetting = DecisionSetting  # the name callers of this module knew
 LIKELY = 0.8  # confidence from which a decision reads "likely"
+Judgement = Decided  # a verdict read through a setting: workbench.decision.decide.Decided
 
 
-@dataclass(frozen=True)
-class Judgement:
-    """A verdict's probability read through a threshold setting."""
-
-    probability: float  # as the judge gave it
-    calibrated: float  # P(violation) after calibration (= probability without one)
-    decided_violation: bool
-    confidence: float  # P(the decision is right)
-    calibrated_by: str  # "" (none) or "Platt"
-
-    @property
-    def uncertainty(self) -> float:
-        return 1.0 - self.confidence
-
-
-def judgement(verdict: Any, setting: ThresholdSetting | None = None) -> Judgement | None:
-    """How ``setting`` reads ``verdict``'s probability; None when it has none."""
+def judgement(verdict: Any, setting: DecisionSetting | None = None,
+              activation: float | None = None) -> Decided | None:
+    """How ``setting`` decides ``verdict`` (its probability, or ``activation``: the setting's
+    scorer's output for the case); None when the setting's score is unknown for it."""
     p = getattr(verdict, "probability", None)
-    if p is None:
-        return None
     s = setting or DEFAULT_SETTING
-    q = s.calibrated(p)
-    decided = s.decide(p)
-    return Judgement(float(p), q, decided, q if decided else 1.0 - q,
-                     "Platt" if s.calibration else "")
+    if s.scorer is not None and activation is None:
+        return None
+    if s.scorer is None and p is None:
+        return None
+    return decide(s, probability=p, activation=activation)
 
 
-def probability_words(verdict: Any, setting: ThresholdSetting | None = None) -> str:
-    """"likely violation — 83 %", "possible violation — 58 %", "likely compliant — 91 %" (the
-    probability of the outcome named), or "" without a probability."""
-    j = judgement(verdict, setting)
+def probability_words(verdict: Any, setting: DecisionSetting | None = None,
+                      activation: float | None = None) -> str:
+    """"likely violation — 83 %", "possible violation — 58 %", "probably compliant — 65 %",
+    "likely compliant — 91 %" (the probability of the outcome named), or "" without a score.
+    One band per range: "likely" from :data:`LIKELY`, else "possible" (violation) /
+    "probably" (compliant)."""
+    j = judgement(verdict, setting, activation)
     if j is None:
         return ""
-    word = "violation" if j.decided_violation else "compliant"
-    strength = "likely" if j.confidence >= LIKELY else ("possible" if j.decided_violation else "probably")
+    return decision_words(j)
+
+
+def decision_words(j: Decided) -> str:
+    word = "violation" if j.violation else "compliant"
     pct = round(100 * j.confidence)
-    return f"{strength} {word} — {pct} %" + ("" if j.calibrated_by else " (uncalibrated)")
+    # the band follows the number shown, so two rows reading "80 %" never differ in words
+    strength = "likely" if pct >= round(100 * LIKELY) else ("possible" if j.violation else "probably")
+    return f"{strength} {word} — {pct} %" + ("" if j.calibrated else " (uncalibrated)")
 
 
 def order_by_uncertainty(items: Sequence[T], verdict_of: Callable[[T], Any],
@@ -112,5 +107,5 @@ def auto_decide_preview(
         truth = label_violation(gold(item)) if gold is not None else None
         if truth is not None:
             labelled += 1
-            correct += truth == j.decided_violation
+            correct += truth == j.violation
     return AutoDecidePreview(min_confidence, decided, to_review, labelled, correct)

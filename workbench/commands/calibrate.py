@@ -8,7 +8,7 @@ import json
 import math
 import sys
 
-from workbench.commands._common import action
+from workbench.commands._common import action, add_actor_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--note", default="", help="with --save: why this threshold")
     p.add_argument("--json", default=None, metavar="OUT",
                    help="write the figures, reliability, threshold and risk-coverage curves as JSON")
+    p.add_argument("--score", choices=("auto", "verbal", "activations"), default="auto",
+                   help="what the decision reads: the judge's activations (a scorer learned from "
+                   "these labels; needs `workbench features capture` beside each traces file), "
+                   "its verbal probability, or auto: activations where captured for every "
+                   "traces file, else verbal")
+    p.add_argument("--alpha", type=float, default=None, metavar="A",
+                   help="decide automatically only where the error rate is at most A (e.g. 0.05) "
+                   "with 95%% confidence; the rest goes to review")
+    p.add_argument("--miss-cost", type=float, default=1.0,
+                   help="cost of a missed violation against --false-alarm-cost (default 1:1)")
+    p.add_argument("--false-alarm-cost", type=float, default=1.0)
+    add_actor_option(p)
 
 
 def saved_threshold(scope: str):
@@ -89,39 +101,40 @@ def _labelled(args):
 
 
 def _calibrate(args) -> int:
-    from workbench.audit.calibration import ThresholdSetting, scored_traces
+    from workbench.audit.calibration import scored_traces
     from workbench.audit.calibration_figures import calibration_report
     from workbench.commands._common import CliError
+    from workbench.decision.decide import DecisionSetting
+    from workbench.decision.fit import add_verbal_guarantee
 
+    if args.alpha is not None and not 0 < args.alpha < 0.5:
+        raise CliError(f"--alpha {args.alpha}: give the error rate you accept, between 0 and 0.5")
     traces, truth = _labelled(args)
-    scored, bare = scored_traces(traces, truth)
-    if len(scored) < 10 or len({s.violation for s in scored}) < 2:
-        raise CliError(
-            f"only {len(scored)} labelled verdicts with a probability "
-            f"({sum(s.violation for s in scored)} violations) in {len(traces)} traces",
-            "calibrating needs at least 10, with both answers: judge more labelled cases "
-            "(`workbench audit` writes probabilities by default) or add labels")
-    modes = sorted({t.judge_mode for t in traces if t.id in truth})
-    strategies = sorted({t.strategy for t in traces if t.id in truth})
-    report = calibration_report(scored, bare, args.folds, judge_mode=",".join(modes),
-                                strategy=",".join(strategies))
-    setting = ThresholdSetting.from_dict(report["setting"])
-    cv = setting.cross_validated
-    rows = [
-        ("labelled verdicts with a probability", f"{len(scored)} ({sum(s.violation for s in scored)} "
-         f"violations, {setting.fitted_on['groups']} conversations)"),
-        ("AUROC of the probability", _f(cv["auroc"])),
-        ("violation-F1, bare verdict", _f(cv.get("bare_f1", math.nan))),
-        (f"violation-F1 at the threshold ({cv['folds']}-fold, grouped by conversation)", _f(cv["f1"])),
-        ("ACC at the threshold (same folds)", _f(cv["accuracy"])),
-        ("ACC of the 50 % most confident decisions", _f(cv["accuracy_most_confident_half"])),
-        ("threshold fitted on all cases (for new ones)", f"{setting.threshold:.3f}"),
-        ("calibration", "Platt a={a:.3f} b={b:.3f}".format(**setting.calibration)
-         if setting.calibration else "none (too few cases of one answer)"),
-    ]
-    width = max(len(k) for k, _ in rows)
-    for k, v in rows:
-        print(f"{k.ljust(width)}  {v}")
+    if _use_activations(args):
+        setting = _activation_setting(args, traces, truth)
+        report = {"kind": "calibration", "setting": setting.to_dict()}
+        _print_rows(setting, len(setting_cases := [t for t in traces if t.id in truth]),
+                    sum(truth[t.id] for t in setting_cases))
+    else:
+        scored, bare = scored_traces(traces, truth)
+        if len(scored) < 10 or len({s.violation for s in scored}) < 2:
+            raise CliError(
+                f"only {len(scored)} labelled verdicts with a probability "
+                f"({sum(s.violation for s in scored)} violations) in {len(traces)} traces",
+                "calibrating needs at least 10, with both answers: judge more labelled cases "
+                "(`workbench audit` writes probabilities by default) or add labels")
+        modes = sorted({t.judge_mode for t in traces if t.id in truth})
+        strategies = sorted({t.strategy for t in traces if t.id in truth})
+        report = calibration_report(scored, bare, args.folds, judge_mode=",".join(modes),
+                                    strategy=",".join(strategies), miss_cost=args.miss_cost,
+                                    false_alarm_cost=args.false_alarm_cost)
+        setting = DecisionSetting.from_dict(report["setting"])
+        if args.alpha is not None:
+            add_verbal_guarantee(setting, [s.probability for s in scored],
+                                 [s.violation for s in scored], [s.group for s in scored],
+                                 args.alpha, args.folds)
+            report["setting"] = setting.to_dict()
+        _print_rows(setting, len(scored), sum(s.violation for s in scored))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(_finite(report), f, indent=1)
@@ -130,11 +143,108 @@ def _calibrate(args) -> int:
     return 0
 
 
+def _use_activations(args) -> bool:
+    from pathlib import Path
+
+    from workbench.commands._common import CliError
+    from workbench.decision.features import features_dir
+
+    if args.score == "verbal":
+        return False
+    have = bool(args.traces) and all(features_dir(Path(p)).is_dir() for p in args.traces)
+    if args.score == "activations" and not have:
+        raise CliError("--score activations needs the judge's activations beside every traces "
+                       "file (and not --store)",
+                       "capture them with `workbench features capture TRACES --cases CASES`")
+    return have
+
+
+def _activation_setting(args, traces, truth):
+    from pathlib import Path
+
+    import numpy as np
+
+    from workbench.commands._common import CliError
+    from workbench.decision.features import features_dir, load_features, read_index
+    from workbench.decision.fit import fit_activation_setting
+    from workbench.decision.learn import Labelled
+
+    by_id = {t.id: t for t in traces}
+    ids, arrays, layers, models = [], [], set(), set()
+    for path in args.traces:
+        folder = features_dir(Path(path))
+        have = [r.case_id for r in read_index(folder) if r.case_id in truth and r.case_id in by_id]
+        fs = load_features(folder, ids=have)
+        ids += fs.ids
+        arrays.append(fs.arrays)
+        layers.add(fs.layers)
+        models.add(fs.model)
+    if len(layers) != 1 or len(models) != 1:
+        raise CliError("the traces files' features come from different models or layers",
+                       "calibrate each model's runs on their own")
+    truth_arr = np.array([truth[c] for c in ids], dtype=bool)
+    if len(ids) < 10 or truth_arr.all() or not truth_arr.any():
+        raise CliError(f"only {len(ids)} labelled cases with captured activations "
+                       f"({int(truth_arr.sum())} violations)",
+                       "a scorer needs at least 10, with both answers: label or capture more")
+    data = Labelled(ids, [by_id[c].session or c for c in ids], truth_arr,
+                    [by_id[c].verdict.probability if by_id[c].verdict else None for c in ids],
+                    np.concatenate(arrays), next(iter(layers)))
+    try:
+        return fit_activation_setting(data, folds=args.folds, alpha=args.alpha,
+                                      miss_cost=args.miss_cost,
+                                      false_alarm_cost=args.false_alarm_cost,
+                                      model=next(iter(models)))
+    except ValueError as exc:
+        raise CliError(str(exc), "label more cases of the rarer answer") from None
+
+
+def _print_rows(setting, n: int, violations: int) -> None:
+    cv = setting.cross_validated
+    activations = setting.scorer is not None
+    rows = [
+        ("labelled cases scored", f"{n} ({violations} violations, "
+         f"{setting.fitted_on['groups']} conversations)"),
+        ("score the decision reads", f"the judge's activations: {setting.fitted_on['scorer']}"
+         if activations else "the judge's verbal probability"),
+        (f"AUROC ({cv['folds']}-fold, grouped by conversation"
+         f"{', scorer chosen inside each fold' if activations else ''})", _f(cv["auroc"])),
+    ]
+    if activations:
+        rows.append(("AUROC of the judge's verbal probability, same cases",
+                     _f(cv.get("verbal_auroc", math.nan))))
+    else:
+        rows.append(("violation-F1, bare verdict", _f(cv.get("bare_f1", math.nan))))
+    rows += [
+        ("violation-F1 of the decisions (same folds)", _f(cv["f1"])),
+        ("ACC of the decisions (same folds)", _f(cv["accuracy"])),
+        ("ACC of the 50 % most confident decisions", _f(cv["accuracy_most_confident_half"])),
+        ("violation from a calibrated probability of", f"{setting.threshold:.3f} "
+         f"(costs: miss {setting.costs['miss']:g}, false alarm {setting.costs['false_alarm']:g})"),
+        ("calibration (monotone)", "a={a:.3f} b={b:.3f}".format(**setting.calibration)
+         if setting.calibration else "none (too few cases of one answer)"),
+    ]
+    if not setting.ranks:
+        rows.append(("warning", "this score does not rank cases here (AUROC below 0.55 or a "
+                     "calibration that would run backwards): nothing is decided automatically"))
+    if setting.auto:
+        a = setting.auto
+        rows.append((f"auto-decide at error <= {a['alpha']:g} (95 %)",
+                     "nothing: no confidence level passes on these labels" if a["level"] is None
+                     else f"confidence >= {a['level']:.3f}: {a['coverage']:.0%} of cases, "
+                     f"{a['errors']} of {a['decided']} wrong, bound {a['bound']:.3f}"))
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k.ljust(width)}  {v}")
+
+
 def _save(args, setting) -> None:
     from store.db import make_engine
     from store.thresholds import current_threshold, save_threshold
+    from workbench.commands._common import cli_actor
 
     engine = make_engine()
+    actor = cli_actor(args, engine)
     kind, _, name = args.save.partition(":")
     if kind not in ("dataset", "policy") or not name:
         from workbench.commands._common import CliError
@@ -144,8 +254,10 @@ def _save(args, setting) -> None:
     if base is None:
         found = current_threshold(engine, args.save)
         base = found[0] if found else None
-    version = save_threshold(engine, args.save, setting, base_version=base, note=args.note)
-    print(f"saved threshold {setting.threshold:.3f} as version {version} of {args.save}")
+    version = save_threshold(engine, args.save, setting, base_version=base, actor=actor,
+                             note=args.note)
+    what = "activation scorer" if setting.scorer else "calibration"
+    print(f"saved the {what} and decision as version {version} of {args.save}")
 
 
 def _f(x: float) -> str:

@@ -14,11 +14,13 @@
 - tokens and latency: mean rendered context tokens, mean online tokens (prompt + completion
   of every model call of the case), mean wall time per case (``timings_ms.total``).
 - with a violation probability on the verdicts (``workbench.audit.calibration``): ``auroc``
-  of the probability; ``f1_at_threshold`` / ``acc_at_threshold`` deciding ``p >= threshold``
-  — a given (or saved) threshold, or else one chosen by 5-fold cross-validation grouped by
-  conversation, each fold scored with the threshold chosen on the other folds;
-  ``acc_confident_half``: accuracy of those decisions on the half of the cases decided with
-  the most (out-of-fold calibrated) confidence. Over labelled cases with a probability.
+  of the probability; ``f1_at_threshold`` / ``acc_at_threshold`` of the decisions
+  (``workbench.decision.decide``) of a given number, of a saved setting (with an activation
+  scorer, its scores: ``activations``, and ``auroc`` is theirs), or else of a monotone
+  calibration cross-validated by conversation (each fold decided at a calibrated 0.5 by the
+  calibration fitted on the other folds); ``acc_confident_half``: accuracy of those
+  decisions on the half of the cases decided with the most confidence. Over labelled cases
+  with a score.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.audit.trace import AuditTrace
+from workbench.decision.decide import DecisionSetting, decide
 from workbench.vocabulary import ErrorKind, StrategyName, label_violation
 
 NAN = float("nan")
@@ -58,7 +61,7 @@ class StrategyMetrics:
     with_probability: int = 0  # labelled cases whose verdict has a probability
     auroc: float = NAN
     threshold: float = NAN
-    threshold_source: str = ""  # "given" or "cross-validated"
+    threshold_source: str = ""  # "given", "saved", "saved, activation scorer", "calibrated out of fold"
     f1_at_threshold: float = NAN
     acc_at_threshold: float = NAN
     acc_confident_half: float = NAN
@@ -107,7 +110,8 @@ def compute_metrics(
     labels: Mapping[str, str | None] | None = None,
     gold_rules: Mapping[str, str | list[str]] | None = None,
     gold_spans: Mapping[str, list[tuple[str, list[tuple[int, int]]]]] | None = None,
-    threshold: float | None = None,
+    threshold: float | DecisionSetting | None = None,
+    activations: Mapping[str, float] | None = None,
 ) -> list[StrategyMetrics]:
     """Metrics per strategy (in first-seen order) of ``traces`` (read from files with
     ``workbench.audit.trace_file.read_traces``, from the store with ``store.audit_repo``).
@@ -115,7 +119,7 @@ def compute_metrics(
     ``labels`` (case id -> "positive"/"negative") override the labels stored in traces;
     ``gold_rules`` (case id -> governing rule id or ids) enables ``coverage``; ``gold_spans``
     (case id -> [(SKILL, spans of one gold rule), ...]) extends it to passage and document
-    contexts. ``threshold``: decide ``p >= threshold`` for the ``*_at_threshold`` figures
+    contexts. ``threshold``: the number or saved setting that decides for the ``*_at_threshold`` figures
     (default: cross-validated, see the module doc).
     """
     traces = list(traces)
@@ -167,7 +171,7 @@ def compute_metrics(
         m.mean_context_tokens = _mean(ctx)
         m.mean_online_tokens = _mean(online)
         m.mean_latency_ms = _mean(latency)
-        _probability_metrics(m, items, labels, threshold)
+        _probability_metrics(m, items, labels, threshold, activations)
         out.append(m)
     return out
 
@@ -176,42 +180,58 @@ MIN_FOR_CROSS_VALIDATION = 10
 
 
 def _probability_metrics(m: StrategyMetrics, items: list[AuditTrace],
-                         labels: Mapping[str, str | None] | None, threshold: float | None) -> None:
+                         labels: Mapping[str, str | None] | None,
+                         threshold: float | DecisionSetting | None,
+                         activations: Mapping[str, float] | None = None) -> None:
+    """AUROC of the score the decision reads, and the decisions' figures: with a saved
+    setting (``threshold`` a DecisionSetting; its activation scorer's outputs in
+    ``activations``), that setting decides; with a number, the judge's probability at or
+    above it is a violation; with neither, a calibration cross-validated by conversation."""
     from workbench.audit.calibration import (
         Scored,
         accuracy_at_coverage,
         auroc,
-        best_threshold,
         counts,
-        fit_platt,
         out_of_fold,
     )
 
-    scored = []
+    setting = (threshold if isinstance(threshold, DecisionSetting)
+               else DecisionSetting(float(threshold)) if threshold is not None else None)
+    by_activation = setting is not None and setting.scorer is not None
+    scored, decisions = [], []
     for t in items:
         actual, verdict = label_violation(_label(t, labels)), t.verdict
-        if actual is None or verdict is None or verdict.probability is None:
+        if actual is None or verdict is None:
             continue
-        scored.append(Scored(float(verdict.probability), actual, t.session or t.id, t.id))
+        if by_activation:
+            a = (activations or {}).get(t.id)
+            if a is None:
+                continue
+            scored.append(Scored(float(a), actual, t.session or t.id, t.id))
+            decisions.append(decide(setting, activation=a, probability=verdict.probability))
+        elif verdict.probability is not None:
+            scored.append(Scored(float(verdict.probability), actual, t.session or t.id, t.id))
+            if setting is not None:
+                decisions.append(decide(setting, probability=verdict.probability))
     m.with_probability = len(scored)
     if not scored:
         return
     m.auroc = auroc(scored)
     truth = [s.violation for s in scored]
-    if threshold is not None:
-        m.threshold, m.threshold_source = float(threshold), "given"
-        decided = [s.probability >= threshold for s in scored]
-        platt = fit_platt(scored)
-        q = [platt(s.probability) if platt else s.probability for s in scored]
+    if setting is not None:
+        m.threshold = setting.threshold
+        m.threshold_source = ("saved, activation scorer" if by_activation else
+                              "saved" if isinstance(threshold, DecisionSetting) else "given")
+        decided = [d.violation for d in decisions]
+        conf = [d.confidence for d in decisions]
     elif len(scored) >= MIN_FOR_CROSS_VALIDATION and len({s.group for s in scored}) >= 2:
         oof = out_of_fold(scored)
-        m.threshold, m.threshold_source = best_threshold(scored), "cross-validated"
-        decided, q = oof.decided, oof.calibrated
+        m.threshold, m.threshold_source = 0.5, "calibrated out of fold"
+        decided, conf = oof.decided, oof.confidences
     else:
         return
     c = counts(decided, truth)
     m.f1_at_threshold, m.acc_at_threshold = c.f1, c.accuracy
-    conf = [qi if d else 1 - qi for qi, d in zip(q, decided, strict=True)]
     right = [d == t for d, t in zip(decided, truth, strict=True)]
     m.acc_confident_half = accuracy_at_coverage(conf, right, 0.5)
 
