@@ -96,7 +96,7 @@ def build_app(args, engine=None, gateway=None):
 
 
 def _api(args) -> int:
-    import uvicorn
+    from workbench.api.server import serve
 
     app, settings = build_app(args)
     print(f"[api] serving on http://{settings.host}:{settings.port} (token "
@@ -104,7 +104,7 @@ def _api(args) -> int:
           f"audits at once, {settings.queue} waiting; traces in dataset {settings.dataset!r} run "
           f"{settings.run_id!r})", file=sys.stderr)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+        serve(app, settings)  # header, body and keep-alive timeouts of [api]
     finally:
         app.state.gateway.close()
     return 0
