@@ -30,6 +30,7 @@ import streamlit as st
 
 from components.graph_view import MODALITY_COLOURS, PROVENANCE_COLOURS
 from workbench.graph import SkillGraph
+from workbench.graph.clusters import SECTION_MODALITY, Condensed, section_label
 from workbench.graph.layout import layered
 
 MARKS = ("seeds", "violated")
@@ -60,31 +61,39 @@ function visLoaded() {  // the library component's module may load after this on
 }
 
 function layout(data, width) {
-  const sx = data.spacing_x, sy = data.row_height;
-  const perRow = Math.max(1, Math.floor((width - 2 * PAD) / sx));
+  // Rows are packed by each box's width (n.w, else spacing_x) and as tall as their tallest
+  // box (n.h, else row_height): a sectioned drawing mixes short rule ids and 3-line sections.
+  const sx = data.spacing_x, sy = data.row_height, room = Math.max(1, width - 2 * PAD);
   const byLayer = new Map();
   data.nodes.forEach((n) => {
     if (!byLayer.has(n.layer)) byLayer.set(n.layer, []);
     byLayer.get(n.layer).push(n);
   });
   const layers = [...byLayer.keys()].sort((a, b) => a - b);
-  let y = PAD + sy / 2;
+  let y = PAD;
   const placed = [];
   layers.forEach((layer, li) => {
     const row = byLayer.get(layer).sort((a, b) => a.order - b.order);
-    for (let i = 0; i < row.length; i += perRow) {
-      const chunk = row.slice(i, i + perRow);
-      const x0 = (width - (chunk.length - 1) * sx) / 2;
-      chunk.forEach((n, k) => placed.push([n, x0 + k * sx, y]));
-      y += sy;
+    let i = 0;
+    while (i < row.length) {
+      const chunk = [];
+      let used = 0;
+      while (i < row.length && (!chunk.length || used + (row[i].w || sx) <= room)) {
+        used += row[i].w || sx;
+        chunk.push(row[i++]);
+      }
+      const h = Math.max(...chunk.map((n) => n.h || sy));
+      let x = (width - used) / 2;
+      chunk.forEach((n) => { placed.push([n, x + (n.w || sx) / 2, y + h / 2]); x += n.w || sx; });
+      y += h;
     }
     if (li < layers.length - 1) y += LAYER_GAP;
   });
-  return { placed, height: Math.ceil(y - sy / 2 + PAD) };
+  return { placed, height: Math.ceil(y + PAD) };
 }
 
 function nodeOf(n, x, y, data) {
-  const fill = data.modality_colours[n.modality] || "#888888";
+  const fill = data.modality_colours[n.modality] || "#5b6170";
   let border = fill, width = 1;
   if (n.seed) { border = "#111111"; width = 4; }
   if (n.violated) { border = "#ff8c00"; width = 5; }
@@ -94,7 +103,8 @@ function nodeOf(n, x, y, data) {
     color: { background: fill, border: border,
              highlight: { background: fill, border: "#f2c200" },
              hover: { background: fill, border: border } },
-    borderWidth: width, borderWidthSelected: 6,
+    borderWidth: n.section ? 2 : width, borderWidthSelected: 6,
+    shapeProperties: { borderDashes: n.section ? [6, 3] : false },
     font: { color: "#ffffff", size: n.selected ? 16 : 14, face: "sans-serif",
             bold: { color: "#ffffff" }, multi: false },
     margin: 6,
@@ -133,7 +143,7 @@ export default async function (component) {
   const nodes = new vis.DataSet(placed.map(([n, x, y]) => nodeOf(n, x, y, data)));
   const edges = new vis.DataSet(data.edges.map((e, i) => ({
     id: i, from: e.from, to: e.to, arrows: { to: { enabled: true, scaleFactor: 0.6 } },
-    dashes: e.proposed, title: e.title, width: 1.2,
+    dashes: e.proposed, title: e.title, width: e.width || 1.2,
     color: { color: e.colour, highlight: "#f2c200", hover: e.colour, opacity: 0.75 },
     smooth: { enabled: true, type: "cubicBezier", forceDirection: "vertical", roundness: 0.35 },
   })));
@@ -153,8 +163,17 @@ export default async function (component) {
       const s = network.getScale();
       if (b.dataset.zoom === "+") network.moveTo({ scale: s * 1.25 });
       else if (b.dataset.zoom === "−") network.moveTo({ scale: s / 1.25 });
-      else if (b.dataset.zoom === "fit") network.fit({ animation: false });
-      else home();
+      else if (b.dataset.zoom === "fit") {
+        // Into the window, not the canvas: a tall drawing's canvas is as tall as the layout.
+        const h = Math.min(height, Math.max(320, window.innerHeight - 140));
+        box.style.height = h + "px";
+        network.setSize(width + "px", h + "px");
+        network.fit({ animation: false });
+      } else {
+        box.style.height = height + "px";
+        network.setSize(width + "px", height + "px");
+        home();
+      }
     };
   });
   network.on("click", (event) => {
@@ -241,16 +260,61 @@ def graph_data(skill: SkillGraph, rule_ids: Iterable[str], *, selected: str | No
 def rule_graph(skill: SkillGraph, rule_ids: Iterable[str], *, key: str,
                selected: str | None = None, marked: Mapping[str, Iterable[str]] | None = None,
                provenances: Iterable[str] | None = None,
-               on_select: Callable[[], None] | None = None) -> str | None:
-    """Draw the graph of ``rule_ids``; returns the rule clicked in this run, if any.
-    ``on_select`` runs before the rerun a click causes (read the rule with
-    :func:`clicked` there, e.g. to set a selectbox's value)."""
+               on_select: Callable[[], None] | None = None,
+               condensed: Condensed | None = None) -> str | None:
+    """Draw the graph of ``rule_ids`` (or, given ``condensed``, its sections and open rules);
+    returns the rule (or section node) clicked in this run, if any. ``on_select`` runs
+    before the rerun a click causes (read the id with :func:`clicked` there)."""
     library, drawing = _components()
     library(key=f"{key}_library")
-    result = drawing(key=key, data=graph_data(skill, rule_ids, selected=selected, marked=marked,
-                                              provenances=provenances, key=key),
-                     on_selected_change=on_select or (lambda: None))
+    data = (condensed_data(skill, condensed, selected=selected, key=key) if condensed is not None
+            else graph_data(skill, rule_ids, selected=selected, marked=marked,
+                            provenances=provenances, key=key))
+    result = drawing(key=key, data=data, on_selected_change=on_select or (lambda: None))
     return getattr(result, "selected", None)
+
+
+def _box(label: str) -> dict[str, int]:
+    """A box's room in the drawing: about 7.6 px a character at 14 px plus margins and a gap;
+    18 px a line plus margins and a gap."""
+    lines = label.split("\n")
+    return {"w": int(max(len(line) for line in lines) * 7.6) + 32, "h": 18 * len(lines) + 32}
+
+
+def condensed_data(skill: SkillGraph, condensed: Condensed, *, selected: str | None = None,
+                   key: str = "graph") -> dict:
+    """What the script draws for a sectioned graph: a closed section is one dashed node
+    (click opens it), an edge between sections is as wide as the rule edges it merges."""
+    by_pair = {e.pair: e for e in skill.graph.edges}
+    places = layered(condensed.graph, list(condensed.graph.rules))
+    nodes = []
+    for nid, place in places.items():
+        if condensed.is_section(nid):
+            count = len(condensed.members[nid])
+            label = section_label(condensed.titles[nid], count)
+            nodes.append({"id": nid, "label": label, "section": True, **_box(label),
+                          "title": f"{condensed.titles[nid]}\n{count} rules: click to open",
+                          "modality": SECTION_MODALITY, "layer": place.layer,
+                          "order": place.order, "selected": False})
+            continue
+        rule = skill.graph.rules[nid]
+        nodes.append({"id": nid, "label": nid, "modality": rule.modality, **_box(nid),
+                      "title": f"{nid} ({rule.modality})\nWhen: {rule.condition}\nThen: {rule.action}",
+                      "layer": place.layer, "order": place.order, "selected": nid == selected})
+    edges = []
+    for (src, tgt), count in condensed.weights.items():
+        rule_edge = by_pair.get((src, tgt))
+        colour = (PROVENANCE_COLOURS.get(rule_edge.provenance, "#bbbbbb") if rule_edge
+                  else "#8a8f99")
+        title = (f"{src} requires {tgt}" if rule_edge else
+                 f"{count} require edge{'s' if count != 1 else ''} from {src} to {tgt}")
+        edges.append({"from": src, "to": tgt, "proposed": False, "colour": colour,
+                      "title": title, "width": min(6.0, 1.2 + 0.6 * (count - 1))})
+    longest = max((len(line) for n in nodes for line in n["label"].split("\n")), default=4)
+    tall = any(n.get("section") for n in nodes)  # a section's label is three lines
+    return {"key": key, "nodes": nodes, "edges": edges, "selected": selected or "",
+            "modality_colours": MODALITY_COLOURS, "spacing_x": max(72, int(longest * 7.6) + 32),
+            "row_height": 86 if tall else 50}
 
 
 def clicked(key: str) -> str | None:

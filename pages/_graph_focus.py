@@ -27,6 +27,7 @@ from components.spans import show_source
 from pages import _graph_selection as selection
 from store import repo
 from workbench.graph import MODALITIES, SkillGraph
+from workbench.graph.clusters import Condensed, condense, sections
 from workbench.graph.editing import apply_edits
 from workbench.graph.rule_graph import search_rules
 from workbench.graph.selection import EdgeWrite, select_options, write_key
@@ -34,6 +35,7 @@ from workbench.roles import NotAllowed
 from workbench.words import plural
 
 FULL_GRAPH_LIMIT = 300  # a layered drawing of more than this is taller than anyone scrolls
+SECTIONS_FROM = 100  # a whole graph of this many rules is drawn by section
 VIEWS = ["closure of this rule", "dependants of this rule", "search results", "whole graph"]
 # Each write shows its confirmation beside its own button (it was ~750 px above Save rule).
 FLASH_RULE, FLASH_ADD, FLASH_REMOVE = "graph_saved_rule", "graph_saved_add", "graph_saved_remove"
@@ -87,7 +89,14 @@ def focus(eng: Engine, skill: SkillGraph, version: int, latest: int, kinds: list
 
     graph_col, detail_col = st.columns([2, 1])
     with graph_col:
-        st.write(f"**{plural(len(shown), 'rule')}** shown.")
+        # A big SKILL's whole graph is drawn by section (issue 44 item 6), sections opened
+        # here or by a click on one; the rule shown keeps its section open.
+        by_section = (view == VIEWS[3] and draw_as == "graph" and len(shown) >= SECTIONS_FROM)
+        condensed = _sections(skill, rule_id, kinds) if by_section else None
+        st.write(f"**{plural(len(shown), 'rule')}** shown"
+                 + (f" in {plural(len(condensed.members) + len(condensed.opened), 'section')}; "
+                    "a dashed box is a closed section: click it to open it." if condensed
+                    else "."))
         pinned = None if version == latest else version
         if draw_as == "table":
             st.dataframe(with_rule_links(rules_frame(skill, shown), name, version=pinned),
@@ -96,7 +105,8 @@ def focus(eng: Engine, skill: SkillGraph, version: int, latest: int, kinds: list
         else:
             legend()
             rule_graph(skill, shown, key=selection.DRAW_KEY, selected=rule_id,
-                       provenances=kinds, on_select=lambda: selection.on_click(skill, hits))
+                       provenances=kinds, condensed=condensed,
+                       on_select=lambda: selection.on_click(skill, hits, _open_key(skill)))
     with detail_col:
         _rule_panel(eng, skill, rule_id, version, latest, author)
     if draw_as == "graph":
@@ -105,6 +115,24 @@ def focus(eng: Engine, skill: SkillGraph, version: int, latest: int, kinds: list
             listed = [r for r in shown if r in set(hits)] if query.strip() else shown
             st.dataframe(with_rule_links(rules_frame(skill, listed), name, version=pinned),
                          hide_index=True, width="stretch", column_config=RULE_LINK_CONFIG)
+
+
+def _open_key(skill: SkillGraph) -> str:
+    return f"graph_open_sections_{skill.name}"
+
+
+def _sections(skill: SkillGraph, rule_id: str, kinds: list[str] | None) -> Condensed:
+    """The whole graph by section: the sections chosen open, and the one of the rule shown."""
+    groups = sections(skill)
+    own = next((t for t, rules in groups.items() if rule_id in rules), None)
+    key = _open_key(skill)
+    if key in st.session_state:  # a title gone from this version is dropped, not an error
+        st.session_state[key] = [t for t in st.session_state[key] if t in groups]
+    chosen = st.multiselect("Open sections", list(groups), key=key,
+                            help="Draw these sections rule by rule; the others are one box "
+                                 "each. The section of the rule shown is always open.")
+    edges = [e for e in skill.graph.edges if kinds is None or e.provenance in kinds]
+    return condense(skill, groups, {*chosen, *([own] if own else [])}, rule_edges=edges)
 
 
 def _rule_panel(eng: Engine, skill: SkillGraph, rule_id: str, version: int, latest: int,

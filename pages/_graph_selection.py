@@ -17,6 +17,7 @@ import streamlit as st
 from components import links
 from components.rule_graph import clicked
 from workbench.graph import SkillGraph
+from workbench.graph.clusters import section_title
 from workbench.graph.rule_graph import search_rules
 from workbench.graph.selection import Shown, accept_pick, after_search, shown_rule
 
@@ -58,10 +59,16 @@ def on_box_pick(skill: SkillGraph) -> None:
         choose(skill.name, rule_id)
 
 
-def on_click(skill: SkillGraph, hits: Sequence[str]) -> None:
-    """The drawing's on_select: open the clicked rule (clearing a search that hides it)."""
-    rule_id = accept_pick(skill.graph, clicked(DRAW_KEY))
+def on_click(skill: SkillGraph, hits: Sequence[str], open_key: str | None = None) -> None:
+    """The drawing's on_select: open the clicked rule (clearing a search that hides it); a
+    click on a closed section's box opens that section (its titles kept under ``open_key``)."""
+    node = clicked(DRAW_KEY)
+    rule_id = accept_pick(skill.graph, node)
     if rule_id is None:
+        title = section_title(skill, node)
+        if open_key is not None and title is not None:
+            opened = list(st.session_state.get(open_key) or [])
+            st.session_state[open_key] = [*opened, title] if title not in opened else opened
         return
     if rule_id not in hits:
         st.session_state[QUERY] = ""
