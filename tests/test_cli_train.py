@@ -33,15 +33,22 @@ def test_user_errors_exit_2(tmp_path, capsys):
     # Merchant cases name violated rules but no governing rules: coverage has nothing to cover.
     grpo = ["train", "grpo", "--records", str(records), *common, "--student", "x", "--run-dir",
             str(tmp_path / "run")]
-    assert main(grpo) == 2
+    assert main([*grpo, "--reward", "coverage"]) == 2
     assert "no record has gold rules" in capsys.readouterr().err
     assert main([*grpo, "--group", "5"]) == 2
     assert "not a multiple of --group 5" in capsys.readouterr().err
+    # Without gold rules the default reward is the second paper's verified one (labels only).
+    no_model = ["--student", str(tmp_path / "no"), "--run-dir", str(tmp_path / "run2")]
+    main(["train", "grpo", "--records", str(records), *common, *no_model])
+    assert "reward: verified (the default; --reward chooses)" in capsys.readouterr().err
     bare = tmp_path / "bare.jsonl"
     bare.write_text(json.dumps({"id": "a", "prompt": None}) + "\n")
     assert main(["train", "opd", "--records", str(bare), "--teacher", "t", "--student", "s",
                  "--run-dir", str(tmp_path / "o")]) == 2
     assert "no record carries a judge prompt" in capsys.readouterr().err
+    assert main(["train", "opd", "--records", str(records), "--teacher", "t", "--student", "s",
+                 "--run-dir", str(tmp_path / "o"), "--recipe", "cpu", "--clip", "0"]) == 2
+    assert "--clip must be positive" in capsys.readouterr().err
     assert main(["train", "opd", "--records", str(records), "--teacher", str(tmp_path / "no"),
                  "--student", str(tmp_path / "no"), "--run-dir", str(tmp_path / "o")]) == 2
     assert "could not load a causal LM" in capsys.readouterr().err

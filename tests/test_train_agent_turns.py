@@ -79,7 +79,7 @@ def test_only_a_well_formed_call_is_a_tool_call(text, expected):
 
 
 def test_a_generated_turn_earns_the_credit_the_contract_verifies_on_it(turns, contract):
-    reward = turn_reward(contract, turns)
+    reward = turn_reward(contract, turns, advantage="turn")
     lookup = index_of(turns, "task31-trial3", 4)  # the user gave their id: look them up
     # the recorded call is observed (its recorded result): user_identified, credit 1
     assert reward(lookup, call("get_user_details", user_id="mohamed_hernandez_5188")) == 1.0
@@ -101,9 +101,41 @@ def test_the_recovery_turn_is_discounted_only_when_feedback_was_shown(turns, con
     # (user_identified through the reservation, reservation_read): 2 x rho with feedback.
     turn = index_of(turns, "task28-trial1", 6)
     text = call("get_reservation_details", reservation_id="8C8K4E")
-    assert turn_reward(contract, turns)(turn, text) == pytest.approx(2 * 0.9)
-    assert turn_reward(contract, turns, arm="credit_only")(turn, text) == 2.0
-    assert turn_reward(contract, turns, rho=0.5)(turn, text) == 1.0
+    assert turn_reward(contract, turns, advantage="turn")(turn, text) == pytest.approx(2 * 0.9)
+    assert turn_reward(contract, turns, arm="credit_only", advantage="turn")(turn, text) == 2.0
+    assert turn_reward(contract, turns, rho=0.5, advantage="turn")(turn, text) == 1.0
+
+
+def test_one_advantage_per_trajectory_scores_the_whole_run(turns, contract):
+    """The default (the contracts paper): a completion's reward is the return of the recorded
+    run with the completion in its turn's place, so the recorded turn gets the recorded
+    trajectory's own return R = outcome + Σ credit, whatever turn it stands in."""
+    from workbench.contracts import load_trajectories
+    from workbench.contracts.reward import progress_reward
+
+    whole = {t.id: t for t in load_trajectories(SAMPLE)}
+    returns = dict(zip(whole, progress_reward(contract)(list(whole.values())), strict=True))
+    reward = turn_reward(contract, turns)
+    for trajectory in ("task31-trial3", "task28-trial1"):
+        for i, turn in enumerate(turns):
+            if turn.trajectory_id != trajectory:
+                continue
+            recorded = turn.recorded[0]
+            if recorded.get("content") and recorded.get("tool_calls"):
+                continue  # text and a call in one turn: the answer format allows one of them
+            text = recorded.get("content") or ""
+            if recorded.get("tool_calls"):
+                fn = recorded["tool_calls"][0]["function"]
+                args = fn.get("arguments") or {}
+                text = call(fn["name"], **(json.loads(args) if isinstance(args, str) else args))
+            assert reward(i, text) == pytest.approx(returns[trajectory]), (trajectory, turn.position)
+    # Looking the user up at turn 4 earns user_identified there; a message instead leaves it to
+    # a later recorded turn, so the run's return hardly moves; a rejected write costs the run.
+    lookup = index_of(turns, "task31-trial3", 4)
+    ok = reward(lookup, call("get_user_details", user_id="mohamed_hernandez_5188"))
+    assert reward(lookup, "One moment please.") <= ok
+    with pytest.raises(ValueError, match="choose one of trajectory, turn"):
+        turn_reward(contract, turns, advantage="episode")
 
 
 def test_arms_without_credit_are_refused(turns, contract):

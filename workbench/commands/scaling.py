@@ -97,7 +97,7 @@ def register(subparsers: Any) -> None:
 
     rec = action(
         sub, "recovery", run_recovery,
-        help="Recovery (Eq. 6) of distilled judges from their evaluations",
+        help="Recovery (first paper, Eq. 6) of distilled judges from their evaluations",
         description="Read each judge's violation-F1 from its evaluation on the same held-out "
         "cases (a `workbench audit --out` traces file or a `workbench metrics --json` "
         "file) and print Recovery = (F1(distilled) - F1(base)) / (F1(teacher) - F1(base)). "
@@ -117,7 +117,7 @@ RECOVERY_JUDGES = {
 
 def _add_recovery(parser: argparse.ArgumentParser) -> None:
     recovery = parser.add_argument_group(
-        "recovery (Eq. 6)",
+        "recovery (first paper, Eq. 6)",
         "F1 before and after distillation on the same held-out cases: for each judge, its "
         "evaluation (--JUDGE-run: the traces of `workbench audit --out`, or the output of "
         "`workbench metrics --json`; runs that scored different cases are refused) or "

@@ -57,14 +57,15 @@ def register(subparsers: Any) -> None:
     grpo.add_argument("--records", required=True, help="records from `workbench train data`")
     add_index_and_cases(grpo, cases_help="the audit cases the records were made from",
                         index_help="the policy index the records were made with")
-    grpo.add_argument("--reward", choices=("coverage", "verified"), default="coverage",
-                      help="coverage (default): gold rules in the closure minus a token cost; "
-                      "no judge call, and a graded reward, so fewer groups of equal rewards "
-                      "(no learning signal). verified: the second paper's valid closure x "
-                      "correct verdict of the judge role; needs only labels, not gold rules, "
-                      "but one judge call per candidate (K per case per step: about a minute "
-                      "each for the embedded 1.5B on 2 cores). `train joint` uses the verified "
-                      "reward with the student's own verdicts instead of judge calls")
+    grpo.add_argument("--reward", choices=("coverage", "verified"), default=None,
+                      help="default: verified, the second paper's reward (valid closure x "
+                      "correct verdict of the judge role): it needs only labels, since gold "
+                      "rules do not exist at training time, but costs one judge call per "
+                      "candidate (K per case per step: about a minute each for the embedded "
+                      "1.5B on 2 cores); coverage when every record carries gold rules (gold "
+                      "rules in the closure minus a token cost: no judge call, and a graded "
+                      "reward, so fewer groups of equal rewards). `train joint` uses the "
+                      "verified reward with the student's own verdicts instead of judge calls")
     grpo.add_argument("--token-cost", type=float, default=0.05,
                       help="λ of the coverage reward, per 1000 context tokens (default 0.05)")
     grpo.add_argument("--group", type=int, default=8, help="candidates per case K (default 8)")
@@ -75,8 +76,10 @@ def register(subparsers: Any) -> None:
         help="GRPO on an agent's turns with a skill contract's progress reward",
         description="One prompt per agent turn of recorded trajectories (the conversation up "
         "to it); the student writes the turn (a JSON tool call or a message); reward = the "
-        "progress credit the contract verifies on it (rho on a recovery after shown "
-        "feedback, 0 when rejected). A call is observed only when it is the recorded one.",
+        "return R = outcome + verified progress credit of the recorded trajectory with that "
+        "turn in place (one advantage per trajectory, as the contracts paper; --advantage "
+        "turn: the credit of the turn alone, rho on a recovery after shown feedback, 0 when "
+        "rejected). A call is observed only when it is the recorded one.",
     )
     turns.add_argument("--contract", required=True, help="the skill contract (YAML)")
     turns.add_argument("--trajectories", required=True,
@@ -87,6 +90,11 @@ def register(subparsers: Any) -> None:
                        "(no discount); the outcome-only arms give one turn no reward")
     turns.add_argument("--rho", type=float, default=None,
                        help="recovery discount in (0, 1] (default: the contract's)")
+    turns.add_argument("--advantage", choices=("trajectory", "turn"), default="trajectory",
+                       help="trajectory (default, the contracts paper): one advantage per "
+                       "trajectory, from the return of the recorded run with the student's turn "
+                       "in place of the recorded one; turn: the credit the turn alone adds "
+                       "(see docs/recipes.md)")
     turns.add_argument("--turns", type=int, default=None,
                        help="the first N agent turns of each trajectory (default: all)")
     turns.add_argument("--group", type=int, default=8, help="candidates per turn K (default 8)")
@@ -105,21 +113,51 @@ def register(subparsers: Any) -> None:
                         help="base model GGUF the adapter was trained on: a .gguf file, 'embedded' "
                         "(default, the 1.5B) or 'embedded:small' (the 0.5B)")
 
+    _register_opd(sub)
+    _register_joint(sub)
+
+
+def _register_opd(sub: Any) -> None:
+    from workbench.train.recipes import DEFAULT_RECIPE, RECIPES
+
     opd = action(
         sub, "opd", run_opd,
-        help="entropy-gated on-policy distillation of the judge from a teacher",
+        help="on-policy distillation of the judge from a teacher, by a named recipe",
         description="The student answers the judge prompt; the frozen teacher scores its "
-        "tokens; clipped k1 as a detached advantage on the top-entropy tokens plus the "
-        "verdict and termination tokens (--gate none: every token). Records may be "
-        "`train data` output or a `scaling select` set (uniform.jsonl / headroom.jsonl).",
+        "tokens; clipped k1 as a detached advantage (vanilla policy gradient) on the tokens "
+        "the gate keeps. Settings come from --recipe; a flag given explicitly overrides that "
+        "one value. Recipes (docs/recipes.md: each beside its paper's row): "
+        "scaling-guided = the first paper's Table 13 (lr 1e-6, k1 clamp [-10, 10], no gate, "
+        "LoRA 32/64, T 0.7 / top-p 0.9, 128 tokens, 2 epochs, batch 24, seed 17); "
+        "entropy-gated = the second paper's OPD (the 20 % highest-entropy tokens only; the "
+        "rest as Table 13); cpu (default) = entropy-gated at lr 1e-4 with the verdict and "
+        "termination tokens kept beyond the 20 %, because on 2 CPU cores a paper's rate "
+        "moves nothing in the steps one can afford (measured: 1e-5 changed none of 30 "
+        "held-out verdicts, 1e-4 changed 5; fixtures/scaling/two_sizes/README.md). On a GPU "
+        "use a paper's recipe. Records may be `train data` output or a `scaling select` set "
+        "(uniform.jsonl / headroom.jsonl).",
     )
     opd.add_argument("--records", required=True, help="records with a judge 'prompt'")
     opd.add_argument("--teacher", required=True,
                      help="teacher checkpoint (same tokenizer), e.g. 'embedded' (the 1.5B GGUF) "
                      "for --student embedded:small (the 0.5B)")
-    _opd_gate(opd)
-    _common(opd, max_new_tokens=128, temperature=0.7, top_p=0.9)
-    _register_joint(sub)
+    opd.add_argument("--recipe", choices=tuple(RECIPES), default=DEFAULT_RECIPE,
+                     help=f"named settings (default {DEFAULT_RECIPE}); explicit flags override them")
+    opd.add_argument("--gate", choices=("entropy", "none"), default=None,
+                     help="OPD gate: entropy (the top fraction by entropy) or none (every "
+                     "token); default: the recipe's")
+    opd.add_argument("--top-fraction", type=float, default=None,
+                     help="entropy gate share (default: the recipe's, 0.2)")
+    opd.add_argument("--keep-outcome-tokens", action=argparse.BooleanOptionalAction,
+                     default=None, help="also supervise the verdict and termination tokens "
+                     "beyond the entropy gate's share (ours; default: the recipe's: on in cpu, "
+                     "off in the papers')")
+    opd.add_argument("--clip", type=float, default=None,
+                     help="k1 clamp c, [-c, c] (default: the recipe's, 10)")
+    opd.add_argument("--lora-alpha", type=int, default=None,
+                     help="LoRA alpha (default: the recipe's, 64; 2 x --lora-rank when only "
+                     "the rank is given)")
+    _common(opd, max_new_tokens=None)
 
 
 def _register_joint(sub: Any) -> None:
@@ -150,26 +188,41 @@ def _register_joint(sub: Any) -> None:
 
 
 def _opd_gate(p: argparse.ArgumentParser) -> None:
-    """Which of the student's tokens OPD supervises (``opd`` and ``joint``)."""
+    """Which of the student's tokens the joint step's OPD supervises (`train opd` takes
+    these from its recipe)."""
     p.add_argument("--gate", choices=("entropy", "none"), default="entropy",
                    help="OPD gate: entropy (top fraction + verdict/termination tokens) or none "
                    "(every token: uniform OPD)")
     p.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
-    p.add_argument("--clip", type=float, default=5.0, help="k1 clip (default 5)")
+    p.add_argument("--clip", type=float, default=10.0,
+                   help="k1 clamp c, [-c, c] (default 10, the first paper's Table 13)")
 
 
-def _common(p: argparse.ArgumentParser, max_new_tokens: int, temperature: float = 1.0,
+def _common(p: argparse.ArgumentParser, max_new_tokens: int | None, temperature: float = 1.0,
             top_p: float = 1.0) -> None:
+    """The flags every trainer takes; ``max_new_tokens=None`` marks a recipe-driven command
+    (`train opd`): the settings a recipe holds default to None there, filled from it."""
+    recipe = max_new_tokens is None
+
+    def default(value: Any, text: str) -> tuple[Any, str]:
+        return (None, "the recipe's") if recipe else (value, text)
+
     p.add_argument("--student", required=True,
                    help="student checkpoint: a folder, a cached hub id, a .gguf file, or "
                    "'embedded' / 'embedded:small' (the workbench's 1.5B / 0.5B GGUF, dequantised)")
     p.add_argument("--run-dir", required=True, help="run folder: checkpoints, metrics, adapter")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-    p.add_argument("--epochs", type=int, default=2, help="passes over the records (default 2)")
-    p.add_argument("--global-batch", type=int, default=24, help="completions per step (24)")
+    epochs, epochs_text = default(2, "2")
+    batch, batch_text = default(24, "24")
+    p.add_argument("--epochs", type=int, default=epochs,
+                   help=f"passes over the records (default {epochs_text})")
+    p.add_argument("--global-batch", type=int, default=batch,
+                   help=f"completions per step (default {batch_text})")
     p.add_argument("--micro-batch", type=int, default=4, help="completions per forward pass (4)")
-    p.add_argument("--lr", type=float, default=1e-5, help="learning rate (default 1e-5)")
-    p.add_argument("--lora-rank", type=int, default=32, help="LoRA rank (default 32)")
+    lr, lr_text = default(1e-5, "1e-5")
+    rank, rank_text = default(32, "32")
+    p.add_argument("--lr", type=float, default=lr, help=f"learning rate (default {lr_text})")
+    p.add_argument("--lora-rank", type=int, default=rank, help=f"LoRA rank (default {rank_text})")
     p.add_argument("--lora-layers", type=int, default=0,
                    help="LoRA on the last N decoder layers only (default 0: all, as the paper); "
                    "the backward pass stops there, which makes a CPU run affordable")
@@ -178,21 +231,50 @@ def _common(p: argparse.ArgumentParser, max_new_tokens: int, temperature: float 
                    "memory and is faster on a GPU or a CPU with AVX-512 BF16 / AMX, ~5x "
                    "slower over long prompts on one without (a warning says so); adapters "
                    "stay float32")
-    p.add_argument("--max-new-tokens", type=int, default=max_new_tokens,
-                   help=f"completion length limit (default {max_new_tokens})")
-    p.add_argument("--temperature", type=float, default=temperature,
-                   help=f"sampling temperature ({temperature:g})")
-    p.add_argument("--top-p", type=float, default=top_p,
-                   help=f"nucleus sampling: the smallest token set of this probability ({top_p:g}"
-                   + ("; 0.7 / 0.9 as the second paper's OPD)" if top_p < 1 else ": off)"))
+    tokens, tokens_text = default(max_new_tokens, str(max_new_tokens))
+    temp, temp_text = default(temperature, f"{temperature:g}")
+    nucleus, nucleus_text = default(top_p, f"{top_p:g}" + ("" if top_p < 1 else ": off"))
+    p.add_argument("--max-new-tokens", type=int, default=tokens,
+                   help=f"completion length limit (default {tokens_text})")
+    p.add_argument("--temperature", type=float, default=temp,
+                   help=f"sampling temperature (default {temp_text})")
+    p.add_argument("--top-p", type=float, default=nucleus,
+                   help="nucleus sampling: the smallest token set of this probability "
+                   f"(default {nucleus_text})")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
     p.add_argument("--save-every", type=int, default=10, help="checkpoint interval in steps")
-    p.add_argument("--seed", type=int, default=17, help="data order and sampling seed (17)")
+    seed, seed_text = default(17, "17")
+    p.add_argument("--seed", type=int, default=seed,
+                   help=f"data order and sampling seed (default {seed_text})")
+
+
+def _recipe_settings(args: argparse.Namespace):
+    """`train opd`'s recipe with the flags given explicitly laid over it."""
+    from workbench.train.recipes import FLAGS, recipe, with_overrides
+
+    names = {"learning_rate": "lr"}
+    given = {field: getattr(args, names.get(field, field)) for field in FLAGS}
+    try:
+        return with_overrides(recipe(args.recipe), given)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _config(args: argparse.Namespace):
     from workbench.train.models import LoraSettings
     from workbench.train.trainers import TrainConfig
+
+    if getattr(args, "recipe", None):
+        r = _recipe_settings(args)
+        for flag, value in (("lr", r.learning_rate), ("epochs", r.epochs),
+                            ("global_batch", r.global_batch), ("lora_rank", r.lora_rank),
+                            ("max_new_tokens", r.max_new_tokens), ("temperature", r.temperature),
+                            ("top_p", r.top_p), ("seed", r.seed), ("gate", r.gate),
+                            ("top_fraction", r.top_fraction), ("clip", r.clip)):
+            setattr(args, flag, value)
+        alpha, keep = r.lora_alpha, r.keep_outcome_tokens
+    else:
+        alpha, keep = 2 * args.lora_rank, True
 
     if args.lora_rank < 1:
         raise CliError("--lora-rank must be at least 1")
@@ -207,9 +289,10 @@ def _config(args: argparse.Namespace):
         learning_rate=args.lr, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
         top_p=args.top_p,
         save_every=args.save_every, max_steps=args.max_steps, seed=args.seed, dtype=args.dtype,
-        lora=LoraSettings(rank=args.lora_rank, alpha=2 * args.lora_rank, layers=args.lora_layers),
+        lora=LoraSettings(rank=args.lora_rank, alpha=alpha, layers=args.lora_layers),
         group=getattr(args, "group", 8), gate=getattr(args, "gate", "entropy"),
-        top_fraction=getattr(args, "top_fraction", 0.2), clip=getattr(args, "clip", 5.0),
+        top_fraction=getattr(args, "top_fraction", 0.2), clip=getattr(args, "clip", 10.0),
+        keep_outcome_tokens=keep, recipe=getattr(args, "recipe", None),
     )
     try:
         cfg.check("grpo" if hasattr(args, "group") else "opd")
@@ -359,6 +442,10 @@ def run_grpo(args: argparse.Namespace) -> int:
     index, cases = audit_index_and_cases(args)
     rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
     by_id = _records_with_cases(rows, cases, args.cases)
+    if args.reward is None:
+        args.reward = "coverage" if rows and all(r["gold_rules"] for r in rows) else "verified"
+        why = "every record has gold rules" if args.reward == "coverage" else "the default"
+        print(f"reward: {args.reward} ({why}; --reward chooses)", file=sys.stderr)
     if args.reward == "coverage":
         rows = [r for r in rows if r["gold_rules"]]
         if not rows:
@@ -430,7 +517,8 @@ def run_grpo_contract(args: argparse.Namespace) -> int:
         raise CliError(f"{args.trajectories}: no agent turn after a user message to train on; "
                        "give trajectories with user and assistant messages")
     def train():
-        reward = turn_reward(contract, turns, arm=args.arm, rho=args.rho)
+        reward = turn_reward(contract, turns, arm=args.arm, rho=args.rho,
+                             advantage=args.advantage)
         return train_grpo(args.student, [t.prompt for t in turns], reward, args.run_dir,
                           config, resume=args.resume, progress=_progress)
 
@@ -448,6 +536,13 @@ def run_opd(args: argparse.Namespace) -> int:
         raise CliError(f"{args.records}: no record carries a judge prompt (chat messages); make "
                        "the records with `workbench train data`, or `scaling select --index`")
     labels = [r.get("violation") if isinstance(r.get("violation"), bool) else None for r in rows]
+    kept = " + verdict/termination tokens" if config.keep_outcome_tokens else ""
+    gate = (f"top {config.top_fraction:g} by entropy{kept}" if config.gate == "entropy"
+            else "every token")
+    print(f"recipe {config.recipe}: lr {config.learning_rate:g}, k1 clamp ±{config.clip:g}, "
+          f"gate {gate}, LoRA {config.lora.rank}/{config.lora.alpha}, T {config.temperature:g} / "
+          f"top-p {config.top_p:g}, {config.max_new_tokens} tokens, {config.epochs} epochs, "
+          f"batch {config.global_batch}, seed {config.seed}", file=sys.stderr)
     return _trained(lambda: train_opd(args.student, args.teacher, [r["prompt"] for r in rows],
                                       args.run_dir, config, labels=labels, resume=args.resume,
                                       progress=_progress))

@@ -50,7 +50,7 @@ def recovery(f1_model: float, f1_base: float, f1_teacher: float) -> float:
 
 
 def recovery_rows(f1_base: float, f1_teacher: float, distilled: dict[str, float]) -> list[dict]:
-    """Recovery (Eq. 6) of each distilled model, e.g. ``{"uniform": 0.61, "headroom": 0.66}``:
+    """Recovery (first paper, Eq. 6) of each distilled model, e.g. ``{"uniform": 0.61, "headroom": 0.66}``:
     rows ``{"model", "f1", "recovery"}`` in the given order.
 
     Raises ``ValueError`` naming the value when an F1 is outside [0, 1] or not a number, or

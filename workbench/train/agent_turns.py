@@ -19,6 +19,18 @@ milestone; a message needs none. The prompt is the recorded conversation: where 
 would have rejected a recorded action, the recorded run saw no feedback, so none is added.
 The task outcome belongs to a whole run, not to one turn: the outcome-only arms would give
 every turn 0 and are refused.
+
+Two ways to score a completion (``ADVANTAGES``):
+
+- ``trajectory`` (the contracts paper's definition, the default): GRPO's advantage is one
+  number per trajectory, given to every token of it, from the trajectory's return
+  ``R = outcome + Σ credit``. Offline, the trajectory of a completion is the recorded one
+  with the completion in place of the recorded turn: the recorded prefix, the completion,
+  then the recorded rest of the run, replayed whole. So a completion that earns a milestone
+  early takes it from a later recorded turn, and one the contract rejects leaves the rest
+  of the run to be judged after a rejection; the recorded outcome (tau-bench ``reward``) is
+  the same for the whole group and cancels in the normalised advantage.
+- ``turn`` (ours, the earlier behaviour): the credit the completion adds to its prefix alone.
 """
 
 from __future__ import annotations
@@ -26,7 +38,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +69,8 @@ class AgentTurn:
     prompt: Messages  # what the student reads: role/content messages, answer format added
     prefix: Messages  # the recorded messages before the turn (what the contract replays)
     recorded: Messages  # the recorded agent message and the tool results answering it
+    after: Messages = field(default_factory=list)  # the recorded rest of the run
+    outcome: float | None = None  # the recorded run's outcome (tau-bench reward), if known
 
 
 def load_agent_turns(path: str | Path, contract: Contract, *,
@@ -70,18 +84,22 @@ def load_agent_turns(path: str | Path, contract: Contract, *,
                 else loads_json(text, str(path)))
     except InputError as exc:
         raise TrajectoryFormatError(f"cannot read {exc}") from None
-    ids = [t.id for t in read_trajectories(text, path.name, where=str(path))]  # validates
-    return agent_turns(list(zip(ids, _message_lists(data), strict=True)), contract,
-                       turns_per_trajectory=turns_per_trajectory)
+    read = read_trajectories(text, path.name, where=str(path))  # validates
+    return agent_turns(list(zip([t.id for t in read], _message_lists(data), strict=True)),
+                       contract, turns_per_trajectory=turns_per_trajectory,
+                       outcomes=[t.outcome for t in read])
 
 
 def agent_turns(trajectories: Sequence[tuple[str, Messages]], contract: Contract, *,
-                turns_per_trajectory: int | None = None) -> list[AgentTurn]:
+                turns_per_trajectory: int | None = None,
+                outcomes: Sequence[float | None] | None = None) -> list[AgentTurn]:
     """One prompt per agent message that follows a user message, the first
-    ``turns_per_trajectory`` of each trajectory (all by default), in file order."""
+    ``turns_per_trajectory`` of each trajectory (all by default), in file order;
+    ``outcomes`` (one per trajectory) are the recorded runs' outcomes."""
     fmt = ANSWER_FORMAT.format(tools=", ".join(contract.tools) or "those the policy names")
     out: list[AgentTurn] = []
-    for tid, messages in trajectories:
+    for n, (tid, messages) in enumerate(trajectories):
+        outcome = outcomes[n] if outcomes is not None else None
         taken, seen_user = 0, False
         for i, message in enumerate(messages):
             seen_user = seen_user or message.get("role") == "user"
@@ -93,7 +111,7 @@ def agent_turns(trajectories: Sequence[tuple[str, Messages]], contract: Contract
             while end < len(messages) and messages[end].get("role") in ("tool", "function"):
                 end += 1
             out.append(AgentTurn(tid, i, _render(messages[:i], fmt), list(messages[:i]),
-                                 list(messages[i:end])))
+                                 list(messages[i:end]), list(messages[end:]), outcome))
             taken += 1
     return out
 
@@ -142,11 +160,19 @@ def turn_messages(turn: AgentTurn, text: str) -> Messages:
     return out
 
 
+ADVANTAGES = ("trajectory", "turn")
+
+
 def turn_reward(contract: Contract, turns: Sequence[AgentTurn], *,
-                arm: str = "feedback_credit", rho: float | None = None) -> RewardFn:
-    """``reward(turn_index, completion) -> float`` for ``train_grpo``: the progress reward the
-    completion adds to its turn's prefix (see the module docstring). Raises ``ValueError``
-    for an unknown arm, an arm without credit, or rho outside (0, 1]."""
+                arm: str = "feedback_credit", rho: float | None = None,
+                advantage: str = "trajectory") -> RewardFn:
+    """``reward(turn_index, completion) -> float`` for ``train_grpo``: with ``advantage=
+    "trajectory"`` the return of the recorded trajectory with the completion in place of its
+    turn, with ``"turn"`` the progress reward the completion adds to its turn's prefix (see
+    the module docstring). Raises ``ValueError`` for an unknown arm or advantage, an arm
+    without credit, or rho outside (0, 1]."""
+    if advantage not in ADVANTAGES:
+        raise ValueError(f"unknown advantage {advantage!r}; choose one of {', '.join(ADVANTAGES)}")
     chosen = condition(arm)
     if not chosen.credit:
         raise ValueError(
@@ -155,6 +181,11 @@ def turn_reward(contract: Contract, turns: Sequence[AgentTurn], *,
     score = progress_reward(contract, arm=arm, rho=rho)
     base: dict[int, float] = {}
 
+    def whole(i: int, text: str) -> float:
+        turn = turns[i]
+        run = turn_messages(turn, text) + turn.after
+        return round(score([run], prompts=[turn.prefix], outcome=[turn.outcome])[0], 9)
+
     def reward(i: int, text: str) -> float:
         turn = turns[i]
         if i not in base:
@@ -162,7 +193,7 @@ def turn_reward(contract: Contract, turns: Sequence[AgentTurn], *,
         after = score([turn_messages(turn, text)], prompts=[turn.prefix], outcome=[None])[0]
         return round(after - base[i], 9)  # 1.9 - 0.9 is 0.9999999999999998
 
-    return reward
+    return whole if advantage == "trajectory" else reward
 
 
 def _recorded_call(turn: AgentTurn) -> tuple[str, dict[str, Any]] | None:

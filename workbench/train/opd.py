@@ -4,7 +4,7 @@ The student generates; the frozen teacher only *scores* the student's tokens. Fo
 sampled token ``a_t``:
 
     k1_t = log πθ(a_t | x<t) − log π_T(a_t | x<t)          (first paper, appendix D.3)
-    A_t  = −clip(k1_t, −c, c), detached
+    A_t  = −clip(k1_t, −c, c), detached                    (c = 10: first paper, Table 13)
 
 and the loss is ``−Σ_t g_t · A_t · log πθ(a_t | x<t) / Σ_t g_t``: a policy gradient whose
 expectation is the gradient of the reverse KL(πθ ‖ π_T) on the student's own samples.
@@ -12,9 +12,11 @@ Clipping bounds the step where the two models disagree wildly (e.g. the teacher 
 token ~0 probability).
 
 The gate ``g_t`` (second paper, §4.2.2) keeps supervision where the student is unsure: the
-top 20 % of the completion's tokens by old-policy entropy, plus, always, the verdict token(s)
-(the value of ``"violation"``) and the termination token, which decide the outcome however
-confident the student is. ``gate="none"`` supervises every completion token (uniform OPD).
+top 20 % of the completion's tokens by old-policy entropy. Ours, an option
+(``keep_outcome_tokens``, on in the ``cpu`` recipe, off in the second paper's): also the
+verdict token(s) (the value of ``"violation"``) and the termination token, which decide the
+outcome however confident the student is. ``gate="none"`` supervises every completion token
+(the first paper's OPD). The papers' and our settings: ``workbench.train.recipes``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import torch
 
 GATES = ("entropy", "none")
 DEFAULT_TOP_FRACTION = 0.2
-DEFAULT_CLIP = 5.0
+DEFAULT_CLIP = 10.0  # the first paper's clamp [-10, 10] (Table 13)
 VERDICT_VALUE = re.compile(r'"violation"\s*:\s*(true|false)', re.IGNORECASE)
 
 
@@ -61,7 +63,7 @@ def entropy_gate(
 ) -> torch.Tensor:
     """Boolean gate ``[B, T]``: per row, the ``ceil(top_fraction · n)`` highest-entropy of the
     ``n`` valid tokens (ties: earlier token first), OR the ``always`` tokens (verdict and
-    termination), restricted to valid tokens."""
+    termination, when kept beyond the fraction; ``None``: none), restricted to valid tokens."""
     if not 0 < top_fraction <= 1:
         raise ValueError(f"the entropy gate keeps a fraction in (0, 1], got {top_fraction}")
     if entropy.shape != valid.shape:

@@ -63,8 +63,10 @@ Progress = Callable[[dict[str, Any]], None]
 
 @dataclass
 class TrainConfig:
-    """Defaults follow the first paper's distillation schedule (two epochs, global batch
-    24, LoRA rank 32); the learning rate and token limits are ours."""
+    """Defaults follow the first paper's Table 13 schedule (two epochs, global batch 24,
+    LoRA rank 32 / alpha 64, seed 17, k1 clamp [-10, 10]); the learning rate, token limit and
+    sampling are ours. `train opd` fills these from a named recipe
+    (``workbench.train.recipes``)."""
 
     epochs: int = 2
     global_batch: int = 24
@@ -72,7 +74,7 @@ class TrainConfig:
     learning_rate: float = 1e-5
     max_new_tokens: int = 64
     temperature: float = 1.0
-    top_p: float = 1.0  # nucleus sampling; `train opd` samples at 0.7 / 0.9 (second paper)
+    top_p: float = 1.0  # nucleus sampling; the OPD recipes sample at 0.7 / 0.9 (Table 13)
     save_every: int = 10
     max_steps: int | None = None
     seed: int = 17
@@ -85,6 +87,10 @@ class TrainConfig:
     gate: str = "entropy"
     top_fraction: float = DEFAULT_TOP_FRACTION
     clip: float = DEFAULT_CLIP
+    # Verdict and termination tokens supervised beyond the entropy gate's fraction (ours; the
+    # second paper gates on entropy alone).
+    keep_outcome_tokens: bool = True
+    recipe: str | None = None  # the named OPD recipe the settings came from (recorded)
 
     def check(self, kind: str) -> None:
         """Raise ValueError naming the bad setting."""
@@ -103,6 +109,8 @@ class TrainConfig:
             raise ValueError("--lr must be positive and --max-new-tokens at least 1")
         if not self.temperature > 0 or not 0 < self.top_p <= 1:
             raise ValueError("--temperature must be positive and --top-p in (0, 1]")
+        if not self.clip > 0 or not 0 < self.top_fraction <= 1:
+            raise ValueError("--clip must be positive and --top-fraction in (0, 1]")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -246,9 +254,9 @@ class OpdPart:
 
 
 def opd_backward(run: _Run, teacher_model: Any, s: Samples, weight: float = 1.0) -> OpdPart:
-    """Backpropagate ``weight`` · the entropy-gated OPD loss of the student's completions
-    ``s``, scored by ``teacher_model``, in micro-batches (the gate is fixed from the old
-    policy before any gradient)."""
+    """Backpropagate ``weight`` · the OPD loss of the student's completions ``s``, scored by
+    ``teacher_model``, in micro-batches, on the tokens the configured gate keeps (fixed from
+    the old policy before any gradient)."""
     cfg = run.config
     always = torch.tensor(
         [always_supervised(row.tolist(), run.tokenizer) for row in s.completion],
@@ -262,7 +270,7 @@ def opd_backward(run: _Run, teacher_model: Any, s: Samples, weight: float = 1.0)
             ent = token_entropy(completion_logits(run.model, part))
             valid = part.valid
             if cfg.gate == "entropy":
-                keep = always[lo : lo + cfg.micro_batch]
+                keep = always[lo : lo + cfg.micro_batch] if cfg.keep_outcome_tokens else None
                 gates.append(entropy_gate(ent, valid, keep, cfg.top_fraction))
             else:
                 gates.append(uniform_gate(valid))
@@ -332,8 +340,9 @@ def train_opd(
     resume: bool = False,
     progress: Progress | None = None,
 ) -> TrainResult:
-    """Entropy-gated OPD on ``prompts`` (judge prompts): the student samples one completion
-    per prompt, the frozen ``teacher`` scores its tokens. ``labels`` (violation or not) only
+    """OPD on ``prompts`` (judge prompts), gated as ``config`` says: the student samples one
+    completion per prompt (the recipes' one rollout per prompt), the frozen ``teacher``
+    scores its tokens. ``labels`` (violation or not) only
     feed the logged verdict accuracy; the objective uses no label."""
     cfg = config or TrainConfig()
     if not prompts:
