@@ -1,0 +1,198 @@
+"""``workbench export-verdicts``: judged cases where teams already look — OpenTelemetry
+evaluation events (OTLP), Langfuse scores, Phoenix span annotations (``workbench.export``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.commands._common import action
+
+DESCRIPTION = (
+    "Write each judged case of a traces file as an OpenTelemetry gen_ai.evaluation.result "
+    "event (otlp: OTLP/JSON file, or OTLP/HTTP with --push), a Langfuse score (langfuse: the "
+    "public ingestion API's payload) or an Arize Phoenix span annotation (phoenix: the "
+    "span_annotations payload). The decision of each case is the saved decision setting's "
+    "(--threshold) or the default (0.5 on the judge's probability). Cases imported from "
+    "OpenTelemetry GenAI spans (--cases, with --cases-format otel or converted) are linked to "
+    "the span they came from. Keys for --push come from the environment only: "
+    "OTEL_EXPORTER_OTLP_HEADERS (or OTEL_EXPORTER_OTLP_LOGS_HEADERS), LANGFUSE_PUBLIC_KEY + "
+    "LANGFUSE_SECRET_KEY, PHOENIX_API_KEY; an address carrying a credential is refused."
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = action(sub, "export-verdicts", _export,
+               help="judged cases as OpenTelemetry evaluation events, Langfuse scores or "
+               "Phoenix annotations", description=DESCRIPTION)
+    p.add_argument("traces", help="traces JSONL from `workbench audit` (the newest trace per "
+                   "case and strategy is exported)")
+    p.add_argument("--cases", default=None,
+                   help="the cases the traces judged: their origin (OpenTelemetry trace and span "
+                   "ids) links each verdict to what it judges")
+    p.add_argument("--cases-format", dest="cases_format", default=None,
+                   choices=("cases", "openai", "tau2", "otel"),
+                   help="how --cases is written (default: the workbench's case schema); otel "
+                   "reads the OpenTelemetry span export the cases were imported from")
+    p.add_argument("--format", dest="export_format", required=True,
+                   choices=("otlp", "langfuse", "phoenix"),
+                   help="otlp: gen_ai.evaluation.result log records (OTLP/JSON); langfuse: "
+                   "scores (POST /api/public/ingestion); phoenix: span annotations "
+                   "(POST /v1/span_annotations)")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="write the payload here (JSON, one document on one line)")
+    p.add_argument("--push", default=None, metavar="URL",
+                   help="also send it: an OTLP/HTTP collector (…:4318, /v1/logs added), a "
+                   "Langfuse host or a Phoenix server; the key comes from the environment")
+    p.add_argument("--threshold", default=None, metavar="P|dataset:NAME|policy:NAME",
+                   help="the decision setting: a probability from 0 to 1, or the setting saved "
+                   "for a dataset or policy (`workbench calibrate --save`); default 0.5")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per push request")
+
+
+def _export(args) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
+    from workbench.audit.trace import latest_per_case, trace_key
+    from workbench.audit.trace_file import no_valid_trace, read_traces
+    from workbench.commands._common import CliError
+    from workbench.export import judged_cases
+
+    if not args.out and not args.push:
+        raise CliError("nothing to do: give --out FILE, --push URL or both")
+    if args.push:
+        from workbench.export._push import checked_url
+
+        checked_url(args.push)  # before any work: a key in the address is refused
+    if not Path(args.traces).exists():
+        raise CliError(f"{args.traces}: no such traces file")
+    traces, problems = read_traces(args.traces)
+    for problem in problems[:5]:
+        print(f"note: skipped {problem}", file=sys.stderr)
+    if not traces:
+        raise CliError(no_valid_trace(args.traces, problems))
+    traces = latest_per_case(traces, key=trace_key)
+    cases = _cases(args) if args.cases else []
+    setting = _setting(args.threshold)
+    selection = judged_cases(traces, cases, setting, _activations(setting, args.traces, traces))
+    for note in selection.notes():
+        print(f"note: {note}", file=sys.stderr)
+    if not selection.cases:
+        raise CliError(f"{args.traces}: no trace holds a verdict (every case ended in an error)",
+                       "audit the cases again, then export")
+    payload, what = _payload(args.export_format, selection.cases)
+    if args.out:
+        out = Path(args.out)
+        out.write_text(json.dumps(payload, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {what} to {out}")
+    if args.push:
+        sent = _push(args.export_format, selection.cases, payload, args.push, args.timeout)
+        from workbench.llm.redact import redact_url
+
+        print(f"sent {sent} to {redact_url(args.push)}")
+    return 0
+
+
+def _cases(args):
+    from workbench.commands._case_formats import read_cases_arg
+
+    return read_cases_arg(args, args.cases)
+
+
+def _payload(fmt: str, cases) -> tuple[dict, str]:
+    from workbench.commands._common import CliError
+    from workbench.words import plural
+
+    linked = sum(c.link is not None for c in cases)
+    if fmt == "otlp":
+        from workbench.export import otlp_json, otlp_request
+
+        return (otlp_json(otlp_request(cases)),
+                f"{plural(len(cases), 'evaluation event')} ({linked} linked to their span)")
+    if fmt == "langfuse":
+        from workbench.export import langfuse_payload
+
+        payload = langfuse_payload(cases)
+        return payload, (f"{plural(len(payload['batch']), 'score')} of "
+                         f"{plural(len(cases), 'case')} ({linked} on their OTel trace, the "
+                         f"others on the trace named by the case id)")
+    from workbench.export import phoenix_payload
+
+    payload, unlinked = phoenix_payload(cases)
+    if not payload["data"]:
+        raise CliError("Phoenix annotates spans, and none of these cases came from an "
+                       "OpenTelemetry span (no trace/span ids)",
+                       "pass the span export the cases were imported from: --cases FILE "
+                       "--cases-format otel (or the cases imported from it)")
+    if unlinked:
+        import sys
+
+        print(f"note: {plural(len(unlinked), 'case')} without an OpenTelemetry span left out: "
+              f"{', '.join(unlinked[:5])}", file=sys.stderr)
+    return payload, plural(len(payload["data"]), "span annotation")
+
+
+def _push(fmt: str, cases, payload: dict, url: str, timeout: float) -> str:
+    from workbench.words import plural
+
+    if fmt == "otlp":
+        from workbench.export import push_otlp
+
+        return plural(push_otlp(cases, url, timeout=timeout), "evaluation event")
+    if fmt == "langfuse":
+        from workbench.export import push_langfuse
+
+        return plural(push_langfuse(payload, url, timeout=timeout), "score")
+    from workbench.export import push_phoenix
+
+    return plural(push_phoenix(payload, url, timeout=timeout), "span annotation")
+
+
+def _setting(value: str | None):
+    """``--threshold``: None (the default setting), a bare probability, or the newest saved
+    setting of ``dataset:NAME`` / ``policy:NAME``."""
+    from workbench.commands._common import CliError
+    from workbench.decision.decide import DecisionSetting
+
+    if value is None:
+        return None
+    try:
+        t = float(value)
+    except ValueError:
+        pass
+    else:
+        if not 0.0 <= t <= 1.0:
+            raise CliError(f"--threshold {value} is not a probability", "give a number from 0 to 1")
+        return DecisionSetting(threshold=t)
+    kind, _, name = value.partition(":")
+    if kind not in ("dataset", "policy") or not name:
+        raise CliError(f"--threshold {value!r} is neither a probability nor a saved setting",
+                       "give a number from 0 to 1, dataset:NAME or policy:NAME")
+    from store.db import make_engine
+    from store.thresholds import current_threshold
+
+    found = current_threshold(make_engine(), value)
+    if found is None:
+        raise CliError(f"no decision setting is saved for {value}",
+                       f"choose one with `workbench calibrate ... --save {value}`")
+    return found[1]
+
+
+def _activations(setting, traces_path: str, traces) -> dict[str, float] | None:
+    """The saved setting's activation scorer on the features captured beside the traces."""
+    if setting is None or setting.scorer is None:
+        return None
+    from pathlib import Path
+
+    from workbench.commands._common import CliError
+    from workbench.decision.apply import activation_scores
+    from workbench.decision.features import features_dir
+
+    folder = features_dir(Path(traces_path))
+    if not folder.is_dir():
+        raise CliError(f"the saved setting scores the judge's activations, and {traces_path} has "
+                       f"none beside it ({folder})",
+                       f"capture them with `workbench features capture {traces_path} --cases ...`")
+    verbal = {t.id: t.verdict.probability if t.verdict else None for t in traces}
+    return activation_scores(setting, folder, verbal)
