@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from components.links import replay_link
+from components.verdict import decided_word
 from workbench.audit.selective import probability_words
 from workbench.audit.trace import AuditTrace, latest_per_case
 from workbench.glossary import gold_word
@@ -131,7 +132,9 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
     rows = []
     for n, item in enumerate(items, 1):
         rows.append({"#": n, "case": item.case_id, "strategy": item.strategy, "run": item.run_id,
-                     "verdict": trace_verdict_word(item.trace),
+                     # the decision the card shows, so a row never says otherwise
+                     "verdict": decided_word(item.trace.verdict, setting)
+                     or trace_verdict_word(item.trace),
                      "how sure": probability_words(item.trace.verdict, setting) or "–",
                      "gold": gold_word(item.label),
                      "why queued": ", ".join(reason_text.get(r, r) for r in item.reasons),
@@ -152,7 +155,7 @@ def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_si
                     columns: Sequence[str] = CASE_COLUMNS, pick_into: str | None = None,
                     search_text: Sequence[str] | None = None,
                     column_filters: Sequence[str] = (), select_into: str | None = None,
-                    id_column: str | Sequence[str] = "#") -> None:
+                    id_column: str | Sequence[str] = "#", sortable: bool = True) -> None:
     """Draw ``rows`` (from :func:`case_rows` or :func:`queue_rows`, with ``columns``; or a
     frame of them a page keeps cached) with a filter box, sort choice and pages. With
     ``pick_into``, selecting a row puts its case id into that session key (a widget's key:
@@ -160,7 +163,9 @@ def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_si
     shows the pick). ``search_text``: more text per row (the conversation) that the filter
     box searches without showing it. ``column_filters``: columns that get a choice of their
     values each. ``select_into``: several rows may be selected; a tuple of each selected
-    row's ``id_column`` value(s) goes into that session key (a list, set on every run)."""
+    row's ``id_column`` value(s) goes into that session key (a list, set on every run).
+    ``sortable=False``: no sort of its own, the rows keep their given order (a page whose
+    list follows the page's one sort control, like Review's)."""
     # A frame may bring its searchable text along (a page's cached list).
     keep = [*columns, HIDDEN_TEXT] if isinstance(rows, pd.DataFrame) and HIDDEN_TEXT in rows \
         else list(columns)
@@ -181,9 +186,13 @@ def show_case_table(rows: list[dict[str, Any]] | pd.DataFrame, key: str, page_si
         for col, name in zip(st.columns(len(column_filters)), column_filters, strict=True):
             values = sorted({str(v) for v in frame[name]})
             chosen[name] = col.multiselect(name, values, key=f"{key}_col_{name}", placeholder="any")
-    c2, c3, c4 = st.columns([2, 1.3, 1], vertical_alignment="bottom")
-    sort_by = c2.selectbox("Sort by", [c for c in columns if c != "open"], key=f"{key}_sort")
-    descending = c3.toggle("Descending", key=f"{key}_desc")
+    if sortable:
+        c2, c3, c4 = st.columns([2, 1.3, 1], vertical_alignment="bottom")
+        sort_by = c2.selectbox("Sort by", [c for c in columns if c != "open"], key=f"{key}_sort")
+        descending = c3.toggle("Descending", key=f"{key}_desc")
+    else:
+        c4, _ = st.columns([1, 3.3], vertical_alignment="bottom")
+        sort_by, descending = None, False
     page = c4.number_input("Page", min_value=1, value=1, step=1, key=f"{key}_page")
     shown, matching, pages = filter_sort_page(frame, text, sort_by, descending, int(page),
                                               page_size, chosen)

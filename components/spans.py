@@ -33,9 +33,12 @@ def merge_spans(spans: Iterable[Span]) -> list[Span]:
     return out
 
 
-def highlighted_html(source: str, spans: Iterable[Span], context_chars: int | None = None) -> str:
+def highlighted_html(source: str, spans: Iterable[Span], context_chars: int | None = None,
+                     mark_class: str | None = None) -> str:
     """Escaped ``source`` with ``<mark>`` around spans. With ``context_chars``, only the text
-    around the spans is kept (ellipses mark the cuts)."""
+    around the spans is kept (ellipses mark the cuts). ``mark_class``: a class for every mark
+    (our own fixed word, never user text), so a caller can colour them by meaning."""
+    cls = f' class="{html.escape(mark_class, quote=True)}"' if mark_class else ""
     merged = merge_spans(spans)
     lo, hi = 0, len(source)
     if context_chars is not None and merged:
@@ -45,7 +48,7 @@ def highlighted_html(source: str, spans: Iterable[Span], context_chars: int | No
     pos = lo
     for s in merged:
         parts.append(html.escape(source[pos : s.start]))
-        parts.append(f'<mark id="span-{s.start}">{html.escape(source[s.start : s.end])}</mark>')
+        parts.append(f'<mark id="span-{s.start}"{cls}>{html.escape(source[s.start : s.end])}</mark>')
         pos = s.end
     parts.append(html.escape(source[pos:hi]))
     if hi < len(source):

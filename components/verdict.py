@@ -1,6 +1,12 @@
 """The verdict card: violation or not and how likely, the judge's reason, the words of the
 reply it rests on (highlighted in the reply), and each violated rule with its source span
-highlighted in the SKILL text."""
+highlighted in the SKILL text.
+
+The card cannot contradict itself: its header, its words and the colour of its evidence all
+come from one :class:`~workbench.decision.decide.Decided` (``selective.judgement`` under the
+dataset's saved setting). Only a verdict without a score under that setting shows the judge's
+bare yes/no, and the card says so. Where the judge's own answer differs from the decision, one
+plain line says which way each went; where the gold label differs, a warning says that too."""
 
 from __future__ import annotations
 
@@ -11,14 +17,28 @@ from components.safe import md
 from components.spans import highlighted_html, show_source
 from workbench.audit.calibration import ThresholdSetting
 from workbench.audit.evidence import with_quotes
-from workbench.audit.selective import probability_words
-from workbench.audit.trace import AuditTrace
+from workbench.audit.selective import decision_words, judgement
+from workbench.audit.trace import AuditTrace, Verdict
+from workbench.decision.decide import (
+    MIN_RANKING_AUROC,
+    Decided,
+    DecisionSetting,
+    ScoreSource,
+    decide,
+)
+from workbench.glossary import gold_word
 from workbench.graph import PolicyIndex, Span
+from workbench.vocabulary import label_violation, verdict_word
 
+# Evidence of a violation is marked red; evidence of a compliant decision (the words that
+# show the reply kept the rule) a neutral blue-grey: red there read as "violation" (issue 44).
+# Both backgrounds are light in either theme, so the marked text sets its own dark colour.
 _REPLY_STYLE = (
     "<style>.wb-reply{white-space:pre-wrap;line-height:1.5;color:inherit;padding:0.5rem 0.7rem;"
     "border-left:3px solid rgba(128,128,128,0.5);background:rgba(128,128,128,0.08)}"
-    ".wb-reply mark{background:#ffb3b3;color:#1b1f24;padding:0 1px}</style>"
+    ".wb-reply mark{padding:0 1px;color:#1b1f24}"
+    ".wb-reply mark.wb-violation{background:#ffb3b3}"
+    ".wb-reply mark.wb-compliant{background:#d3e0ec}</style>"
 )
 
 
@@ -34,36 +54,84 @@ def locate_rule(index: PolicyIndex, closure: dict[str, list[str]], rule_id: str)
     return None, None
 
 
-def show_evidence(reply: str, evidence: list[dict]) -> None:
-    """The reply with the verdict's evidence spans marked (escaped text, our marks only)."""
+def show_evidence(reply: str, evidence: list[dict], violation: bool = True) -> None:
+    """The reply with the verdict's evidence spans marked (escaped text, our marks only);
+    red for a violation's, neutral for a compliant decision's."""
     spans = [Span(e["start"], e["end"]) for e in with_quotes(reply, evidence)]
     if not spans:
         return
+    kind = "violation" if violation else "compliant"
     st.caption("Words of the reply the verdict rests on")
-    st.html(_REPLY_STYLE + f'<div class="wb-reply" data-testid="wb-evidence">'
-            f"{highlighted_html(reply, spans)}</div>")
+    st.html(_REPLY_STYLE + f'<div class="wb-reply" data-testid="wb-evidence" data-kind="{kind}">'
+            f"{highlighted_html(reply, spans, mark_class=f'wb-{kind}')}</div>")
+
+
+def verdict_decision(verdict: Verdict | None, setting: DecisionSetting | None) -> Decided | None:
+    """How the card reads ``verdict`` under ``setting``: its score decided (the one rule,
+    ``workbench.decision.decide``), or, without a score under the setting, the judge's
+    yes/no as it stands (``source`` VERDICT). None without a verdict."""
+    if verdict is None:
+        return None
+    return judgement(verdict, setting) or decide(setting, verdict=bool(verdict.violation))
+
+
+def decided_word(verdict: Verdict | None, setting: DecisionSetting | None) -> str | None:
+    """"violation" / "compliant" as the card says it, or None without a verdict: lists
+    beside the card use it so a row never says otherwise."""
+    d = verdict_decision(verdict, setting)
+    return None if d is None else verdict_word(d.violation)
+
+
+def disagreement_line(verdict: Verdict, decided: Decided) -> str | None:
+    """One plain line when the judge's own answer differs from the decision, else None."""
+    if decided.source is ScoreSource.VERDICT or decided.violation == bool(verdict.violation):
+        return None
+    score = "its probability" if decided.source is ScoreSource.VERBAL else "the activation score"
+    return (f"The judge answered {verdict_word(verdict.violation)}; at this dataset's setting "
+            f"{score} decides {verdict_word(decided.violation)}.")
+
+
+def gold_line(gold: str | None, violation: bool) -> str | None:
+    """"Gold label: violation — the verdict says compliant" when the gold label disagrees
+    with the decision shown, else None (no label, or they agree)."""
+    truth = label_violation(gold)
+    if truth is None or truth == violation:
+        return None
+    return f"Gold label: {gold_word(gold)} — the verdict says {verdict_word(violation)}"
+
+
+def no_ranking_line(setting: DecisionSetting | None) -> str | None:
+    """What to say when the saved setting's score does not rank cases here, else None."""
+    if setting is None or setting.ranks:
+        return None
+    auc = (setting.cross_validated or {}).get("auroc")
+    measured = (f" (out of fold it told violations from compliant cases apart {_pct(auc)} of "
+                "the time, where chance is 50 % and at least "
+                f"{_pct(MIN_RANKING_AUROC)} is needed)") if isinstance(auc, float) and auc == auc else ""
+    return ("The score does not rank cases on this dataset" + measured + ": its probability "
+            "is no better than a guess here, so nothing is decided automatically. Check this "
+            "verdict yourself.")
 
 
 def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: str | None = None,
-                 setting: ThresholdSetting | None = None) -> None:
+                 setting: ThresholdSetting | None = None, gold: str | None = None) -> None:
     """``reply``: the audited reply, to mark the evidence in; ``setting``: the saved
-    threshold and calibration that read the probability (none: 0.5, uncalibrated)."""
+    decision setting that reads the score (none: 0.5, uncalibrated); ``gold``: the case's
+    gold label, to say when it disagrees with the decision."""
     verdict, error = trace.verdict, trace.error
     with st.container(border=True, key=f"verdict_{key}"):
         if error is not None:
             st.error(f"No verdict — {md(error.kind)}: {md(error.message)}")
             return
-        if verdict is None:
+        decided = verdict_decision(verdict, setting)
+        if verdict is None or decided is None:
             st.info("Not judged (run with a judge to get a verdict).")
             return
-        if verdict.violation:
-            st.error("Violation", icon="⚠️")
-        else:
-            st.success("Compliant", icon="✅")
-        if words := probability_words(verdict, setting):
-            st.markdown(f"**{md(words)}**", help=_probability_help(verdict, setting))
+        _header(verdict, decided, setting)
+        if line := gold_line(gold, decided.violation):
+            st.warning(line, icon="⚖️")
         if reply is not None and verdict.evidence:
-            show_evidence(reply, verdict.evidence)
+            show_evidence(reply, verdict.evidence, decided.violation)
         if trace.parts:
             st.caption(f"Judged in {len(trace.parts)} parts: the context did not fit the "
                        "judge's window whole (parts listed with the trace steps).")
@@ -74,11 +142,13 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
                        + md(", ".join(verdict.unknown_rule_ids)))
         if verdict.violation and not verdict.reason_cites:
             st.warning("The reason cites none of the violated rule ids.")
+        # Under a compliant decision the judge's citations are not "violated rules".
+        cited_as = "Violated rule" if decided.violation else "Rule the judge cited"
         for rid in verdict.violated_rules:
             skill, rule = locate_rule(index, trace.closure, rid) if index else (None, None)
             # The id is md-escaped text; the link's values are percent-encoded (no ")" or
             # space can end the markdown link early).
-            st.markdown(f"**Violated rule [{md(rid)}]({graph_link(skill.name, rid)})**" if rule
+            st.markdown(f"**{cited_as} [{md(rid)}]({graph_link(skill.name, rid)})**" if rule
                         else f"**Cited {md(rid)}**")
             if rule is None:
                 st.caption("(not a rule of the loaded index — a passage id or an unknown id)")
@@ -91,14 +161,44 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
                 st.dataframe(verdict.per_rule, hide_index=True, width="stretch")
 
 
-def _probability_help(verdict, setting: ThresholdSetting | None) -> str:
+def _header(verdict: Verdict, decided: Decided, setting: DecisionSetting | None) -> None:
+    """The coloured header and the words under it, both from ``decided``."""
+    if decided.violation:
+        st.error("Violation", icon="⚠️")
+    else:
+        st.success("Compliant", icon="✅")
+    if decided.source is ScoreSource.VERDICT:
+        st.caption("No score for this verdict under the dataset's setting"
+                   + (" (it scores the judge's activations, not captured for this case)"
+                      if setting is not None and setting.scorer is not None else "")
+                   + ": the judge's own answer is shown.")
+    else:
+        st.markdown(f"**{md(decision_words(decided))}**",
+                    help=_probability_help(verdict, decided, setting))
+        if line := disagreement_line(verdict, decided):
+            st.markdown(md(line))
+    if line := no_ranking_line(setting):
+        st.warning(line)
+    elif decided.automatic:
+        st.caption("Confident enough to be decided without a person at this dataset's "
+                   "guaranteed error rate.")
+
+
+def _probability_help(verdict: Verdict, decided: Decided, setting: DecisionSetting | None) -> str:
     source = verdict.probability_source or "unknown"
     how = ("the judge's own probability for its verdict token" if source == "logprobs"
            else f"the share of {source.split(':')[-1]} sampled answers that found a violation"
            if source.startswith("sampled") else source)
+    if decided.source is ScoreSource.ACTIVATIONS:
+        how = "a scorer reading the judge's activations, fitted on labelled cases"
     threshold = setting.threshold if setting is not None else 0.5
-    cal = ("calibrated on labelled cases of this dataset" if setting is not None and setting.calibration
-           else "not calibrated: no threshold was saved for this dataset")
-    return (f"Probability of violation {verdict.probability:.2f}, from {how}; decided a violation "
-            f"at {threshold:.2f} or above; {cal}. The percentage is the chance the stated "
-            "outcome is right.")
+    cal = ("calibrated on labelled cases of this dataset" if decided.calibrated
+           else "not calibrated: no setting with a calibration was saved for this dataset")
+    return (f"Probability of violation {_pct(decided.probability)}, from {how}; decided a "
+            f"violation at {_pct(threshold)} or above; {cal}. The percentage is the chance the "
+            "stated outcome is right.")
+
+
+def _pct(share: float, digits: int = 0) -> str:
+    """A share as the screen writes it: "45 %", "7.9 %"."""
+    return f"{100 * float(share):.{digits}f} %"

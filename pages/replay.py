@@ -15,7 +15,7 @@ from components.rerun_preview import show_rerun_preview
 from components.safe import md
 from components.trace_settings import show_trace_settings
 from components.trace_view import show_steps
-from components.verdict import show_verdict
+from components.verdict import decided_word, show_verdict
 from pages import _audit_cache as audit_cache
 from pages import _replay_rerun as rerun_steps
 from pages._policy_cache import audit_index, policy_index
@@ -201,7 +201,9 @@ with right:
             st.caption("Below: the new result (a preview, not stored).")
         saved = None if dataset == PASTE else dataset_setting(eng, dataset)
         setting = saved[1] if saved else None
-        show_verdict(trace_a, index, key="a", reply=case.model_response, setting=setting)
+        # The gold label's disagreement with the decision is a warning on the card itself.
+        show_verdict(trace_a, index, key="a", reply=case.model_response, setting=setting,
+                     gold=case.label)
         show_trace_settings(trace_a)
         newer = None if dataset == PASTE or stored(strategy_a) is None else \
             audit_cache.newer_unjudged(eng, dataset, case.id, trace_a)
@@ -223,8 +225,8 @@ if trace_a is not None:
                     continue
                 c1, c2 = st.columns(2)
                 c1.metric("Context tokens", t.context_tokens)
-                c2.metric("Verdict", "—" if t.verdict is None else
-                          ("violation" if t.verdict.violation else "compliant"))
-                show_verdict(t, index, key=f"side_{s}", reply=case.model_response, setting=setting)
+                c2.metric("Verdict", decided_word(t.verdict, setting) or "–")
+                show_verdict(t, index, key=f"side_{s}", reply=case.model_response, setting=setting,
+                             gold=case.label)
     st.subheader("Trace")
     show_steps(trace_a, index, key="a")

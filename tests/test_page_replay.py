@@ -125,3 +125,25 @@ def test_replay_says_why_each_rule_is_in_context(demo_db):
     assert not at.exception
     (block,) = [t.value for t in at.text if t.value.startswith("merchant-order-refund\n")]
     assert "not recorded (audited before paths were kept)" in block
+
+
+def test_a_gold_label_that_disagrees_is_a_warning_and_compliant_evidence_is_not_red(demo_db):
+    """Issue 44 item 5: a green card over a gold violation says so prominently, and the
+    words a compliant decision rests on are marked in a neutral colour."""
+    eng, index, cases = demo_db
+    case = next(c for c in cases if c.id == "mor-001-delay-not-yet-late")
+    assert case.label == "negative"
+    trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
+    quote = case.model_response[:30]
+    trace.verdict = Verdict(False, "complies", [], probability=0.1, probability_source="logprobs",
+                            evidence=[{"start": 0, "end": 30, "quote": quote}])
+    audit_repo.save_trace(eng, trace, run_id="t", dataset="demo", actor=COMMAND_LINE)
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params.update({"dataset": "demo", "case": case.id})
+    at.run()
+    assert not at.exception
+    assert [s.value for s in at.success][:1] == ["Compliant"]
+    assert "Gold label: violation — the verdict says compliant" in [w.value for w in at.warning]
+    html = " ".join(e.proto.body for e in at.get("html"))
+    assert 'data-kind="compliant"' in html and 'class="wb-compliant"' in html
+    assert 'class="wb-violation"' not in html
