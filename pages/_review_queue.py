@@ -18,7 +18,8 @@ from components.trace_settings import show_trace_settings
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
 from pages._policy_cache import policy_index
-from pages._review_decide import auto_panel, bulk_panel, decision_buttons, item_key
+from pages._review_auto import auto_panel, labelled_of
+from pages._review_decide import bulk_panel, decision_buttons, item_key
 from pages._review_view import view_controls
 from pages._thresholds import dataset_setting
 from store import review as review_store
@@ -174,26 +175,17 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     progress = review_progress(queue, decisions, reviewer)
     st.progress(progress.share, text=f"{progress.reviewed} of {progress.total} reviewed "
                 f"({progress.mine} by you)")
-    show_agreement(items, decisions)
     if not items:
         st.info("No judged verdict in these runs yet (traces audited with judge 'none' or "
                 "failed have nothing to confirm).")
+        show_agreement(items, decisions)
         return
     if not shown:
         st.success("Nothing in the queue matches these filters.")
+        show_agreement(items, decisions)
         return
-    with st.expander(f"Queue list ({len(shown)} verdicts): sort, filter, select, open on Replay"):
-        st.caption("Select rows to decide them together below.")
-        show_case_table(_queue_list(dataset, versions, tuple(i.key for i in shown),
-                                    _decided(decisions), saved[0] if saved else (), shown, decisions,
-                                    setting),
-                        key="rv_list", columns=QUEUE_COLUMNS, select_into="rv_selected",
-                        id_column=("case", "strategy", "run"),
-                        column_filters=("strategy", "verdict", "gold"))
-    picked_rows = set(st.session_state.get("rv_selected") or [])
-    selected = [i for i in shown if (i.case_id, i.strategy, i.run_id) in picked_rows]
-    bulk_panel(eng, shown, selected, reviewer, decisions)
-    auto_panel(eng, shown, reviewer, decisions, setting, {cid: c.label for cid, c in cases.items()})
+    # The card first, above the fold; the list, the bulk and automatic decisions and the
+    # agreement figures follow it (issue 44 item 2).
     pos_key = f"rv_pos/{dataset}"
     _position(shown, items, pos_key)
     pos = max(0, min(int(st.session_state.get(pos_key, 0)), len(shown) - 1))
@@ -211,7 +203,25 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     with right:
         cited = item.trace.verdict is not None and item.trace.verdict.violated_rules
         show_verdict(item.trace, policy_index(eng) if cited else None, key=item_key(item),
-                     reply=case.model_response if case is not None else None, setting=setting)
+                     reply=case.model_response if case is not None else None, setting=setting,
+                     gold=item.label)
         advance = view.status != "not reviewed by me"  # there a decided verdict leaves the list
         decision_buttons(eng, item, reviewer, decisions, pos_key, pos, shown, advance)
         show_item(item, case, decisions)
+    with st.expander(f"Queue list ({len(shown)} verdicts, in the order above): filter, select, "
+                     "open on Replay"):
+        st.caption("Select rows to decide them together below.")
+        show_case_table(_queue_list(dataset, versions, tuple(i.key for i in shown),
+                                    _decided(decisions), saved[0] if saved else (), shown, decisions,
+                                    setting),
+                        key="rv_list", columns=QUEUE_COLUMNS, select_into="rv_selected",
+                        id_column=("case", "strategy", "run"),
+                        column_filters=("strategy", "verdict", "gold"), sortable=False)
+    picked_rows = set(st.session_state.get("rv_selected") or [])
+    selected = [i for i in shown if (i.case_id, i.strategy, i.run_id) in picked_rows]
+    bulk_panel(eng, shown, selected, reviewer, decisions)
+    records = audit_cache.records(eng, dataset, picked, versions[0])
+    auto_panel(eng, shown, reviewer, decisions, saved,
+               lambda: labelled_of(records, cases, decisions), (dataset, picked, versions,
+                                                                _decided(decisions)))
+    show_agreement(items, decisions)

@@ -148,22 +148,25 @@ def view_controls(eng: Engine, owner: str, strategies: Sequence[str]) -> ReviewV
     # Another dataset or run choice can leave a strategy the list no longer offers.
     st.session_state["rv_f_strategy"] = [s for s in st.session_state["rv_f_strategy"]
                                          if s in strategies]
+    # One row above the card: the one sort control, the search and the status. Everything
+    # else folds away, so the case card starts above the fold at 1280×800 (issue 44 item 2).
     cols = st.columns([3, 3, 2])
-    cols[0].multiselect("Show verdicts where", REASONS, format_func=REASON_TEXT.get,
-                        key="rv_reasons", help="clear to see every judged verdict")
+    cols[0].selectbox("Sort by", sort_options(), format_func=sort_label, key="rv_sort",
+                      help="Most doubtful first: the verdicts the judge is least sure of, "
+                           "read through this dataset's saved setting, come first.")
     cols[1].text_input("Search", key="rv_query",
                        placeholder="case id, words of the conversation, reply or reason")
     cols[2].selectbox("Status", STATUSES, key="rv_status")
-    with st.expander("Filter by column, sort, saved views"):
+    with st.expander("Filters and saved views"):
+        st.multiselect("Show verdicts where", REASONS, format_func=REASON_TEXT.get,
+                       key="rv_reasons", help="clear to see every judged verdict")
         cols = st.columns(4)
         cols[0].multiselect("Verdict", VERDICT_CHOICES, key="rv_f_verdict", placeholder="any")
         cols[1].multiselect("Gold label", GOLD_CHOICES, key="rv_f_gold", placeholder="any")
         cols[2].multiselect("Strategy", strategies, key="rv_f_strategy", placeholder="any")
         cols[3].multiselect("Decision so far", DECISION_CHOICES, key="rv_f_decided",
                             placeholder="any", help="by anyone, as it stands now")
-        cols = st.columns([3, 1], vertical_alignment="bottom")
-        cols[0].selectbox("Sort by", sort_options(), format_func=sort_label, key="rv_sort")
-        cols[1].toggle("Reverse", key="rv_desc")
+        st.toggle("Reverse the order", key="rv_desc")
         st.divider()
         saved_views(eng, owner, strategies)
     queue_nav.show_flash(FLASH)

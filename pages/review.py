@@ -24,11 +24,13 @@ reviewer = identity.acting_name("Reviewer", "rv_reviewer", user_name())
 if not reviewer:
     st.warning("Enter your name to record decisions.")
 datasets = audit_repo.trace_datasets(eng)
-with st.expander("Audit a dataset", expanded=not datasets):
-    audit_panel(eng)
-with st.expander("Load a traces file"):
-    load_panel(eng)
-datasets = audit_repo.trace_datasets(eng)
+ways_in_on_top = not datasets  # drawn once per run: their widgets have fixed keys
+if ways_in_on_top:
+    with st.expander("Audit a dataset", expanded=True):
+        audit_panel(eng)
+    with st.expander("Load a traces file"):
+        load_panel(eng)
+    datasets = audit_repo.trace_datasets(eng)
 if not datasets:
     st.info("No audit traces yet: audit a dataset or load a traces file above.")
     st.stop()
@@ -39,3 +41,10 @@ links.publish("dataset", dataset)
 runs = top[1].multiselect("Runs", audit_repo.runs(eng, dataset), key=f"rv_runs_{safe_key(dataset)}",
                           placeholder="all runs (newest trace per case and strategy)")
 queue_panel(eng, dataset, runs, reviewer)
+# Ways in below the queue: above it they pushed the case card below the fold (issue 44).
+if not ways_in_on_top:
+    st.divider()
+    with st.expander("Audit a dataset"):
+        audit_panel(eng)
+    with st.expander("Load a traces file"):
+        load_panel(eng)

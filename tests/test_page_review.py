@@ -101,7 +101,7 @@ def test_queue_lists_flagged_disagreeing_and_gold_mismatched_verdicts(db):
     at.text_input(key="rv_query").set_value("SKILLET raw").run()
     assert card(at) == "1/1 · case mor-001-delay-not-yet-late · raw · run run-raw"
     at.text_input(key="rv_query").set_value("no such words").run()
-    assert "Nothing in the queue matches" in at.success[0].value
+    assert any("Nothing in the queue matches" in m.value for m in at.success)
     # One run only: no other strategy left to disagree with.
     at.text_input(key="rv_query").set_value("").run()
     at.multiselect(key="rv_runs_demo").set_value(["run-cdg"]).run()
@@ -157,7 +157,7 @@ def test_not_reviewed_filter_moves_the_next_verdict_up(db):
 def test_decisions_need_a_reviewer_name(db):
     at = open_page(reviewer=None)
     at.text_input(key="rv_reviewer").set_value("  ").run()
-    assert "Enter your name" in at.warning[0].value
+    assert any("Enter your name" in m.value for m in at.warning)
     assert at.button(key="rv_confirm").disabled and at.button(key="rv_overturn").disabled
 
 
@@ -183,11 +183,11 @@ def test_batch_audit_skips_what_the_run_already_holds(db):
     audit_repo.save_traces(db, done, "run-x", "batch", actor=COMMAND_LINE)
     at = open_page()
     run_batch_audit(at, "run-x", dataset="batch", judge="none")
-    assert "audited 3 cases (2 were already in the run), 0 judged" in plain(at.success[0].value)
+    assert any("audited 3 cases (2 were already in the run), 0 judged" in plain(m.value) for m in at.success)
     stored = run_traces(db, "batch", ["run-x"])
     assert sorted(t.id for _r, t in stored) == sorted(c.id for c in cases)
     at.button(key="rv_audit_run").click().run()
-    assert "All 5 cases are already audited" in plain(at.info[0].value)
+    assert any("All 5 cases are already audited" in plain(m.value) for m in at.info)
     assert len(run_traces(db, "batch")) == 5
     # Contexts only: nothing to confirm, and the page says so.
     at.selectbox(key="rv_dataset").set_value("batch").run()
@@ -218,7 +218,7 @@ def test_batch_audit_with_the_recorded_judge_feeds_the_queue(merchant_db):
     at = open_page()
     # The recordings were made with the first version's context form.
     run_batch_audit(at, "replayed", judge="whole", context="keyword seeds, full rules (v1)")
-    assert "1 judged" in at.success[0].value
+    assert any("1 judged" in m.value for m in at.success)
     [(run, trace)] = run_traces(merchant_db, "merchant")
     assert run == "replayed" and trace.verdict.violation is False  # the 1.5B judge misses it
     # The gold label says violation: the miss waits in the queue for an analyst.
@@ -254,7 +254,7 @@ def test_cases_and_traces_files_are_stored(tmp_path, monkeypatch):
     at.file_uploader(key="rv_cases_file").set_value(
         ("three.jsonl", "\n".join(lines).encode(), "text/plain"))
     at.button(key="rv_cases_store").click().run()
-    assert "Stored 3 cases as dataset mine" in plain(at.success[0].value)
+    assert any("Stored 3 cases as dataset mine" in plain(m.value) for m in at.success)
     # Traces: two good lines and one that is not a trace.
     ids = [json.loads(line)["id"] for line in lines]
     traces = [{"id": ids[0], "strategy": "cdg", "verdict": {"violation": True, "reason": "r",
@@ -264,8 +264,8 @@ def test_cases_and_traces_files_are_stored(tmp_path, monkeypatch):
     at.file_uploader(key="rv_traces_file").set_value(("judge-a.jsonl", text.encode(), "text/plain"))
     at.text_input(key="rv_traces_dataset").set_value("mine")
     at.button(key="rv_traces_store").click().run()
-    assert "1 line(s) skipped: judge-a.jsonl:2: not valid JSON" in plain(at.warning[0].value)
-    assert "Stored 2 traces as run judge-a of dataset mine" in plain(at.success[0].value)
+    assert any("1 line(s) skipped: judge-a.jsonl:2: not valid JSON" in plain(m.value) for m in at.warning)
+    assert any("Stored 2 traces as run judge-a of dataset mine" in plain(m.value) for m in at.success)
     eng = make_engine(url)
     assert [(r, t.id) for r, t in run_traces(eng, "mine")] == [("judge-a", ids[0]), ("judge-a", ids[1])]
     eng.dispose()

@@ -68,7 +68,7 @@ def test_filters_and_sort_survive_a_reload_and_a_pasted_link(db):  # noqa: F811
     odd.query_params.update({"dataset": "demo", "verdict": "maybe", "sort": "vibes"})
     odd.run()
     assert any("left out: verdict: maybe" in plain(w.value) for w in odd.warning)
-    assert odd.selectbox(key="rv_sort").value == "queue"
+    assert odd.selectbox(key="rv_sort").value == "uncertainty"  # the default: most doubtful first
 
 
 def test_saved_views_are_stored_per_analyst_and_shown_again(db):  # noqa: F811

@@ -116,7 +116,7 @@ def test_a_view_round_trips_through_url_parameters_and_names_what_it_ignores():
     assert ReviewView().to_params() == {}  # the plain queue has a clean address
     assert ReviewView.from_params({"reasons": "none"})[0].reasons == ()
     back, problems = ReviewView.from_params({"verdict": "violation,maybe", "sort": "vibes"})
-    assert back.verdict == ("violation",) and back.sort == "queue"
+    assert back.verdict == ("violation",) and back.sort == "uncertainty"  # the default: most doubtful first
     assert problems == ["verdict: maybe (use violation, compliant)",
                         "sort: vibes (use " + ", ".join(SORTS) + ")"]
 

@@ -4,8 +4,8 @@ goes into the address (``?q=refund&verdict=violation&sort=case``), into a saved 
 
 A :class:`ReviewView` holds the queue's filters (reasons, full-text query, status) and its
 per-column filters (verdict, gold, strategy, decision so far), and the sort. Sorts are a
-registry (:data:`SORTS`): one :class:`SortKey` per entry, so another order (say, by the
-judge's uncertainty) is one more entry, and the URL, saved views and the page's sort box
+registry (:data:`SORTS`): one :class:`SortKey` per entry, so another order is one more
+entry, and the URL, saved views and the page's sort box
 pick it up. :func:`apply_view` narrows and orders the queue.
 
 Usage::
@@ -40,6 +40,11 @@ class SortKey:
 
 
 SORTS: dict[str, SortKey] = {
+    # The default, first in the sort box: the least confident decision first (the
+    # confidence of ``workbench.audit.selective.judgement`` under the dataset's setting), so
+    # an analyst's time goes where the judge is least sure; verdicts without a score last,
+    # in queue order (issue 44 item 2).
+    "uncertainty": SortKey("Most doubtful first", lambda i, c: _confidence(i, c)),
     "queue": SortKey("queue order (flagged first, as audited)", lambda i, c: c["position"][i.key]),
     "case": SortKey("case id", lambda i, c: i.case_id),
     "strategy": SortKey("strategy", lambda i, c: (i.strategy, i.case_id)),
@@ -49,19 +54,24 @@ SORTS: dict[str, SortKey] = {
                     lambda i, c: ("gold-mismatch" not in i.reasons, i.case_id)),
     "newest decision": SortKey("newest decision first",
                                lambda i, c: (_newest(i, c), i.case_id)),
-    # The judge's own doubt: least confident decision first (workbench.audit.selective);
-    # verdicts without a probability last.
-    "uncertainty": SortKey("most doubtful first (lowest confidence)",
-                           lambda i, c: _confidence(i, c)),
 }
-DEFAULT_SORT = "queue"
+DEFAULT_SORT = "uncertainty"
 
 
 def _confidence(item: QueueItem, context: Mapping[str, Any]) -> Any:
     from workbench.audit.selective import judgement
 
     j = judgement(item.trace.verdict, context.get("setting"))
-    return None if j is None else (j.confidence, item.case_id)
+    return None if j is None else (j.confidence, context["position"][item.key])
+
+
+def _shown_violation(item: QueueItem, setting: Any) -> bool:
+    """The item's verdict as the card shows it: its score decided under ``setting``, else
+    the judge's own answer."""
+    from workbench.audit.selective import judgement
+
+    j = judgement(item.trace.verdict, setting)
+    return bool(item.violation) if j is None else j.violation
 
 
 def _newest(item: QueueItem, context: Mapping[str, Any]) -> Any:
@@ -173,7 +183,7 @@ class ReviewView:
                 parts.append(f"{label}: {', '.join(values)}")
         if self.sort != DEFAULT_SORT or self.descending:
             parts.append(f"sorted by {sort_label(self.sort)}" + (" (reversed)" if self.descending else ""))
-        return "; ".join(parts) or "all queued verdicts, in queue order"
+        return "; ".join(parts) or "all queued verdicts, most doubtful first"
 
 
 def decision_words(item: QueueItem, current: Mapping[tuple, ReviewDecision]) -> set[str]:
@@ -192,8 +202,8 @@ def apply_view(items: Sequence[QueueItem], view: ReviewView, reviewer: str = "",
     decisions = list(decisions)
     shown = filter_queue(items, view.reasons, view.query, view.status, reviewer, decisions)
     current = current_decisions(decisions)
-    if view.verdict:
-        shown = [i for i in shown if verdict_word(i.violation) in view.verdict]
+    if view.verdict:  # the verdict as the card shows it: decided by the setting's score
+        shown = [i for i in shown if verdict_word(_shown_violation(i, setting)) in view.verdict]
     if view.gold:
         shown = [i for i in shown if gold_word(i.label) in view.gold]
     if view.strategies:
