@@ -20,16 +20,13 @@ from components import identity, queue_nav
 from components.key_help import key_help
 from components.safe import md
 from store import review as review_store
-from workbench.audit.selective import auto_decide_preview
 from workbench.errors import WorkbenchError
-from workbench.glossary import help_for
 from workbench.review import (
     DECISION_TEXT,
     DECISIONS,
     QueueItem,
     ReviewDecision,
     item_text,
-    plan_auto_decisions,
     plan_bulk,
 )
 from workbench.review_decisions import WRONG_RULE, describe_action, last_action
@@ -55,7 +52,7 @@ def item_key(item: QueueItem) -> str:
     return f"{_safe(text)[:60]}_{hashlib.sha256(text.encode()).hexdigest()[:10]}"
 
 
-def _record(eng: Engine, decisions: list[ReviewDecision], reviewer: str, flash: str = FLASH) -> bool:
+def record_decisions(eng: Engine, decisions: list[ReviewDecision], reviewer: str, flash: str = FLASH) -> bool:
     """Store ``decisions`` as one action; leave the outcome as the flash. A shortcut key
     must not get past the role: the page asks, and the store checks again."""
     if not identity.allowed("decide reviews"):
@@ -74,7 +71,7 @@ def _decide(eng: Engine, item: QueueItem, decision: str, reviewer: str, pos_key:
     note = st.session_state.get(f"rv_note_{item_key(item)}", "") or ""
     made = ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy, reviewer,
                           decision, note, item.violation)
-    if not _record(eng, [made], reviewer):
+    if not record_decisions(eng, [made], reviewer):
         return
     queue_nav.leave_flash(FLASH, "success", f"{VERB[decision]} the {item.strategy} verdict on "
                           f"{item.case_id}. Press {UNDO_KEY.upper()} to undo.")
@@ -146,7 +143,7 @@ def _bulk(eng: Engine, targets: list[QueueItem], reviewer: str, decisions: list[
     if not plan.decisions:
         queue_nav.leave_flash(BULK_FLASH, "info", "Nothing recorded: no verdict can take that decision.")
         return
-    if _record(eng, plan.decisions, reviewer, BULK_FLASH):
+    if record_decisions(eng, plan.decisions, reviewer, BULK_FLASH):
         queue_nav.leave_flash(BULK_FLASH, "success", f"{VERB[decision]} {len(plan.decisions)} "
                               f"verdict(s) at once. Press {UNDO_KEY.upper()} to undo them all.")
 
@@ -174,40 +171,3 @@ def bulk_panel(eng: Engine, shown: list[QueueItem], selected: list[QueueItem], r
         st.button(f"{DECISION_TEXT[decision].capitalize()}: {len(plan.decisions)} verdict(s)",
                   key="rv_bulk_apply", disabled=not plan.decisions, on_click=_bulk,
                   args=(eng, targets, reviewer, decisions))
-
-
-AUTO_FLASH = "rv_auto_flash"
-
-
-def _auto(eng: Engine, shown: list[QueueItem], reviewer: str, decisions: list[ReviewDecision],
-          setting) -> None:
-    level = float(st.session_state.get("rv_auto_level", 0.9))
-    plan = plan_auto_decisions(shown, level, reviewer, setting, decisions)
-    if plan.decisions and _record(eng, plan.decisions, reviewer, AUTO_FLASH):
-        queue_nav.leave_flash(AUTO_FLASH, "success", f"Auto-decided {len(plan.decisions)} verdict(s) "
-                              f"as one action. Press {UNDO_KEY.upper()} to undo them all.")
-
-
-def auto_panel(eng: Engine, shown: list[QueueItem], reviewer: str, decisions: list[ReviewDecision],
-               setting, labels: dict) -> None:
-    """"Auto-decide above confidence c": before anything is recorded, how many verdicts it
-    decides, how many it leaves to people, and the accuracy it had on labelled cases."""
-    if not reviewer or not identity.allowed("decide reviews"):
-        return
-    with st.expander("Auto-decide confident verdicts", expanded=False):
-        level = st.slider("Decide automatically at confidence", 0.5, 0.99, 0.9, 0.01,
-                          key="rv_auto_level", help=help_for("auto-decide"))
-        preview = auto_decide_preview(shown, lambda i: i.trace.verdict, level, setting,
-                                      gold=lambda i: labels.get(i.case_id, i.label))
-        acc = ("no labelled case among them" if not preview.labelled else
-               f"right on {preview.correct} of the {preview.labelled} with a gold label "
-               f"({preview.accuracy:.0%})")
-        st.info(md(f"Would decide {preview.decided} of {preview.decided + preview.to_review} "
-                   f"verdicts these filters show and leave {preview.to_review} to people; {acc}."))
-        if setting is None:
-            st.caption("No threshold is saved for this dataset: probabilities are read at 0.50, "
-                       "uncalibrated (Evaluate → Verdict calibration saves one).")
-        queue_nav.show_flash(AUTO_FLASH)
-        st.button(f"Auto-decide {preview.decided} verdict(s)", key="rv_auto_apply",
-                  disabled=not preview.decided, on_click=_auto,
-                  args=(eng, shown, reviewer, decisions, setting))
