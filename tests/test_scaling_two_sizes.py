@@ -55,12 +55,16 @@ def test_analysis_reproduces_the_stored_fit(outcomes):
     stored = json.loads((HERE / "fit.json").read_text(encoding="utf-8"))
     report = analyse_scaling(outcomes, AnalysisOptions(bootstrap=20, fit=FitOptions()))
     assert not report.single_size and report.loso == []  # two sizes: no leave-one-scale-out
-    assert report.selected == stored["selected"]
-    for name, fit in report.cv.items():
-        assert fit.cv_logloss == pytest.approx(stored["models"][name]["cv_logloss"], abs=1e-4)
+    # fit.json was written before the fit knew complexity is not identifiable here (C spans
+    # 1.1127–1.1138): it selected the additive model with b on its bound. Now the size-only
+    # model is reported (tests/test_scaling_identify.py); both predict each size's accuracy.
+    assert stored["selected"] == "additive" and "b" in stored["models"]["additive"]["at_bounds"]
+    assert report.selected == "size" and report.fallback
+    assert report.cv["size"].cv_logloss == pytest.approx(
+        stored["models"]["additive"]["cv_logloss"], abs=1e-3)
     fitted = {(g["params_b"]): g["p_q10"] for g in stored["gains"]}
     for g in report.gains().to_dict("records"):
-        assert g["p_q10"] == pytest.approx(fitted[g["params_b"]], abs=1e-3)
+        assert g["p_q10"] == pytest.approx(fitted[g["params_b"]], abs=5e-3)
 
 
 def test_the_scaling_page_fits_the_two_sizes_and_draws_them():

@@ -48,9 +48,10 @@ def register(subparsers: Any) -> None:
     fit.add_argument(
         "--reference",
         type=float,
-        default=2.0,
+        default=None,
         metavar="B",
-        help="reference judge size in billions for the gains (default 2)",
+        help="reference judge size in billions for the gains G_b = P_b - P_ref: one of the "
+        "sizes run (default: the smallest run)",
     )
     fit.add_argument("--no-loso", action="store_true", help="skip leave-one-scale-out")
     _add_maxiter(fit)
@@ -167,6 +168,11 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.bootstrap < 0:
         raise CliError("--bootstrap must be 0 or more replicates")
     outcomes = load_outcomes(args.outcomes)
+    sizes = sorted(float(s) for s in outcomes["params_b"].unique())
+    if args.reference is not None and args.reference not in sizes:
+        raise CliError(f"no judge of {args.reference:g}B was run, so there is no gain to take "
+                       "against it", f"choose --reference from the sizes run: "
+                       f"{', '.join(f'{s:g}' for s in sizes)}")
     options = AnalysisOptions(
         bootstrap=args.bootstrap,
         seed=args.seed,
@@ -194,7 +200,10 @@ def _print_report(report: Any) -> None:
             print(f"note: {note}\n")
         print("Model comparison (session-grouped 5-fold CV, log loss):")
         print(report.comparison_table().to_string(index=False, float_format="%.4f"))
-        print(f"\nSelected by the one-SE rule: {report.selected}")
+        if report.fallback:
+            print(f"\nReported: {report.selected} (complexity not identifiable; see the note)")
+        else:
+            print(f"\nSelected by the one-SE rule: {report.selected}")
         print(f"\nParameters of {report.selected} (95% session-bootstrap intervals):")
         table = report.intervals_table(report.selected)
         print(table.to_string(index=False, float_format="%.4f"))

@@ -3,7 +3,12 @@ bootstrap intervals, leave-one-scale-out, and gains. What the CLI and the page s
 
 Outcomes of a single judge size cannot identify any scale term. Rather than refuse them, the
 analysis then compares the size-free ``intercept`` and ``complexity`` families: the question
-one judge can answer is whether it gets complex cases wrong more often."""
+one judge can answer is whether it gets complex cases wrong more often.
+
+Outcomes whose complexity hardly varies cannot identify a complexity term either, and a fit
+whose coefficient ends on a search bound was chosen by the box: the analysis then says so in
+its notes and reports the size-only model (``workbench.scaling.identify``). Gains G_b are
+only taken against a judge size that was run."""
 
 from __future__ import annotations
 
@@ -29,7 +34,8 @@ from workbench.scaling.crossval import (
     one_se_select,
 )
 from workbench.scaling.fit import FitOptions, ScalingFit, fit_model, single_threaded_blas
-from workbench.scaling.gains import DEFAULT_REFERENCE_B, GainGrid, derived_quantities, gain_table
+from workbench.scaling.gains import GainGrid, derived_quantities, gain_table
+from workbench.scaling.identify import bounds_note, complexity_not_identifiable, fallback_model
 from workbench.scaling.models import SIMPLICITY_ORDER, SINGLE_SIZE_ORDER
 
 SINGLE_SIZE_NOTE = (
@@ -50,7 +56,9 @@ class AnalysisOptions:
     bootstrap: int = DEFAULT_REPLICATES
     seed: int = DEFAULT_SEED
     level: float = 0.95
-    reference_b: float = DEFAULT_REFERENCE_B
+    # The judge size gains are taken against; None: the smallest size run. A size that was
+    # not run is not extrapolated to: the smallest run size is used and a note says so.
+    reference_b: float | None = None
     loso: bool = True
     fit: FitOptions = field(default_factory=FitOptions)
     refit: str = DEFAULT_REFIT  # how bootstrap replicates are refitted (bootstrap.REFIT_MODES)
@@ -68,6 +76,9 @@ class ScalingReport:
     grid: GainGrid
     n_rows: int
     notes: list[str] = field(default_factory=list)
+    # True when ``selected`` is the size-only (or intercept) model reported because complexity
+    # could not be identified (see ``notes``), not the one-SE rule's choice.
+    fallback: bool = False
 
     @property
     def single_size(self) -> bool:
@@ -143,6 +154,7 @@ class ScalingReport:
                 "n_rows": self.n_rows,
                 "judge_sizes": list(self.grid.sizes),
                 "notes": self.notes,
+                "fallback": self.fallback,
             }
         )
 
@@ -183,12 +195,27 @@ def analyse_scaling(
     say = progress or (lambda _m: None)
     models = options.models or default_models(outcomes)
     notes = [SINGLE_SIZE_NOTE] if outcomes["params_b"].nunique() < 2 else []
+    fallback = fallback_model(outcomes)
+    flat = complexity_not_identifiable(outcomes) if options.models is None else None
+    if flat:
+        notes.append(flat)
+        models = (fallback,)
     say("fitting models on all rows")
     fits = {m: fit_model(outcomes, m, options.fit) for m in models}
     say(f"{options.folds}-fold session-grouped cross-validation")
     cv = cross_validate(outcomes, models, k=options.folds, options=options.fit, seed=options.seed)
     selected = one_se_select(cv)
-    grid = GainGrid.from_outcomes(outcomes, options.reference_b)
+    boxed = bounds_note(fits[selected], fallback) if options.models is None else None
+    if boxed:
+        notes.append(boxed)
+        if selected != fallback:
+            say(f"fitting the {fallback} model")
+            fits[fallback] = fit_model(outcomes, fallback, options.fit)
+            cv |= cross_validate(outcomes, (fallback,), k=options.folds, options=options.fit,
+                                 seed=options.seed)
+            selected = fallback
+    grid, reference_note = _gain_grid(outcomes, options.reference_b)
+    notes += [reference_note] if reference_note else []
     boot: dict[str, BootstrapResult] = {}
     if options.bootstrap > 0:
         say(f"session bootstrap, {options.bootstrap} replicates")
@@ -206,7 +233,20 @@ def analyse_scaling(
     if options.loso and outcomes["params_b"].nunique() >= 3:
         say("leave-one-scale-out")
         loso = leave_one_scale_out(outcomes, models, options=options.fit)
-    return ScalingReport(fits, cv, selected, boot, loso, grid, len(outcomes), notes)
+    return ScalingReport(fits, cv, selected, boot, loso, grid, len(outcomes), notes,
+                         fallback=bool(flat or boxed))
+
+
+def _gain_grid(outcomes: pd.DataFrame, reference: float | None) -> tuple[GainGrid, str | None]:
+    """The gain grid against ``reference`` when that size was run, else against the smallest
+    size run, with a note saying so (gains are never taken against an extrapolated judge)."""
+    sizes = sorted(float(s) for s in outcomes["params_b"].unique())
+    if reference is None or reference in sizes:
+        return GainGrid.from_outcomes(outcomes, reference), None
+    note = (f"no judge of {reference:g}B was run, so gains are taken against the smallest judge "
+            f"run, {sizes[0]:g}B (sizes run: {', '.join(f'{s:g}B' for s in sizes)}), not "
+            "against a size the fit would extrapolate to")
+    return GainGrid.from_outcomes(outcomes, sizes[0]), note
 
 
 def default_models(outcomes: pd.DataFrame) -> tuple[str, ...]:

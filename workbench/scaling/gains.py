@@ -1,6 +1,7 @@
 """Gains from judge scale at low and high complexity.
 
-G_b(C, d) = P_b(C, d) - P_ref(C, d), with the reference judge size ``ref`` (default 2B), and
+G_b(C, d) = P_b(C, d) - P_ref(C, d), with the reference judge size ``ref`` one that was run
+(default: the smallest; the first paper's 2B when a 2B judge was run), and
 Delta G_b(d) = G_b(Q_C(0.9), d) - G_b(Q_C(0.1), d) with Q_C the complexity quantiles of
 dataset d's instances. A positive Delta G means the larger judge helps more on complex cases.
 
@@ -47,14 +48,22 @@ class GainGrid:
     def from_outcomes(
         cls,
         outcomes: pd.DataFrame,
-        reference: float = DEFAULT_REFERENCE_B,
+        reference: float | None = None,
         sizes: tuple[float, ...] | None = None,
     ) -> GainGrid:
-        if reference <= 0:
+        """The grid of ``outcomes``; ``reference`` must be a judge size that was run (None:
+        the smallest). Raises ValueError for a size not run: a gain against a judge nobody
+        ran would be the fit's extrapolation, not a measurement."""
+        run = tuple(float(s) for s in sorted(outcomes["params_b"].unique()))
+        if reference is not None and reference <= 0:
             raise ValueError(f"the reference judge size must be > 0 (billions), got {reference}")
-        if sizes is None:
-            sizes = tuple(float(s) for s in sorted(outcomes["params_b"].unique()))
-        return cls(tuple(sizes), float(reference), complexity_quantiles(outcomes))
+        if reference is None:
+            reference = run[0]
+        elif float(reference) not in run:
+            raise ValueError(
+                f"no judge of {reference:g}B was run; gains are taken against a judge size that "
+                f"was: choose one of {', '.join(f'{s:g}' for s in run)}")
+        return cls(tuple(sizes or run), float(reference), complexity_quantiles(outcomes))
 
 
 def gain(fit: ScalingFit, dataset, params_b, complexity, reference: float = DEFAULT_REFERENCE_B):
@@ -104,5 +113,6 @@ def derived_quantities(fit: ScalingFit, grid: GainGrid) -> dict[str, float]:
         if fit.family.uses_size and row["params_b"] != grid.reference:
             out[f"gain_{stem}_q10"] = row["gain_q10"]
             out[f"gain_{stem}_q90"] = row["gain_q90"]
-            out[f"delta_gain_{stem}"] = row["delta_gain"]
+            if fit.family.uses_complexity:  # else 0 by construction
+                out[f"delta_gain_{stem}"] = row["delta_gain"]
     return out
