@@ -18,16 +18,20 @@ from workbench.inputs.decode import (
     split_jsonl_lines,
 )
 from workbench.inputs.jsonio import MAX_JSON_DEPTH, dumps_utf8, iter_jsonl, loads_json, read_json
+from workbench.inputs.lines import MAX_LINE_BYTES, iter_bytes_lines, iter_input_lines
 from workbench.inputs.yamlio import MAX_YAML_NODES, BoundedSafeLoader, load_yaml
 
 __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_LINE_BYTES",
     "MAX_YAML_NODES",
     "BoundedSafeLoader",
     "InputError",
     "decode_text",
     "dumps_utf8",
+    "iter_bytes_lines",
+    "iter_input_lines",
     "iter_jsonl",
     "load_yaml",
     "loads_json",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +136,12 @@ def dumps_utf8(value: Any) -> str:
     return text
 
 
-def iter_jsonl(text: str, origin: str) -> Iterator[tuple[int, Any]]:
-    """``(line number, value)`` for each non-blank line; the first bad line raises InputError."""
-    for number, line in enumerate(split_jsonl_lines(text), 1):
+def iter_jsonl(text: str | Iterable[str], origin: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line; the first bad line raises InputError.
+    ``text`` is the whole text, or its lines as they are read (``iter_input_lines``): then
+    only one line is held at a time."""
+    lines = (split_jsonl_lines(text) if isinstance(text, str)
+             else (line.removesuffix("\n").removesuffix("\r") for line in text))
+    for number, line in enumerate(lines, 1):
         if line.strip():
             yield number, loads_json(line, origin, number)
