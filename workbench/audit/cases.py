@@ -201,8 +201,9 @@ def _context(raw: Any, where: str) -> list[Turn] | str:
     return turns
 
 
-def iter_cases(text: str, origin: str = "cases") -> Iterator[AuditCase]:
-    """Cases from JSONL text; the first bad line raises CaseFormatError naming it."""
+def iter_cases(text: str | Iterable[str], origin: str = "cases") -> Iterator[AuditCase]:
+    """Cases from JSONL text (or its lines as they are read: one held at a time); the first
+    bad line raises CaseFormatError naming it."""
     seen: dict[str, int] = {}
     try:
         for number, data in iter_jsonl(text, origin):

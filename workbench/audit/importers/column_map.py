@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import PurePath
 from typing import Any
 
 from workbench.audit.cases import AuditCase, Turn
 from workbench.audit.importers.common import (
+    HistoryBound,
     ImportFormatError,
     Notes,
     PolicyNames,
+    check_reply,
     fail,
     label_of,
     origin_stem,
@@ -65,26 +67,30 @@ def is_csv(origin: str) -> bool:
     return PurePath(origin).suffix.lower() in (".csv", ".tsv")
 
 
-def read_mapped(text: str, origin: str, mapping: dict[str, str], policies: PolicyNames,
-                notes: Notes) -> list[AuditCase]:
+def read_mapped(text: str | Iterable[str], origin: str, mapping: dict[str, str],
+                policies: PolicyNames, notes: Notes,
+                history: HistoryBound | None = None) -> Iterator[AuditCase]:
+    """A case per row, a row at a time: ``text`` is the whole text or its lines (endings
+    kept) as they are read, so a million-row file is never held whole."""
     rows = _csv_rows(text, origin, mapping) if is_csv(origin) else _jsonl_rows(text, origin)
-    seen: dict[str, int] = {}
-    cases = []
+    bound = history or HistoryBound()
+    seen: dict[str, int] = {}  # ids only: what telling a repeated id needs
     for line, row in rows:
         where = f"{origin}:{line}"
-        case = _case(row, where, line, origin, mapping, policies, notes, is_csv(origin))
+        case = _case(row, where, line, origin, mapping, policies, notes, is_csv(origin), bound)
         if case.id in seen:
             raise fail(where, f"duplicate case id {case.id!r} (first on line {seen[case.id]})",
                        "ids must be unique: map 'id' to a column that is")
         seen[case.id] = line
-        cases.append(case)
-    return cases
+        yield case
 
 
-def _csv_rows(text: str, origin: str, mapping: dict[str, str]) -> Iterator[tuple[int, dict[str, str]]]:
+def _csv_rows(text: str | Iterable[str], origin: str,
+              mapping: dict[str, str]) -> Iterator[tuple[int, dict[str, str]]]:
     csv.field_size_limit(max(csv.field_size_limit(), CSV_CELL_LIMIT))
     delimiter = "\t" if PurePath(origin).suffix.lower() == ".tsv" else ","
-    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter, strict=True)
+    lines = text.splitlines(keepends=True) if isinstance(text, str) else text
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
     try:
         header = next(reader, None)
         if not header:
@@ -108,9 +114,12 @@ def _csv_rows(text: str, origin: str, mapping: dict[str, str]) -> Iterator[tuple
     except csv.Error as exc:
         raise fail(f"{origin}:{reader.line_num}", f"not valid CSV ({exc})",
                    "fix the quoting of that row") from None
+    except InputError as exc:  # a line the input layer refused (encoding, NUL, length)
+        raise fail(exc.origin if exc.line is None else f"{exc.origin}:{exc.line}", exc.problem,
+                   exc.fix) from None
 
 
-def _jsonl_rows(text: str, origin: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _jsonl_rows(text: str | Iterable[str], origin: str) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         for number, record in iter_jsonl(text, origin):
             if not isinstance(record, dict):
@@ -147,13 +156,14 @@ def _json_cell(value: Any) -> Any:
 
 
 def _case(row: dict[str, Any], where: str, line: int, origin: str, mapping: dict[str, str],
-          policies: PolicyNames, notes: Notes, flat: bool) -> AuditCase:
+          policies: PolicyNames, notes: Notes, flat: bool, bound: HistoryBound) -> AuditCase:
     got = {name: _get(row, column, flat) for name, column in mapping.items()}
     reply = got["reply"]
     if reply is _MISSING:
         raise fail(where, f"no {mapping['reply']!r} (the reply column)", "give every row a reply")
     if not isinstance(reply, str):
         raise fail(where, f"{mapping['reply']!r} (the reply) must be text", "map the reply to a text column")
+    check_reply(reply, where)
     cid = got.get("id", _MISSING)
     if isinstance(cid, int) and not isinstance(cid, bool):
         cid = str(cid)
@@ -165,11 +175,13 @@ def _case(row: dict[str, Any], where: str, line: int, origin: str, mapping: dict
     session = "" if session is _MISSING or session is None else str(session)
     label = got.get("label", None)
     label = label_of(None if label is _MISSING else label, f"{where}: {mapping.get('label')}")
-    history = _history(got.get("history", _MISSING), where, mapping.get("history", ""))
+    history, cut = _history(got.get("history", _MISSING), where, mapping.get("history", ""), bound)
     state = got.get("state", _MISSING)
     state = None if state is _MISSING or state == "" else _json_cell(state) if flat else state
     if state is not None and not isinstance(state, str | dict | list):
         state = json.dumps(state)
+    if isinstance(state, str):
+        check_reply(state, where, "state")
     named = got.get("skills", got.get("policy", _MISSING))
     skills = _skills(None if named is _MISSING else _json_cell(named) if flat else named,
                      where, policies)
@@ -177,20 +189,27 @@ def _case(row: dict[str, Any], where: str, line: int, origin: str, mapping: dict
     rest = {k: v for k, v in row.items() if k not in used}
     return AuditCase(id=cid, model_response=reply, session=session, label=label, skills=skills,
                      context=history, background=state,
-                     extra={"source": {"format": "map", "line": line}, **({"columns": rest} if rest else {})})
+                     extra={"source": {"format": "map", "line": line},
+                            **({"columns": rest} if rest else {}),
+                            **({"history_cut": cut} if cut else {})})
 
 
-def _history(value: Any, where: str, column: str) -> list[Turn] | str:
+def _history(value: Any, where: str, column: str,
+             bound: HistoryBound) -> tuple[list[Turn] | str, dict[str, int] | None]:
+    """The row's history within ``bound`` (the latest turns, or the end of a transcript),
+    and what was cut."""
     if value is _MISSING or value is None or value == "":
-        return []
+        return [], None
     value = _json_cell(value)
     if isinstance(value, str):
-        return value
+        text, cut = bound.cut_text(value)
+        return text, ({"turns_left_out": 0, "characters_left_out": cut} if cut else None)
     if not isinstance(value, list):
         raise fail(where, f"{column!r} (the history) must be a message list or text",
                    'write [{"role": "user", "content": "..."}, ...] or the transcript as text')
     messages = chat_messages(_roles_defaulted(value), f"{where}: {column}")
-    return [Turn(m.role, m.text) for m in messages if m.role not in ("system", "developer")]
+    return bound.bound([Turn(m.role, m.text) for m in messages
+                        if m.role not in ("system", "developer")])
 
 
 def _roles_defaulted(value: list) -> list:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -170,30 +171,139 @@ def origin_stem(origin: str) -> str:
     return PurePath(origin).stem or "cases"
 
 
+HISTORY_CHARS = 32_000  # a case's history: the latest turns within this many characters
+TURN_FRAMING = 20  # what one turn counts beyond its text (its role and quoting), so that
+# thousands of empty turns cannot slip under the budget
+MAX_HISTORY_CHARS = 4_000_000  # --history-chars may be raised this far, not without end
+MAX_REPLY_CHARS = 4_000_000  # one reply (or state) beyond this is refused, not audited
+
+
+@dataclass(frozen=True)
+class HistoryBound:
+    """How much history one case keeps: the latest turns whose text (plus ``TURN_FRAMING``
+    each) fits in ``chars``. Older turns are left out and the case says so: a first turn
+    ``note`` for the judge, and ``extra["history_cut"]`` (turns and characters left out).
+    Bounding makes a conversation of n messages cost O(n) to import, not O(n^2): each reply
+    of it used to carry a full copy of everything before it. The judge's window keeps the
+    most recent turns too (``audit.window.fit_case``), so a budget above the judge's window
+    loses nothing the judge would have read."""
+
+    chars: int = HISTORY_CHARS
+
+    def __post_init__(self) -> None:
+        if not 1_000 <= self.chars <= MAX_HISTORY_CHARS:
+            raise ImportFormatError(
+                f"--history-chars {self.chars}: a case keeps between 1,000 and "
+                f"{MAX_HISTORY_CHARS:,} characters of history",
+                "give a number in that range (the default is 32,000, about 8,000 tokens)")
+
+    def cut_note(self, turns: int, chars: int) -> Turn:
+        return Turn("note", f"[{turns} earlier {'turn' if turns == 1 else 'turns'} of this "
+                    f"conversation ({chars:,} characters) were left out when it was imported: "
+                    f"a case keeps the latest {self.chars:,} characters of its history]")
+
+    def cut_text(self, text: str) -> tuple[str, int]:
+        """A text longer than the budget: its end, and how many characters were cut."""
+        if len(text) <= self.chars:
+            return text, 0
+        cut = len(text) - self.chars
+        return f"[... {cut:,} earlier characters left out at import] " + text[cut:], cut
+
+    def bound(self, turns: list[Turn]) -> tuple[list[Turn], dict[str, int] | None]:
+        """The latest of ``turns`` within the budget, and what was cut (None: nothing)."""
+        window = HistoryWindow(self)
+        for t in turns:
+            window.add(t)
+        return window.turns(), window.cut()
+
+
+class HistoryWindow:
+    """The history of the next reply while a conversation is read message by message: the
+    latest turns within the bound, shared (not copied) between the replies' cases."""
+
+    def __init__(self, bound: HistoryBound) -> None:
+        self.bound = bound
+        self.window: deque[Turn] = deque()
+        self.size = 0  # characters of the window, framing included
+        self.seen = 0  # turns added in all
+        self.seen_chars = 0
+
+    def add(self, turn: Turn) -> None:
+        cost = len(turn.content) + TURN_FRAMING
+        self.window.append(turn)
+        self.size += cost
+        self.seen += 1
+        self.seen_chars += len(turn.content)
+        while len(self.window) > 1 and self.size > self.bound.chars:
+            self.size -= len(self.window.popleft().content) + TURN_FRAMING
+
+    def turns(self) -> list[Turn]:
+        kept = list(self.window)
+        if kept and self.size > self.bound.chars:  # one turn alone is longer than the budget
+            text, _ = self.bound.cut_text(kept[0].content)
+            kept[0] = Turn(kept[0].role, text)
+        cut = self.cut()
+        if cut is None or not cut["turns_left_out"]:
+            return kept  # nothing cut, or only the text of the one turn, which says so
+        return [self.bound.cut_note(cut["turns_left_out"], cut["characters_left_out"]), *kept]
+
+    def cut(self) -> dict[str, int] | None:
+        kept_chars = sum(len(t.content) for t in self.window)
+        if self.size > self.bound.chars:
+            kept_chars = min(kept_chars, self.bound.chars)
+        dropped = self.seen - len(self.window)
+        if not dropped and kept_chars == self.seen_chars:
+            return None
+        return {"turns_left_out": dropped, "characters_left_out": self.seen_chars - kept_chars,
+                "turns_kept": len(self.window)}
+
+
+def check_reply(text: str, where: str, what: str = "reply") -> None:
+    """One case that is too big to audit is refused with where it is (exit 2), not read."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise fail(where, f"the {what} is {len(text):,} characters, more than one case may hold "
+                   f"({MAX_REPLY_CHARS:,})", f"shorten the {what} or leave this record out")
+
+
 def cases_from(messages: list[Message], conversation: str, *, session: str = "",
                skills: list[str] | None = None, extra: dict[str, Any] | None = None,
-               background: Any = None, label: str | None = None) -> list[AuditCase]:
+               background: Any = None, label: str | None = None,
+               history: HistoryBound | None = None, last_only: bool = False,
+               where: str = "") -> Iterator[AuditCase]:
     """One case per assistant message that says or does something: its id is
     ``<conversation>:<position of the message>``, its history the non-system messages
-    before it. ``label`` (a conversation-level gold label) goes to the last reply, unless
-    a message carries its own."""
+    before it, bounded by ``history`` (the latest turns, the cut stated in the case).
+    ``label`` (a conversation-level gold label) goes to the last reply, unless a message
+    carries its own. ``last_only``: only the case of the last message (an OTel span, whose
+    earlier messages are other spans' replies). Cases come one at a time; their histories
+    share the messages' turns."""
+    bound = history or HistoryBound()
     system = [m.text for m in messages if m.role in SYSTEM_ROLES]
     base = dict(extra or {})
     if (digest := system_digest(system)) is not None:
         base["system"] = digest
     replies = [i for i, m in enumerate(messages) if m.role == REPLY_ROLE and m.text.strip()]
-    out = []
+    if last_only:
+        replies = [i for i in replies if i == len(messages) - 1]
+    last = replies[-1] if replies else -1
+    window = HistoryWindow(bound)
+    upto = 0  # messages[:upto] are in the window
     for i in replies:
         m = messages[i]
-        history = [Turn(p.role, p.text) for p in messages[:i] if p.role not in SYSTEM_ROLES]
-        own = m.label if m.label is not None else (label if i == replies[-1] else None)
-        out.append(AuditCase(
+        check_reply(m.text, f"{where or conversation}: message {i}")
+        for p in messages[upto:i]:
+            if p.role not in SYSTEM_ROLES:
+                window.add(Turn(p.role, p.text))
+        upto = i
+        own = m.label if m.label is not None else (label if i == last else None)
+        cut = window.cut()
+        yield AuditCase(
             id=f"{conversation}:{i}", model_response=m.text, session=session or conversation,
-            label=own, skills=None if skills is None else list(skills), context=history,
+            label=own, skills=None if skills is None else list(skills), context=window.turns(),
             background=background,
-            extra={**base, **m.meta, "source": {**base.get("source", {}), "message": i}},
-        ))
-    return out
+            extra={**base, **m.meta, "source": {**base.get("source", {}), "message": i},
+                   **({"history_cut": cut} if cut else {})},
+        )
 
 
 def text_of(value: Any, where: str, what: str = "content") -> str:

@@ -20,10 +20,12 @@ string, null, or a list of content parts; ``tool_calls``, the legacy ``function_
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.importers.common import (
+    HistoryBound,
     Message,
     Notes,
     PolicyNames,
@@ -118,8 +120,10 @@ def skills_for(named: str | list[str] | None, policies: PolicyNames, notes: Note
     return policies.resolve(named, notes)
 
 
-def read_openai(text: str, origin: str, policies: PolicyNames, notes: Notes) -> list[AuditCase]:
-    cases = []
+def read_openai(text: str | Iterable[str], origin: str, policies: PolicyNames, notes: Notes,
+                history: HistoryBound | None = None) -> Iterator[AuditCase]:
+    """Cases of a chat log, a conversation (line) at a time: ``text`` is the whole text or
+    its lines as they are read, so memory follows the longest conversation, not the file."""
     try:
         for number, record in iter_jsonl(text, origin):
             where = f"{origin}:{number}"
@@ -128,16 +132,18 @@ def read_openai(text: str, origin: str, policies: PolicyNames, notes: Notes) -> 
             messages = chat_messages(record["messages"], f"{where}: messages")
             cid = _conversation_id(record, origin, number)
             session = record.get("session")
-            made = cases_from(
+            made = 0
+            for case in cases_from(
                 messages, cid, session=str(session) if isinstance(session, str | int) else "",
                 skills=skills_for(policy_named(record), policies, notes),
                 label=label_of(record.get("label"), f"{where}: label"),
-                extra={"source": {"format": "openai", "line": number}},
-            )
+                extra={"source": {"format": "openai", "line": number}}, history=history,
+                where=f"{where}: messages",
+            ):
+                made += 1
+                yield case
             if not made:
                 notes.add(f"{where}: no assistant reply to audit; skipped")
-            cases += made
     except InputError as exc:
         raise fail(exc.origin if exc.line is None else f"{exc.origin}:{exc.line}", exc.problem,
                    exc.fix) from None
-    return cases

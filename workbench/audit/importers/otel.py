@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.importers.common import (
+    HistoryBound,
     Message,
     Notes,
     PolicyNames,
@@ -69,18 +71,18 @@ class Span:
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
-def read_otel(text: str, origin: str, policies: PolicyNames, notes: Notes) -> list[AuditCase]:
+def read_otel(text: str, origin: str, policies: PolicyNames, notes: Notes,
+              history: HistoryBound | None = None) -> Iterator[AuditCase]:
     try:
         spans = [s for line, doc in documents(text, origin) for s in _spans(doc, f"{origin}:{line}")]
     except InputError as exc:
         raise fail(exc.origin if exc.line is None else f"{exc.origin}:{exc.line}", exc.problem,
                    exc.fix) from None
-    cases: list[AuditCase] = []
     for span in spans:
         found = _conversation(span)
         if found is None:
             continue
-        history, output = found
+        before, output = found
         if not output:
             notes.add(f"{span.where}: chat span {span.span_id} has input messages but no output; "
                       "skipped (capture the output messages too)")
@@ -90,20 +92,18 @@ def read_otel(text: str, origin: str, policies: PolicyNames, notes: Notes) -> li
         agent = a.get("gen_ai.agent.name")
         facts = {k: a[k] for k in ("gen_ai.request.model", "gen_ai.response.model",
                                    "gen_ai.response.id", "gen_ai.operation.name") if k in a}
-        made = cases_from(
-            [*history, output[0]], f"{span.trace_id}-{span.span_id}", session=str(session),
+        # One reply per span: its output (the replies in its history are other spans' outputs),
+        # under the span's own id.
+        for c in cases_from(
+            [*before, output[0]], f"{span.trace_id}-{span.span_id}", session=str(session),
             skills=policies.resolve(agent if isinstance(agent, str) else None, notes),
             extra={"otel": {"trace_id": span.trace_id, "span_id": span.span_id,
                             "span_name": span.name, **facts},
                    "source": {"format": "otel"}},
-        )
-        # One reply per span: its output (the replies in its history are other spans' outputs),
-        # under the span's own id.
-        for c in made:
-            if c.extra["source"]["message"] == len(history):
-                c.id = f"{span.trace_id}-{span.span_id}"
-                cases.append(c)
-    return cases
+            history=history, last_only=True, where=span.where,
+        ):
+            c.id = f"{span.trace_id}-{span.span_id}"
+            yield c
 
 
 def _spans(doc: Any, where: str) -> list[Span]:

@@ -28,10 +28,12 @@ the telecom domain) are kept as the user's turns. Simulations stored only as voi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.importers.common import (
+    HistoryBound,
     Message,
     Notes,
     PolicyNames,
@@ -49,8 +51,12 @@ FIX_FILE = ("pass a tau2-bench results file (the JSON `tau2 run` saves, with 'si
             "one simulation, or a list of simulations")
 
 
-def read_tau2(text: str, origin: str, policies: PolicyNames, notes: Notes) -> list[AuditCase]:
+def read_tau2(text: str, origin: str, policies: PolicyNames, notes: Notes,
+              history: HistoryBound | None = None) -> Iterator[AuditCase]:
+    """Cases of a results file, a simulation at a time (the file is one JSON document, read
+    whole: memory follows the file, not the square of its conversations)."""
     data = _loads(text, origin)
+    text = ""  # the parsed document is what is used from here
     domain = None
     if isinstance(data, dict) and "simulations" in data:
         info = data.get("info") if isinstance(data.get("info"), dict) else {}
@@ -67,7 +73,6 @@ def read_tau2(text: str, origin: str, policies: PolicyNames, notes: Notes) -> li
     if not isinstance(sims, list):
         raise fail(where, "must be a list of simulations", FIX_FILE)
     skills = policies.resolve(domain, notes)
-    cases: list[AuditCase] = []
     for k, at, sim in json_objects(sims, where, "a simulation", FIX_FILE):
         sim_id = sim.get("id")
         if not isinstance(sim_id, str) or not sim_id.strip():
@@ -77,13 +82,15 @@ def read_tau2(text: str, origin: str, policies: PolicyNames, notes: Notes) -> li
         if raw is None:
             notes.add(f"{at}: no 'messages' (a voice run stored as ticks); skipped")
             continue
-        made = cases_from(_messages(raw, f"{at}.messages"), sim_id, skills=skills,
-                          extra={"tau2": _run_facts(sim, domain),
-                                 "source": {"format": "tau2", "simulation": k}})
+        made = 0
+        for case in cases_from(_messages(raw, f"{at}.messages"), sim_id, skills=skills,
+                               extra={"tau2": _run_facts(sim, domain),
+                                      "source": {"format": "tau2", "simulation": k}},
+                               history=history, where=f"{at}.messages"):
+            made += 1
+            yield case
         if not made:
             notes.add(f"{at}: no assistant message to audit; skipped")
-        cases += made
-    return cases
 
 
 def _loads(text: str, origin: str) -> Any:
