@@ -49,6 +49,24 @@ st.title("Skill contracts")
 st.caption("Procedural compliance: does each trajectory follow the contract's phases, "
            "with explicit confirmation and verified milestones?")
 
+# -- blocked at run time -------------------------------------------------------------------
+# Calls an agent runtime asked about (POST /v1/contracts/{name}/check) and was refused; the
+# log is workbench.contracts.guard.ContractCheckLog (WORKBENCH_CONTRACT_LOG).
+_blocked, _log_problems = contracts.ContractCheckLog().read(limit=200)
+with st.expander(f"Blocked at run time ({len(_blocked)})", expanded=False):
+    if _blocked:
+        st.dataframe(pd.DataFrame([{
+            "when": r.get("checked_at", ""), "contract": r.get("contract", ""),
+            "session": r.get("session", ""),
+            "call": (r.get("call") or {}).get("name", ""), "phase": r.get("phase", ""),
+            "feedback": r.get("feedback", ""), "by": r.get("actor", ""),
+        } for r in _blocked]), hide_index=True, key="blocked_calls")
+    else:
+        st.text("No call has been blocked yet: agent runtimes ask the audit API before each "
+                "tool call (POST /v1/contracts/NAME/check), and refused calls are listed here.")
+    for problem in _log_problems[:3]:
+        st.warning(problem)
+
 # -- contract ------------------------------------------------------------------------------
 if "contract_yaml" not in st.session_state:
     st.session_state["contract_yaml"] = CONTRACT_FILE.read_text(encoding="utf-8")

@@ -89,3 +89,23 @@ def test_reset_restores_the_airline_contract(app):
     app.button[0].click().run()
     assert not app.exception and not app.error
     assert "contract: tau-airline" in app.text_area(key="contract_yaml").value
+
+
+def test_blocked_calls_recorded_at_run_time_are_listed(tmp_path, monkeypatch):
+    from workbench.contracts import ContractCheckLog, check_call, load_contract
+    from workbench.contracts.actions import Action
+    from workbench.roles import Actor
+
+    log_path = tmp_path / "checks.jsonl"
+    monkeypatch.setenv("WORKBENCH_CONTRACT_LOG", str(log_path))
+    contract = load_contract(Path(PAGE).parents[1] / "fixtures" / "contracts" / "airline.yaml")
+    check = check_call(contract, [], Action.tool("cancel_reservation", {"reservation_id": "X"}),
+                       session="<b>s-1</b>")
+    ContractCheckLog().record(check, actor=Actor.signed_in("api", "analyst"))
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception, at.exception
+    blocked = next(e for e in at.expander if e.label == "Blocked at run time (1)")
+    table = blocked.dataframe[0].value
+    assert table["call"].tolist() == ["cancel_reservation"]
+    assert table["session"].tolist() == ["<b>s-1</b>"]  # shown as text, never as HTML
+    assert table["feedback"].tolist()[0].startswith("Rejected: ")

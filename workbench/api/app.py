@@ -39,6 +39,7 @@ from workbench.api.body import (
     shorten_message,
     validation_problem,
 )
+from workbench.api.contracts import ContractGuard, contract_routes
 from workbench.api.docs import add_docs
 from workbench.api.guard import RequestGate
 from workbench.api.service import AuditService, RequestError, response_body
@@ -148,7 +149,8 @@ class Admission:
         self.slots = asyncio.Semaphore(settings.concurrency)
 
 
-def create_app(service: AuditService, settings: ApiSettings) -> FastAPI:
+def create_app(service: AuditService, settings: ApiSettings,
+               contracts: ContractGuard | None = None) -> FastAPI:
     app = FastAPI(title="SkillCDG Workbench audit API", version="1",
                   description="Audit an agent reply against the served policy index.",
                   docs_url=None, redoc_url=None, default_response_class=SafeJSONResponse)
@@ -220,4 +222,6 @@ def create_app(service: AuditService, settings: ApiSettings) -> FastAPI:
         return {"trace_id": trace_id, "case": None if case is None else case.to_dict(),
                 "trace": t.to_dict(), "summary": response_body(t, service.index)}
 
+    # POST /v1/contracts/{name}/check: may an agent make this tool call now (workbench.api.contracts)
+    app.include_router(contract_routes(contracts or ContractGuard.from_env(), authorised, actor))
     return app

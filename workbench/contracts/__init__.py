@@ -6,14 +6,16 @@ them, the accepted termination condition and budgets. ``ContractRuntime.step`` a
 rejects each action with contract-state feedback, and can guard a live agent; ``replay``
 audits recorded trajectories; ``summarize`` gives PCR, RF-PCR, outcome rate, hint rate,
 mean credit and the PCR x outcome table; ``progress_reward`` turns the verified credit into
-a per-trajectory training reward for the factorial study's arms. Pure Python: no UI, no
-storage.
+a per-trajectory training reward for the factorial study's arms; ``check_call`` answers an
+agent runtime before each tool call (may I call X now, what is missing) and
+``ContractCheckLog`` keeps the blocked calls as JSON Lines. Pure Python: no UI, no database.
 
 The pieces of a contract (phases, rules, checks, milestones, transitions, budgets) are
 ``workbench.contracts.model``'s; callers only ever needed ``Contract`` from here.
 """
 
 from workbench.contracts.actions import Action
+from workbench.contracts.guard import CallCheck, ContractCheckLog, check_call
 from workbench.contracts.metrics import ContractSummary, PcrOutcomeTable, outcome_class, summarize
 from workbench.contracts.model import Contract
 from workbench.contracts.replay import ReplayReport, Scorer, replay, replay_all
@@ -46,6 +48,8 @@ from workbench.contracts.trajectories import (
 __all__ = [
     "CONDITIONS",
     "Action",
+    "CallCheck",
+    "ContractCheckLog",
     "Contract",
     "ContractError",
     "ContractIssue",
@@ -62,6 +66,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryFormatError",
     "TrajectoryStep",
+    "check_call",
     "check_contract_text",
     "load_contract",
     "load_trajectories",
