@@ -28,6 +28,12 @@ def add_case_format_args(parser: argparse.ArgumentParser) -> None:
                    "cases), or NAME=SKILL to map the policy a file names (a tau2 domain, an "
                    "agent name) to a SKILL; repeatable. Unmapped names that are no SKILL leave "
                    "the cases routed by keywords (reported)")
+    g.add_argument("--history-chars", dest="cases_history_chars", type=int, default=None,
+                   metavar="N",
+                   help="how much conversation a case of the other formats keeps: the latest "
+                   "turns within N characters (default 32000, about 8,000 tokens; 1000 to "
+                   "4000000). Older turns are left out and the case says so; each reply used "
+                   "to carry a full copy of everything before it")
 
 
 def import_options(args: argparse.Namespace, known: Iterable[str] | None = None):
@@ -38,22 +44,45 @@ def import_options(args: argparse.Namespace, known: Iterable[str] | None = None)
     column_map = getattr(args, "cases_map", None)
     if fmt is None:
         fmt = "map" if column_map else "cases"
+    history = getattr(args, "cases_history_chars", None)
+    if history is not None and fmt == "cases":
+        from workbench.commands._common import CliError
+
+        raise CliError("--history-chars is for the other formats: a case of the case schema "
+                       "keeps the history its file gives", "drop --history-chars")
+    extra = {} if history is None else {"history_chars": history}
     return ImportOptions(fmt, column_map, tuple(getattr(args, "cases_policy", []) or ()),
-                         None if known is None else list(known))
+                         None if known is None else list(known), **extra)
 
 
-def read_cases_arg(args: argparse.Namespace, path: str, known: Iterable[str] | None = None,
-                   quiet: bool = False):
-    """The cases of ``path`` in the format the command line names; notes go to stderr (with
-    ``quiet``: the whole ImportResult is returned instead), a missing file is a CLI error, a
-    bad one the importer's CaseFormatError."""
-    from workbench.audit.importers import read_cases_file
+def open_cases_arg(args: argparse.Namespace, path: str, known: Iterable[str] | None = None):
+    """The cases of ``path`` as a ``CaseStream`` (read while iterated; ``.notes`` once read);
+    a missing file is a CLI error, a bad record the importer's CaseFormatError when met."""
+    from workbench.audit.importers import stream_cases_file
     from workbench.commands._common import CliError
 
     try:
-        result = read_cases_file(path, import_options(args, known))
+        return stream_cases_file(path, import_options(args, known))
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
+
+
+def read_cases_arg(args: argparse.Namespace, path: str, known: Iterable[str] | None = None,
+                   quiet: bool = False, limit: int | None = None):
+    """The cases of ``path`` in the format the command line names; notes go to stderr (with
+    ``quiet``: the whole ImportResult is returned instead), a missing file is a CLI error, a
+    bad one the importer's CaseFormatError.
+
+    ``limit`` (else the command's ``--limit``, as ``audit`` has it: "only the first N
+    cases"): the first N cases, and the file is read no further; a bad record after them is
+    not met."""
+    from workbench.audit.importers import ImportResult
+
+    if limit is None:
+        limit = getattr(args, "limit", None)
+        limit = limit if isinstance(limit, int) and limit >= 0 else None
+    stream = open_cases_arg(args, path, known)
+    result = ImportResult(stream.head(limit), stream.notes)
     if not quiet:
         print_notes(result.notes)
     return result if quiet else result.cases

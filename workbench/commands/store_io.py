@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                help="store audit cases (the case schema, OpenAI chat logs, tau2-bench results, "
                "OpenTelemetry spans, or any CSV/JSONL with --map) under a dataset name",
                description="The whole file is read and checked first: a bad record stores "
-               "nothing. Foreign formats make one case per assistant reply (--format).")
+               "nothing. Then it is read again and stored in batches, so memory follows the "
+               "largest case, not the file. Foreign formats make one case per assistant reply "
+               "(--format), each with the latest turns of its conversation (--history-chars).")
     p.add_argument("cases")
     p.add_argument("--dataset", required=True)
     p.add_argument("--db")
@@ -78,35 +80,90 @@ def _export(args) -> int:
     return 0
 
 
+# Cases are stored this many at a time (fewer when they are long): one batch is what the
+# import holds in memory besides what the store reads back.
+BATCH_CASES = 10_000
+BATCH_CHARS = 16_000_000
+# store.audit_repo.save_cases reads every stored case of the dataset for each batch, so
+# memory and time grow with the dataset: an import that would take a dataset past this is
+# refused before anything is stored.
+MAX_DATASET_CASES = 250_000
+
+
 def _import_cases(args) -> int:
     from store import audit_repo, repo
     from store.db import make_engine
     from workbench.audit import CaseFormatError
     from workbench.audit.importers import ImportFormatError
-    from workbench.commands._case_formats import print_notes, read_cases_arg
+    from workbench.commands._case_formats import open_cases_arg, print_notes
     from workbench.commands._common import CliError
 
     try:
-        # The whole file is checked before the database is opened (opening it creates it).
-        first = read_cases_arg(args, args.cases, quiet=True)
+        # First pass: the whole file is checked, keeping nothing of it (the database is not
+        # opened yet: opening it creates it).
+        first = open_cases_arg(args, args.cases)
+        count, unrouted = _check_cases(first, args.cases)
         engine = make_engine(args.db)
-        if first.notes and any(c.skills is None for c in first.cases):
-            # A policy the file names may be a SKILL of the store: read again knowing them.
-            cases = read_cases_arg(args, args.cases, repo.skill_names(engine))
-        else:
-            cases = first.cases
-            print_notes(first.notes)
+        actor = cli_actor(args, engine)
+        stored = audit_repo.case_version(engine, args.dataset)[0]
+        if stored + count > MAX_DATASET_CASES:
+            raise CliError(f"dataset {args.dataset!r} holds {stored:,} case(s); with the "
+                           f"{count:,} of {args.cases} it would pass {MAX_DATASET_CASES:,}, "
+                           "what one dataset takes; nothing was stored", _TOO_MANY)
+        # Second pass: a policy the file names may be a SKILL of the store; read again knowing
+        # them, and store a batch at a time.
+        known = repo.skill_names(engine) if first.notes and unrouted else None
+        cases = first if known is None else open_cases_arg(args, args.cases, known)
+        n = sum(audit_repo.save_cases(engine, args.dataset, batch, actor=actor)
+                for batch in _batches(cases))
+        print_notes(cases.notes)
     except ImportFormatError:
         raise  # names its own fix
     except (OSError, CaseFormatError) as exc:
         raise CliError(f"{exc}. Cases are JSONL in the normalised schema (see README), or "
                        "another format with --format.") from None
-    if not cases:
-        raise CliError(f"{args.cases}: holds no case (no line with a case); nothing was stored",
-                       "give the cases JSONL, one case per line (see README)")
-    n = audit_repo.save_cases(engine, args.dataset, cases, actor=cli_actor(args, engine))
     print(f"{args.dataset}: {n} case(s) stored")
     return 0
+
+
+_TOO_MANY = ("split the file and import the parts under different --dataset names, or audit "
+             "it straight from the file (workbench audit --cases FILE --limit N)")
+
+
+def _check_cases(cases, path: str) -> tuple[int, bool]:
+    """How many cases the file holds and whether one names no SKILL, reading it through
+    (a bad record raises); none, or more than a dataset takes, is a CLI error."""
+    from workbench.commands._common import CliError
+
+    count, unrouted = 0, False
+    for case in cases:
+        count += 1
+        unrouted = unrouted or case.skills is None
+        if count > MAX_DATASET_CASES:  # refused here: no need to read the rest
+            source = case.extra.get("source")  # the line, where the importer kept it
+            line = source.get("line") if isinstance(source, dict) else None
+            where = f"{path}:{line}" if isinstance(line, int) else path
+            raise CliError(f"{where}: more than "
+                           f"{MAX_DATASET_CASES:,} cases, what one dataset takes; nothing was "
+                           "stored", _TOO_MANY)
+    if not count:
+        raise CliError(f"{path}: holds no case (no line with a case); nothing was stored",
+                       "give the cases JSONL, one case per line (see README)")
+    return count, unrouted
+
+
+def _batches(cases):
+    """Lists of at most BATCH_CASES cases, or fewer holding about BATCH_CHARS characters."""
+    batch, size = [], 0
+    for case in cases:
+        batch.append(case)
+        turns = case.context if isinstance(case.context, list) else [case.context]
+        size += len(case.model_response) + sum(len(getattr(t, "content", t)) for t in turns)
+        if len(batch) >= BATCH_CASES or size >= BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def _import_traces(args) -> int:
