@@ -20,6 +20,31 @@ from workbench.graph.rule_graph import (
 from workbench.graph.validation import validate_skills
 
 
+def front_matter_problem(source: str) -> str | None:
+    """What the SKILL reader (``workbench.skill.parse_skill``) refuses in the front matter of
+    a SKILL's ``source`` (YAML that does not parse, a key such as ``name:`` given twice, not a
+    mapping), said as it says it with the line of the source; None when it reads. An index
+    holding such a source was imported while the same text as SKILL.md was refused
+    (issue 45 item 8)."""
+    from workbench.inputs import InputError, load_yaml
+    from workbench.skill import _FRONT_MATTER  # the SKILL reader's own pattern
+
+    m = _FRONT_MATTER.match(source)
+    if not m:
+        return None
+    try:
+        loaded = load_yaml(m.group(1), "source", first_line=2)  # after the opening '---'
+    except InputError as exc:
+        at = f"line {exc.line} of the SKILL text: " if exc.line else ""
+        return (f"{at}the YAML front matter does not parse ({exc.problem}); fix the block "
+                "between the '---' lines of this SKILL's source (or its SKILL.md) and build "
+                "the index again")
+    if loaded is not None and not isinstance(loaded, dict):
+        return (f"the front matter must be a YAML mapping with 'name' and 'description', not "
+                f"a {type(loaded).__name__}; fix the block between the '---' lines")
+    return None
+
+
 def _known(**optional: object) -> dict:
     """The optional fields that are known (not "" or None): written only then, so older
     files round-trip unchanged."""
@@ -100,6 +125,10 @@ class PolicyIndex:
     def from_dict(cls, data: object, origin: str = "index") -> PolicyIndex:
         """Build from parsed JSON, or raise ``IndexValidationError`` listing every problem."""
         skills, warnings = validate_skills(data, origin)
+        problems = [Problem(f"skills[{i}].source", bad) for i, skill in enumerate(skills)
+                    if (bad := front_matter_problem(skill.source))]
+        if problems:
+            raise IndexValidationError(problems, origin)
         return cls(skills, warnings)
 
     @classmethod
