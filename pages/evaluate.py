@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from components.activation_study import show_activation_study
 from components.case_table import case_rows, show_case_table
 from components.glossary import column_help
 from components.retrieval_curves import show_evaluations
@@ -28,6 +29,8 @@ st.title("Evaluate")
 st.caption("ACC counts a case without a verdict as wrong; violation-F1 measures how well "
            "violations are found, on judged cases only. Gold labels and governing rules come "
            "from the stored cases. Hover a column header for what it means, or see the Glossary.")
+with st.container(border=True):
+    show_activation_study()
 with st.container(border=True):
     show_evaluations()
     show_sweep_accuracy()

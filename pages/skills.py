@@ -15,6 +15,7 @@ from components.extraction_report import reference_panel, report_panel
 from components.glossary import column_help
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
+from components.start_here import show_start_here
 from pages._state import engine, model_gateway, user_name
 from store import edge_decisions, repo
 from store.extraction import SqlStepStore
@@ -37,6 +38,8 @@ DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / 
 
 st.title("Skills")
 eng = engine()
+show_start_here(first_visit=not st.session_state.setdefault("start_here_seen", False))
+st.session_state["start_here_seen"] = True
 queue_nav.show_flash("skills_deleted")  # a deletion says what it did, above everything else
 
 # Extracting a SKILL saves a graph version and deleting one hides every version: both edit

@@ -1,0 +1,58 @@
+"""The first thing a new user reads: what the workbench does, in three steps with links, and
+how far the judge's verdicts can be trusted on the bundled data (from the stored figures,
+never claimed beyond them)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components.activation_study import BUNDLED, study_results
+
+STEPS = (
+    ("pages/replay.py", "1. Replay a case",
+     "pick an audited reply and see why it was judged as it was: the SKILL it was routed to, "
+     "the rules the closure gathered with their source text, and the verdict with its words "
+     "in the reply."),
+    ("pages/review.py", "2. Review the queue",
+     "go through the verdicts most in doubt first; confirm, overturn or mark the wrong rule "
+     "by keyboard. Every decision is recorded under your name and can be undone."),
+    ("pages/graph.py", "3. Check the rules",
+     "open a SKILL's rule graph, fix a rule or a require edge, and see which audited cases "
+     "the change would affect before you save it."),
+)
+
+
+def judge_figures_line() -> str:
+    """One sentence on the judge's measured figures, from the bundled study (empty without)."""
+    results = study_results(BUNDLED)
+    if not results:
+        return ""
+    data = results[-1][1]
+    figs = data["figures"]
+    verbal = figs.get("verbal probability", {}).get("auroc")
+    best_name, best = max(((k, v) for k, v in figs.items() if k != "verbal probability"),
+                          key=lambda kv: kv[1]["auroc"], default=(None, None))
+    if verbal is None or best is None:
+        return ""
+    return (f"On {data['n']} labelled CompliBench airline cases the embedded judge's own "
+            f"probability ranks violations above compliant replies {verbal:.0%} of the time "
+            f"(AUROC {verbal:.2f}); a score learned from its hidden states ({best_name}) does "
+            f"{best['auroc']:.0%} (AUROC {best['auroc']:.2f}, 95 % interval {best['low']:.2f}–"
+            f"{best['high']:.2f}), out of fold. Treat single verdicts as a first pass for a "
+            "person, not a decision, unless the Review page shows an error-rate guarantee.")
+
+
+def show_start_here(first_visit: bool) -> None:
+    with st.expander("Start here: what this workbench does", expanded=first_visit):
+        st.markdown("The workbench checks an AI agent's replies against written policies "
+                    "(SKILLs). Each policy is compiled into rules linked by what each rule "
+                    "needs; an audit gives a judge model just the rules that govern a reply, "
+                    "and shows you exactly why it decided.")
+        cols = st.columns(len(STEPS))
+        for col, (page, title, text) in zip(cols, STEPS, strict=True):
+            with col:
+                st.page_link(page, label=title)
+                st.caption(text)
+        line = judge_figures_line()
+        if line:
+            st.info(line)
