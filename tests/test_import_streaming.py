@@ -195,7 +195,7 @@ def test_a_dataset_past_its_size_is_refused_before_anything_is_stored(tmp_path, 
     assert main(["import-cases", str(f), "--dataset", "d", "--map", "id=id,reply=answer",
                  "--db", db]) == 2
     err = capsys.readouterr().err
-    assert f"{f}:7: more than 5 cases" in err and "split the file" in err
+    assert f"{f}:7: more than 5 cases, what one dataset takes" in err and "split the file" in err
     assert not (tmp_path / "w.db").exists()
     f.write_text("id,answer\n" + "".join(f"r{i},reply {i}\n" for i in range(3)),
                  encoding="utf-8")
@@ -223,3 +223,16 @@ def test_lines_keep_their_endings_drop_a_bom_and_split_at_newline_only(tmp_path)
     f = tmp_path / "x.jsonl"
     f.write_bytes("\ufeffa\u2028b\r\nc".encode())
     assert list(iter_input_lines(f)) == ["a\u2028b\r\n", "c"]
+
+
+def test_a_file_holding_too_many_characters_is_refused(tmp_path, capsys, monkeypatch):
+    from workbench.commands import store_io
+
+    monkeypatch.setattr(store_io, "MAX_IMPORT_CHARS", 5_000)
+    f = tmp_path / "chat.jsonl"
+    f.write_text(_conversation(200) + "\n", encoding="utf-8")
+    assert main(["import-cases", str(f), "--dataset", "d", "--format", "openai",
+                 "--db", f"sqlite:///{tmp_path / 'w.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:1: cases holding more than 5,000 characters" in err
+    assert "--history-chars" in err and not (tmp_path / "w.db").exists()

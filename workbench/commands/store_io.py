@@ -88,6 +88,7 @@ BATCH_CHARS = 16_000_000
 # memory and time grow with the dataset: an import that would take a dataset past this is
 # refused before anything is stored.
 MAX_DATASET_CASES = 250_000
+MAX_IMPORT_CHARS = 500_000_000  # and so is a file whose cases hold more than this
 
 
 def _import_cases(args) -> int:
@@ -135,21 +136,30 @@ def _check_cases(cases, path: str) -> tuple[int, bool]:
     (a bad record raises); none, or more than a dataset takes, is a CLI error."""
     from workbench.commands._common import CliError
 
-    count, unrouted = 0, False
+    count, unrouted, chars = 0, False, 0
     for case in cases:
         count += 1
         unrouted = unrouted or case.skills is None
-        if count > MAX_DATASET_CASES:  # refused here: no need to read the rest
+        chars += _chars(case)
+        if count > MAX_DATASET_CASES or chars > MAX_IMPORT_CHARS:  # no need to read the rest
             source = case.extra.get("source")  # the line, where the importer kept it
             line = source.get("line") if isinstance(source, dict) else None
             where = f"{path}:{line}" if isinstance(line, int) else path
-            raise CliError(f"{where}: more than "
-                           f"{MAX_DATASET_CASES:,} cases, what one dataset takes; nothing was "
-                           "stored", _TOO_MANY)
+            what = (f"more than {MAX_DATASET_CASES:,} cases" if count > MAX_DATASET_CASES else
+                    f"cases holding more than {MAX_IMPORT_CHARS:,} characters (replies and "
+                    "their histories)")
+            raise CliError(f"{where}: {what}, what one dataset takes; nothing was stored",
+                           _TOO_MANY + "; a long conversation also takes a smaller "
+                           "--history-chars")
     if not count:
         raise CliError(f"{path}: holds no case (no line with a case); nothing was stored",
                        "give the cases JSONL, one case per line (see README)")
     return count, unrouted
+
+
+def _chars(case) -> int:
+    turns = case.context if isinstance(case.context, list) else [case.context]
+    return len(case.model_response) + sum(len(getattr(t, "content", t)) for t in turns)
 
 
 def _batches(cases):
@@ -157,8 +167,7 @@ def _batches(cases):
     batch, size = [], 0
     for case in cases:
         batch.append(case)
-        turns = case.context if isinstance(case.context, list) else [case.context]
-        size += len(case.model_response) + sum(len(getattr(t, "content", t)) for t in turns)
+        size += _chars(case)
         if len(batch) >= BATCH_CASES or size >= BATCH_CHARS:
             yield batch
             batch, size = [], 0
