@@ -66,6 +66,9 @@ def _trace_row(trace: AuditTrace, run_id: str, dataset: str) -> dict[str, Any]:
     )
 
 
+_ID_CHUNK = 500  # ids per IN (...) query: well under SQLite's bound-parameter limit
+
+
 def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase], *,
                actor: Actor) -> int:
     """Insert or update cases of ``dataset`` by case id. Returns how many were written.
@@ -77,10 +80,14 @@ def save_cases(engine: Engine, dataset: str, cases: Iterable[AuditCase], *,
 
     def write() -> int:
         with write_session(engine) as session:
-            existing = {
-                r.case_id: r
-                for r in session.exec(select(CaseRow).where(CaseRow.dataset == dataset)).all()
-            }
+            # Only the rows of this batch's ids: reading the whole dataset back made each
+            # batch of a large import cost as much as everything stored before it.
+            ids = list(dict.fromkeys(c.id for c in chosen))
+            existing = {}
+            for at in range(0, len(ids), _ID_CHUNK):
+                existing.update({r.case_id: r for r in session.exec(
+                    select(CaseRow).where(CaseRow.dataset == dataset,
+                                          CaseRow.case_id.in_(ids[at:at + _ID_CHUNK]))).all()})
             for case in chosen:
                 payload = dumps_utf8(case.to_dict())  # SQLite holds UTF-8 only
                 row = existing.get(case.id)
