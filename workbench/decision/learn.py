@@ -235,12 +235,14 @@ def calibrated_oof(scores: np.ndarray, truth: np.ndarray, groups: Sequence[str],
 
 
 def learning_curve(data: Labelled, sizes: Sequence[int], kinds: Sequence[str] = ("probe",),
-                   layer: int | None = None, repeats: int = 5, seed: int = 0) -> list[dict]:
+                   layer: int | None = None, repeats: int = 5, seed: int = 0,
+                   layers: Sequence[int] | None = None) -> list[dict]:
     """AUROC on held-out conversations of a scorer fitted on ``n`` labelled cases, for each
     ``n`` in ``sizes``: the conversations are split in two halves (``repeats`` times); the
     scorer is fitted on ``n`` cases drawn from one half (whole conversations, balanced as
-    drawn) and scored on the other. With ``layer`` fixed, no search runs inside (the curve
-    shows how many labels a policy needs once the recipe is set)."""
+    drawn) and scored on the other. The layer and C are chosen inside each draw (among
+    ``layers``, default all), or fixed with ``layer`` (the curve then shows how many labels a
+    policy needs once the recipe is set)."""
     rng = np.random.default_rng(seed)
     uniq = sorted(set(data.groups))
     rows = []
@@ -258,7 +260,8 @@ def learning_curve(data: Labelled, sizes: Sequence[int], kinds: Sequence[str] = 
             if not _usable(part):
                 continue
             if layer is None:
-                cfg = choose(part, kinds, folds=min(4, len(set(part.groups)))).config
+                cfg = choose(part, kinds, layers=layers,
+                             folds=min(4, len(set(part.groups)))).config
             else:
                 cfg = Config(kinds[0], layer, PROBE_CS[1])
             s = score_config(fit_config(part, cfg), data.take(test))
