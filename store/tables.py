@@ -10,6 +10,7 @@ imports it back.
 from __future__ import annotations
 
 import store.activations  # noqa: F401
+import store.alerts  # noqa: F401
 import store.annotation  # noqa: F401
 import store.edge_decisions  # noqa: F401
 import store.extraction  # noqa: F401

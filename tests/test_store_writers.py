@@ -18,9 +18,10 @@ from sqlalchemy import func, select
 from sqlmodel import Session, SQLModel
 
 import store
-from store import annotation, audit_repo, edge_decisions, people, repo, review, thresholds
+from store import alerts, annotation, audit_repo, edge_decisions, people, repo, review, thresholds
 from store.db import make_engine
 from tests.test_store_edge_decisions import skill as desk_skill
+from workbench.alerts.rules import AlertRule, RuleKind
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Label
 from workbench.audit.cases import case_from_dict
 from workbench.audit.trace import AuditTrace
@@ -52,6 +53,9 @@ GUARDED: dict[str, tuple[str, ...]] = {
     "people.save_person": ("manage people",),
     "people.remove_person": ("manage people",),
     "thresholds.save_threshold": ("decide reviews",),
+    "alerts.add_rule": ("change settings",),
+    "alerts.silence_rule": ("decide reviews",),
+    "alerts.acknowledge": ("decide reviews",),
 }
 PENDING: set[str] = set()  # writers whose actor is not yet required (none)
 # The acting identity is passed positionally by the Graph page (pages/_graph_proposals.py),
@@ -84,6 +88,9 @@ UNGUARDED: dict[str, str] = {
     "session.write_session": "the helper guarded writers write through",
     "db.make_engine": "creates and migrates the schema (db upgrade is checked in the command)",
     "db.migrate": "the migration itself",
+    "alerts.check_audited": "records what the rules fire on traces a guarded write just stored",
+    "alerts.SqlOutbox": "the webhook outbox's delivery bookkeeping (attempts, delivered)",
+    "alerts.deliverer": "starts the delivery thread over the outbox (SqlOutbox)",
 }
 
 _WRITE_CALLS = {"add", "add_all", "delete", "commit", "insert_all", "write_session", "execute",
@@ -175,6 +182,7 @@ def _ready(engine) -> int:
     people.save_person(engine, "other", "viewer", "", actor=Actor.signed_in("root", "admin"))
     for role in ROLES:  # registered for the annotation tasks (adjudicating needs it)
         annotation.add_annotator(engine, f"p-{role}", "reviewer")
+    alerts.add_rule(engine, AlertRule("watch", RuleKind.VIOLATION), actor=COMMAND_LINE)
     return v
 
 
@@ -213,6 +221,10 @@ def _calls_as(engine, v: int, who: Actor):
         "people.remove_person": lambda: people.remove_person(engine, "other", actor=who),
         "thresholds.save_threshold": lambda: thresholds.save_threshold(
             engine, f"dataset:{me}", DecisionSetting(0.5), base_version=None, actor=who),
+        "alerts.add_rule": lambda: alerts.add_rule(
+            engine, AlertRule(f"rule-{me}", RuleKind.SHARE), actor=who),
+        "alerts.silence_rule": lambda: alerts.silence_rule(engine, "watch", 5, actor=who),
+        "alerts.acknowledge": lambda: alerts.acknowledge(engine, [1], actor=who),
     }
 
 

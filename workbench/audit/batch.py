@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from workbench.alerts.hooks import audited
 from workbench.audit.cases import AuditCase
 from workbench.audit.pipeline import AuditOptions
 from workbench.audit.policy import AuditIndex
@@ -76,7 +77,18 @@ class AuditBatch:
         then handed to ``on_trace``. ``gateway``: needed when :attr:`needs_model` (the caller
         owns it: this does not close it). ``engine``: None for local threads
         (``concurrency`` at once), else e.g. a ``RayEngine``. Raises ``RunAborted`` after
-        repeated endpoint failures (the traces so far are kept)."""
-        return run_audit(cases, index, self.strategy, sink, gateway, self.options,
-                         concurrency=concurrency, on_trace=on_trace,
-                         retry_failed=self.retry_failed, engine=engine)
+        repeated endpoint failures (the traces so far are kept). The traces written are
+        then checked against the alert rules (``workbench.alerts.audited``; never raises)."""
+        written: list[AuditTrace] = []
+
+        def keep(trace: AuditTrace) -> None:
+            written.append(trace)
+            if on_trace is not None:
+                on_trace(trace)
+
+        try:
+            return run_audit(cases, index, self.strategy, sink, gateway, self.options,
+                             concurrency=concurrency, on_trace=keep,
+                             retry_failed=self.retry_failed, engine=engine)
+        finally:
+            audited(written, sink)
