@@ -13,12 +13,23 @@ import ast
 import inspect
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import func, select
 from sqlmodel import Session, SQLModel
 
 import store
-from store import alerts, annotation, audit_repo, edge_decisions, people, repo, review, thresholds
+from store import (
+    activations,
+    alerts,
+    annotation,
+    audit_repo,
+    edge_decisions,
+    people,
+    repo,
+    review,
+    thresholds,
+)
 from store.db import make_engine
 from tests.test_store_edge_decisions import skill as desk_skill
 from workbench.alerts.rules import AlertRule, RuleKind
@@ -26,6 +37,7 @@ from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Label
 from workbench.audit.cases import case_from_dict
 from workbench.audit.trace import AuditTrace
 from workbench.decision.decide import DecisionSetting
+from workbench.decision.features import new_record
 from workbench.graph import PolicyIndex
 from workbench.review import ReviewDecision
 from workbench.roles import COMMAND_LINE, PERMISSIONS, ROLES, Actor, NotAllowed, may
@@ -53,6 +65,7 @@ GUARDED: dict[str, tuple[str, ...]] = {
     "people.save_person": ("manage people",),
     "people.remove_person": ("manage people",),
     "thresholds.save_threshold": ("decide reviews",),
+    "activations.save_features": ("store audit results",),
     "alerts.add_rule": ("change settings",),
     "alerts.silence_rule": ("decide reviews",),
     "alerts.acknowledge": ("decide reviews",),
@@ -219,6 +232,9 @@ def _calls_as(engine, v: int, who: Actor):
         "review.undo_last": lambda: review.undo_last(engine, "demo", me, actor=who),
         "people.save_person": lambda: people.save_person(engine, "newcomer", "viewer", actor=who),
         "people.remove_person": lambda: people.remove_person(engine, "other", actor=who),
+        "activations.save_features": lambda: activations.save_features(
+            engine, "demo", [(new_record("c1", "cdg", "s", "m", (2,), 1, 0.1), np.ones((1, 3)))],
+            actor=who),
         "thresholds.save_threshold": lambda: thresholds.save_threshold(
             engine, f"dataset:{me}", DecisionSetting(0.5), base_version=None, actor=who),
         "alerts.add_rule": lambda: alerts.add_rule(

@@ -207,7 +207,28 @@ def _import_traces(args) -> int:
     # save_traces skips a trace equal to the newest stored one of its case: importing the same
     # file again adds nothing, and a case retried since (its newest trace changed) is updated.
     engine = make_engine(args.db)
-    added = audit_repo.save_traces(engine, traces, args.run_id, args.dataset,
-                                   actor=cli_actor(args, engine))
+    actor = cli_actor(args, engine)
+    added = audit_repo.save_traces(engine, traces, args.run_id, args.dataset, actor=actor)
     print(f"{args.run_id}: {added} new trace(s), {len(traces) - added} already stored")
+    _import_features(engine, args, traces, actor)
     return 0
+
+
+def _import_features(engine, args, traces, actor) -> None:
+    """The judge's activations captured beside the traces file (``workbench features
+    capture``), stored with the traces so the pages can apply an activation scorer."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from store.activations import save_features
+    from workbench.decision.features import features_dir, read_index
+
+    folder = features_dir(Path(args.traces))
+    keys = {(t.id, t.strategy) for t in traces}
+    recs = [r for r in read_index(folder) if r.key in keys]
+    if not recs:
+        return
+    n = save_features(engine, args.dataset, ((r, np.load(folder / r.file)) for r in recs),
+                      actor=actor)
+    print(f"{args.run_id}: the judge's activations of {n} case(s) stored from {folder}")
