@@ -23,6 +23,7 @@ from pages._review_decide import bulk_panel, decision_buttons, item_key
 from pages._review_view import view_controls
 from pages._thresholds import dataset_setting
 from store import review as review_store
+from workbench import words
 from workbench.glossary import agreement_text, gold_word, help_for
 from workbench.review import (
     REASON_TEXT,
@@ -49,8 +50,9 @@ def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> N
     # κ on a handful of decisions is noise ("κ 1.00" after one decision): say so beside it.
     few = a.decisions < MIN_KAPPA_DECISIONS
     kappa_help = f"{help_for(KAPPA)} {help_for('agreement bands')}"
-    cols[2].metric(KAPPA, agreement_text(a.kappa, KAPPA), help=kappa_help,
-                   delta=f"only {a.decisions} decisions: not yet reliable" if few else None,
+    cols[2].metric(KAPPA, words.agreement(a.kappa, a.decisions, KAPPA, MIN_KAPPA_DECISIONS),
+                   help=kappa_help,
+                   delta=f"only {words.plural(a.decisions, 'decision')} so far" if few else None,
                    delta_color="off")
     cols[3].metric("Analysts vs gold", "–" if a.analysts_gold is None else f"{a.analysts_gold:.0%}",
                    help=f"{help_for('analysts vs gold')} On {a.gold_n} reviewed verdicts with a "
@@ -62,7 +64,8 @@ def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> N
                 {"analyst": r["reviewer"], "decisions": r["decisions"],
                  "verdict kept": r["confirmed"],
                  "share kept": "–" if r["share confirmed"] is None else f"{r['share confirmed']:.0%}",
-                 "Cohen's κ with the judge": agreement_text(r["kappa"], "Cohen's κ")}
+                 "Cohen's κ with the judge": words.agreement(r["kappa"], r["decisions"], "Cohen's κ",
+                                                              MIN_KAPPA_DECISIONS)}
                 for r in a.per_reviewer]), hide_index=True)
             if a.analysts_alpha is not None:
                 st.text("Among analysts (verdicts two or more reviewed): Krippendorff's α = "

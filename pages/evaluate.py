@@ -19,6 +19,7 @@ from pages import _audit_cache as audit_cache
 from pages._evaluate_calibration import calibration_section
 from pages._state import engine
 from store import audit_repo
+from workbench import words
 from workbench.glossary import help_for
 from workbench.plot_axes import short_labels
 from workbench.review import METRIC_COLUMNS, gold_of, metrics_rows
@@ -64,12 +65,24 @@ if compare == "each run" and len(all_runs) > 1:
     if runs:
         table = table[table["run"].isin(runs)]
 
-st.dataframe(table, hide_index=True, width="stretch",
-             column_config=column_help(table.columns)
-             | {c: st.column_config.NumberColumn(format="%.3f", help=help_for(c))
-                for c in ("ACC", "violation-F1", "precision", "recall", "gold in context")}
-             | {c: st.column_config.NumberColumn(format="%.1f", help=help_for(c))
-                for c in ("context tokens", "online tokens", "latency ms")})
+# Shown in words (issue 44): shares to three decimals, token means whole, latency as a
+# duration ("3 min 9 s", not "189362.5"), "–" where undefined (not "None"). The CSV keeps
+# the numbers.
+shown = table.rename(columns={"latency ms": "latency"})
+shown["latency"] = table["latency ms"].map(words.duration_ms)
+number_formats: dict[str, str] = {}
+for c, decimals in [*[(c, 3) for c in ("ACC", "violation-F1", "precision", "recall", "gold in context")],
+                    ("context tokens", 0), ("online tokens", 0)]:
+    values = pd.to_numeric(shown[c], errors="coerce").round(decimals)
+    if values.notna().all():  # numbers stay numbers (they sort as numbers)
+        shown[c], number_formats[c] = values, f"%.{decimals}f"
+    else:
+        shown[c] = values.map(lambda v, d=decimals: words.number(v, d))
+st.dataframe(shown, hide_index=True, width="stretch",
+             column_config=column_help(shown.columns)
+             | {c: st.column_config.NumberColumn(format=f, help=help_for(c))
+                for c, f in number_formats.items()}
+             | {"latency": st.column_config.TextColumn(help=help_for("latency ms"))})
 st.download_button("Download CSV", table.to_csv(index=False).encode("utf-8"),
                    file_name="evaluation.csv", mime="text/csv", key="ev_csv")
 
