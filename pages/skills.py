@@ -23,8 +23,10 @@ from workbench.extract import SkillSourceError, extract_skill, load_sources
 from workbench.extract.blocks import plan_blocks
 from workbench.glossary import help_for
 from workbench.graph.stats import skill_stats
+from workbench.inputs import decode_text
 from workbench.roles import NotAllowed
 from workbench.settings import REFERENCE_INDEX
+from workbench.skill import parse_skill
 from workbench.skill_upload import (
     CONFIRM_ABOVE_SECONDS,
     describe_duration,
@@ -33,6 +35,23 @@ from workbench.skill_upload import (
     screen_upload,
 )
 from workbench.words import plural
+
+
+def extraction_estimate(uploads: list, max_block: int) -> str | None:
+    """What pressing Extract will take, from the uploaded SKILL.md files' blocks, or None
+    when a file does not parse (the press then says what is wrong with it)."""
+    n_blocks = 0
+    for f in uploads:
+        if not f.name.lower().endswith(".md"):
+            return None
+        try:
+            n_blocks += len(plan_blocks(parse_skill(decode_text(f.getvalue(), f.name)[0], f.name),
+                                        max_block))
+        except Exception:  # an estimate only: Extract reports the problem itself
+            return None
+    return (f"Extract reads {plural(n_blocks, 'block')}: "
+            f"{describe_duration(extraction_seconds(n_blocks))} on the embedded model "
+            "(a first start of the model adds about a minute).")
 
 DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "index.json"
 
@@ -68,6 +87,8 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
     if big_job and big_job[0] == signature:
         st.warning(md(big_job[1]))
         confirmed = st.checkbox("Extract anyway", key="skills_confirm_big")
+    if uploads and may_edit and (estimate := extraction_estimate(uploads, int(max_block))):
+        st.caption(estimate)  # before the press: the time is known before the model starts
     if uploads and may_edit and st.button("Extract", type="primary", key="skills_extract"):
         uploaded: dict[str, str] = {}  # temp path -> the uploaded file's name, for messages
         with tempfile.TemporaryDirectory() as tmp:
