@@ -12,8 +12,10 @@ from components.identity import warn_admins_without_password
 from components.role_settings import role_settings_editor
 from pages._sign_in import admins_without_password
 from pages._state import engine, model_gateway
+from store import audit_repo
 from store.llm_cache import SqlResponseCache, SqlUsageLog
 from store.llm_endpoints import SqlEndpointLog
+from workbench import words
 from workbench.audit.window import judge_window
 from workbench.llm import LlmConfigError, api_key_source, load_config
 from workbench.llm.check import check_role
@@ -25,6 +27,24 @@ from workbench.llm.weights import EMBEDDED_MODELS
 from workbench.settings import LLM_MODE
 
 RESULTS = "settings_check_results"
+
+
+def traced_calls_by_role(traces) -> list[dict]:
+    """One row per role of the model calls kept in ``traces`` (AuditTrace objects)."""
+    by_role: dict[str, dict] = {}
+    for trace in traces:
+        for call in trace.usage:
+            row = by_role.setdefault(call.role, {"role": call.role, "calls": 0, "cache hits": 0,
+                                                 "prompt tokens": 0, "completion tokens": 0,
+                                                 "ms": 0.0})
+            row["calls"] += 1
+            row["cache hits"] += bool(call.cached)
+            row["prompt tokens"] += call.prompt_tokens
+            row["completion tokens"] += call.completion_tokens
+            row["ms"] += call.latency_ms
+    return [{**{k: v for k, v in row.items() if k != "ms"}, "model time": words.duration_ms(row["ms"])}
+            for _, row in sorted(by_role.items())]
+
 
 st.title("Settings")
 warn_admins_without_password(admins_without_password())
@@ -100,7 +120,7 @@ for role in config.roles.values():
         right.caption("not tested yet")
     elif result["ok"]:
         right.success(
-            f"ok · {result['latency_ms']:.0f} ms · {result['prompt_tokens']} prompt + "
+            f"ok · {words.duration_ms(result['latency_ms'])} · {result['prompt_tokens']} prompt + "
             f"{result['completion_tokens']} completion tokens"
         )
     else:
@@ -131,10 +151,15 @@ if fleets:
     )
 
 st.subheader("Usage so far")
+# Two records of model calls: the gateway's log (calls made by this workbench) and the calls
+# kept in stored audit traces (imported runs too: what Replay shows). Counting only the first
+# said "No model calls recorded" beside a Replay full of the demo's calls (issue 44 item 8).
 totals = SqlUsageLog(engine()).totals_by_role()
-if not totals:
+traced = traced_calls_by_role(audit_repo.load_traces(engine()))
+if not totals and not traced:
     st.info("No model calls recorded in this workbench database yet.")
-else:
+if totals:
+    st.caption("Calls made through this workbench's model gateway:")
     st.dataframe(
         pd.DataFrame(
             [
@@ -144,8 +169,9 @@ else:
                     "cache hits": t.cached_calls,
                     "prompt tokens (live)": t.live_prompt_tokens,
                     "completion tokens (live)": t.live_completion_tokens,
-                    "latency s": round(t.latency_ms / 1000.0, 1),
-                    "cost USD": round(t.cost_usd, 4) if t.unpriced_calls < t.calls else None,
+                    "model time": words.duration_ms(t.latency_ms),
+                    "cost USD": (f"{t.cost_usd:.4f}" if t.unpriced_calls < t.calls
+                                 else words.MISSING),
                 }
                 for role, t in sorted(totals.items())
             ]
@@ -153,8 +179,12 @@ else:
         hide_index=True,
         width="stretch",
     )
+if traced:
+    st.caption("Calls recorded in the stored audit traces (audited here or imported; Replay "
+               "shows them per case):")
+    st.dataframe(pd.DataFrame(traced), hide_index=True, width="stretch")
 cache = SqlResponseCache(engine()).stats()
 c1, c2, c3 = st.columns(3)
 c1.metric("Cached answers", cache["entries"])
 c2.metric("Tokens behind them", cache["prompt_tokens"] + cache["completion_tokens"])
-c3.metric("Model time they saved per replay", f"{cache['latency_ms'] / 1000.0:.1f} s")
+c3.metric("Model time they saved per replay", words.duration_ms(cache["latency_ms"]))
