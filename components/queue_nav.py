@@ -26,10 +26,13 @@ NEXT_KEY, PREVIOUS_KEY = "j", "k"
 _KINDS = ("error", "success", "info", "warning")
 
 # Theme-following colours (see components/spans.py): inherited text, translucent tints.
+# The hints wrap as whole "key what" pairs: with nowrap spans and nothing between them, the
+# row had no break point and ran past its column at 1280 and 800 px (issue 44).
 _LEGEND_STYLE = (
     "<style>.wb-keys kbd{border:1px solid rgba(128,128,128,0.5);border-radius:3px;"
     "padding:0 4px;font-size:0.85em;background:rgba(128,128,128,0.12)}"
-    ".wb-keys span{margin-right:0.9rem;white-space:nowrap}</style>"
+    ".wb-keys{display:flex;flex-wrap:wrap;column-gap:0.9rem;row-gap:0.25rem;max-width:100%}"
+    ".wb-keys span{white-space:nowrap}</style>"
 )
 
 
@@ -76,7 +79,8 @@ def nav_buttons(prefix: str, pos_key: str, pos: int, size: int,
 
 
 def key_legend(keys: Sequence[tuple[str, str]]) -> None:
-    """A one-line legend of keyboard shortcuts, e.g. ``[("Y", "correct"), ...]``."""
+    """A legend of keyboard shortcuts, e.g. ``[("Y", "correct"), ...]``, wrapping onto more
+    lines where its column is narrow."""
     parts = "".join(
         f"<span><kbd>{html.escape(k)}</kbd> {html.escape(what)}</span>" for k, what in keys
     )

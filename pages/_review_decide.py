@@ -109,23 +109,27 @@ def decision_buttons(eng: Engine, item: QueueItem, reviewer: str, decisions: lis
     args = (reviewer, pos_key, len(shown), advance)
     may_decide = identity.permitted("decide reviews")
     off = not reviewer or not may_decide
-    buttons = st.columns(3)
-    buttons[0].button("Confirm verdict", key="rv_confirm", shortcut=CONFIRM_KEY, type="primary",
-                      on_click=_decide, args=(eng, item, "confirm", *args), disabled=off,
-                      width="stretch")
-    buttons[1].button("Overturn verdict", key="rv_overturn", shortcut=OVERTURN_KEY,
-                      on_click=_decide, args=(eng, item, "overturn", *args), disabled=off,
-                      width="stretch")
-    buttons[2].button("Right verdict, wrong rule", key="rv_wrong_rule", shortcut=WRONG_RULE_KEY,
-                      on_click=_decide, args=(eng, item, WRONG_RULE, *args),
-                      disabled=off or not item.violation, width="stretch",
-                      help="The violation is real but the cited rule is not the one broken; "
-                           "the note names the right one. Only a violation cites rules.")
+    # Short labels in a row that wraps: three columns cut "Confirm verdict" to "C… Y" at
+    # 800 px and to "Confirm ver…" at 1280 (issue 44). The full meaning and the key are in
+    # each button's tooltip; the key also shows on the button.
+    buttons = st.container(horizontal=True, wrap=True, gap="small", key="rv_decisions")
+    buttons.button("Confirm", key="rv_confirm", shortcut=CONFIRM_KEY, type="primary",
+                   on_click=_decide, args=(eng, item, "confirm", *args), disabled=off,
+                   help=f"Confirm the verdict ({CONFIRM_KEY.upper()}).")
+    buttons.button("Overturn", key="rv_overturn", shortcut=OVERTURN_KEY,
+                   on_click=_decide, args=(eng, item, "overturn", *args), disabled=off,
+                   help=f"Overturn the verdict ({OVERTURN_KEY.upper()}); write the note first.")
+    buttons.button("Wrong rule", key="rv_wrong_rule", shortcut=WRONG_RULE_KEY,
+                   on_click=_decide, args=(eng, item, WRONG_RULE, *args),
+                   disabled=off or not item.violation,
+                   help=f"Right verdict, wrong rule ({WRONG_RULE_KEY.upper()}): the violation is "
+                        "real but the cited rule is not the one broken; the note names the right "
+                        "one. Only a violation cites rules.")
     queue_nav.show_flash(FLASH)
     action = last_action(decisions, reviewer, item.dataset) if reviewer else []
     expected = tuple(sorted(d.id for d in action if d.id is not None))
     st.button(f"Undo: {describe_action(action)}" if action else "Undo (nothing to undo)",
-              key="rv_undo", shortcut=UNDO_KEY, disabled=off or not action,
+              key="rv_undo", shortcut=UNDO_KEY, disabled=off or not action, wrap=True,
               on_click=_undo, args=(eng, item.dataset, reviewer, expected, pos_key,
                                     [i.key for i in shown]))
     queue_nav.nav_buttons("rv", pos_key, pos, len(shown), PREVIOUS_KEY, NEXT_KEY)

@@ -61,7 +61,7 @@ def test_wrong_rule_by_key_then_undo_by_key(server, page):
     refusal = page.get_by_text("needs a note naming the rule")
     refusal.wait_for(timeout=30_000)
     wait_idle(page)
-    buttons = page.get_by_role("button", name="Right verdict, wrong rule").bounding_box()
+    buttons = page.get_by_role("button", name="Wrong rule").bounding_box()
     said = refusal.bounding_box()
     assert 0 < said["y"] - buttons["y"] < 200  # right under the buttons, not at the top
     type_note(page, "MOR-R003 is the rule broken")
