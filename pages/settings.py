@@ -111,7 +111,10 @@ results: dict = st.session_state.setdefault(RESULTS, {})
 for role in config.roles.values():
     left, middle, right = st.columns([2, 1, 4])
     left.markdown(f"**{role.name}** · `{role.model}`")
-    if middle.button("Test connection", key=f"settings_test_{role.name}"):
+    # "Test", not "Test connection": the label was cut to "Test conne…" in this column (the
+    # heading above says what is tested).
+    if middle.button("Test", key=f"settings_test_{role.name}",
+                     help=f"Test the connection: send one small request as the {role.name}"):
         note = " (the embedded model starts first, about 10 s)" if role.is_embedded else ""
         with st.spinner(f"Sending one small request for {role.name}{note}..."):
             results[role.name] = check_role(model_gateway(config), role.name)
