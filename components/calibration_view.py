@@ -21,6 +21,28 @@ def _f(x) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
 
+FIGURE_WIDTH = 360  # px: two figures a row at 1280 px, one at 800
+# Titles and axis titles that fit FIGURE_WIDTH (the long ones are in the caption below them).
+_SHORT = {
+    "rel": ("Reliability", "predicted probability (bin mean)", "share that are violations"),
+    "thr": ("Precision, recall, F1", "threshold on the probability", None),
+    "rc": ("Risk–coverage", "share decided automatically", "accuracy"),
+}
+
+
+def fitted(fig, name: str):
+    """``fig`` with a title and axis titles that fit :data:`FIGURE_WIDTH`, its legend under
+    the plot, and margins that grow to hold the tick and axis labels."""
+    title, x_title, y_title = _SHORT[name]
+    fig.update_layout(title={"text": title, "x": 0, "xanchor": "left"},
+                      margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      legend={"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top"})
+    fig.update_xaxes(title_text=x_title, automargin=True)
+    if y_title is not None:
+        fig.update_yaxes(title_text=y_title, automargin=True)
+    return fig
+
+
 def show_calibration(report: dict, key: str, saved: tuple[int, float] | None = None,
                      on_save: Callable[[], None] | None = None, save_refusal: str = "") -> None:
     """Headline figures, the three plots, and (when ``on_save``) a save button. ``saved``:
@@ -30,17 +52,25 @@ def show_calibration(report: dict, key: str, saved: tuple[int, float] | None = N
     st.caption(md(f"{about['cases']} labelled verdicts with a probability ({about['violations']} "
                   f"violations) from {about['groups']} conversations; figures below are "
                   f"{cv['folds']}-fold cross-validated, folds grouped by conversation."))
-    cols = st.columns(5)
-    cols[0].metric("AUROC", _f(cv.get("auroc")), help=help_for("AUROC"))
-    cols[1].metric("Violation-F1, bare verdict", _f(cv.get("bare_f1")), help=help_for("violation-F1"))
-    cols[2].metric("Violation-F1 at threshold", _f(cv.get("f1")), help=help_for("violation-F1 at threshold"))
-    cols[3].metric("Accuracy, most confident half", _f(cv.get("accuracy_most_confident_half")),
-                   help=help_for("accuracy, most confident half"))
-    cols[4].metric("Threshold", _f(setting["threshold"]), help=help_for("threshold"))
-    left, mid, right = st.columns(3)
-    left.plotly_chart(reliability_figure(report), key=f"{key}_rel", width="stretch")
-    mid.plotly_chart(threshold_figure(report), key=f"{key}_thr", width="stretch")
-    right.plotly_chart(risk_coverage_figure(report), key=f"{key}_rc", width="stretch")
+    # Metrics and figures sit in rows that wrap: five columns cut the metric labels and three
+    # columns of figures cut their titles and axis labels at 1280 and 800 px (issue 44).
+    tiles = st.container(horizontal=True, wrap=True, gap="small")
+    tiles.metric("AUROC", _f(cv.get("auroc")), help=help_for("AUROC"), width="content")
+    tiles.metric("Violation-F1, bare verdict", _f(cv.get("bare_f1")), help=help_for("violation-F1"),
+                 width="content")
+    tiles.metric("Violation-F1 at threshold", _f(cv.get("f1")),
+                 help=help_for("violation-F1 at threshold"), width="content")
+    tiles.metric("Accuracy, most confident half", _f(cv.get("accuracy_most_confident_half")),
+                 help=help_for("accuracy, most confident half"), width="content")
+    tiles.metric("Threshold", _f(setting["threshold"]), help=help_for("threshold"), width="content")
+    figures = st.container(horizontal=True, wrap=True, gap="medium")
+    for name, figure in (("rel", reliability_figure), ("thr", threshold_figure),
+                         ("rc", risk_coverage_figure)):
+        figures.plotly_chart(fitted(figure(report), name), key=f"{key}_{name}", width=FIGURE_WIDTH)
+    st.caption("Reliability: the predicted probability of a violation against the share of "
+               "violations observed. Precision, recall and F1 when every case with p ≥ the "
+               "threshold is called a violation. Risk–coverage: the accuracy of the most "
+               "confident decisions as more cases are decided automatically.")
     if saved is not None:
         st.caption(md(f"In force: threshold {saved[1]:.2f} (version {saved[0]})."))
     else:
