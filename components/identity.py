@@ -218,6 +218,7 @@ def sidebar(backend: Backend) -> None:
     """Sign-in / signed-in box in the sidebar (called by app.py on every page), and the
     cookie that keeps a local sign-in in this browser."""
     with st.sidebar:
+        share_theme()
         who, oidc = current(), oidc_configured()
         warn_admins_without_password(backend.admins_without_password())
         if not oidc:
@@ -284,7 +285,8 @@ def acting_name(label: str, key: str, default: str) -> str:
     when none is given."""
     who = current()
     if who is not None:
-        st.caption(md(f"{label}: **{who.name}** ({who.role}, signed in)"))
+        # md() escapes the name only: escaping the whole line showed "Reviewer: \*\*ann\*\*"
+        st.caption(f"{md(label)}: **{md(who.name)}** ({md(who.role)}, signed in)")
         return who.name
     if roles_configured():
         return ""
@@ -292,3 +294,46 @@ def acting_name(label: str, key: str, default: str) -> str:
     if name:
         st.session_state["user_name"] = name
     return name
+
+
+# -- one theme for the whole app -----------------------------------------------------------
+# Streamlit's frontend keeps the theme chosen in its menu (Settings -> theme) in localStorage
+# under a key holding the path the tab was opened at ("stActiveTheme-/review-v2"), so a dark
+# theme chosen on Review came back light on every page opened by its own address (issue 44
+# item 8). This script, run in the app's own document (a Components-v2 component, like
+# components.session_cookie), writes every theme choice under every page's key too: one
+# setting for the session, whichever page the next tab opens.
+_THEME_JS = """
+export default function () {
+  const w = window;
+  if (w.__wbThemeShared) return;
+  w.__wbThemeShared = true;
+  const KEY = /^stActiveTheme-(.*)-v([0-9]+)$/;
+  const store = w.localStorage;
+  const write = Storage.prototype.setItem;
+  const paths = () => {
+    const found = new Set([w.location.pathname]);
+    for (const a of document.querySelectorAll("[data-testid='stSidebarNav'] a[href]")) {
+      const path = new URL(a.href, w.location.href).pathname;
+      found.add(path);
+      found.add(path.replace(/[^/]*$/, ""));  // the app's root, where the default page is
+    }
+    if (found.size === 1) found.add("/");
+    return found;
+  };
+  Storage.prototype.setItem = function (key, value) {
+    write.call(this, key, value);
+    const m = this === store ? KEY.exec(String(key)) : null;
+    if (!m) return;
+    for (const path of paths()) write.call(store, `stActiveTheme-${path}-v${m[2]}`, value);
+  };
+  document.documentElement.setAttribute("data-wb-theme-shared", "yes");  // a mark for tests
+}
+"""
+
+_theme_component = st.components.v2.component("workbench_shared_theme", js=_THEME_JS)
+
+
+def share_theme() -> None:
+    """Make the theme chosen in Streamlit's menu the theme of every page (see above)."""
+    _theme_component(key="wb_shared_theme")
