@@ -11,7 +11,9 @@ Before any route, ``workbench.api.guard.RequestGate`` checks the token (with one
 everything but the public pages needs ``Authorization: Bearer <token>``: 401 before a byte of
 the body is read), the body cap (413) and the body-read deadline (408). A body is read as
 the command line reads a file (``workbench.api.body``: lone surrogates and NaN are 422 naming
-the field), and no error answer quotes more than a short excerpt of what was sent. At most
+the field), and no error answer quotes more than a short excerpt of what was sent. With
+``[api] write_ahead`` set, a request is answered once its case and trace are fsynced to a
+write-ahead log and stored by a writer thread after (``workbench.api.write_ahead``). At most
 ``concurrency`` audits run at once and ``queue`` more wait; a request beyond that is
 answered at once with 429 and ``Retry-After`` rather than piling up. Audits are stored as
 the service identity ``[api] service_user``/``service_role``.
@@ -44,6 +46,7 @@ from workbench.api.docs import add_docs
 from workbench.api.guard import RequestGate
 from workbench.api.service import AuditService, RequestError, response_body
 from workbench.api.settings import ApiSettings
+from workbench.api.write_ahead import WriteAheadStore, queue_dir
 from workbench.errors import WorkbenchError
 
 log = logging.getLogger(__name__)
@@ -149,6 +152,15 @@ class Admission:
         self.slots = asyncio.Semaphore(settings.concurrency)
 
 
+def _write_ahead(app: FastAPI, service: AuditService, settings: ApiSettings) -> None:
+    """With ``[api] write_ahead``: answered once fsynced, stored by a writer thread after."""
+    if settings.write_ahead:
+        service.store = WriteAheadStore(service.store, queue_dir(settings.write_ahead, service.store))
+        service.store_takes_actor = True
+        app.router.add_event_handler("shutdown", service.store.close)
+    app.state.store = getattr(service, "store", None)
+
+
 def create_app(service: AuditService, settings: ApiSettings,
                contracts: ContractGuard | None = None) -> FastAPI:
     app = FastAPI(title="SkillCDG Workbench audit API", version="1",
@@ -157,6 +169,7 @@ def create_app(service: AuditService, settings: ApiSettings,
     app.router.route_class = StrictJsonRoute  # before any route is added
     app.add_middleware(RequestGate, settings=settings)
     app.state.docs = add_docs(app)
+    _write_ahead(app, service, settings)
     admission = Admission(settings)
     actor = settings.actor
     if not service.store_takes_actor:

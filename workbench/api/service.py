@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from workbench.alerts.hooks import audited
 from workbench.audit.cases import AuditCase, Turn
 from workbench.audit.importers.common import SYSTEM_ROLES, ImportFormatError
 from workbench.audit.importers.openai_chat import chat_messages
@@ -127,7 +128,6 @@ class AuditService:
         out["timings_ms"]["request"] = round((time.perf_counter() - started) * 1000.0, 3)
         return out
 
-
     def save(self, case: AuditCase, trace: AuditTrace, *, actor: Actor) -> None:
         if self.store_takes_actor:
             self.store.save(case, trace, actor=actor)
@@ -135,6 +135,8 @@ class AuditService:
             for action in SAVE_ACTIONS:
                 require(actor, action)
             self.store.save(case, trace)
+        if not getattr(self.store, "checks_alerts", False):  # the write-ahead writer does
+            audited([trace], self.store)
 
 
 def _takes_actor(save: Any) -> bool:

@@ -15,6 +15,8 @@ then the command line, each overriding the one before.
     keep_alive_s = 5       # an idle keep-alive connection is closed after this
     service_user = "api"   # the identity the API stores cases and traces as ...
     service_role = "analyst"  # ... and its role (it must allow importing cases and storing results)
+    write_ahead = ""       # a directory: answer once the request is fsynced there, store it after
+                           # (workbench.api.write_ahead; "" stores each request before answering)
 
 The token is never a setting of the file itself (the file is shared and shown on the
 Settings page): it comes from ``WORKBENCH_API_TOKEN`` or the file ``token_file`` names.
@@ -59,6 +61,7 @@ class ApiSettings:
     keep_alive_s: float = 5.0
     service_user: str = "api"
     service_role: str = "analyst"
+    write_ahead: str = ""
     token: str = ""  # from WORKBENCH_API_TOKEN or token_file, never from the TOML file
 
     @property
