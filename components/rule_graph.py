@@ -330,3 +330,13 @@ def legend() -> None:
                "rules; yellow border = the rule shown beside. Arrows point from a rule down to "
                "its prerequisite; rules linked to nothing shown are in the last rows. Click a "
                "rule to open it; the wheel scrolls the page; zoom with the buttons above.")
+
+
+def closure_legend() -> None:
+    """The legend of a closure drawn on Replay: the Graph page's colours and marks, with what a
+    click does there (it selects the rule and offers its link to the Graph page)."""
+    st.caption("Colour = modality: blue required · red prohibited · green permitted. "
+               "★ and a thick dark border = seed rules; ✗ and a thick orange border = rules "
+               "this verdict cites as violated. Arrows point from a rule down to its "
+               "prerequisite. Click a rule to get its link to the Graph page; the wheel scrolls "
+               "the page; zoom with the buttons above the drawing.")

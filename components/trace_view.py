@@ -9,12 +9,14 @@ import pandas as pd
 import streamlit as st
 
 from components.glossary import column_help
-from components.graph_view import show_graph
+from components.graph_view import provenance_legend
+from components.links import graph_link
+from components.rule_graph import clicked, closure_legend, rule_graph
 from components.rules import RULE_LINK_CONFIG, with_rule_links
 from components.safe import md
 from workbench.audit.trace import AuditTrace
 from workbench.glossary import help_for, plural
-from workbench.graph import PolicyIndex
+from workbench.graph import PolicyIndex, SkillGraph
 from workbench.graph.closure import explain_path
 
 
@@ -37,11 +39,15 @@ def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:
     closure = trace.closure
     n_closure = sum(len(v) for v in closure.values())
     if closure:
-        st.markdown(f"**4 · Closure**: {plural(n_closure, 'rule')} (seeds boxed, prerequisites as dots)")
+        st.markdown(f"**4 · Closure**: {plural(n_closure, 'rule')} (seeds marked ★)")
+        drawn = [name for name in closure if index is not None and name in index.skills]
+        if drawn:
+            closure_legend()
+            provenance_legend()
         for name, ids in closure.items():
-            if index is not None and name in index.skills:
+            if name in drawn:
                 st.caption(md(name))
-                show_graph(index.skills[name], ids, seeds=seeds.get(name, []), height_px=380)
+                show_closure(trace, index.skills[name], ids, key=f"{key}_{drawn.index(name)}")
             else:
                 st.text(f"{name}: {', '.join(ids)}")
         show_why_in_context(trace)
@@ -68,6 +74,29 @@ def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:
         with st.expander(f"Model calls ({len(trace.usage)}): {trace.online_tokens} tokens"):
             st.dataframe([asdict(c) for c in trace.usage], hide_index=True, width="stretch",
                          key=f"usage_{key}")
+
+
+def show_closure(trace: AuditTrace, skill: SkillGraph, ids: list[str], key: str) -> None:
+    """One SKILL's closure as the Graph page draws it (``components.rule_graph``): labels at
+    reading size, seeds and the verdict's violated rules marked, zoom buttons above the
+    drawing. A click selects a rule and offers its link to the Graph page."""
+    draw_key = f"closure_graph_{key}"
+    chosen_key = f"{draw_key}_chosen"
+
+    def remember() -> None:
+        st.session_state[chosen_key] = clicked(draw_key)
+
+    # A compliant verdict's citations are not violated rules (as on the verdict card).
+    verdict = trace.verdict
+    violated = verdict.violated_rules if verdict is not None and verdict.violation else []
+    name = skill.name
+    chosen = st.session_state.get(chosen_key)
+    chosen = chosen if chosen in set(ids) else None
+    rule_graph(skill, ids, key=draw_key, selected=chosen, on_select=remember,
+               marked={"seeds": trace.seeds.get(name, []),
+                       "violated": [r for r in violated if r in set(ids)]})
+    if chosen:
+        st.markdown(f"[Open {md(chosen)} on the Graph page]({graph_link(name, chosen)})")
 
 
 def why_in_context(trace: AuditTrace, skill: str, rule: str) -> str:

@@ -3,8 +3,8 @@ rule graph (Graph page, Replay's closure) scrolls the page and leaves the graph'
 the Graph page's rule search narrows the "Rules shown" table; the Review queue's list view
 pages and filters a queue that needs several pages.
 
-Each check reads what would differ if the fix were undone: the vis-network scale inside the
-graph's iframe and the iframe's position on screen; the table's row count (the grid's
+Each check reads what would differ if the fix were undone: the vis-network scale of the
+drawing and the drawing's position on screen; the table's row count (the grid's
 accessibility table, since glide-data-grid draws its cells on a canvas) and its ids; the
 list's "N of M rows match · page p of P" counter and the cells of its first rows.
 """
@@ -72,23 +72,16 @@ def server(tmp_path_factory):
 # -- the wheel over a graph ------------------------------------------------------------------
 
 class _Drawing:
-    """A drawn vis-network: the Graph page's component (in the page) or Replay's iframe."""
+    """A drawn vis-network: the Graph page's component, or Replay's closure (the same
+    component since issue 44: it was an iframe of its own)."""
 
     def __init__(self, page, where: str):
-        if where == "graph":
-            page.wait_for_function("() => window.__wbRuleGraphs && window.__wbRuleGraphs.graph_drawing")
-            self.el = page.locator("[data-testid='wb-rule-graph']").element_handle()
-            self.scale = lambda: page.evaluate("() => window.__wbRuleGraphs.graph_drawing.getScale()")
-            return
-        page.wait_for_function("""() => [...document.querySelectorAll('iframe')].some(f => {
-            try { return !!f.contentWindow.network; } catch (e) { return false; } })""")
-        for el in page.locator("iframe").element_handles():
-            frame = el.content_frame()
-            if frame is not None and frame.evaluate("() => typeof network !== 'undefined' && !!network"):
-                self.el = el
-                self.scale = lambda frame=frame: frame.evaluate("() => network.getScale()")
-                return
-        raise AssertionError("no iframe with a drawn graph")
+        key = "graph_drawing" if where == "graph" else "closure_graph_a_0"
+        page.wait_for_function("(k) => window.__wbRuleGraphs && window.__wbRuleGraphs[k]", arg=key)
+        self.el = page.evaluate_handle(
+            "(k) => window.__wbRuleGraphs[k].body.container.closest(\"[data-testid='wb-rule-graph']\")",
+            key).as_element()
+        self.scale = lambda: page.evaluate("(k) => window.__wbRuleGraphs[k].getScale()", key)
 
 
 def _settled_scale(drawing: _Drawing) -> float:
