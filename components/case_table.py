@@ -133,9 +133,9 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
     for n, item in enumerate(items, 1):
         rows.append({"#": n, "case": item.case_id, "strategy": item.strategy, "run": item.run_id,
                      # the decision the card shows, so a row never says otherwise
-                     "verdict": decided_word(item.trace.verdict, setting)
+                     "verdict": decided_word(item.trace, setting)
                      or trace_verdict_word(item.trace),
-                     "how sure": probability_words(item.trace.verdict, setting) or "–",
+                     "how sure": probability_words(item.trace, setting) or "–",
                      "gold": gold_word(item.label),
                      "why queued": ", ".join(reason_text.get(r, r) for r in item.reasons),
                      "decisions": "; ".join(decided.get(item.key, [])) or "none yet",

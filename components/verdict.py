@@ -66,16 +66,19 @@ def show_evidence(reply: str, evidence: list[dict], violation: bool = True) -> N
             f"{highlighted_html(reply, spans, mark_class=f'wb-{kind}')}</div>")
 
 
-def verdict_decision(verdict: Verdict | None, setting: DecisionSetting | None) -> Decided | None:
-    """How the card reads ``verdict`` under ``setting``: its score decided (the one rule,
-    ``workbench.decision.decide``), or, without a score under the setting, the judge's
-    yes/no as it stands (``source`` VERDICT). None without a verdict."""
+def verdict_decision(subject: AuditTrace | Verdict | None,
+                     setting: DecisionSetting | None) -> Decided | None:
+    """How the card reads a trace's (or a bare verdict's) verdict under ``setting``: its
+    score decided (the one rule, ``workbench.decision.decide``; a trace brings its activation
+    score from the setting's ``case_scores``), or, without a score under the setting, the
+    judge's yes/no as it stands (``source`` VERDICT). None without a verdict."""
+    verdict = subject.verdict if isinstance(subject, AuditTrace) else subject
     if verdict is None:
         return None
-    return judgement(verdict, setting) or decide(setting, verdict=bool(verdict.violation))
+    return judgement(subject, setting) or decide(setting, verdict=bool(verdict.violation))
 
 
-def decided_word(verdict: Verdict | None, setting: DecisionSetting | None) -> str | None:
+def decided_word(verdict: AuditTrace | Verdict | None, setting: DecisionSetting | None) -> str | None:
     """"violation" / "compliant" as the card says it, or None without a verdict: lists
     beside the card use it so a row never says otherwise."""
     d = verdict_decision(verdict, setting)
@@ -123,7 +126,7 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
         if error is not None:
             st.error(f"No verdict — {md(error.kind)}: {md(error.message)}")
             return
-        decided = verdict_decision(verdict, setting)
+        decided = verdict_decision(trace, setting)
         if verdict is None or decided is None:
             st.info("Not judged (run with a judge to get a verdict).")
             return

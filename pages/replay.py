@@ -225,7 +225,7 @@ if trace_a is not None:
                     continue
                 c1, c2 = st.columns(2)
                 c1.metric("Context tokens", t.context_tokens)
-                c2.metric("Verdict", decided_word(t.verdict, setting) or "–")
+                c2.metric("Verdict", decided_word(t, setting) or "–")
                 show_verdict(t, index, key=f"side_{s}", reply=case.model_response, setting=setting,
                              gold=case.label)
     st.subheader("Trace")

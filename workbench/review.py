@@ -388,7 +388,7 @@ def plan_auto_decisions(items: Iterable[QueueItem], min_confidence: float, revie
     mine = {key for (key, who) in current_decisions(decisions) if who == reviewer}
     out, left = [], []
     for item in items:
-        j = judgement(item.trace.verdict, setting)
+        j = judgement(item.trace, setting)
         if j is None or j.confidence < min_confidence or item.violation is None:
             left.append(item)
             continue

@@ -61,7 +61,7 @@ DEFAULT_SORT = "uncertainty"
 def _confidence(item: QueueItem, context: Mapping[str, Any]) -> Any:
     from workbench.audit.selective import judgement
 
-    j = judgement(item.trace.verdict, context.get("setting"))
+    j = judgement(item.trace, context.get("setting"))
     return None if j is None else (j.confidence, context["position"][item.key])
 
 
@@ -70,7 +70,7 @@ def _shown_violation(item: QueueItem, setting: Any) -> bool:
     the judge's own answer."""
     from workbench.audit.selective import judgement
 
-    j = judgement(item.trace.verdict, setting)
+    j = judgement(item.trace, setting)
     return bool(item.violation) if j is None else j.violation
 
 

@@ -31,9 +31,16 @@ Judgement = Decided  # a verdict read through a setting: workbench.decision.deci
 def judgement(verdict: Any, setting: DecisionSetting | None = None,
               activation: float | None = None) -> Decided | None:
     """How ``setting`` decides ``verdict`` (its probability, or ``activation``: the setting's
-    scorer's output for the case); None when the setting's score is unknown for it."""
-    p = getattr(verdict, "probability", None)
+    scorer's output for the case); None when the setting's score is unknown for it. Given a
+    trace instead of a verdict, the activation score comes from the setting's
+    ``case_scores`` for that trace's case and strategy."""
     s = setting or DEFAULT_SETTING
+    if hasattr(verdict, "verdict") and hasattr(verdict, "strategy"):  # an AuditTrace
+        trace = verdict
+        verdict = trace.verdict
+        if activation is None:
+            activation = s.score_of(trace.id, trace.strategy)
+    p = getattr(verdict, "probability", None)
     if s.scorer is not None and activation is None:
         return None
     if s.scorer is None and p is None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from workbench.decision.decide import DecisionSetting
 from workbench.decision.features import load_features, read_index
 from workbench.decision.scorers import apply, scorer_from_dict
@@ -39,3 +41,34 @@ def activation_scores(setting: DecisionSetting | None, folder: Path,
     x = fs.layer(scorer.layer)
     scores = apply(scorer, x, [verbal.get(c) for c in wanted] if verbal is not None else None)
     return {c: float(s) for c, s in zip(wanted, scores, strict=True)}
+
+
+def with_scores(setting: DecisionSetting | None,
+                vectors: dict[tuple[str, str], np.ndarray],
+                verbal: dict[tuple[str, str], float | None] | None = None) -> DecisionSetting | None:
+    """``setting`` with its scorer's outputs for the cases whose ``vectors`` (of the scorer's
+    layer; ``store.activations.layer_vectors``) are known attached as ``case_scores``; the
+    setting itself when it has no scorer."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    if setting is None or setting.scorer is None or not vectors:
+        return setting
+    scorer = scorer_from_dict(setting.scorer)
+    keys = list(vectors)
+    if scorer.__class__.__name__ == "Combined":
+        verbal = verbal or {}
+        keys = [k for k in keys if verbal.get(k) is not None]
+    if not keys:
+        return setting
+    x = np.stack([vectors[k] for k in keys])
+    out = apply(scorer, x, [verbal[k] for k in keys] if verbal is not None else None)
+    return replace(setting, case_scores={k: float(v) for k, v in zip(keys, out, strict=True)})
+
+
+def scorer_layer(setting: DecisionSetting | None) -> int | None:
+    """The hidden-state layer the setting's scorer reads, or None without a scorer."""
+    if setting is None or setting.scorer is None:
+        return None
+    return scorer_from_dict(setting.scorer).layer

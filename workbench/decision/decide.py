@@ -56,6 +56,13 @@ class DecisionSetting:
     costs: dict[str, float] = field(default_factory=lambda: {"miss": 1.0, "false_alarm": 1.0})
     fitted_on: dict[str, Any] = field(default_factory=dict)
     cross_validated: dict[str, Any] = field(default_factory=dict)
+    # Not saved: the scorer's outputs for the cases at hand, (case id, strategy) -> score,
+    # attached by whoever read their activations (``workbench.decision.apply``).
+    case_scores: dict[tuple[str, str], float] = field(default_factory=dict, compare=False,
+                                                      repr=False)
+
+    def score_of(self, case_id: str, strategy: str) -> float | None:
+        return self.case_scores.get((case_id, strategy)) if self.scorer is not None else None
 
     @property
     def source(self) -> ScoreSource:
@@ -74,7 +81,9 @@ class DecisionSetting:
         return float(level) if level is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scale": "calibrated", **asdict(self)}
+        out = {"scale": "calibrated", **asdict(self)}
+        out.pop("case_scores")
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DecisionSetting:
