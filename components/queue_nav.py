@@ -26,13 +26,14 @@ NEXT_KEY, PREVIOUS_KEY = "j", "k"
 _KINDS = ("error", "success", "info", "warning")
 
 # Theme-following colours (see components/spans.py): inherited text, translucent tints.
-# The hints wrap as whole "key what" pairs: with nowrap spans and nothing between them, the
-# row had no break point and ran past its column at 1280 and 800 px (issue 44).
+# The hints wrap as "key what" pairs: with nowrap spans and nothing between them, the row had
+# no break point and ran past its column at 1280 and 800 px (issue 44). A pair wider than a
+# narrow column ("5 incorrect: span does not support it") wraps its words, the key first.
 _LEGEND_STYLE = (
     "<style>.wb-keys kbd{border:1px solid rgba(128,128,128,0.5);border-radius:3px;"
-    "padding:0 4px;font-size:0.85em;background:rgba(128,128,128,0.12)}"
+    "padding:0 4px;font-size:0.85em;background:rgba(128,128,128,0.12);flex:none}"
     ".wb-keys{display:flex;flex-wrap:wrap;column-gap:0.9rem;row-gap:0.25rem;max-width:100%}"
-    ".wb-keys span{white-space:nowrap}</style>"
+    ".wb-keys span{display:inline-flex;align-items:baseline;gap:0.3em;max-width:100%}</style>"
 )
 
 
