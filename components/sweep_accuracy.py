@@ -24,6 +24,21 @@ COLUMNS = {"length": "target length", "skill_tokens": "SKILL tokens", "strategy"
            "coverage": "gold in context"}
 
 
+FIGURE_WIDTH = 380  # px: two figures a row at 1280 px, one at 800
+
+
+def _fitted(fig):
+    """``fig`` with its title cut to the metric's name ("ACC as the SKILL grows"; the cases
+    per point go to the caption), the legend under the plot, margins grown to the labels."""
+    title = str(fig.layout.title.text or "").split(" (")[0]
+    fig.update_layout(title={"text": title, "x": 0, "xanchor": "left"},
+                      margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      legend={"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top"})
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
 def judged_sweeps(folder: Path) -> list[tuple[str, dict]]:
     """(file name, result) of every readable length sweep with judged rows, by name."""
     out = []
@@ -50,11 +65,14 @@ def show_sweep_accuracy(folder: Path | None = None) -> None:
     for i, (name, data) in enumerate(results):
         with st.expander(md(f"{name}: accuracy by length"), expanded=i == 0):
             try:
-                cols = st.columns(2)
-                cols[0].plotly_chart(sweep_figure(data, "acc"), key=f"ev_sweep_acc_{i}",
-                                     width="stretch")
-                cols[1].plotly_chart(sweep_figure(data, "f1"), key=f"ev_sweep_f1_{i}",
-                                     width="stretch")
+                # A row that wraps, titles that fit: two columns cut "violation-F1 as the
+                # SKILL grows (N judged cases per point)" and squeezed the legend (issue 44).
+                figures = st.container(horizontal=True, wrap=True, gap="medium")
+                for metric in ("acc", "f1"):
+                    figures.plotly_chart(_fitted(sweep_figure(data, metric)),
+                                         key=f"ev_sweep_{metric}_{i}", width=FIGURE_WIDTH)
+                judged = max((r.get("judged_cases") or 0 for r in data["rows"]), default=0)
+                st.caption(f"{judged} judged cases per point.")
                 table = pd.DataFrame(data["rows"])[list(COLUMNS)].rename(columns=COLUMNS)
                 st.dataframe(table, hide_index=True, column_config=column_help(table.columns))
             except (KeyError, TypeError, ValueError) as exc:
