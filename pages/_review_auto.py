@@ -77,8 +77,8 @@ def plan_guarantee(saved: DecisionSetting | None, data: Labelled, alpha: float,
 
     The level is chosen on out-of-fold calibrated probabilities where the setting calibrates
     (``add_verbal_guarantee``), on the probabilities as they are where it does not (nothing
-    is fitted then, so they are out of sample already). Refused, with the reason in words,
-    when the setting reads activations (this page has no activations to score), when there
+    is fitted then, so they are out of sample already); an activation setting brings its
+    own, chosen out of fold when it was fitted. Refused, with the reason in words, when there
     are too few labelled cases, when the score does not rank cases (the saved setting says
     so, or the AUROC here is below ``MIN_RANKING_AUROC``), and when no level keeps the error
     rate under α on these cases."""
@@ -90,8 +90,7 @@ def plan_guarantee(saved: DecisionSetting | None, data: Labelled, alpha: float,
         return AutoGuarantee(alpha, miss_cost, None, reason, n, area)
 
     if base.scorer is not None:
-        return refuse("This dataset's setting scores verdicts from the judge's activations, "
-                      "which this page cannot read yet: auto-decide is refused here.")
+        return _saved_activation_guarantee(base, alpha, miss_cost)
     violations = sum(data.truth)
     if n < MIN_LABELLED or violations == 0 or violations == n:
         return refuse(f"Auto-decide needs at least {MIN_LABELLED} labelled verdicts with a "
@@ -121,6 +120,32 @@ def plan_guarantee(saved: DecisionSetting | None, data: Labelled, alpha: float,
             "them decided automatically with few errors. Label more cases, or accept a larger "
             "share of errors."), n, area)
     return AutoGuarantee(alpha, miss_cost, setting, None, n, area)
+
+
+def _saved_activation_guarantee(base: DecisionSetting, alpha: float,
+                                miss_cost: float) -> AutoGuarantee:
+    """An activation scorer's guarantee is chosen where the scorer is fitted (out of fold,
+    ``workbench calibrate --alpha``): the page uses the saved one when it was made for this
+    α and these costs, and says how to make one otherwise."""
+    cv = base.cross_validated or {}
+    n, area = int((base.fitted_on or {}).get("cases", 0)), float(cv.get("auroc", float("nan")))
+    auto = base.auto or {}
+    same = (auto.get("alpha") == alpha and base.costs.get("miss") == miss_cost
+            and base.costs.get("false_alarm") == 1.0)
+    if not base.ranks:
+        return AutoGuarantee(alpha, miss_cost, None, "This score does not rank cases here: a "
+                             "confidence level would promise nothing, so auto-decide is "
+                             "refused.", n, area)
+    if not same or base.auto_level is None:
+        why = ("no level kept the error under α on its labelled cases" if same else
+               f"it was saved for α = {_pct(auto['alpha'])}" if auto.get("alpha") else
+               "it was saved without an error rate")
+        return AutoGuarantee(alpha, miss_cost, None, (
+            "This dataset's setting decides from the judge's activations; its automatic-decision "
+            f"level is chosen when the scorer is fitted, and {why}. Fit it for this choice with "
+            f"`workbench calibrate TRACES --cases CASES --alpha {alpha:g} --miss-cost "
+            f"{miss_cost:g} --save dataset:NAME`."), n, area)
+    return AutoGuarantee(alpha, miss_cost, base, None, n, area)
 
 
 def guarantee_words(g: AutoGuarantee) -> str:

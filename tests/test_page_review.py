@@ -131,7 +131,7 @@ def test_confirm_and_overturn_with_a_note_are_appended(db):
     metrics = {m.label: m.value for m in at.metric}
     # Judge V, V; implied V, C: p_o = 1/2, p_e = (2*1 + 0*1)/4 = 1/2, kappa = 0.
     # Against gold (mor-001 violation, mor-003 compliant) both decisions are right.
-    assert metrics == {"Decisions": "2", "Confirmed": "50%", "Cohen's κ": "0.00 (slight)",
+    assert metrics == {"Decisions": "2", "Confirmed": "50%", "Cohen's κ": "too few decisions to measure",
                        "Analysts vs gold": "100%"}
     # Back to the overturned verdict: its history is shown; a changed mind is a new record.
     at.button(key="rv_prev").click().run()

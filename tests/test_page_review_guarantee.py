@@ -59,6 +59,8 @@ def test_a_calibrated_setting_takes_its_level_from_out_of_fold_probabilities():
      "This score does not rank cases here"),
     (None, synthetic(8, 0), "Auto-decide needs at least 10 labelled verdicts"),
     (DecisionSetting(scorer={"kind": "probe"}), synthetic(200, 0), "from the judge's activations"),
+    (DecisionSetting(scorer={"kind": "probe"}, auto={"alpha": 0.05, "level": 0.9}),
+     synthetic(200, 0), "it was saved for α = 5 %"),
     (None, synthetic(30, 0), "No confidence level keeps the wrong automatic decisions under 10 %"),
 ])
 def test_auto_decide_is_refused_with_the_reason(saved, data, reason):

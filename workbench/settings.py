@@ -92,10 +92,15 @@ ZIP_MAX_BYTES = Variable("WORKBENCH_ZIP_MAX_BYTES", "total unpacked bytes of a z
 ZIP_MAX_RATIO = Variable("WORKBENCH_ZIP_MAX_RATIO", "compression ratio a zip member over 64 KiB "
                          "may have; default 100")
 
+CONTRACTS = Variable("WORKBENCH_CONTRACTS", "folder of the skill contracts (*.yaml) the audit "
+                     "API's /v1/contracts/{name}/check serves; default .workbench/contracts")
+CONTRACT_LOG = Variable("WORKBENCH_CONTRACT_LOG", "JSONL log of tool calls the contract check "
+                        "blocked at run time; default .workbench/contract_checks.jsonl")
+
 VARIABLES: tuple[Variable, ...] = (
     DB, CONFIG, LLM_MODE, LLM_RECORDINGS, MODEL_CACHE, AUDIT_TIME_LIMIT, BASELINES_DIR,
     EMBEDDINGS_CACHE, EVAL_DIR, REFERENCE_INDEX, TRAIN_RUNS, API_TOKEN, SESSION_SECRET,
-    SESSION_HOURS, USER, ZIP_MAX_MEMBERS, ZIP_MAX_BYTES, ZIP_MAX_RATIO,
+    SESSION_HOURS, USER, ZIP_MAX_MEMBERS, ZIP_MAX_BYTES, ZIP_MAX_RATIO, CONTRACTS, CONTRACT_LOG,
 )
 
 DEFAULT_PREFIX = PREFIX + "DEFAULT_"
