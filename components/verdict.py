@@ -132,7 +132,7 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
             return
         _header(verdict, decided, setting)
         if line := gold_line(gold, decided.violation):
-            st.warning(line, icon="⚖️")
+            st.warning(line, icon=":material/balance:")
         if reply is not None and verdict.evidence:
             show_evidence(reply, verdict.evidence, decided.violation)
         if trace.parts:
@@ -167,9 +167,9 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
 def _header(verdict: Verdict, decided: Decided, setting: DecisionSetting | None) -> None:
     """The coloured header and the words under it, both from ``decided``."""
     if decided.violation:
-        st.error("Violation", icon="⚠️")
+        st.error("Violation", icon=":material/error:")
     else:
-        st.success("Compliant", icon="✅")
+        st.success("Compliant", icon=":material/check_circle:")
     if decided.source is ScoreSource.VERDICT:
         st.caption("No score for this verdict under the dataset's setting"
                    + (" (it scores the judge's activations, not captured for this case)"

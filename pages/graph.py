@@ -61,7 +61,7 @@ if version != latest:
     st.warning(md(f"You are viewing version {version}, not the latest ({latest}). Saving an edit "
                   f"made here is refused, because it would undo what versions after {version} "
                   f"changed; switch to version {latest} to edit, or explicitly restore from this "
-                  "version below."), icon="⚠️")
+                  "version below."), icon=":material/warning:")
 
 kinds = provenance_filter(skill, key=f"graph_provenance_{name}")
 provenance_legend()

@@ -23,7 +23,9 @@ eng = engine()
 
 reviewer = identity.acting_name("Reviewer", "rv_reviewer", user_name())
 if not reviewer:
-    st.warning("Enter your name to record decisions.")
+    # With roles configured there is no name field here: the sign-in is on the sidebar.
+    st.warning("Sign in on the sidebar to record decisions." if identity.roles_configured()
+               else "Enter your name above to record decisions.")
 datasets = audit_repo.trace_datasets(eng)
 ways_in_on_top = not datasets  # drawn once per run: their widgets have fixed keys
 if ways_in_on_top:
