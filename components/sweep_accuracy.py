@@ -9,6 +9,7 @@ folder (``WORKBENCH_EVAL_DIR``); results without a judged sample are left to
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -24,13 +25,13 @@ COLUMNS = {"length": "target length", "skill_tokens": "SKILL tokens", "strategy"
            "coverage": "gold in context"}
 
 
-FIGURE_WIDTH = 380  # px: two figures a row at 1280 px, one at 800
+FIGURE_WIDTH = 360  # px: two figures a row at 1280 px, one at 800
 
 
 def _fitted(fig):
-    """``fig`` with its title cut to the metric's name ("ACC as the SKILL grows"; the cases
-    per point go to the caption), the legend under the plot, margins grown to the labels."""
-    title = str(fig.layout.title.text or "").split(" (")[0]
+    """``fig`` with its title short ("accuracy (ACC) as the SKILL grows"; the cases per
+    point go to the caption), the legend under the plot, margins grown to the labels."""
+    title = re.sub(r" \(\d+ judged cases per point\)$", "", str(fig.layout.title.text or ""))
     fig.update_layout(title={"text": title, "x": 0, "xanchor": "left"},
                       margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top"})
