@@ -9,14 +9,14 @@ import streamlit as st
 from components.activation_study import BUNDLED, study_results
 
 STEPS = (
-    ("pages/replay.py", "1. Replay a case",
+    ("replay", "1. Replay a case",
      "pick an audited reply and see why it was judged as it was: the SKILL it was routed to, "
      "the rules the closure gathered with their source text, and the verdict with its words "
      "in the reply."),
-    ("pages/review.py", "2. Review the queue",
+    ("review", "2. Review the queue",
      "go through the verdicts most in doubt first; confirm, overturn or mark the wrong rule "
      "by keyboard. Every decision is recorded under your name and can be undone."),
-    ("pages/graph.py", "3. Check the rules",
+    ("graph", "3. Check the rules",
      "open a SKILL's rule graph, fix a rule or a require edge, and see which audited cases "
      "the change would affect before you save it."),
 )
@@ -49,9 +49,11 @@ def show_start_here(first_visit: bool) -> None:
                     "needs; an audit gives a judge model just the rules that govern a reply, "
                     "and shows you exactly why it decided.")
         cols = st.columns(len(STEPS))
-        for col, (page, title, text) in zip(cols, STEPS, strict=True):
+        for col, (url_path, title, text) in zip(cols, STEPS, strict=True):
             with col:
-                st.page_link(page, label=title)
+                # A plain relative link (a sibling page's address): st.page_link needs the
+                # app's navigation, which a page run on its own (tests, embedding) lacks.
+                st.markdown(f"**[{title}]({url_path})**")
                 st.caption(text)
         line = judge_figures_line()
         if line:
