@@ -91,12 +91,14 @@ def rule_correctness(eng: Engine, skill, version: int, who: Annotator) -> None:
         verb = "Adjudicate" if who.is_reviewer else "Mark"
         st.button(f"{verb} correct", key="rc_correct", shortcut=ui.CORRECT_KEY, type="primary",
                   on_click=_record, args=(eng, item, "correct", None, pos_key, len(shown), not only))
-        cols = st.columns(2)
-        for n, (key, error) in enumerate(ui.ERROR_KEYS.items()):
-            cols[n % 2].button(f"{ui.ERROR_TEXT[error]}", key=f"rc_err_{error}", shortcut=key,
-                               on_click=_record,
-                               args=(eng, item, "incorrect", error, pos_key, len(shown), not only),
-                               width="stretch")
+        # A row that wraps, each button as wide as its words: two fixed columns cut the
+        # longer error names ("span does not support it") at 800 px.
+        with st.container(horizontal=True, wrap=True):
+            for key, error in ui.ERROR_KEYS.items():
+                st.button(f"{ui.ERROR_TEXT[error]}", key=f"rc_err_{error}", shortcut=key,
+                          on_click=_record,
+                          args=(eng, item, "incorrect", error, pos_key, len(shown), not only),
+                          width="content")
         queue_nav.nav_buttons("rc", pos_key, pos, len(shown), ui.PREVIOUS_KEY, ui.NEXT_KEY)
         queue_nav.key_legend(ui.correctness_legend())
         _labels_of_item(item, labels, decided.get(item) if decisions_shown else None, who)

@@ -134,10 +134,11 @@ def saved_views(eng: Engine, owner: str, strategies: Sequence[str]) -> None:
                        width="stretch")
     else:
         cols[0].caption("No saved views yet: set the filters, name them below and save.")
-    cols = st.columns([4, 1], vertical_alignment="bottom")
-    cols[0].text_input("Save these filters as", key="rv_view_name", placeholder="e.g. refunds to check")
-    cols[1].button("Save view", key="rv_view_save", on_click=_save, args=(eng, owner, strategies),
-                   width="stretch")
+    with st.container(horizontal=True, wrap=True, vertical_alignment="bottom"):
+        st.text_input("Save these filters as", key="rv_view_name",
+                      placeholder="e.g. refunds to check")
+        st.button("Save view", key="rv_view_save", on_click=_save, args=(eng, owner, strategies),
+                  width="content")
 
 
 def view_controls(eng: Engine, owner: str, strategies: Sequence[str]) -> ReviewView:

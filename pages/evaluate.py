@@ -111,9 +111,15 @@ def bars(metrics: list[str], title: str, key: str, share: bool = False) -> None:
                  facet_col="metric", title=title, labels={"label": "", "value": ""},
                  hover_name="series", hover_data={"label": False, "metric": True, "value": ":.3f"},
                  category_orders={"label": [html.escape(label_of[n]) for n in names]},
-                 height=160 + 26 * rows)
+                 height=160 + 26 * rows, facet_col_spacing=0.08)
+    # Shares get three ticks (0 %, 50 %, 100 %): with more, "100%" of one facet ran into
+    # "0%" of the next ("100%0%"). The legend goes under the plot, and away with one dataset.
     fig.update_xaxes(matches=None, showticklabels=True, nticks=4, tickformat="~s" if not share
                      else ".0%", range=[0, 1] if share else None)
+    if share:
+        fig.update_xaxes(tickvals=[0, 0.5, 1])
+    fig.update_layout(showlegend=long["dataset"].nunique() > 1,
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0})
     fig.update_yaxes(autorange="reversed")
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     st.plotly_chart(fig, key=key, width="stretch")
