@@ -13,6 +13,7 @@ import streamlit as st
 
 from components import identity, links
 from pages._review_alerts import alerts_panel
+from pages._review_export import export_panel
 from pages._review_queue import queue_panel
 from pages._review_run import audit_panel, load_panel, safe_key
 from pages._state import engine, user_name
@@ -45,6 +46,7 @@ runs = top[1].multiselect("Runs", audit_repo.runs(eng, dataset), key=f"rv_runs_{
                           placeholder="all runs (newest trace per case and strategy)")
 queue_panel(eng, dataset, runs, reviewer)
 alerts_panel(eng, dataset, reviewer)  # what the alert rules fired on this dataset
+export_panel(eng, dataset, runs)  # the verdicts as OTLP / Langfuse / Phoenix files
 # Ways in below the queue: above it they pushed the case card below the fold (issue 44).
 if not ways_in_on_top:
     st.divider()

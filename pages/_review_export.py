@@ -1,0 +1,71 @@
+"""Review → *Export verdicts*: the dataset's verdicts (newest per case and strategy, of the
+chosen runs) as OpenTelemetry evaluation events, Langfuse scores or Phoenix span annotations,
+decided under the dataset's saved setting — the same files `workbench export-verdicts`
+writes. Page-private: it reads the store."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from components.safe import md
+from pages._thresholds import dataset_setting
+from store import audit_repo
+from workbench.errors import WorkbenchError
+
+FORMATS = {
+    "OpenTelemetry (OTLP/JSON, gen_ai.evaluation.result events)": "otlp",
+    "Langfuse (scores, public ingestion batch)": "langfuse",
+    "Arize Phoenix (span annotations)": "phoenix",
+}
+
+
+def export_panel(eng: Engine, dataset: str, runs: list[str]) -> None:
+    with st.expander("Export verdicts"):
+        label = st.selectbox("Format", list(FORMATS), key="rv_export_format")
+        fmt = FORMATS[label]
+        try:
+            data, count, notes = _payload(eng, dataset, runs, fmt)
+        except WorkbenchError as exc:
+            st.warning(md(str(exc)))
+            return
+        for note in notes:
+            st.caption(md(note))
+        if not count:
+            st.info("No judged verdict to export in this selection.")
+            return
+        st.download_button(f"Download {count} verdict{'s' if count != 1 else ''}", data,
+                           file_name=f"{dataset}-verdicts-{fmt}.json", mime="application/json",
+                           key="rv_export_download")
+        st.caption("Post the file to the service, or push it with `workbench export-verdicts "
+                   "... --push URL` (the key comes from the environment, never the command line).")
+
+
+def _payload(eng: Engine, dataset: str, runs: list[str], fmt: str) -> tuple[bytes, int, list[str]]:
+    from workbench.audit.trace import latest_per_case
+    from workbench.export import judged_cases, langfuse_payload, otlp_json, otlp_request, phoenix_payload
+
+    if runs:
+        traces = latest_per_case([t for _run, t in audit_repo.run_traces(eng, dataset, runs)])
+    else:
+        traces = list(audit_repo.latest_traces(eng, dataset).values())
+    saved = dataset_setting(eng, dataset)
+    setting = saved[1] if saved else None
+    scores = ({t.id: s for t in traces if (s := setting.score_of(t.id, t.strategy)) is not None}
+              if setting is not None else None)
+    chosen = judged_cases(traces, audit_repo.load_cases(eng, dataset), setting, scores)
+    notes, count = chosen.notes(), len(chosen.cases)
+    if fmt == "otlp":
+        body = otlp_json(otlp_request(chosen.cases))
+    elif fmt == "langfuse":
+        body = langfuse_payload(chosen.cases)
+    else:
+        body, unlinked = phoenix_payload(chosen.cases)
+        count -= len(unlinked)
+        if unlinked:
+            notes.append(f"{len(unlinked)} verdicts left out: Phoenix annotates spans, and their "
+                         "cases did not come from OpenTelemetry spans (import them with "
+                         "--format otel to keep the link)")
+    return json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8"), count, notes
