@@ -260,8 +260,11 @@ def learning_curve(data: Labelled, sizes: Sequence[int], kinds: Sequence[str] = 
             if not _usable(part):
                 continue
             if layer is None:
-                cfg = choose(part, kinds, layers=layers,
-                             folds=min(4, len(set(part.groups)))).config
+                try:
+                    cfg = choose(part, kinds, layers=layers,
+                                 folds=min(4, len(set(part.groups)))).config
+                except ValueError:  # a draw too lopsided to cross-validate: not counted
+                    continue
             else:
                 cfg = Config(kinds[0], layer, PROBE_CS[1])
             s = score_config(fit_config(part, cfg), data.take(test))
