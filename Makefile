@@ -44,8 +44,8 @@ demo: install
 	for f in fixtures/demo/traces_*.jsonl; do \
 	  [ -f "$$f" ] && $(VENV)/bin/workbench import-traces "$$f" --dataset demo \
 	    --run-id "demo-$$(basename $$f .jsonl | sed 's/traces_//')"; done; true
-	$(VENV)/bin/workbench calibrate fixtures/demo/traces_cdg.jsonl --cases fixtures/demo/cases.jsonl \
-	  --save dataset:demo --note "make demo: the demo's own 21 labelled verdicts" >/dev/null
+	$(VENV)/bin/workbench calibrate --from-setting fixtures/demo/decision_setting.json \
+	  --save dataset:demo --note "make demo: a probe learned on CompliBench airlines" >/dev/null
 	WORKBENCH_TRAIN_RUNS=$${WORKBENCH_TRAIN_RUNS:-fixtures/training} $(VENV)/bin/workbench ui --port $(PORT)
 
 # Debian's PostgreSQL server binaries: the store tests also run against a throw-away cluster

@@ -22,6 +22,25 @@ STEPS = (
 )
 
 
+DEMO_SETTING = BUNDLED.parent.parent / "fixtures" / "demo" / "decision_setting.json"
+
+
+def demo_line() -> str:
+    """What the demo's saved setting does on the demo's own labels (empty without it)."""
+    import json
+
+    try:
+        fitted = json.loads(DEMO_SETTING.read_text(encoding="utf-8"))["setting"]["fitted_on"]
+        t = fitted["demo_transfer"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return (f"The demo decides with a probe learned on airline cases ({fitted['scorer']}), "
+            f"never shown the demo's labels: on the demo's {t['cases']} labelled cases it ranks "
+            f"violations at AUROC {t['auroc']:.2f} where the judge's own probability reaches "
+            f"{t['verbal_auroc']:.2f}, and its decisions are right on {t['accuracy']:.0%} of "
+            f"them (the judge's own answers on {t['verbal_accuracy_bare']:.0%}).")
+
+
 def judge_figures_line() -> str:
     """One sentence on the judge's measured figures, from the bundled study (empty without)."""
     results = study_results(BUNDLED)
@@ -55,6 +74,6 @@ def show_start_here(first_visit: bool) -> None:
                 # app's navigation, which a page run on its own (tests, embedding) lacks.
                 st.markdown(f"**[{title}]({url_path})**")
                 st.caption(text)
-        line = judge_figures_line()
-        if line:
-            st.info(line)
+        for line in (judge_figures_line(), demo_line()):
+            if line:
+                st.info(line)

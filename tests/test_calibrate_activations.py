@@ -87,3 +87,23 @@ def test_score_verbal_keeps_the_judge_probability_even_with_features(tmp_path, d
     assert main(["calibrate", str(train), "--score", "verbal", "--save", "dataset:v"]) == 0
     _, setting = current_threshold(db, "dataset:v")
     assert setting.scorer is None
+
+
+def test_the_demo_ships_a_scorer_learned_elsewhere_that_ranks_its_cases(db, capsys):
+    """The bundled demo setting (a probe learned on CompliBench airline cases) saved with
+    --from-setting and applied by metrics to the demo's captured activations: its AUROC on
+    the demo's 21 labels is the one the Start panel states, above the judge's own."""
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+    assert main(["calibrate", "--from-setting", str(demo / "decision_setting.json"),
+                 "--save", "dataset:demo"]) == 0
+    capsys.readouterr()
+    assert main(["metrics", str(demo / "traces_cdg.jsonl"), "--cases", str(demo / "cases.jsonl"),
+                 "--threshold", "dataset:demo", "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    stated = json.loads((demo / "decision_setting.json").read_text())["setting"]["fitted_on"]
+    assert row["with_probability"] == 21 and row["threshold_source"] == "saved, activation scorer"
+    assert row["auroc"] == pytest.approx(stated["demo_transfer"]["auroc"], abs=0.005)
+    assert row["auroc"] > stated["demo_transfer"]["verbal_auroc"]
+    assert main(["calibrate", "--from-setting", str(demo / "cases.jsonl"), "--save", "dataset:x"]) == 2

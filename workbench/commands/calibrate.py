@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--miss-cost", type=float, default=1.0,
                    help="cost of a missed violation against --false-alarm-cost (default 1:1)")
     p.add_argument("--false-alarm-cost", type=float, default=1.0)
+    p.add_argument("--from-setting", metavar="FILE", default=None,
+                   help="with --save: save the setting of a `calibrate --json` file (fitted "
+                   "elsewhere, e.g. a scorer learned on another policy) instead of fitting one")
     add_actor_option(p)
 
 
@@ -109,12 +112,13 @@ def _calibrate(args) -> int:
 
     if args.alpha is not None and not 0 < args.alpha < 0.5:
         raise CliError(f"--alpha {args.alpha}: give the error rate you accept, between 0 and 0.5")
+    if args.from_setting:
+        return _save_given(args)
     traces, truth = _labelled(args)
     if _use_activations(args):
         setting = _activation_setting(args, traces, truth)
         report = {"kind": "calibration", "setting": setting.to_dict()}
-        _print_rows(setting, len(setting_cases := [t for t in traces if t.id in truth]),
-                    sum(truth[t.id] for t in setting_cases))
+        _print_rows(setting, setting.fitted_on["cases"], setting.fitted_on["violations"])
     else:
         scored, bare = scored_traces(traces, truth)
         if len(scored) < 10 or len({s.violation for s in scored}) < 2:
@@ -140,6 +144,27 @@ def _calibrate(args) -> int:
             json.dump(_finite(report), f, indent=1)
     if args.save:
         _save(args, setting)
+    return 0
+
+
+def _save_given(args) -> int:
+    """``--from-setting FILE --save SCOPE``: a setting fitted elsewhere, checked and saved."""
+    from workbench.commands._common import CliError
+    from workbench.decision.decide import DecisionSetting
+    from workbench.inputs import InputError, decode_text, loads_json, read_input_bytes
+
+    if not args.save:
+        raise CliError("--from-setting saves a setting: give --save dataset:NAME or policy:NAME")
+    try:
+        data = loads_json(decode_text(read_input_bytes(args.from_setting), args.from_setting)[0],
+                          origin=args.from_setting)
+        setting = DecisionSetting.from_dict(data.get("setting", data) if isinstance(data, dict) else {})
+    except (InputError, OSError, ValueError) as exc:
+        raise CliError(f"{args.from_setting}: not a decision setting ({exc})",
+                       "give the JSON `workbench calibrate ... --json OUT` wrote") from None
+    _print_rows(setting, int(setting.fitted_on.get("cases", 0)),
+                int(setting.fitted_on.get("violations", 0)))
+    _save(args, setting)
     return 0
 
 
