@@ -75,5 +75,5 @@ def show_start_here(first_visit: bool) -> None:
                 st.markdown(f"**[{title}]({url_path})**")
                 st.caption(text)
         for line in (judge_figures_line(), demo_line()):
-            if line:
-                st.info(line)
+            if line:  # plain text: the page's own notices keep st.info for themselves
+                st.markdown(line)

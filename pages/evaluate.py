@@ -31,8 +31,6 @@ st.caption("ACC counts a case without a verdict as wrong; violation-F1 measures 
            "violations are found, on judged cases only. Gold labels and governing rules come "
            "from the stored cases. Hover a column header for what it means, or see the Glossary.")
 with st.container(border=True):
-    show_activation_study()
-with st.container(border=True):
     show_evaluations()
     show_sweep_accuracy()
 
@@ -131,6 +129,8 @@ bars(["latency ms"], "Latency per case (mean, ms)", "ev_latency")
 
 with st.container(border=True):
     calibration_section(eng, chosen, audit_cache.versions)
+with st.container(border=True):
+    show_activation_study()  # the bundled study and any in the evaluations folder
 
 # -- per case ------------------------------------------------------------------------------
 st.subheader("Per-case results")

@@ -66,7 +66,10 @@ def test_runs_side_by_side_with_charts_and_csv(db):
     # The raw document is longer than any closure: more context tokens per case.
     assert demo.loc["run-2", "context tokens"] > demo.loc["run-1", "context tokens"] > 0
     assert set(frame["dataset"]) == {"demo", ODD}
-    charts = at.get("plotly_chart")
+    every = at.get("plotly_chart")
+    # the bundled study of verdicts from activations draws its AUROC bars and learning curve
+    assert {c.key for c in every if c.key.startswith("ev_act_")} == {"ev_act_auroc_0", "ev_act_curve_0"}
+    charts = [c for c in every if not c.key.startswith("ev_act_")]
     assert len(charts) == 3
     spec = json.loads(charts[0].proto.spec)
     names = {trace["name"] for trace in spec["data"]}
