@@ -65,6 +65,7 @@ PENDING: tuple[tuple[str, str, str], ...] = (
 _TEXTS_JS = r"""() => {
   const skip = 'pre, code, [data-testid="stCode"], textarea, input, script, style, noscript, '
     + '[data-testid="stIconMaterial"], [data-testid="stExpanderIcon"], '
+    + '[data-testid="stAlertDynamicIcon"], '
     + '[data-testid="stTooltipIcon"] svg';
   const out = [];
   for (const root of document.querySelectorAll("[data-testid='stMain'], [data-testid='stSidebar']")) {
