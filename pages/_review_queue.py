@@ -52,7 +52,8 @@ def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> N
     kappa_help = f"{help_for(KAPPA)} {help_for('agreement bands')}"
     cols[2].metric(KAPPA, words.agreement(a.kappa, a.decisions, KAPPA, MIN_KAPPA_DECISIONS),
                    help=kappa_help,
-                   delta=f"only {words.plural(a.decisions, 'decision')} so far" if few else None,
+                   delta=(None if not few else "no decisions yet" if not a.decisions
+                          else f"only {words.plural(a.decisions, 'decision')} so far"),
                    delta_color="off")
     cols[3].metric("Analysts vs gold", "–" if a.analysts_gold is None else f"{a.analysts_gold:.0%}",
                    help=f"{help_for('analysts vs gold')} On {a.gold_n} reviewed verdicts with a "
