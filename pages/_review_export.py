@@ -11,8 +11,8 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components.safe import md
+from pages import _audit_cache as audit_cache
 from pages._thresholds import dataset_setting
-from store import audit_repo
 from workbench.errors import WorkbenchError
 
 FORMATS = {
@@ -26,11 +26,19 @@ def export_panel(eng: Engine, dataset: str, runs: list[str]) -> None:
     with st.expander("Export verdicts"):
         label = st.selectbox("Format", list(FORMATS), key="rv_export_format")
         fmt = FORMATS[label]
-        try:
-            data, count, notes = _payload(eng, dataset, runs, fmt)
-        except WorkbenchError as exc:
-            st.warning(md(str(exc)))
+        key = (dataset, tuple(runs), fmt)
+        # Built on request only: the queue's keys rerun this page, and a key press must not
+        # read and encode every verdict of the dataset again.
+        if st.button("Prepare the file", key="rv_export_prepare"):
+            try:
+                st.session_state["rv_export"] = (key, *_payload(eng, dataset, runs, fmt))
+            except WorkbenchError as exc:
+                st.warning(md(str(exc)))
+                return
+        ready = st.session_state.get("rv_export")
+        if not ready or ready[0] != key:
             return
+        _key, data, count, notes = ready
         for note in notes:
             st.caption(md(note))
         if not count:
@@ -47,15 +55,13 @@ def _payload(eng: Engine, dataset: str, runs: list[str], fmt: str) -> tuple[byte
     from workbench.audit.trace import latest_per_case
     from workbench.export import judged_cases, langfuse_payload, otlp_json, otlp_request, phoenix_payload
 
-    if runs:
-        traces = latest_per_case([t for _run, t in audit_repo.run_traces(eng, dataset, runs)])
-    else:
-        traces = list(audit_repo.latest_traces(eng, dataset).values())
+    records = audit_cache.records(eng, dataset, runs or None)  # cached per data version
+    traces = latest_per_case([t for _run, t in records])
     saved = dataset_setting(eng, dataset)
     setting = saved[1] if saved else None
     scores = ({t.id: s for t in traces if (s := setting.score_of(t.id, t.strategy)) is not None}
               if setting is not None else None)
-    chosen = judged_cases(traces, audit_repo.load_cases(eng, dataset), setting, scores)
+    chosen = judged_cases(traces, audit_cache.cases(eng, dataset), setting, scores)
     notes, count = chosen.notes(), len(chosen.cases)
     if fmt == "otlp":
         body = otlp_json(otlp_request(chosen.cases))
