@@ -44,4 +44,4 @@ def test_queue_list_view_filters_and_links_to_replay(db):  # noqa: F811
 def test_kappa_on_few_decisions_is_flagged_as_unreliable(db):  # noqa: F811
     at = _open({})
     kappa = next(m for m in at.metric if m.label == "Cohen's κ")
-    assert "not yet reliable" in kappa.delta and "only 0 decisions" in kappa.delta
+    assert kappa.value == "too few decisions to measure" and kappa.delta == "no decisions yet"
