@@ -102,3 +102,58 @@ def _acting(actor):
         raise CliError("roles are configured on this workbench (`workbench people list` shows "
                        "who): say who is acting", f"pass --as NAME or set {USER.name}")
     return actor
+
+
+def saved_threshold(scope: str):
+    """The current saved DecisionSetting of ``scope`` (``dataset:NAME`` / ``policy:NAME``);
+    one home for ``metrics``, ``convert`` and ``export-verdicts`` ``--threshold``."""
+    from store.db import make_engine
+    from store.thresholds import current_threshold
+
+    kind, _, name = scope.partition(":")
+    if kind not in ("dataset", "policy") or not name:
+        raise CliError(f"{scope!r} is not a threshold scope",
+                       "give a number from 0 to 1, dataset:NAME or policy:NAME")
+    found = current_threshold(make_engine(), scope)
+    if found is None:
+        raise CliError(f"no threshold is saved for {scope}",
+                       f"choose one with `workbench calibrate ... --save {scope}`")
+    return found[1]
+
+
+def threshold_arg(value: str | None):
+    """``--threshold``: a probability (float), or the saved decision setting (a
+    ``DecisionSetting``) of ``dataset:NAME`` / ``policy:NAME`` in the workbench database."""
+    if value is None:
+        return None
+    try:
+        t = float(value)
+    except ValueError:
+        pass
+    else:
+        if not 0.0 <= t <= 1.0:
+            raise CliError(f"--threshold {value} is not a probability", "give a number from 0 to 1")
+        return t
+    return saved_threshold(value)
+
+
+def activation_scores_beside(setting, paths, traces) -> dict[str, float] | None:
+    """A saved setting's activation scorer applied to the features captured beside each
+    traces file (no model runs); None when the setting reads the judge's probability."""
+    from pathlib import Path
+
+    from workbench.decision.apply import activation_scores
+    from workbench.decision.features import features_dir
+
+    if getattr(setting, "scorer", None) is None:
+        return None
+    verbal = {t.id: t.verdict.probability if t.verdict else None for t in traces}
+    scores: dict[str, float] = {}
+    for path in paths:
+        folder = features_dir(Path(path))
+        if not folder.is_dir():
+            raise CliError(f"the saved setting scores the judge's activations, and {path} has "
+                           f"none beside it ({folder})",
+                           f"capture them with `workbench features capture {path} --cases ...`")
+        scores.update(activation_scores(setting, folder, verbal))
+    return scores

@@ -307,35 +307,12 @@ def _store_earlier(args, cases, sink) -> None:
           f"{args.store!r}, run {sink.run_id!r}", file=sys.stderr)
 
 
-def _activation_scores(setting, paths, traces) -> dict[str, float] | None:
-    """A saved setting's activation scorer applied to the features captured beside each
-    traces file (no model runs); None when the setting reads the judge's probability."""
-    from pathlib import Path
-
-    from workbench.commands._common import CliError
-    from workbench.decision.apply import activation_scores
-    from workbench.decision.features import features_dir
-
-    if getattr(setting, "scorer", None) is None:
-        return None
-    verbal = {t.id: t.verdict.probability if t.verdict else None for t in traces}
-    scores: dict[str, float] = {}
-    for path in paths:
-        folder = features_dir(Path(path))
-        if not folder.is_dir():
-            raise CliError(f"the saved setting scores the judge's activations, and {path} has "
-                           f"none beside it ({folder})",
-                           f"capture them with `workbench features capture {path} --cases ...`")
-        scores.update(activation_scores(setting, folder, verbal))
-    return scores
-
-
 def _metrics(args) -> int:
     from pathlib import Path
 
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
-    from workbench.commands._common import CliError
+    from workbench.commands._common import CliError, activation_scores_beside, threshold_arg
     from workbench.evaluate.metrics import compute_metrics, format_table
 
     traces, skipped, empty = [], [], []
@@ -375,33 +352,13 @@ def _metrics(args) -> int:
             if found and len(found) == len(gold[c.id]):
                 spans[c.id] = found
     threshold = threshold_arg(args.threshold)
-    activations = _activation_scores(threshold, args.traces, traces)
+    activations = activation_scores_beside(threshold, args.traces, traces)
     rows = compute_metrics(traces, labels, gold or None, spans, threshold, activations)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=1))
     else:
         print(format_table(rows))
     return 0
-
-
-def threshold_arg(value: str | None):
-    """``--threshold``: a probability (float), or the saved decision setting (a
-    ``DecisionSetting``) of ``dataset:NAME`` / ``policy:NAME`` in the workbench database."""
-    from workbench.commands._common import CliError
-
-    if value is None:
-        return None
-    try:
-        t = float(value)
-    except ValueError:
-        pass
-    else:
-        if not 0.0 <= t <= 1.0:
-            raise CliError(f"--threshold {value} is not a probability", "give a number from 0 to 1")
-        return t
-    from workbench.commands.calibrate import saved_threshold
-
-    return saved_threshold(value)
 
 
 def _import_complibench(args) -> int:

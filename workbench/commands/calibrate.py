@@ -52,23 +52,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_actor_option(p)
 
 
-def saved_threshold(scope: str):
-    """The current saved ThresholdSetting of ``scope`` (``dataset:NAME`` / ``policy:NAME``)."""
-    from store.db import make_engine
-    from store.thresholds import current_threshold
-    from workbench.commands._common import CliError
-
-    kind, _, name = scope.partition(":")
-    if kind not in ("dataset", "policy") or not name:
-        raise CliError(f"{scope!r} is not a threshold scope",
-                       "give a number from 0 to 1, dataset:NAME or policy:NAME")
-    found = current_threshold(make_engine(), scope)
-    if found is None:
-        raise CliError(f"no threshold is saved for {scope}",
-                       f"choose one with `workbench calibrate ... --save {scope}`")
-    return found[1]
-
-
 def _labelled(args):
     """(traces, truth by case id) from files or the store."""
     from workbench.audit.trace import latest_per_case, trace_key

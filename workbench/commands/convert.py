@@ -58,7 +58,7 @@ def _convert(args) -> int:
             else:
                 traces = latest_per_case(read_traces(args.source)[0], key=trace_key)
             if parquet.is_parquet(args.target):
-                from workbench.commands.audit import threshold_arg
+                from workbench.commands._common import threshold_arg
 
                 n = parquet.write_traces(traces, args.target, threshold_arg(args.threshold))
             else:

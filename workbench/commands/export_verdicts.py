@@ -56,7 +56,7 @@ def _export(args) -> int:
 
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
-    from workbench.commands._common import CliError
+    from workbench.commands._common import CliError, activation_scores_beside
     from workbench.export import judged_cases
 
     if not args.out and not args.push:
@@ -75,7 +75,8 @@ def _export(args) -> int:
     traces = latest_per_case(traces, key=trace_key)
     cases = _cases(args) if args.cases else []
     setting = _setting(args.threshold)
-    selection = judged_cases(traces, cases, setting, _activations(setting, args.traces, traces))
+    selection = judged_cases(traces, cases, setting,
+                            activation_scores_beside(setting, [args.traces], traces))
     for note in selection.notes():
         print(f"note: {note}", file=sys.stderr)
     if not selection.cases:
@@ -151,48 +152,11 @@ def _push(fmt: str, cases, payload: dict, url: str, timeout: float) -> str:
 
 def _setting(value: str | None):
     """``--threshold``: None (the default setting), a bare probability, or the newest saved
-    setting of ``dataset:NAME`` / ``policy:NAME``."""
-    from workbench.commands._common import CliError
+    setting of ``dataset:NAME`` / ``policy:NAME`` (``_common.threshold_arg``)."""
+    from workbench.commands._common import threshold_arg
     from workbench.decision.decide import DecisionSetting
 
-    if value is None:
-        return None
-    try:
-        t = float(value)
-    except ValueError:
-        pass
-    else:
-        if not 0.0 <= t <= 1.0:
-            raise CliError(f"--threshold {value} is not a probability", "give a number from 0 to 1")
-        return DecisionSetting(threshold=t)
-    kind, _, name = value.partition(":")
-    if kind not in ("dataset", "policy") or not name:
-        raise CliError(f"--threshold {value!r} is neither a probability nor a saved setting",
-                       "give a number from 0 to 1, dataset:NAME or policy:NAME")
-    from store.db import make_engine
-    from store.thresholds import current_threshold
-
-    found = current_threshold(make_engine(), value)
-    if found is None:
-        raise CliError(f"no decision setting is saved for {value}",
-                       f"choose one with `workbench calibrate ... --save {value}`")
-    return found[1]
+    found = threshold_arg(value)
+    return DecisionSetting(threshold=found) if isinstance(found, float) else found
 
 
-def _activations(setting, traces_path: str, traces) -> dict[str, float] | None:
-    """The saved setting's activation scorer on the features captured beside the traces."""
-    if setting is None or setting.scorer is None:
-        return None
-    from pathlib import Path
-
-    from workbench.commands._common import CliError
-    from workbench.decision.apply import activation_scores
-    from workbench.decision.features import features_dir
-
-    folder = features_dir(Path(traces_path))
-    if not folder.is_dir():
-        raise CliError(f"the saved setting scores the judge's activations, and {traces_path} has "
-                       f"none beside it ({folder})",
-                       f"capture them with `workbench features capture {traces_path} --cases ...`")
-    verbal = {t.id: t.verdict.probability if t.verdict else None for t in traces}
-    return activation_scores(setting, folder, verbal)
