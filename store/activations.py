@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable
 
 import numpy as np
+from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, UniqueConstraint, select
 
@@ -81,5 +82,8 @@ def layer_vectors(engine: Engine, dataset: str, layer: int,
 
 
 def feature_count(engine: Engine, dataset: str) -> int:
+    """How many cases of ``dataset`` have stored activations (a COUNT: pages ask on every
+    run to key their cached scores)."""
     with Session(engine) as session:
-        return len(session.exec(select(ActivationRow.id).where(ActivationRow.dataset == dataset)).all())
+        return int(session.exec(select(func.count()).select_from(ActivationRow)
+                                .where(ActivationRow.dataset == dataset)).one())
