@@ -90,7 +90,7 @@ def commit_costs(engine, cases, n: int = 60) -> tuple[float, float]:
     write-ahead log's append + fsync of the same record, alone (no server)."""
     from workbench.audit.trace import AuditTrace
     from workbench.commands.api import StoreTraces
-    from workbench.roles import Actor
+    from workbench.identity.roles import Actor
 
     store = StoreTraces(engine, "commit-cost", "commit-cost")
     actor = Actor.signed_in("api", "analyst")
@@ -117,7 +117,7 @@ def concurrent_bench(args, bench) -> None:
     from store import repo
     from store.db import make_engine
     from workbench.graph import PolicyIndex
-    from workbench.roles import COMMAND_LINE
+    from workbench.identity.roles import COMMAND_LINE
 
     skill, sentences = bench.make_skill()
     cases = bench.make_cases(sentences, 200)

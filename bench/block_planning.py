@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.extract.blocks import plan_blocks  # noqa: E402
-from workbench.skill import parse_skill  # noqa: E402
+from workbench.skill.document import parse_skill  # noqa: E402
 
 FRONT = "---\nname: hostile\ndescription: planning bench\n---\n\n"
 

@@ -36,7 +36,7 @@ def _rss_mb(field: str = "VmRSS") -> float:
 
 
 def _policy_text(tokens: int) -> str:
-    from workbench.tokens import count_tokens, truncate_to_tokens
+    from workbench.llm.tokens import count_tokens, truncate_to_tokens
 
     sources = sorted((ROOT / "fixtures" / "demo" / "skills").rglob("*.md"))
     text = "\n\n".join(p.read_text(encoding="utf-8") for p in sources)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def _policy_text(tokens: int) -> str:
-    from workbench.tokens import count_tokens, truncate_to_tokens
+    from workbench.llm.tokens import count_tokens, truncate_to_tokens
 
     sources = sorted((ROOT / "fixtures" / "demo" / "skills").rglob("*.md"))
     text = "\n\n".join(p.read_text(encoding="utf-8") for p in sources)

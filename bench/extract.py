@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from workbench.extract import MemoryStepStore, extract_skill  # noqa: E402
 from workbench.llm import Gateway, Replayer, load_config  # noqa: E402
-from workbench.skill import parse_skill  # noqa: E402
-from workbench.tokens import count_tokens  # noqa: E402
+from workbench.llm.tokens import count_tokens  # noqa: E402
+from workbench.skill.document import parse_skill  # noqa: E402
 
 RECORDING = ROOT / "fixtures" / "recordings" / "extract_bench.jsonl"
 PROMPT_TPS, GEN_TPS = 52.0, 18.0

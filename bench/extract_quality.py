@@ -31,7 +31,7 @@ from workbench.extract.cues import find_candidates  # noqa: E402
 from workbench.extract.evaluate import evaluate_skill  # noqa: E402
 from workbench.extract.nonrules import split_non_rules  # noqa: E402
 from workbench.graph import Edge, PolicyIndex, RuleGraph, SkillGraph  # noqa: E402
-from workbench.skill import parse_skill  # noqa: E402
+from workbench.skill.document import parse_skill  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo"
 # merchant-order-refund was first extracted after the issue-14 changes: a held-out check of

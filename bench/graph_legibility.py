@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, wait_idle  # noqa: E402
 from tests.e2e.graph_drawing import wait_drawn  # noqa: E402
-from workbench.roles import COMMAND_LINE  # noqa: E402
+from workbench.identity.roles import COMMAND_LINE  # noqa: E402
 
 FONT_PX = 14  # the label font of both drawings
 SHOTS = ROOT / "docs" / "screenshots"

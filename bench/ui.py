@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, wait_idle  # noqa: E402
-from workbench.roles import COMMAND_LINE  # noqa: E402
+from workbench.identity.roles import COMMAND_LINE  # noqa: E402
 
 RUNS = 5
 

@@ -15,8 +15,8 @@ import streamlit as st
 
 from workbench.annotation.inspection import InspectionCase, closure_edges
 from workbench.annotation.labels import CRITERIA, ERROR_TYPES, Adjudication, Label
-from workbench.glossary import plural
 from workbench.graph import Rule, SkillGraph
+from workbench.words import plural
 
 # One key per label (Streamlit reserves C and R, so "correct" is Y for yes).
 CORRECT_KEY = "Y"

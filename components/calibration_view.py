@@ -14,7 +14,7 @@ from workbench.audit.calibration_figures import (
     risk_coverage_figure,
     threshold_figure,
 )
-from workbench.glossary import help_for
+from workbench.words import help_for
 
 
 def _f(x) -> str:

@@ -19,8 +19,8 @@ from components.links import replay_link
 from components.verdict import decided_word
 from workbench.audit.selective import probability_words
 from workbench.audit.trace import AuditTrace, latest_per_case
-from workbench.glossary import gold_word
 from workbench.vocabulary import COMPLIANT, VIOLATION, verdict_word
+from workbench.words import gold_word
 
 CASE_COLUMNS = ("case", "strategy", "run", "verdict", "gold", "agrees with gold", "open")
 
@@ -122,7 +122,7 @@ QUEUE_COLUMNS = ("#", "case", "strategy", "run", "verdict", "how sure", "gold", 
 
 def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
                reason_text: Mapping[str, str], setting: Any = None) -> list[dict[str, Any]]:
-    """One row per Review queue item (``workbench.review.QueueItem``), numbered as the queue
+    """One row per Review queue item (``workbench.review.queue.QueueItem``), numbered as the queue
     shows them, with how sure the judge is (read through ``setting``, the dataset's saved
     threshold), its decisions so far (``ReviewDecision``) and a Replay link."""
     decided: dict[tuple, list[str]] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.safe import md
-from workbench.glossary import plural
+from workbench.words import plural
 
 
 def report_panel(report: dict, version: int) -> None:

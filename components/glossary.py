@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import streamlit as st
 
-from workbench.glossary import ALPHAS, KAPPAS, NOT_APPLICABLE, STAT_NAMES, agreement_text, help_for
+from workbench.words import ALPHAS, KAPPAS, NOT_APPLICABLE, STAT_NAMES, agreement_text, help_for
 
 
 def column_help(columns: Iterable[str]) -> dict:

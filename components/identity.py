@@ -6,10 +6,10 @@ browser session is; pages then ask :func:`current`, :func:`allowed` and :func:`a
 - **OIDC**, when ``.streamlit/secrets.toml`` has an ``[auth]`` section: Streamlit's
   ``st.login`` signs people in and ``st.user`` says who they are. Their role is the roster's
   (``workbench people add E-MAIL --role ROLE``: the store and the CLI use the same list),
-  else ``[workbench.roles]`` in the same file (e-mail = role), else ``viewer`` when either of
+  else ``[workbench.identity.roles]`` in the same file (e-mail = role), else ``viewer`` when either of
   those lists exists (least privilege) and ``analyst`` when none does.
 - **Local sign-in** otherwise (sidebar): the store issues a signed, expiring token
-  (``workbench.sign_in``), kept in this browser's cookie (``components.session_cookie``), so
+  (``workbench.identity.sign_in``), kept in this browser's cookie (``components.session_cookie``), so
   the sign-in survives a reload, a pasted link, a new tab and a graph-node click; signing out
   revokes it in the store. With a roster in the store, only people on it sign in, with the
   roster's role (and their password when they have one).
@@ -31,8 +31,8 @@ import streamlit as st
 
 from components import session_cookie
 from components.safe import md
-from workbench.roles import ROLES, Actor, may, refusal
-from workbench.sign_in import InvalidToken, SignInError
+from workbench.identity.roles import ROLES, Actor, may, refusal
+from workbench.identity.sign_in import InvalidToken, SignInError
 
 _KEY = "identity"
 _TOKEN = "identity_token"
@@ -83,7 +83,7 @@ def _secrets_roles() -> dict:
 
 
 def oidc_role(email: str, roster_role: str | None, secrets_roles: dict, roster: bool) -> str:
-    """The role of an OIDC identity: the roster's, else ``[workbench.roles]``'s, else the
+    """The role of an OIDC identity: the roster's, else ``[workbench.identity.roles]``'s, else the
     least privilege (``viewer``) when either list exists, else ``analyst``."""
     for role in (roster_role, secrets_roles.get(email)):
         if role in ROLES:
@@ -154,7 +154,7 @@ def allowed(action: str) -> bool:
 
 def actor(name: str | None = None) -> Actor:
     """The acting identity to pass to a store write, which checks the role itself
-    (``workbench.roles.require``): the signed-in person; nobody (refused) when roles are
+    (``workbench.identity.roles.require``): the signed-in person; nobody (refused) when roles are
     configured and nobody is signed in; else single-user mode, recorded as ``name`` (the
     name typed on the page) or the session's name."""
     who = current()

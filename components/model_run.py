@@ -27,7 +27,7 @@ from typing import Any
 import streamlit as st
 
 from components.safe import md
-from workbench.speed import describe_duration
+from workbench.llm.speed import describe_duration
 
 TICK_S = 0.5
 MAX_SHARE = 0.95  # an estimate is not a finish line: the bar waits there for the job

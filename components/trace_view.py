@@ -15,9 +15,9 @@ from components.rule_graph import clicked, closure_legend, rule_graph
 from components.rules import RULE_LINK_CONFIG, with_rule_links
 from components.safe import md
 from workbench.audit.trace import AuditTrace
-from workbench.glossary import help_for, plural
 from workbench.graph import PolicyIndex, SkillGraph
 from workbench.graph.closure import explain_path
+from workbench.words import help_for, plural
 
 
 def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:

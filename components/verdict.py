@@ -26,9 +26,9 @@ from workbench.decision.decide import (
     ScoreSource,
     decide,
 )
-from workbench.glossary import gold_word
 from workbench.graph import PolicyIndex, Span
 from workbench.vocabulary import label_violation, verdict_word
+from workbench.words import gold_word
 
 # Evidence of a violation is marked red; evidence of a compliant decision (the words that
 # show the reply kept the rule) a neutral blue-grey: red there read as "violation" (issue 44).

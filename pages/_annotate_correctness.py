@@ -18,7 +18,7 @@ from workbench.annotation.items import rule_items
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Annotator, Label, LabelError
 from workbench.annotation.resolution import agreement_access, current_labels, visible_labels
 from workbench.graph import Rule
-from workbench.roles import NotAllowed
+from workbench.identity.roles import NotAllowed
 
 
 def _disagreements(queue: list[str], labels: list[Label], adjudicated: set[str]) -> list[str]:

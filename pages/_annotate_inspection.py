@@ -27,8 +27,8 @@ from workbench.annotation.labels import (
     inspection_item,
 )
 from workbench.annotation.resolution import current_labels, visible_labels
+from workbench.identity.roles import NotAllowed
 from workbench.inputs import InputError, decode_text
-from workbench.roles import NotAllowed
 
 
 def _load_cases(eng: Engine):

@@ -22,7 +22,7 @@ from workbench.annotation.labels import (
 )
 from workbench.annotation.report import reference_inventory
 from workbench.graph import MODALITIES, Span
-from workbench.roles import NotAllowed
+from workbench.identity.roles import NotAllowed
 
 
 def reference_panel(eng: Engine, skill, who: Annotator) -> None:

@@ -35,7 +35,7 @@ from workbench.annotation.report import (
     to_jsonl,
 )
 from workbench.annotation.resolution import agreement_access
-from workbench.glossary import REPORT_NAMES, TASK_WORDS, plural
+from workbench.words import REPORT_NAMES, TASK_WORDS, plural
 
 
 def progress_panel(eng: Engine, skill, version: int, who: Annotator) -> None:

@@ -2,7 +2,7 @@
 OIDC or the local sign-in), registered as an annotator, and the page's flash messages.
 
 There is no second sign-in here: labels are recorded under the signed-in name. Roles that
-may label (``workbench.roles``: annotator, reviewer, admin) annotate; reviewers and admins
+may label (``workbench.identity.roles``: annotator, reviewer, admin) annotate; reviewers and admins
 see every label and adjudicate, so they annotate as the annotation store's ``reviewer``.
 """
 
@@ -15,7 +15,7 @@ from components import identity, queue_nav
 from components.safe import md
 from store import annotation as store
 from workbench.annotation.labels import Annotator, LabelError
-from workbench.roles import may
+from workbench.identity.roles import may
 
 FLASH = "ann_flash"
 

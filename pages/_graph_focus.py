@@ -31,7 +31,7 @@ from workbench.graph.clusters import Condensed, condense, sections
 from workbench.graph.editing import apply_edits
 from workbench.graph.rule_graph import search_rules
 from workbench.graph.selection import EdgeWrite, select_options, write_key
-from workbench.roles import NotAllowed
+from workbench.identity.roles import NotAllowed
 from workbench.words import plural
 
 FULL_GRAPH_LIMIT = 300  # a layered drawing of more than this is taller than anyone scrolls

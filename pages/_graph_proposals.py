@@ -18,12 +18,11 @@ from components import identity, queue_nav
 from components.errors import show_error
 from components.safe import md
 from store import edge_decisions, repo
-from workbench.glossary import help_for
 from workbench.graph import PROVENANCES, Edge, SkillGraph
 from workbench.graph.diff import diff_skills
 from workbench.graph.editing import apply_edge_decisions
-from workbench.roles import Actor, NotAllowed
-from workbench.words import plural
+from workbench.identity.roles import Actor, NotAllowed
+from workbench.words import help_for, plural
 
 FLASH = "graph_proposals_saved"  # shown in this panel, beside the buttons that saved
 

@@ -20,9 +20,9 @@ from components.model_run import Step, run_steps
 from store import model_speed
 from workbench.llm import LlmConfig
 from workbench.llm.embedded import current_embedded_server, ensure_embedded_server
+from workbench.llm.speed import describe_duration
 from workbench.llm.transport import key_model
 from workbench.settings import LLM_MODE
-from workbench.speed import describe_duration
 
 MEASURED = "measured on this machine"
 

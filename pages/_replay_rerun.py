@@ -18,9 +18,9 @@ from workbench.audit import AuditOptions, AuditTrace, audit_case
 from workbench.audit.cases import AuditCase
 from workbench.audit.policy_context import DEFAULT_SEED_TARGET
 from workbench.llm import LlmConfig
+from workbench.llm.speed import describe_duration
+from workbench.llm.tokens import count_tokens
 from workbench.llm.transport import key_model
-from workbench.speed import describe_duration
-from workbench.tokens import count_tokens
 from workbench.vocabulary import JudgeMode, KeywordMethod
 
 # What a judge or keyword prompt holds besides the case and the policy (template, schema).

@@ -31,7 +31,7 @@ from workbench.decision.decide import MIN_RANKING_AUROC, DecisionSetting, cost_t
 from workbench.decision.fit import add_verbal_guarantee, guarantee_dict
 from workbench.decision.guarantee import DEFAULT_DELTA, GRID, smallest_testable
 from workbench.decision.learn import auroc
-from workbench.review import QueueItem, ReviewDecision, current_decisions, plan_auto_decisions
+from workbench.review.queue import QueueItem, ReviewDecision, current_decisions, plan_auto_decisions
 from workbench.vocabulary import label_violation
 from workbench.words import plural
 

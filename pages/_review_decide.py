@@ -21,7 +21,8 @@ from components.key_help import key_help
 from components.safe import md
 from store import review as review_store
 from workbench.errors import WorkbenchError
-from workbench.review import (
+from workbench.review.decisions import WRONG_RULE, describe_action, last_action
+from workbench.review.queue import (
     DECISION_TEXT,
     DECISIONS,
     QueueItem,
@@ -29,7 +30,6 @@ from workbench.review import (
     item_text,
     plan_bulk,
 )
-from workbench.review_decisions import WRONG_RULE, describe_action, last_action
 
 CONFIRM_KEY, OVERTURN_KEY, WRONG_RULE_KEY, UNDO_KEY = "y", "n", "w", "u"
 NEXT_KEY, PREVIOUS_KEY = "j", "k"

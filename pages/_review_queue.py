@@ -24,8 +24,7 @@ from pages._review_view import view_controls
 from pages._thresholds import dataset_setting
 from store import review as review_store
 from workbench import words
-from workbench.glossary import agreement_text, gold_word, help_for
-from workbench.review import (
+from workbench.review.queue import (
     REASON_TEXT,
     QueueItem,
     ReviewDecision,
@@ -34,7 +33,8 @@ from workbench.review import (
     filter_queue,
     review_progress,
 )
-from workbench.review_views import apply_view
+from workbench.review.views import apply_view
+from workbench.words import agreement_text, gold_word, help_for
 
 MIN_KAPPA_DECISIONS = 10
 KAPPA = "Cohen's κ"

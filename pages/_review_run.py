@@ -51,7 +51,7 @@ def store_uploaded_cases(eng: Engine) -> None:
                            help="A SKILL name for every case, or NAME=SKILL to map the policy "
                            "the file names (a tau2 domain, an agent name); comma-separated.")
     name = st.text_input("Store as dataset", key="rv_cases_name", placeholder="e.g. airline-may")
-    # Storing a case again under its id replaces it, gold label included (workbench.roles).
+    # Storing a case again under its id replaces it, gold label included (workbench.identity.roles).
     may_import = identity.permitted("import cases")
     if st.button("Store cases", key="rv_cases_store", disabled=not may_import):
         if upload is None or not name.strip():

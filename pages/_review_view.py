@@ -1,6 +1,6 @@
 """The Review queue's view controls: filters (reasons, full-text search, status), per-column
 filters, sort, and saved views, all kept in the address so a reload, a pasted link or back
-opens the same view (``workbench.review_views.ReviewView``). Page-private: saved views are
+opens the same view (``workbench.review.views.ReviewView``). Page-private: saved views are
 read from and written to the store (``store.review_views``), one set per analyst.
 
 Widget states are seeded before the widgets are drawn (from the URL when it changed, from a
@@ -18,8 +18,8 @@ from sqlalchemy.engine import Engine
 from components import links, queue_nav
 from components.safe import md
 from store import review_views as view_store
-from workbench.review import REASON_TEXT, REASONS, STATUSES, ReviewError
-from workbench.review_views import (
+from workbench.review.queue import REASON_TEXT, REASONS, STATUSES, ReviewError
+from workbench.review.views import (
     DECISION_CHOICES,
     GOLD_CHOICES,
     VERDICT_CHOICES,

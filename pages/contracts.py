@@ -15,8 +15,8 @@ import streamlit as st
 
 from components.errors import show_error
 from workbench import contracts
-from workbench.glossary import help_for
 from workbench.inputs import InputError, decode_text
+from workbench.words import help_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_FILE = ROOT / "fixtures" / "contracts" / "airline.yaml"

@@ -20,9 +20,9 @@ from pages._evaluate_calibration import calibration_section
 from pages._state import engine
 from store import audit_repo
 from workbench import words
-from workbench.glossary import help_for
 from workbench.plot_axes import short_labels
-from workbench.review import METRIC_COLUMNS, gold_of, metrics_rows
+from workbench.review.queue import METRIC_COLUMNS, gold_of, metrics_rows
+from workbench.words import help_for
 
 COMPARE = {"each run": "run", "newest trace per case and strategy": "latest"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from workbench.glossary import TERMS
+from workbench.words import TERMS
 
 st.title("Glossary")
 st.caption("What the labels, metrics and columns on the other pages mean. Hover a metric or "

@@ -15,10 +15,10 @@ from pages._policy_cache import policy_index
 from pages._state import engine, model_gateway, user_name
 from store import audit_repo, repo
 from workbench.audit import AuditOptions
+from workbench.audit.impact import closure_changes, reaudit, with_skill
 from workbench.audit.policy_context import ContextOptions
 from workbench.graph.editing import apply_edits
-from workbench.graph.impact import closure_changes, reaudit, with_skill
-from workbench.roles import NotAllowed
+from workbench.identity.roles import NotAllowed
 from workbench.vocabulary import Seeding
 from workbench.words import plural
 

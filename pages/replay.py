@@ -24,10 +24,10 @@ from pages._thresholds import dataset_setting
 from store import audit_repo
 from workbench.audit import AuditTrace, CaseFormatError, case_from_dict
 from workbench.errors import WorkbenchError
-from workbench.glossary import gold_word
 from workbench.inputs import InputError, loads_json
 from workbench.llm import load_config
 from workbench.vocabulary import JudgeMode, KeywordMethod, StrategyName, values
+from workbench.words import gold_word
 
 STRATEGIES = list(values(StrategyName))
 
@@ -189,7 +189,7 @@ with right:
     if dataset != PASTE:
         for s in chosen:
             new = preview(s)
-            # Annotators preview a re-run but store no verdict (workbench.roles).
+            # Annotators preview a re-run but store no verdict (workbench.identity.roles).
             may_store = identity.allowed("store audit results")
             if new is not None and show_rerun_preview(s, stored(s), new, key=s, may_store=may_store):
                 store(s, new)

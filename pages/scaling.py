@@ -13,7 +13,6 @@ from components.safe import md
 from components.scaling_recovery import recovery_panel
 from pages._scaling_sources import stored_runs_outcomes
 from pages._state import engine
-from workbench.glossary import SCALING_NAMES, help_for
 from workbench.inputs import decode_text
 from workbench.scaling import (
     AnalysisOptions,
@@ -27,6 +26,7 @@ from workbench.scaling import (
     read_outcomes,
     scaling_figure,
 )
+from workbench.words import SCALING_NAMES, help_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scaling"
 BUNDLED = {

@@ -21,20 +21,19 @@ from store import edge_decisions, repo
 from store.extraction import SqlStepStore
 from workbench.extract import SkillSourceError, extract_skill, load_sources
 from workbench.extract.blocks import plan_blocks
-from workbench.glossary import help_for
 from workbench.graph.stats import skill_stats
+from workbench.identity.roles import NotAllowed
 from workbench.inputs import decode_text
-from workbench.roles import NotAllowed
 from workbench.settings import REFERENCE_INDEX
-from workbench.skill import parse_skill
-from workbench.skill_upload import (
+from workbench.skill.document import parse_skill
+from workbench.skill.upload import (
     CONFIRM_ABOVE_SECONDS,
     describe_duration,
     extraction_seconds,
     public_text,
     screen_upload,
 )
-from workbench.words import plural
+from workbench.words import help_for, plural
 
 
 def extraction_estimate(uploads: list, max_block: int) -> str | None:

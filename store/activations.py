@@ -19,7 +19,7 @@ from sqlmodel import Field, Session, SQLModel, UniqueConstraint, select
 
 from store.session import retry_conflicts, write_session
 from workbench.decision.features import FeatureRecord
-from workbench.roles import Actor, require
+from workbench.identity.roles import Actor, require
 
 
 class ActivationRow(SQLModel, table=True):

@@ -41,7 +41,7 @@ from workbench.alerts.rules import AlertRule, Fired, RuleKind, new_violations, s
 from workbench.audit.trace import AuditTrace
 from workbench.clock import utcnow
 from workbench.errors import WorkbenchError
-from workbench.roles import Actor, require
+from workbench.identity.roles import Actor, require
 
 log = logging.getLogger(__name__)
 

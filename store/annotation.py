@@ -8,7 +8,7 @@ however those tables evolve.
 
 Every writer validates with the core (``workbench.annotation``) first and raises its
 ``LabelError`` for invalid records. Labels and adjudications take the acting
-``workbench.roles.Actor`` ("label", "adjudicate"): the Annotate page and ``workbench
+``workbench.identity.roles.Actor`` ("label", "adjudicate"): the Annotate page and ``workbench
 annotate label`` pass the signed-in person, who records under their own name only. Each
 ``add_*`` call is one short transaction: on SQLite (WAL, busy timeout, see ``store.db``)
 concurrent writers in threads or processes wait for each other instead of losing records.
@@ -39,7 +39,7 @@ from workbench.annotation.labels import (
     validate_annotator,
     validate_label,
 )
-from workbench.roles import SINGLE_USER, Actor, NotAllowed, require
+from workbench.identity.roles import SINGLE_USER, Actor, NotAllowed, require
 
 
 class _ItemRecordRow(SQLModel):

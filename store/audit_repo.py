@@ -12,7 +12,7 @@ read (``write_session``):
 concurrent importers and audits of one dataset neither collide nor lose rows.
 
 Roles (issue #16): ``save_cases`` needs "import cases" and every trace write ("store audit
-results") the acting ``workbench.roles.Actor``, a required keyword with no default (issue
+results") the acting ``workbench.identity.roles.Actor``, a required keyword with no default (issue
 45: a forgotten ``actor=`` must fail, not write with full rights); pages pass theirs
 (``components.identity.actor``), commands ``commands._common.cli_actor``.
 """
@@ -30,13 +30,13 @@ from sqlmodel import Session, select
 from store.models import AuditResultRow, CaseRow
 from store.session import retry_conflicts, where_given, write_session
 from workbench.audit.cases import LABELS, AuditCase, CaseFormatError, case_from_dict
+from workbench.audit.identifiers import id_problem
 from workbench.audit.trace import AuditTrace, TraceFormatError, case_and_strategy, latest_per_case
 from workbench.audit.trace_check import trace_problem
 from workbench.audit.trace_file import encode_trace
-from workbench.identifiers import id_problem
+from workbench.identity.roles import Actor, require
 from workbench.inputs import dumps_utf8
 from workbench.llm.errors import bound_message
-from workbench.roles import Actor, require
 
 
 def _check_case(dataset: str, case: AuditCase) -> None:

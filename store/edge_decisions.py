@@ -22,7 +22,7 @@ from workbench.extract.provenance import EdgeDecisions
 from workbench.graph import EdgeDecision, SkillGraph
 from workbench.graph.diff import diff_skills
 from workbench.graph.editing import apply_edge_decisions
-from workbench.roles import Actor, require
+from workbench.identity.roles import Actor, require
 
 __all__ = ["EdgesDecided", "EdgeDecisionRow", "EdgeTrustRow", "RuleTrustRow", "decide_edge", "decide_edges",
            "load_edge_decisions",

@@ -14,7 +14,7 @@ from store import audit_repo
 from store.review import decisions_for
 from workbench.audit.calibration import review_truth
 from workbench.audit.trace import AuditTrace, latest_per_case, trace_key
-from workbench.review_decisions import current_decisions
+from workbench.review.decisions import current_decisions
 from workbench.vocabulary import label_violation
 
 

@@ -1,5 +1,5 @@
 """Measured model speed on this machine, for the estimates pages show before a model call
-(``workbench.speed``).
+(``workbench.llm.speed``).
 
 Generation speed comes from the usage records the gateway already writes for every call
 (``store.llm_cache.LlmUsageRow``: live, successful calls only; cache hits cost no model
@@ -16,7 +16,7 @@ from sqlmodel import Field, Session, SQLModel, select
 
 from store.llm_cache import LlmUsageRow
 from workbench.clock import utcnow
-from workbench.speed import Speed, fit_speed, startup_estimate
+from workbench.llm.speed import Speed, fit_speed, startup_estimate
 
 # The most recent calls per model that a speed is fitted on: recent enough to follow a
 # busier machine, many enough to be steady.

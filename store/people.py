@@ -7,12 +7,12 @@
   workbench stays a one-person tool: anyone signs in with the role they pick, and nobody
   signed in (or a command line without ``--as``) is single-user mode.
 - ``SignInRow``: one row per sign-in, so that signing out revokes its token everywhere (every
-  tab, a pasted link); a token (``workbench.sign_in``) names its row by ``sid``.
+  tab, a pasted link); a token (``workbench.identity.sign_in``) names its row by ``sid``.
 - ``SecretRow``: the session secret the tokens are signed with, made once and kept here so
   every UI process on a shared database accepts the same tokens (``WORKBENCH_SESSION_SECRET``
   overrides it).
 
-Every check that a write is allowed still happens at the write (``workbench.roles.require``):
+Every check that a write is allowed still happens at the write (``workbench.identity.roles.require``):
 this module only says who is acting.
 """
 
@@ -29,9 +29,8 @@ from sqlmodel import Field, Session, SQLModel, select
 
 from store.models import utcnow
 from store.session import retry_conflicts, write_session
-from workbench.roles import COMMAND_LINE, ROLES, Actor, NotAllowed, require
-from workbench.settings import SESSION_SECRET
-from workbench.sign_in import (
+from workbench.identity.roles import COMMAND_LINE, ROLES, Actor, NotAllowed, require
+from workbench.identity.sign_in import (
     Claims,
     InvalidToken,
     SignInError,
@@ -43,6 +42,7 @@ from workbench.sign_in import (
     read_token,
     session_hours,
 )
+from workbench.settings import SESSION_SECRET
 
 
 class PersonRow(SQLModel, table=True):

@@ -24,8 +24,8 @@ from store.session import retry_conflicts, write_session
 from workbench.errors import WorkbenchError
 from workbench.graph import Edge, EdgeDecision, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 from workbench.graph.diff import diff_skills
-from workbench.roles import Actor, require
-from workbench.skill_names import look_alike_problem, name_skeleton
+from workbench.identity.roles import Actor, require
+from workbench.skill.names import look_alike_problem, name_skeleton
 
 
 class NotFound(WorkbenchError, LookupError):

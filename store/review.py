@@ -3,10 +3,10 @@ the queue are ``store.review_views``). The stored traces the decisions are about
 repository, ``store.audit_repo`` (``run_traces``).
 
 Decisions are only ever inserted: a changed mind is a newer record, and the newest per
-(run, case, strategy, reviewer) is current (``workbench.review.current_decisions``); an undo
+(run, case, strategy, reviewer) is current (``workbench.review.queue.current_decisions``); an undo
 is a record too (``undo_last``), withdrawing the reviewer's last action. There are
 deliberately no update or delete functions for decisions. Writes take the acting
-``workbench.roles.Actor`` ("decide reviews"): a page passes ``identity.actor(name)``, the
+``workbench.identity.roles.Actor`` ("decide reviews"): a page passes ``identity.actor(name)``, the
 command line the identity ``cli_actor`` gives (``actor`` has no default); a signed-in actor records
 decisions under their own name only. Runs and cases are referenced by their plain
 ids, not foreign keys, so the audit trail outlives re-imports. Each ``add_*`` call is one
@@ -25,14 +25,14 @@ from sqlmodel import Field, Index, Session, SQLModel, select
 
 from store.session import insert_all, retry_conflicts, where_given, write_session
 from workbench.clock import utcnow
-from workbench.review_decisions import (
+from workbench.identity.roles import SINGLE_USER, Actor, NotAllowed, require
+from workbench.review.decisions import (
     ReviewDecision,
     StaleUndo,
     last_action,
     undo_records,
     validate_decision,
 )
-from workbench.roles import SINGLE_USER, Actor, NotAllowed, require
 
 
 class ReviewDecisionRow(SQLModel, table=True):

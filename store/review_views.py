@@ -1,5 +1,5 @@
 """Each analyst's saved views of the Review queue: a name and the view's URL parameters
-(``workbench.review_views.ReviewView.to_params``), one per owner and name. Unlike decisions,
+(``workbench.review.views.ReviewView.to_params``), one per owner and name. Unlike decisions,
 a view is a convenience, not a record: saving a name again replaces it, and it may be
 deleted (no decision is lost with it)."""
 
@@ -14,11 +14,11 @@ from sqlmodel import Field, Session, SQLModel, UniqueConstraint, select
 
 from store.session import retry_conflicts, write_session
 from workbench.clock import utcnow
-from workbench.review_decisions import ReviewError
+from workbench.review.decisions import ReviewError
 
 
 class ReviewViewRow(SQLModel, table=True):
-    """A named view of the Review queue (``workbench.review_views.ReviewView.to_params``),
+    """A named view of the Review queue (``workbench.review.views.ReviewView.to_params``),
     one per owner and name; saving a name again replaces its filters."""
 
     __tablename__ = "review_view"

@@ -20,7 +20,7 @@ from store.session import retry_conflicts, write_session
 from workbench.clock import utcnow
 from workbench.decision.decide import DecisionSetting
 from workbench.errors import WorkbenchError
-from workbench.roles import Actor, require
+from workbench.identity.roles import Actor, require
 
 SCOPE_KINDS = ("dataset", "policy")
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -301,7 +301,7 @@ def _load_skill(path: Path) -> int:
     """What ``workbench extract`` (files) and the Skills page (uploads) read a SKILL with,
     short of calling the model; an error is printed the way the CLI prints it."""
     from workbench.extract.sources import SkillSourceError, load_sources, load_uploads
-    from workbench.skill import SkillFormatError
+    from workbench.skill.document import SkillFormatError
 
     codes = []
     for load in (lambda: load_sources([path]), lambda: load_uploads([(path.name, path.read_bytes())])):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from workbench.audit import AuditTrace, Verdict
 from workbench.audit.cases import AuditCase
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 DATASET = "syn"
 CONFIDENT = 108

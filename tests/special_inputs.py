@@ -55,7 +55,7 @@ def released_after(fifo: Path, seconds: float):
 def _load_skill_file(path: Path) -> int:
     """``fuzzing._load_skill`` without the upload half (an upload is bytes, never a FIFO)."""
     from workbench.extract.sources import SkillSourceError, load_sources
-    from workbench.skill import SkillFormatError
+    from workbench.skill.document import SkillFormatError
 
     try:
         load_sources([path])

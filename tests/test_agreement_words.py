@@ -8,8 +8,8 @@ import pytest
 from tests.test_page_annotate import db, skill  # noqa: F401  (fixtures)
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Annotator, Label
 from workbench.annotation.resolution import agreement_access
-from workbench.glossary import agreement_text, agreement_word, help_for, plural
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
+from workbench.words import agreement_text, agreement_word, help_for, plural
 
 
 @pytest.mark.parametrize("value, word", [

@@ -21,7 +21,7 @@ from workbench.alerts.rules import AlertRule, RuleKind, new_violations, share_fi
 from workbench.audit import AuditIndex, AuditOptions
 from workbench.audit.batch import AuditBatch
 from workbench.audit.trace import AuditTrace, Verdict
-from workbench.roles import COMMAND_LINE, Actor, NotAllowed
+from workbench.identity.roles import COMMAND_LINE, Actor, NotAllowed
 
 
 def judged(cid: str, violation: bool, p: float | None, skills=("refunds",)) -> AuditTrace:

@@ -10,8 +10,8 @@ import types
 import numpy as np
 import pytest
 
-from workbench import embeddings
 from workbench.annotation.matching import jaccard_similarity, match_inventories
+from workbench.llm import embeddings
 
 
 def fake_encoder(texts: list[str]) -> np.ndarray:

@@ -14,7 +14,7 @@ from workbench.annotation.inspection import (
     read_traces_jsonl,
 )
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 
 def test_flat_trace_with_one_skill():

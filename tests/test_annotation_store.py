@@ -31,7 +31,7 @@ from workbench.annotation import (
     inspection_item,
     resolve,
 )
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from workbench.contracts import load_contract, replay
 from workbench.contracts.actions import Action
 from workbench.contracts.guard import ContractCheckLog, check_call
 from workbench.contracts.trajectories import Trajectory, steps_from_messages
-from workbench.roles import Actor, NotAllowed
+from workbench.identity.roles import Actor, NotAllowed
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "contracts"
 RUNS = json.loads((HERE / "tau_airline_sample.json").read_text(encoding="utf-8"))

@@ -22,8 +22,8 @@ from tests.test_api import AUTH, CANCEL, TOKEN, Served, judge
 from workbench.api.body import SafeJSONResponse, excerpt
 from workbench.api.service import AuditService, MemoryTraceStore
 from workbench.api.settings import ApiSettingsError, check_settings, load_api_settings
+from workbench.identity.roles import Actor, NotAllowed
 from workbench.llm.fake_server import FakeChatServer
-from workbench.roles import Actor, NotAllowed
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024

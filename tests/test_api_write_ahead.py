@@ -27,7 +27,7 @@ from workbench.api.write_ahead import WriteAheadError, WriteAheadStore
 from workbench.audit.cases import AuditCase
 from workbench.audit.trace import AuditTrace
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE, Actor, NotAllowed
+from workbench.identity.roles import COMMAND_LINE, Actor, NotAllowed
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

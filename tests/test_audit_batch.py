@@ -18,7 +18,7 @@ from workbench.audit.trace_file import read_traces
 from workbench.cli import main
 from workbench.evaluate.complibench import import_complibench
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
 NO_JUDGE = AuditOptions(judge_mode="none")

@@ -24,7 +24,7 @@ from workbench.evaluate.length_sweep import (
 )
 from workbench.graph import PolicyIndex
 from workbench.inputs import InputError
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "fixtures" / "audit" / "complibench" / "airlines"

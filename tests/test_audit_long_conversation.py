@@ -23,7 +23,7 @@ from workbench.audit.policy import AuditIndex
 from workbench.audit.runner import run_audit
 from workbench.audit.window import MIN_POLICY_SHARE, JudgeWindow, fit_case, planned
 from workbench.graph import PolicyIndex
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 WORDS = "refund order customer the a delivery late credit agent policy ok yes no".split()

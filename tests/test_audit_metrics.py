@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from workbench.audit.metrics import compute_metrics, format_table
 from workbench.audit.trace import AuditError, AuditTrace, ModelCall, Verdict
-from workbench.evaluate.metrics import compute_metrics, format_table
 
 
 def t(cid, violation, label, strategy="cdg", error=None, ctx=100, tokens=0, ms=10.0, units=()):

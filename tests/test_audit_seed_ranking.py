@@ -13,7 +13,7 @@ from workbench.audit.rule_ranking import case_query, choose_seeds, heading_paths
 from workbench.audit.strategies import get_strategy
 from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph, Span
 from workbench.graph.render import render_rule, render_rules
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 
 # Two sibling workflows whose steps use the same words ("appointment", "time", "confirm");
 # only the section heading says which request each belongs to.

@@ -27,7 +27,7 @@ from workbench.audit.trace import (
 )
 from workbench.audit.trace_file import encode_trace, read_traces
 from workbench.cli import main
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 DEMO_TRACES = DEMO / "traces_cdg.jsonl"
 NO_JUDGE = AuditOptions(judge_mode="none")

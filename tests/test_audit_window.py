@@ -231,7 +231,7 @@ def test_plan_parts_packs_groups_and_splits_only_what_does_not_fit():
     one = max(len(render_part([u], True)) for u in UNITS)  # chars bound tokens from above
     roomy = plan_parts(UNITS, 10_000, "grouped", _Graph().closure)
     assert [[u.id for u in p] for p in roomy] == [["D", "A", "B", "C"]]
-    from workbench.tokens import count_tokens
+    from workbench.llm.tokens import count_tokens
 
     three = count_tokens(render_part(UNITS[1:], True))
     tight = plan_parts(UNITS, three, "grouped", _Graph().closure)

@@ -29,7 +29,7 @@ from workbench.audit.strategies import STRATEGIES, GraphragStrategy, get_strateg
 from workbench.evaluate.baseline_costs import format_cost_rows
 from workbench.llm.config import load_config
 from workbench.llm.gateway import Gateway
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import StrategyName, values
 
 ROOT = Path(__file__).resolve().parents[1]

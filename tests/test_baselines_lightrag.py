@@ -32,7 +32,7 @@ from workbench.evaluate.coverage_curve import covers
 from workbench.graph import PolicyIndex
 from workbench.llm.config import load_config
 from workbench.llm.gateway import Gateway
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import JudgeMode, StrategyName, values
 
 # The library is imported on first use only (workbench.audit.baselines): skip without it.

@@ -12,7 +12,7 @@ from tests.test_page_annotate import frame, sign_in, texts
 from workbench.annotation import can_see_agreement
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Label
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE, Actor, RoleError
+from workbench.identity.roles import COMMAND_LINE, Actor, RoleError
 
 
 @pytest.fixture

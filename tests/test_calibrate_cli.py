@@ -12,7 +12,7 @@ from store.thresholds import StaleThreshold, current_threshold, save_threshold, 
 from workbench.audit.calibration import ThresholdSetting
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
-from workbench.roles import COMMAND_LINE, Actor, NotAllowed
+from workbench.identity.roles import COMMAND_LINE, Actor, NotAllowed
 
 
 def _traces(n: int = 60, seed: int = 5) -> list[AuditTrace]:

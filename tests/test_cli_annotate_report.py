@@ -11,7 +11,6 @@ import pytest
 
 from store.annotation import add_adjudication, add_annotator, add_labels
 from store.db import make_engine
-from workbench import embeddings
 from workbench.annotation.items import reference_item, rule_item
 from workbench.annotation.labels import (
     REFERENCE_RULE,
@@ -22,7 +21,8 @@ from workbench.annotation.labels import (
 )
 from workbench.cli import main
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
+from workbench.llm import embeddings
 
 
 @pytest.fixture

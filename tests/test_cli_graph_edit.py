@@ -13,7 +13,7 @@ from store.db import make_engine
 from tests.test_store_index_io import full_index
 from workbench.cli import main
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE, Actor
+from workbench.identity.roles import COMMAND_LINE, Actor
 
 
 @pytest.fixture

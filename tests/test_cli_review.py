@@ -110,7 +110,7 @@ def test_decide_undo_and_listing(db, capsys):  # noqa: F811
 def test_the_parsers_lists_match_the_core():
     from workbench.annotation.labels import CRITERIA, ERROR_TYPES
     from workbench.commands import _annotate_label, review
-    from workbench.review_decisions import DECISIONS
+    from workbench.review.decisions import DECISIONS
 
     assert review.DECISIONS == DECISIONS
     assert _annotate_label.ERROR_TYPES == ERROR_TYPES and _annotate_label.CRITERIA == CRITERIA

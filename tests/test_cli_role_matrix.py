@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.roles import may
+from workbench.identity.roles import may
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 WRITERS = 4
 VERSIONS_PER_WRITER = 2
@@ -62,7 +62,7 @@ def writer(number: int, url: str, folder: str, base_index: dict, barrier, result
         from workbench.annotation.labels import RULE_CORRECTNESS, Label
         from workbench.cli import main
         from workbench.graph.editing import apply_edits
-        from workbench.review import ReviewDecision
+        from workbench.review.queue import ReviewDecision
 
         quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
 

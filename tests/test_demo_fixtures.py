@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 INDEX = DEMO / "index.json"

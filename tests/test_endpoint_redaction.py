@@ -182,9 +182,9 @@ def test_the_settings_page_shows_no_canary(canary_env):
 
 
 def test_the_masked_address_is_never_saved_back(tmp_path):
+    from workbench.identity.roles import COMMAND_LINE
     from workbench.llm.config_file import read_settings_file, save_role_settings
     from workbench.llm.errors import LlmConfigError
-    from workbench.roles import COMMAND_LINE
 
     toml = tmp_path / "workbench.toml"
     toml.write_text("[roles.judge]\nmax_tokens = 512\n")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from workbench.extract.blocks import halve, plan_blocks, slugify, split_range
-from workbench.skill import parse_skill
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
+from workbench.skill.document import parse_skill
 
 DOC = (
     "---\nname: p\ndescription: d\n---\nIntro line: the agent must be polite.\n\n"

@@ -94,7 +94,7 @@ def test_progress_bar_lines_when_not_a_terminal():
 
 
 def test_related_by_embedding_without_the_model_says_how_to_install(replay, tmp_path, capsys, monkeypatch):
-    import workbench.embeddings as embeddings
+    import workbench.llm.embeddings as embeddings
 
     def missing(device: str = "cpu"):
         raise embeddings.EmbeddingUnavailable("the embedding model package is not installed. Install with: X")

@@ -8,7 +8,7 @@ import pytest
 
 from workbench.extract.cues import EdgeCandidate, defined_terms, find_candidates
 from workbench.graph import Rule, Span
-from workbench.skill import parse_skill
+from workbench.skill.document import parse_skill
 
 SKILL = """---
 name: returns-desk

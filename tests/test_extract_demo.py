@@ -17,7 +17,7 @@ import pytest
 from workbench.extract import MemoryStepStore, extract_skill
 from workbench.graph import PolicyIndex
 from workbench.llm import Gateway, Replayer, load_config
-from workbench.skill import parse_skill
+from workbench.skill.document import parse_skill
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "fixtures" / "demo" / "extracted"

@@ -8,7 +8,7 @@ from workbench.extract.prompts import load_prompt
 from workbench.extract.rebase import rebase_block
 from workbench.extract.schema import BlockExtraction, LocalRule, validate_fusion
 from workbench.graph import Edge, Rule, Span
-from workbench.skill import parse_skill
+from workbench.skill.document import parse_skill
 
 SOURCE = (
     "---\nname: s\ndescription: d\n---\n# Refunds\n\n"

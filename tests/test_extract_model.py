@@ -14,7 +14,7 @@ import pytest
 
 from workbench.extract import MemoryStepStore, extract_skill
 from workbench.llm import Gateway, load_config
-from workbench.skill import read_skill
+from workbench.skill.document import read_skill
 
 REFUND_DESK = Path(__file__).resolve().parent.parent / "fixtures" / "extract" / "refund-desk"
 

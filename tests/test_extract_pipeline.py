@@ -20,9 +20,9 @@ from tests.scripted import scripted_gateway as gateway
 from workbench.extract import ExtractionProgress, JsonStepStore, MemoryStepStore
 from workbench.extract import extract_skill as extract_with_options
 from workbench.llm import Gateway, ModelCallError, load_config
+from workbench.llm.tokens import count_tokens
 from workbench.llm.transport import AttemptError, RawResponse
-from workbench.skill import parse_skill
-from workbench.tokens import count_tokens
+from workbench.skill.document import parse_skill
 
 NORMATIVE = re.compile(r"\b(must|never|may|cannot|should|only)\b", re.I)
 
@@ -287,7 +287,7 @@ def test_documents_without_rules_make_no_calls(text):
 
 
 def test_no_headings_and_non_utf8(tmp_path):
-    from workbench.skill import read_skill
+    from workbench.skill.document import read_skill
 
     path = tmp_path / "SKILL.md"
     path.write_bytes("---\nname: cafe\ndescription: d\n---\nThe agent must greet every caf\xe9 guest.\n"

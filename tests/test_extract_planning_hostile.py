@@ -15,8 +15,8 @@ import pytest
 
 from workbench.extract import blocks as blocks_mod
 from workbench.extract.blocks import _Keys, coarsest_cuts, heading_paths, plan_blocks, slugify
-from workbench.skill import parse_skill
-from workbench.tokens import LONGEST_TOKEN_BYTES, count_tokens, count_tokens_upto, longest_token_bytes
+from workbench.llm.tokens import LONGEST_TOKEN_BYTES, count_tokens, count_tokens_upto, longest_token_bytes
+from workbench.skill.document import parse_skill
 
 ROOT = Path(__file__).resolve().parents[1]
 FRONT = "---\nname: hostile\ndescription: planning\n---\n\n"
@@ -134,8 +134,8 @@ def test_twenty_thousand_equal_headings_cost_linear_key_work():
 
 
 def test_a_ten_megabyte_line_is_tokenized_about_once(monkeypatch):
-    import workbench.skill as skill_mod
-    import workbench.tokens as tokens_mod
+    import workbench.llm.tokens as tokens_mod
+    import workbench.skill.document as skill_mod
 
     counted = [0]
 

@@ -14,7 +14,7 @@ from workbench.extract.provenance import EdgeDecisions
 from workbench.graph import PolicyIndex
 from workbench.llm import Gateway, load_config
 from workbench.llm.transport import RawResponse
-from workbench.skill import parse_skill
+from workbench.skill.document import parse_skill
 
 SKILL = """---
 name: desk

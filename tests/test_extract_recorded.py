@@ -19,7 +19,7 @@ from workbench.extract.rebase import rebase_block
 from workbench.extract.schema import BlockExtraction, validate_extraction
 from workbench.graph import MODALITIES, PolicyIndex
 from workbench.llm import Gateway, MissingRecording, Replayer, load_config
-from workbench.skill import parse_skill, read_skill
+from workbench.skill.document import parse_skill, read_skill
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = ROOT / "fixtures" / "recordings"

@@ -13,7 +13,7 @@ import pytest
 
 from workbench.extract import MemoryStepStore, extract_skill
 from workbench.llm import Gateway, Replayer, load_config
-from workbench.skill import read_skill
+from workbench.skill.document import read_skill
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = 11  # every sentence of the policy states a duty or a permission

@@ -20,7 +20,7 @@ from workbench.extract.units import (
     validate_units_answer,
 )
 from workbench.llm.transport import RawResponse
-from workbench.skill import parse_skill
+from workbench.skill.document import parse_skill
 
 TEXT = """## Book flight
 

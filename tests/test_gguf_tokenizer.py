@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from workbench.gguf_tokenizer import GgufTokenizerError, read_tokenizer_metadata, tokenizer_from_gguf
+from workbench.llm.gguf_tokenizer import GgufTokenizerError, read_tokenizer_metadata, tokenizer_from_gguf
 
 
 def _str(text: str) -> bytes:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench.glossary import TERMS, gold_word, help_for
-from workbench.review import METRIC_COLUMNS
+from workbench.review.queue import METRIC_COLUMNS
+from workbench.words import TERMS, gold_word, help_for
 
 ROOT = Path(__file__).resolve().parents[1]
 _RAW_LABEL = re.compile(r"\b(positive|negative)\b", re.I)

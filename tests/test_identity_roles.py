@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from tests.test_page_review import PAGE as REVIEW
 from tests.test_page_review import db as review_db  # noqa: F401  (fixture)
 from tests.test_page_skills_graph import db  # noqa: F401  (fixture)
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 GRAPH = str(Path(__file__).resolve().parents[1] / "pages" / "graph.py")
 

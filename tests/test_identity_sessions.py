@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from components.identity import oidc_role
 from store import people
-from workbench.roles import COMMAND_LINE, Actor
+from workbench.identity.roles import COMMAND_LINE, Actor
 
 SCRIPT = """
 import streamlit as st

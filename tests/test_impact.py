@@ -4,8 +4,8 @@ import dataclasses
 from pathlib import Path
 
 from workbench.audit import load_cases
+from workbench.audit.impact import Flip, closure_changes, with_skill
 from workbench.graph import Edge, PolicyIndex, RuleGraph, SkillGraph
-from workbench.graph.impact import Flip, closure_changes, with_skill
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 

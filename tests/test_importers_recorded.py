@@ -19,7 +19,7 @@ from tests.scripted import replay_gateway
 from workbench.audit.pipeline import audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "fixtures" / "recordings" / "importers_airline.jsonl"

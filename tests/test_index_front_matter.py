@@ -13,7 +13,7 @@ from workbench.cli import main
 from workbench.graph import PolicyIndex
 from workbench.graph.policy_index import front_matter_problem
 from workbench.graph.rule_graph import IndexValidationError
-from workbench.skill import SkillFormatError, parse_skill
+from workbench.skill.document import SkillFormatError, parse_skill
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "index.json"
 

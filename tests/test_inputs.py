@@ -159,8 +159,8 @@ def test_yaml_lone_surrogate_escape_is_refused_like_in_json():
 
 
 def test_names_inferred_from_a_heading_are_made_usable_not_refused():
-    from workbench.skill import parse_skill
-    from workbench.skill_names import MAX_SKILL_NAME, skill_name_problem
+    from workbench.skill.document import parse_skill
+    from workbench.skill.names import MAX_SKILL_NAME, skill_name_problem
 
     long = "Refund and cancellation policy for merchant orders placed in the EU and UK regions"
     doc = parse_skill(f"# {long}\nBody.\n", "x/SKILL.md")

@@ -131,7 +131,7 @@ def test_alias_bomb_fails_fast_in_contract_check(tmp_path, capsys):
 
 
 def test_alias_bomb_in_skill_front_matter_fails_fast(tmp_path):
-    from workbench.skill import SkillFormatError, read_skill
+    from workbench.skill.document import SkillFormatError, read_skill
 
     path = tmp_path / "SKILL.md"
     path.write_text("---\nname: x\ndescription: y\nz:\n"
@@ -208,7 +208,7 @@ def test_huge_yaml_integers_and_deep_yaml_are_errors(tmp_path, capsys, yaml_text
     "version: " + "9" * 5000, "x: " + "[" * 50_000 + "]" * 50_000, "x: a\x00b"])
 def test_odd_skill_front_matter_is_a_skill_error(tmp_path, front):
     from workbench.extract.sources import load_sources
-    from workbench.skill import SkillFormatError
+    from workbench.skill.document import SkillFormatError
 
     path = tmp_path / "SKILL.md"
     path.write_text(f"---\nname: ok\n{front}\n---\n# T\nBody\n")
@@ -252,7 +252,7 @@ def zip_with_front_matter(name_line: str) -> bytes:
 ])
 def test_bad_skill_names_are_refused_from_zip_front_matter(tmp_path, capsys, name_line, message):
     from workbench.extract.sources import load_uploads
-    from workbench.skill import SkillFormatError
+    from workbench.skill.document import SkillFormatError
 
     with pytest.raises(SkillFormatError, match=message):
         load_uploads([("bundle.zip", zip_with_front_matter(name_line))])

@@ -14,8 +14,8 @@ from workbench.audit.cases import AuditCase, CaseFormatError, case_from_dict, it
 from workbench.audit.trace import AuditTrace, TraceFormatError
 from workbench.audit.trace_file import read_traces
 from workbench.cli import main
+from workbench.identity.roles import COMMAND_LINE
 from workbench.inputs import InputError, open_regular, read_input_bytes
-from workbench.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "fixtures" / "demo" / "traces_cdg.jsonl"

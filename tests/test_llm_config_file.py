@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from workbench.identity.roles import Actor, NotAllowed
 from workbench.llm import LlmConfigError, load_config
 from workbench.llm.config_file import (
     StaleSettings,
@@ -19,7 +20,6 @@ from workbench.llm.config_file import (
     save_role_settings,
     settings_file_path,
 )
-from workbench.roles import Actor, NotAllowed
 
 ADMIN = Actor.signed_in("ada", "admin")
 ANALYST = Actor.signed_in("al", "analyst")

@@ -118,7 +118,7 @@ KEYS = ("general.name", "general.architecture", "general.file_type", "general.si
 
 @pytest.fixture(scope="module")
 def headers():
-    from workbench.gguf_tokenizer import read_tokenizer_metadata
+    from workbench.llm.gguf_tokenizer import read_tokenizer_metadata
 
     return {name: read_tokenizer_metadata(weights.installed_parts(name), KEYS)
             for name in ("default", "small")}
@@ -145,7 +145,7 @@ def test_both_models_share_one_tokenizer_token_by_token(headers):
                 "tokenizer.ggml.padding_token_id", "tokenizer.ggml.model", "tokenizer.ggml.pre"):
         assert big[key] == small[key], key
     # And the rebuilt tokenizers split a judge-like text into the same ids.
-    from workbench.gguf_tokenizer import tokenizer_from_gguf
+    from workbench.llm.gguf_tokenizer import tokenizer_from_gguf
 
     text = 'Refunds go to the original payment method. {"violation": true, "reason": "§4.2 ✓"}'
     ids = [tokenizer_from_gguf(weights.installed_parts(n)).encode(text).ids for n in ("default", "small")]

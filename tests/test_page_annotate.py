@@ -22,7 +22,7 @@ from workbench.annotation.labels import (
     inspection_item,
 )
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "annotate.py")

@@ -94,7 +94,7 @@ def test_reset_restores_the_airline_contract(app):
 def test_blocked_calls_recorded_at_run_time_are_listed(tmp_path, monkeypatch):
     from workbench.contracts import ContractCheckLog, check_call, load_contract
     from workbench.contracts.actions import Action
-    from workbench.roles import Actor
+    from workbench.identity.roles import Actor
 
     log_path = tmp_path / "checks.jsonl"
     monkeypatch.setenv("WORKBENCH_CONTRACT_LOG", str(log_path))

@@ -13,7 +13,7 @@ from store import audit_repo
 from store.db import make_engine
 from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case, load_cases
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "evaluate.py")

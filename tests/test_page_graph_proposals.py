@@ -11,7 +11,7 @@ from components.graph_view import PROVENANCE_COLOURS, graph_html
 from store import edge_decisions, repo
 from store.db import make_engine
 from workbench.graph import Edge, Rule, RuleGraph, SkillGraph, Span
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "Verify the id. Check the fare. Refund to the card."

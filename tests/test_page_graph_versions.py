@@ -15,7 +15,7 @@ from store.db import make_engine
 from workbench.audit.cases import case_from_dict
 from workbench.graph import PolicyIndex
 from workbench.graph.editing import apply_edits
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 EDGE_DROPPED_IN_V2 = ("R2", "R1")

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from components.links import graph_link, page_link, replay_link
 from store import audit_repo
 from workbench.audit import AuditIndex, AuditOptions, Verdict, audit_case
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLAY = str(ROOT / "pages" / "replay.py")

@@ -16,7 +16,7 @@ from store.db import make_engine
 from store.review import decisions_for
 from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case, load_cases
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "review.py")

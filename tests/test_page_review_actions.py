@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from store.review import decisions_for
 from store.review_views import views_for
 from tests.test_page_review import PAGE, card, db, note_key, plain  # noqa: F401  (fixture)
-from workbench.review import current_decisions
+from workbench.review.queue import current_decisions
 
 
 def _open(query: dict | None = None, reviewer: str = "ada") -> AppTest:

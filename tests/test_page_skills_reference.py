@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from store import repo
 from store.db import make_engine
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRACTED = ROOT / "fixtures" / "demo" / "extracted" / "v1"  # the BEFORE extraction

@@ -13,9 +13,9 @@ from streamlit.testing.v1 import AppTest
 from store import audit_repo
 from tests.test_page_evaluate import PAGE, db  # noqa: F401  (fixture)
 from workbench.audit.trace import AuditTrace, Verdict
+from workbench.identity.roles import COMMAND_LINE
 from workbench.plot_axes import log_ticks, short_labels, tick_text
-from workbench.review import metrics_rows
-from workbench.roles import COMMAND_LINE
+from workbench.review.queue import metrics_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG = "review-20261202T101010Z-after-the-merchant-policy-edit-of-tuesday"

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from components.rerun_preview import trace_diff
 from store import audit_repo
 from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "replay.py")

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from workbench.audit.trace import AuditTrace
-from workbench.review import (
+from workbench.review.queue import (
     REASONS,
     ReviewDecision,
     ReviewError,

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from workbench.audit.trace import AuditTrace, Verdict
-from workbench.review import (
+from workbench.review.decisions import describe_action, last_action, undo_records
+from workbench.review.queue import (
     DECISIONS,
     ReviewDecision,
     ReviewError,
@@ -18,8 +19,7 @@ from workbench.review import (
     plan_bulk,
     validate_decision,
 )
-from workbench.review_decisions import describe_action, last_action, undo_records
-from workbench.review_views import SORTS, ReviewView, SortKey, apply_view
+from workbench.review.views import SORTS, ReviewView, SortKey, apply_view
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from store import audit_repo
 from store.thresholds import save_threshold
 from workbench.audit.trace_file import read_traces
 from workbench.decision.decide import DecisionSetting
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 
 def test_the_review_page_exports_the_datasets_verdicts_as_otlp_and_langfuse(demo_db):

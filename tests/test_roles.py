@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.roles import ROLES, RoleError, may, refusal
+from workbench.identity.roles import ROLES, RoleError, may, refusal
 
 
 def test_annotator_cannot_edit_graphs_or_see_other_labels():
@@ -20,7 +20,7 @@ def test_analyst_cannot_change_settings_but_decides_reviews():
 
 
 def test_admin_may_do_everything_and_each_action_has_someone():
-    from workbench.roles import PERMISSIONS
+    from workbench.identity.roles import PERMISSIONS
 
     assert all(may("admin", action) for action in PERMISSIONS)
     assert may("author", "edit graphs") and may("reviewer", "adjudicate")
@@ -41,7 +41,7 @@ def test_unknown_role_or_action_is_an_error():
 
 
 def test_require_refuses_with_the_roles_needed_and_single_user_passes():
-    from workbench.roles import SINGLE_USER, Actor, NotAllowed, require
+    from workbench.identity.roles import SINGLE_USER, Actor, NotAllowed, require
 
     with pytest.raises(NotAllowed) as info:
         require(Actor.signed_in("ann", "annotator"), "store audit results")

@@ -14,7 +14,7 @@ from workbench.audit.trace import AuditError, Verdict
 from workbench.cli import main
 from workbench.graph import PolicyIndex
 from workbench.graph.stats import complexity
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 from workbench.scaling import load_outcomes, outcomes_from_records
 from workbench.scaling.from_traces import (
     TracesError,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.sign_in import (
+from workbench.identity.sign_in import (
     Claims,
     InvalidToken,
     SignInError,

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.skill import (
+from workbench.llm.tokens import count_tokens
+from workbench.skill.document import (
     SkillFormatError,
     decode_skill_bytes,
     parse_skill,
@@ -10,7 +11,6 @@ from workbench.skill import (
     split_blocks,
     split_long_blocks,
 )
-from workbench.tokens import count_tokens
 
 DOC = """---
 name: demo-skill

@@ -11,10 +11,10 @@ import pytest
 
 from workbench.extract.sources import LookAlikeSkillName, load_sources, load_uploads
 from workbench.graph.validation import IndexValidationError
+from workbench.identity.roles import COMMAND_LINE
 from workbench.inputs import load_yaml
-from workbench.roles import COMMAND_LINE
-from workbench.skill import SkillFormatError, parse_skill
-from workbench.skill_names import inferred_skill_name, name_skeleton, skill_name_problem
+from workbench.skill.document import SkillFormatError, parse_skill
+from workbench.skill.names import inferred_skill_name, name_skeleton, skill_name_problem
 
 
 def skill(name: str, body: str = "Refund to the original payment method.") -> str:

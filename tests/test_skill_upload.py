@@ -9,7 +9,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from tests.test_page_skills_graph import db  # noqa: F401  (fixture)
-from workbench.skill_upload import (
+from workbench.skill.upload import (
     describe_duration,
     extraction_seconds,
     public_text,

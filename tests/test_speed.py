@@ -8,8 +8,8 @@ import pytest
 from components.model_run import MAX_SHARE, Step, share, step_text
 from store.llm_cache import SqlUsageLog
 from store.model_speed import measured_speed, record_startup, startup_seconds
+from workbench.llm.speed import describe_duration, fit_speed
 from workbench.llm.usage import Usage
-from workbench.speed import describe_duration, fit_speed
 
 
 def test_fit_recovers_prompt_and_generation_speed():
@@ -71,8 +71,8 @@ def test_replay_plan_says_the_measured_estimate_and_the_startup(engine, monkeypa
     assert p.calls == {"judge": 1} and p.seconds is None and p.needs_startup
     words = rr.plan_words(p, ["cdg"], "lexical", "whole")
     assert "no speed measured for this model yet" in words and "First the model starts" in words
+    from workbench.llm.tokens import count_tokens
     from workbench.llm.transport import key_model
-    from workbench.tokens import count_tokens
 
     model = key_model(config.role("judge"))  # the model name the usage rows carry
     log = SqlUsageLog(engine)

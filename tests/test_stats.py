@@ -9,7 +9,7 @@ from workbench.graph import Edge, PolicyIndex, Rule, RuleGraph, SkillGraph
 from workbench.graph.render import render_rules
 from workbench.graph.stats import corpus_totals, depth_and_cycles, skill_stats, strongly_connected_components
 from workbench.llm.errors import EmbeddedModelUnavailable
-from workbench.tokens import count_tokens, token_counter
+from workbench.llm.tokens import count_tokens, token_counter
 
 # A tiny SKILL whose tokens are one per word in both tokenizers (checked splits below).
 TINY_SOURCE = "If the user is angry, stay calm and say sorry. Never shout at the user."

@@ -6,7 +6,7 @@ import pytest
 
 from store import repo
 from workbench.graph import PolicyIndex, Rule, RuleGraph, SkillGraph
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 
 @pytest.fixture

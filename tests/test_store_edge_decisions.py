@@ -7,7 +7,7 @@ import pytest
 from store import edge_decisions, repo
 from store.db import make_engine
 from workbench.graph import Edge, Rule, RuleGraph, SkillGraph, Span
-from workbench.roles import COMMAND_LINE, Actor
+from workbench.identity.roles import COMMAND_LINE, Actor
 
 SOURCE = "Verify the id. Check the fare. Refund to the card."
 ANN, BOB = Actor.signed_in("ann", "author"), Actor.signed_in("bob", "author")

@@ -12,7 +12,7 @@ from pathlib import Path
 from store import edge_decisions, repo
 from workbench.cli import main
 from workbench.graph import PolicyIndex
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "Verify the id. Check the fare. Refund to the card. Keep the receipt."

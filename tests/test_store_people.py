@@ -11,8 +11,8 @@ import pytest
 from store import people, repo
 from tests.test_store_edge_decisions import skill as desk_skill
 from workbench.clock import utcnow
-from workbench.roles import COMMAND_LINE, SINGLE_USER, Actor, NotAllowed
-from workbench.sign_in import InvalidToken, SignInError
+from workbench.identity.roles import COMMAND_LINE, SINGLE_USER, Actor, NotAllowed
+from workbench.identity.sign_in import InvalidToken, SignInError
 
 ADA = Actor.signed_in("ada", "admin")
 

@@ -14,8 +14,8 @@ from store.audit_repo import run_traces, save_traces, trace_datasets
 from store.db import make_engine
 from store.review import add_decision, add_decisions, decisions_for
 from workbench.audit.trace import AuditTrace
-from workbench.review import ReviewDecision, ReviewError, current_decisions
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
+from workbench.review.queue import ReviewDecision, ReviewError, current_decisions
 
 
 @pytest.fixture

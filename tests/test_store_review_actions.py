@@ -8,8 +8,8 @@ import pytest
 
 from store import review_views
 from store.review import add_decisions, decisions_for, last_decision, undo_last
-from workbench.review import ReviewDecision, StaleUndo, current_decisions
-from workbench.roles import COMMAND_LINE, Actor, NotAllowed
+from workbench.identity.roles import COMMAND_LINE, Actor, NotAllowed
+from workbench.review.queue import ReviewDecision, StaleUndo, current_decisions
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_saved_views_are_per_owner_replaced_by_name_and_deletable(engine):
     assert review_views.delete_view(engine, "ada", "refunds") is True
     assert review_views.delete_view(engine, "ada", "refunds") is False
     assert list(review_views.views_for(engine, "ada")) == ["all mine"]
-    from workbench.review import ReviewError
+    from workbench.review.queue import ReviewError
 
     with pytest.raises(ReviewError, match="name the view"):
         review_views.save_view(engine, "ada", "  ", {})

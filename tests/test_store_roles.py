@@ -17,7 +17,7 @@ from workbench.audit.cases import case_from_dict
 from workbench.audit.trace import AuditTrace
 from workbench.errors import WorkbenchError
 from workbench.graph import RuleGraph, SkillGraph
-from workbench.roles import COMMAND_LINE, Actor, NotAllowed
+from workbench.identity.roles import COMMAND_LINE, Actor, NotAllowed
 
 ROOT = Path(__file__).resolve().parents[1]
 ANNOTATOR = Actor.signed_in("ann", "annotator")

@@ -39,8 +39,8 @@ from workbench.audit.trace import AuditTrace
 from workbench.decision.decide import DecisionSetting
 from workbench.decision.features import new_record
 from workbench.graph import PolicyIndex
-from workbench.review import ReviewDecision
-from workbench.roles import COMMAND_LINE, PERMISSIONS, ROLES, Actor, NotAllowed, may
+from workbench.identity.roles import COMMAND_LINE, PERMISSIONS, ROLES, Actor, NotAllowed, may
+from workbench.review.queue import ReviewDecision
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,8 +20,8 @@ from workbench.audit.trace_file import read_traces
 from workbench.cli import main
 from workbench.graph import PolicyIndex
 from workbench.graph.editing import apply_edits
+from workbench.identity.roles import COMMAND_LINE
 from workbench.llm.errors import MAX_MESSAGE_CHARS, ModelCallError, bound_message
-from workbench.roles import COMMAND_LINE
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "audit"
 NO_JUDGE = AuditOptions(judge_mode="none")

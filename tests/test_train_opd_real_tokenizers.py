@@ -19,8 +19,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from workbench.audit import AuditIndex, load_cases  # noqa: E402
-from workbench.gguf_tokenizer import read_tokenizer_metadata, tokenizer_from_gguf  # noqa: E402
 from workbench.graph import PolicyIndex  # noqa: E402
+from workbench.llm.gguf_tokenizer import read_tokenizer_metadata, tokenizer_from_gguf  # noqa: E402
 from workbench.llm.weights import installed_parts  # noqa: E402
 from workbench.train.data import materialise  # noqa: E402
 from workbench.train.runs import read_metrics  # noqa: E402

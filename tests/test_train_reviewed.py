@@ -12,8 +12,8 @@ from store.review import add_decisions
 from tests.test_page_review import db  # noqa: F401  (fixture)
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
-from workbench.review import ReviewDecision, build_queue
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
+from workbench.review.queue import ReviewDecision, build_queue
 from workbench.train.reviewed import reviewed_labels
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

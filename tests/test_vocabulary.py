@@ -115,7 +115,7 @@ def test_one_reading_of_gold_labels() -> None:
     assert (Label.NEGATIVE.word, Label.POSITIVE.word) == (VIOLATION, COMPLIANT)
     assert (verdict_word(True), verdict_word(False)) == ("violation", "compliant")
 
-    from workbench.glossary import gold_word
+    from workbench.words import gold_word
 
     assert (gold_word("negative"), gold_word("positive")) == ("violation", "compliant")
 
@@ -124,7 +124,7 @@ def test_gold_rules_take_the_list_over_the_single_id() -> None:
     """A hand-written case with both sources: the full governing list wins; the importer's
     single id is the fallback (workbench.audit.cases.gold_rules_of documents why)."""
     from workbench.audit.cases import AuditCase
-    from workbench.review import gold_of
+    from workbench.review.queue import gold_of
 
     both = AuditCase("c1", "reply", label="negative", extra={"gold": {
         "governing_rule": "MOR-C005",

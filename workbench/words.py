@@ -13,19 +13,243 @@
   "latency_ms" -> "latency").
 
 Pure Python, no Streamlit: the pages and the CLI share it. Strategies, judge modes and other
-domain words stay in :mod:`workbench.vocabulary`; glossary meanings in :mod:`workbench.glossary`.
+domain words stay in :mod:`workbench.vocabulary`.
+
+The glossary lives here too: every metric and label an analyst meets, with the short help
+text the pages put in tooltips and the Glossary page lists (:data:`TERMS`, :func:`help_for`).
+The datasets store gold labels as ``positive``/``negative`` (CompliBench's words: a
+*negative* conversation is one where the agent broke the policy); those words contradict the
+red "Violation" next to them, so they never reach the screen: :func:`gold_word` turns them
+into "violation"/"compliant".
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.glossary import NOT_APPLICABLE, agreement_text
+from workbench.vocabulary import Label
 
 if TYPE_CHECKING:
     from workbench.decision.decide import Decided
+
+# The dataset's label -> the word on screen. "negative" = the agent violated the policy.
+GOLD_WORDS = {label.value: label.word for label in Label}
+NO_GOLD = "no gold label"
+
+
+def gold_word(label: object) -> str:
+    """``"violation"``, ``"compliant"`` or ``"no gold label"`` for a stored gold label; any
+    other value is shown as itself (never silently as one of the two)."""
+    if label is None or label == "":
+        return NO_GOLD
+    return GOLD_WORDS.get(str(label).strip().lower(), str(label))
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str      # the label as it appears on screen (table column, metric)
+    meaning: str   # one or two plain sentences: what it is and which way is better
+    area: str      # the page or topic where it appears
+
+
+TERMS: tuple[Term, ...] = (
+    # -- labels and verdicts
+    Term("violation", "The agent's reply breaks at least one rule of the policy. As a gold "
+         "label: the dataset's reference answer says so.", "labels"),
+    Term("compliant", "The agent's reply breaks no rule of the policy.", "labels"),
+    Term("violation probability", "How likely the judge finds a violation, from its own "
+         "token probabilities for the verdict (or the share of several sampled answers). Shown "
+         "calibrated when a threshold was saved for the dataset from labelled cases.", "verdicts"),
+    Term("how sure", "The judge's verdict in words with its confidence (\"likely violation — "
+         "83 %\"), read at the dataset's saved threshold; \"uncalibrated\" when none is saved.",
+         "Review"),
+    Term("confidence", "The chance that a decision is right: the calibrated violation "
+         "probability for a violation, one minus it for a compliant decision. Review can put the "
+         "least confident first.", "Review"),
+    Term("threshold", "The violation probability from which a case is decided a violation. "
+         "Chosen from labelled cases to give the best violation-F1, by cross-validation grouped "
+         "by conversation; saved per dataset, with every earlier version kept.", "Evaluate"),
+    Term("AUROC", "How well the violation probability ranks violations above compliant "
+         "replies: the chance that a random violation gets a higher probability than a random "
+         "compliant reply. 0.5 is chance, 1.0 perfect.", "Evaluate"),
+    Term("violation-F1 at threshold", "Violation-F1 when cases are decided by the threshold "
+         "instead of the judge's bare yes/no, each fold scored with a threshold chosen on the "
+         "other conversations. Higher is better.", "Evaluate"),
+    Term("accuracy, most confident half", "Accuracy of the decisions on the half of the cases "
+         "decided with the most confidence: what auto-deciding half of the queue would get "
+         "right.", "Evaluate"),
+    Term("auto-decide", "Decide the cases whose confidence is at least the chosen level "
+         "automatically and send only the rest to people. The preview says how many it decides "
+         "and how accurate that was on labelled cases.", "Review"),
+    Term("seed rules", "The rules the audit starts from: those matching the conversation's "
+         "keywords in the routed SKILLs.", "audit"),
+    Term("closure", "The seed rules plus every rule they require, transitively: what the "
+         "judge is shown.", "audit"),
+    Term("require edge", "Rule A requires rule B when A cannot be judged without judging B "
+         "first.", "audit"),
+    Term("why in context", "The require path that brought the rule into the judge's "
+         "context: the seed rule it starts from, then each rule requiring the next "
+         "(seed R3 → R7 → R9: R3 requires R7, which requires R9).", "Replay"),
+    Term("proposed edge", "A require edge the extraction suggests but does not use: a weak text "
+         "cue, or one the default small model found alone. Dashed on the Graph page until an "
+         "author accepts (a) or rejects (x) it; a rejected edge is not proposed again.", "Graph"),
+    Term("edge provenance", "Where an edge came from: the model, a cue in the policy text "
+         "(definition, cross-reference, procedure step, heading, continuation word) or an "
+         "author. A rule kept by its wording ('must', 'never'...) although the model did not "
+         "call it a rule says so in its tooltip.", "Graph"),
+    # -- SKILL structure (Skills page)
+    Term("coupling I_c", "Require edges per rule: how much rules depend on each other. "
+         "Higher means more rules must be judged together.", "Skills"),
+    Term("density I_d", "Rule text tokens per source-text token: how much of the SKILL's "
+         "text turns into rules. Higher means the text is packed with rules.", "Skills"),
+    Term("complexity C", "Density × coupling: one number for how hard a SKILL is to judge. "
+         "Higher is harder.", "Skills"),
+    Term("max depth", "The longest chain of require edges.", "Skills"),
+    Term("cycle", "Whether some rules require each other in a loop.", "Skills"),
+    Term("source tokens", "Length of the SKILL's source text in tokens.", "Skills"),
+    Term("largest block", "The extractor reads the SKILL in blocks of at most this many "
+         "tokens; smaller blocks mean more model calls, larger ones more to read at once.",
+         "Skills"),
+    # -- audit results (Evaluate, Review)
+    Term("ACC", "Accuracy: share of cases whose verdict matches the gold label; a case the "
+         "judge did not decide counts as wrong.", "Evaluate"),
+    Term("violation-F1", "How well violations are found: the balance of precision and "
+         "recall, over judged cases.", "Evaluate"),
+    Term("precision", "Of the cases flagged as violations, the share that really are.",
+         "Evaluate"),
+    Term("recall", "Of the real violations, the share that were flagged.", "Evaluate"),
+    Term("gold in context", "Share of cases whose governing rules (from the gold label) "
+         "were in the context shown to the judge.", "Evaluate"),
+    Term("context tokens", "Tokens of policy text shown to the judge per case.", "Evaluate"),
+    Term("online tokens", "Tokens the audit spent on model calls per case (keywords and "
+         "judge).", "Evaluate"),
+    Term("Cohen's κ", "Cohen's kappa: agreement of the judge with the analysts' decisions "
+         "beyond chance: 1 is perfect, 0 is chance level. Unreliable on a handful of "
+         "decisions.", "Review"),
+    Term("Krippendorff's α", "Krippendorff's alpha: agreement among several people beyond "
+         "chance: 1 is perfect, 0 is chance level.", "Review, Annotate"),
+    Term("Fleiss' κ", "Fleiss' kappa: agreement among several annotators beyond chance; – "
+         "when fewer than two annotators labelled the same items.", "Annotate"),
+    Term("agreement", "Share of items on which the annotators gave the same label.",
+         "Annotate"),
+    Term("agreement bands", "The word beside a κ: Landis & Koch's bands (Biometrics 33, 1977, "
+         "p. 165): below 0 poor, 0–0.20 slight, 0.21–0.40 fair, 0.41–0.60 moderate, "
+         "0.61–0.80 substantial, 0.81–1 almost perfect. Beside an α: Krippendorff's "
+         "(Content Analysis, 2nd ed., 2004, p. 241): from 0.80 reliable, 0.667–0.80 enough "
+         "for tentative conclusions only, below 0.667 unreliable.", "Review, Annotate"),
+    Term("right verdict, wrong rule", "An analyst's decision that the judge's violation is "
+         "real but the rule it cites is not the one broken; the note names the rule that is. "
+         "Counts as agreeing with the verdict.", "Review"),
+    Term("analysts vs gold", "Share of reviewed verdicts where the analysts' decision "
+         "matches the gold label.", "Review"),
+    # -- procedures (Contracts)
+    Term("PCR", "Protocol completion rate: share of conversations that reached an accepted "
+         "end of the procedure.", "Contracts"),
+    Term("RF-PCR", "Share that reached an accepted end without being shown feedback on a "
+         "rejected step. With feedback withheld it equals PCR.", "Contracts"),
+    Term("no-rejection PCR", "Share that reached an accepted end without a single rejected "
+         "step, whether or not feedback was shown.", "Contracts"),
+    Term("outcome rate", "Share of conversations whose task succeeded, among those with a "
+         "known outcome.", "Contracts"),
+    Term("hint rate", "Share of the agent's steps that would have been corrected.",
+         "Contracts"),
+    Term("mean credit", "Average verified progress per conversation, from 0 (none) to 1 "
+         "(all milestones).", "Contracts"),
+    # -- scaling (Scaling)
+    Term("params_b", "Judge model size in billions of parameters.", "Scaling"),
+    Term("a", "How fast the log-odds of a correct verdict grow with judge size (the "
+         "coefficient of ln N; positive: bigger judges are right more often).", "Scaling"),
+    Term("b", "How the log-odds of a correct verdict change with complexity (negative: "
+         "harder policies are judged worse).", "Scaling"),
+    Term("gamma", "Baseline log-odds of a correct verdict on one dataset (gamma_retail: on "
+         "the retail dataset).", "Scaling"),
+    Term("CV log loss", "Cross-validated log loss: how surprised the model is by correctness "
+         "on sessions it was not fitted on (lower is better).", "Scaling"),
+    Term("log loss above the best", "How much worse this model's CV log loss is than the "
+         "best model's; within one standard error the simpler model is selected.", "Scaling"),
+    Term("complexity effect", "P(correct) at the 90th complexity percentile minus at the "
+         "10th: how much harder policies cost (negative: harder is judged worse).", "Scaling"),
+)
+
+# Statistic keys of workbench.annotation (agreement_report, judge_human_agreement) -> the
+# words on screen; the raw keys ("n_items", "cohen_kappa") stay in JSON and the CLI.
+STAT_NAMES = {
+    "n_items": "items", "n_annotators": "annotators", "n_labels": "labels", "agree": "agree",
+    "percent_agreement": "agreement", "cohen_kappa": "Cohen's κ", "fleiss_kappa": "Fleiss' κ",
+    "krippendorff_alpha": "Krippendorff's α",
+}
+# Columns of the Scaling page's tables (``workbench.scaling``: kept raw in its JSON and CLI)
+# -> the words on screen.
+SCALING_NAMES = {
+    "n_params": "parameters", "loglik": "log-likelihood", "cv_logloss": "CV log loss",
+    "cv_se": "CV standard error", "delta_vs_best": "log loss above the best",
+    "ci_low": "95% interval, low", "ci_high": "95% interval, high",
+    "c_q10": "C at 10th percentile", "c_q90": "C at 90th percentile",
+    "p_q10": "P(correct), C at 10th pct", "p_q90": "P(correct), C at 90th pct",
+    "complexity_effect": "complexity effect", "gain_q10": "gain, C at 10th pct",
+    "gain_q90": "gain, C at 90th pct", "delta_gain": "gain difference", "log_loss": "log loss",
+    "mean_predicted": "mean predicted", "calibration_gap": "calibration gap",
+    "ece": "calibration error (ECE)", "n": "rows",
+}
+# Columns of the annotation dataset report (``workbench.annotation.report.TABLE_COLUMNS``,
+# kept raw in its CSV/JSONL) -> the words on screen.
+REPORT_NAMES = {
+    "n_extracted": "extracted rules", "n_reference": "reference rules", "matched": "matched",
+    "f1": "F1", "rule_correctness": "rule correctness", "reference_annotators":
+    "reference annotators",
+}
+# Why a statistic is blank, instead of "None".
+NOT_APPLICABLE = "–"
+
+# Annotation task codes (``workbench.annotation.labels``; the agreement report's rows) ->
+# the words on screen.
+TASK_WORDS = {
+    "rule_correctness": "rule correctness (correct or not)",
+    "rule_correctness_error_type": "rule correctness by error type",
+    "reference_rule": "reference rules",
+    "cdg_inspection": "CDG inspection (per criterion)",
+}
+
+# The "agreement bands" term: (lower bound, word), highest first.
+KAPPA_BANDS = ((0.81, "almost perfect"), (0.61, "substantial"), (0.41, "moderate"),
+               (0.21, "fair"), (0.0, "slight"))
+ALPHA_BANDS = ((0.80, "reliable"), (0.667, "tentative only"))
+KAPPAS = ("cohen_kappa", "fleiss_kappa", "Cohen's κ", "Fleiss' κ", "kappa")
+ALPHAS = ("krippendorff_alpha", "Krippendorff's α", "alpha")
+
+
+def agreement_word(value: float, statistic: str) -> str:
+    """The band of an agreement statistic in words (the "agreement bands" term): Landis &
+    Koch's for a κ, Krippendorff's for an α. Rounded to two decimals first, as shown."""
+    v = round(float(value), 2)
+    if statistic in ALPHAS:
+        return next((word for low, word in ALPHA_BANDS if v >= low), "unreliable")
+    if statistic not in KAPPAS:
+        raise ValueError(f"no agreement bands for {statistic!r}; use a kappa or an alpha")
+    if v < 0:
+        return "poor"
+    return next(word for low, word in KAPPA_BANDS if v >= low)
+
+
+def agreement_text(value: float | None, statistic: str) -> str:
+    """``"0.17 (slight)"``: two decimals and the band; "–" when undefined."""
+    if value is None or value != value:  # None or NaN
+        return NOT_APPLICABLE
+    return f"{value:.2f} ({agreement_word(value, statistic)})"
+
+
+_BY_NAME = {t.name.lower(): t for t in TERMS}
+
+
+def help_for(name: str) -> str | None:
+    """The meaning of the term shown as ``name`` (case-insensitive), or ``None``. A name like
+    ``gamma_retail`` falls back to its family (``gamma``)."""
+    key = name.strip().lower()
+    term = _BY_NAME.get(key) or _BY_NAME.get(key.split("_", 1)[0])
+    return term.meaning if term else None
 
 MISSING = NOT_APPLICABLE  # "–": the glossary's word for "does not apply", one dash everywhere
 # Below this many decisions a κ is noise ("0.00 (slight)" after one decision, issue 44).

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from .conftest import IDLE_CEILING_MS, ROOT, Server, wait_idle
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from .conftest import ROOT, Server, demo_index, make_server, wait_idle
 from .flows import submit

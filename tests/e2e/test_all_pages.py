@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from .conftest import demo_index, wait_idle
 

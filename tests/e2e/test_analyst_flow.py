@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from workbench.audit import AuditTrace
-from workbench.glossary import gold_word
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
+from workbench.words import gold_word
 
 from .flows import (
     DEMO,

@@ -26,7 +26,7 @@ def server(tmp_path):
     from store import repo
     from store.db import make_engine
     from workbench.graph import PolicyIndex
-    from workbench.roles import COMMAND_LINE
+    from workbench.identity.roles import COMMAND_LINE
 
     db_url = f"sqlite:///{tmp_path / 'e2e.db'}"
     eng = make_engine(db_url)

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from .flows import (
     assert_no_exception,

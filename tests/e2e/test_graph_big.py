@@ -30,7 +30,7 @@ _CANVAS = """() => { const n = window.__wbRuleGraphs.graph_drawing;
 def _seed(eng) -> None:
     from store import repo
     from workbench.graph import PolicyIndex
-    from workbench.roles import COMMAND_LINE
+    from workbench.identity.roles import COMMAND_LINE
 
     repo.import_index(eng, PolicyIndex.from_dict(demo_index_data()), actor=COMMAND_LINE)
 

@@ -30,7 +30,7 @@ NEW_ACTION = "first share the latest tracking information, the carrier estimate 
 def _seed(eng) -> None:
     from store import audit_repo, repo
     from workbench.graph import PolicyIndex
-    from workbench.roles import COMMAND_LINE
+    from workbench.identity.roles import COMMAND_LINE
 
     repo.import_index(eng, PolicyIndex.from_dict(demo_index_data()), actor=COMMAND_LINE)
     audit_repo.save_cases(eng, "demo", demo_cases(), actor=COMMAND_LINE)

@@ -10,7 +10,7 @@ import copy
 import pytest
 from playwright.sync_api import expect
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from .flows import assert_no_exception, choose, goto, settle, start_server, type_into_cell
 

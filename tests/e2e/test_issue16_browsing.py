@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import expect
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from .flows import (
     assert_no_exception,
@@ -42,7 +42,7 @@ def _seed(eng) -> None:
     from store import audit_repo
     from store import review as review_store
     from workbench.audit import AuditTrace, Verdict
-    from workbench.review import ReviewDecision
+    from workbench.review.queue import ReviewDecision
 
     index = demo_index_data()
     cases = demo_cases()

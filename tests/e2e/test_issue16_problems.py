@@ -20,7 +20,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from . import flows
 from .test_analyst_flow import RUN, violation_trace
@@ -124,7 +124,7 @@ def stored_runs(server) -> list[str]:
 
 
 def test_3_gold_labels_read_violation_or_compliant_everywhere(demo, page):
-    from workbench.glossary import gold_word
+    from workbench.words import gold_word
 
     server, case = demo
     word = gold_word(case.label)
@@ -209,7 +209,7 @@ def test_7_junk_uploads_are_refused_by_name(demo, page):
 
 
 def test_9_metrics_have_plain_word_help_and_a_glossary(demo, page):
-    from workbench.glossary import help_for
+    from workbench.words import help_for
 
     server, _ = demo
     flows.goto(page, server, "skills")

@@ -11,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from .flows import assert_no_exception, goto, settle, start_server
 from .identity import sign_in, sign_out
@@ -65,7 +65,7 @@ def server(tmp_path):
 @pytest.fixture
 def roster_server(tmp_path):
     from store import people
-    from workbench.roles import Actor
+    from workbench.identity.roles import Actor
 
     seed_desk = _import_with_the_cli(tmp_path)
 

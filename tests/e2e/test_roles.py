@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
-from workbench.roles import COMMAND_LINE
+from workbench.identity.roles import COMMAND_LINE
 
 from .conftest import IDLE_CEILING_MS, PAGE_CEILING_MS  # noqa: E402
 from .flows import assert_no_exception, choose, goto, import_index, settle, start_server  # noqa: E402

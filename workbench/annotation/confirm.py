@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable
 
-from workbench.fencing import defuse
+from workbench.prompts.fencing import defuse
 
 SCHEMA = {
     "type": "object",

@@ -73,7 +73,7 @@ def similarity_by_name(name: str) -> Similarity:
     """The similarity called ``name`` (one of :data:`SIMILARITIES`); the embedding model is
     imported only when asked for. Raises ``ValueError`` for other names."""
     if name == "embedding":
-        from workbench.embeddings import embedding_similarity
+        from workbench.llm.embeddings import embedding_similarity
 
         return embedding_similarity
     from workbench.annotation.matching import tfidf_cosine_similarity
@@ -87,7 +87,7 @@ def similarity_by_name(name: str) -> Similarity:
 def default_threshold(name: str) -> float:
     """The matching threshold that suits a similarity: 0.6 for embeddings, 0.5 lexical."""
     if name == "embedding":
-        from workbench.embeddings import DEFAULT_THRESHOLD
+        from workbench.llm.embeddings import DEFAULT_THRESHOLD
 
         return DEFAULT_THRESHOLD
     return 0.5

@@ -19,8 +19,8 @@ from workbench.annotation.labels import (
     Label,
     task_type,
 )
-from workbench.glossary import plural
-from workbench.roles import may
+from workbench.identity.roles import may
+from workbench.words import plural
 
 
 def _latest(records: Iterable, key) -> dict:
@@ -215,7 +215,7 @@ def can_see_agreement(role: str, own_done: int, own_total: int, *, open_items: i
     """The blindness rule for everything that depends on other annotators' labels: counts of
     their labels, "unanimous", disagreement counts, kappa and the other agreement figures.
 
-    ``role`` is the viewer's (a :data:`workbench.roles.ROLES` name; the annotation store's
+    ``role`` is the viewer's (a :data:`workbench.identity.roles.ROLES` name; the annotation store's
     ``annotator``/``reviewer`` are among them): whoever may see every label (reviewer, admin:
     they adjudicate) sees them always. Anyone else sees them only once their own queue is
     settled: they labelled all ``own_total`` items of it (``own_done``; an empty queue has
@@ -224,7 +224,7 @@ def can_see_agreement(role: str, own_done: int, own_total: int, *, open_items: i
     labelled everything and still read "unanimous 3, open 1" could relabel one item, watch
     the counts move and learn another's label; once nothing is open a relabel moves nothing
     towards the others (an adjudication stands; changing a unanimous label opens a
-    disagreement for a reviewer). Raises ``workbench.roles.RoleError`` for an unknown role.
+    disagreement for a reviewer). Raises ``workbench.identity.roles.RoleError`` for an unknown role.
     """
     if may(role, "see all labels"):
         return True

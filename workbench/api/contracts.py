@@ -27,7 +27,7 @@ from workbench.contracts.actions import Action
 from workbench.contracts.guard import ContractCheckLog, check_call
 from workbench.contracts.model import Contract
 from workbench.contracts.trajectories import TrajectoryFormatError
-from workbench.roles import Actor
+from workbench.identity.roles import Actor
 
 CONTRACTS_ENV = "WORKBENCH_CONTRACTS"
 DEFAULT_CONTRACTS = Path(".workbench") / "contracts"

@@ -28,12 +28,12 @@ from workbench.audit.runner import audit_one
 from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditTrace
 from workbench.errors import WorkbenchError
-from workbench.roles import Actor, require
+from workbench.identity.roles import Actor, require
 from workbench.vocabulary import verdict_word
 
 QUOTE_MAX = 600
 NAME_EXCERPT = 60
-# What storing a request's case and trace is, in the role table (``workbench.roles``).
+# What storing a request's case and trace is, in the role table (``workbench.identity.roles``).
 SAVE_ACTIONS = ("import cases", "store audit results")
 
 

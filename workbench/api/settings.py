@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.identity.roles import ROLES, Actor, may
 from workbench.llm.config import DEFAULT_CONFIG_FILE
-from workbench.roles import ROLES, Actor, may
 from workbench.settings import API_PREFIX, API_TOKEN, CONFIG
 
 MIN_TOKEN_CHARS = 16

@@ -41,7 +41,7 @@ from workbench.alerts.hooks import audited
 from workbench.audit.cases import AuditCase, case_from_dict
 from workbench.audit.trace import AuditTrace
 from workbench.errors import WorkbenchError
-from workbench.roles import Actor, NotAllowed, require
+from workbench.identity.roles import Actor, NotAllowed, require
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from workbench.audit.cases import AuditCase
 from workbench.audit.judge import ContextUnit
 from workbench.audit.passages import Passage, render_passages
 from workbench.audit.policy_context import PolicyContext, check_budget
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import StrategyName
 
 

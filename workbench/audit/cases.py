@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit import parquet
+from workbench.audit.identifiers import id_problem
 from workbench.audit.prompts import quote
 from workbench.errors import WorkbenchError
-from workbench.identifiers import id_problem
 from workbench.inputs import InputError, decode_text, iter_jsonl, read_input_bytes
 from workbench.vocabulary import Label, label_violation, values
 

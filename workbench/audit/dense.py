@@ -49,7 +49,7 @@ class DenseEncoder:
     def _load(self) -> Any:
         # One model per process: rule matching for annotation loads the same ~90 MB model,
         # so both go through its loader (hub offline, thread-safe, clear install hint).
-        from workbench.embeddings import EmbeddingUnavailable, load_model
+        from workbench.llm.embeddings import EmbeddingUnavailable, load_model
 
         with self._lock:
             if self._model is None:

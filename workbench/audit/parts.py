@@ -22,7 +22,7 @@ from typing import Any
 from workbench.audit.cases import AuditCase
 from workbench.audit.judge import PROMPTS, ContextUnit, ProbabilityOptions, judge_context
 from workbench.audit.trace import JudgedPart, ModelCall, Verdict
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import JudgeMode, Split, values
 
 SPLITS = values(Split)

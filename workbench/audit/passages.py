@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.graph import SkillGraph
-from workbench.skill import SkillFormatError, parse_skill, split_blocks, split_long_blocks
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
+from workbench.skill.document import SkillFormatError, parse_skill, split_blocks, split_long_blocks
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from workbench.audit.window import JudgeWindow, WindowExceeded, fit_case, judge_
 from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.llm.errors import ModelCallError
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import ErrorKind, JudgeMode, KeywordMethod, Split, StrategyName, values
 
 JUDGE_MODES = values(JudgeMode)

@@ -91,7 +91,7 @@ class AuditIndex:
 
     def raw_tokens(self, name: str) -> int:
         """Tokens of the SKILL rendered as the RawSkill baseline renders it (cached)."""
-        from workbench.tokens import count_tokens
+        from workbench.llm.tokens import count_tokens
 
         return self.memo(("raw_tokens", name), lambda: count_tokens(self.raw_text(name)))
 

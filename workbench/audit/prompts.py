@@ -19,7 +19,7 @@ from pathlib import Path
 from string import Template
 
 from workbench.errors import WorkbenchError
-from workbench.fencing import DATA_TAGS, defuse, quote  # noqa: F401  (re-exported)
+from workbench.prompts.fencing import DATA_TAGS, defuse, quote  # noqa: F401  (re-exported)
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
 

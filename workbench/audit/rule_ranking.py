@@ -54,7 +54,7 @@ from workbench.audit.cases import AuditCase, render_state
 from workbench.audit.text import stems
 from workbench.graph import SkillGraph
 from workbench.graph.render import render_rule
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 
 # A turn weighing less than this share of the newest one is not read: it can only break an
 # exact tie between rules, and a 20,000-turn conversation would otherwise be stemmed whole

@@ -19,7 +19,7 @@ from workbench.audit.rule_ranking import case_query, choose_seeds
 from workbench.audit.seeds import SeedResult, find_seeds
 from workbench.graph.closure import BudgetExceeded, EmptySeed, closure_paths, select_closure
 from workbench.graph.render import render_rule, render_rules
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import EmptySeedPolicy, ErrorKind, Render, Seeding, StrategyName, values
 
 # "error": no seed in any routed SKILL is an EmptySeed outcome; "all-rules": then judge every

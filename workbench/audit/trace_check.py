@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from workbench.identifiers import id_problem
+from workbench.audit.identifiers import id_problem
 from workbench.vocabulary import JudgeMode, KeywordMethod, Label, StrategyName, values
 
 Check = Callable[[Any], bool]

@@ -28,7 +28,7 @@ from workbench.audit.prompts import quote
 from workbench.audit.trace import WindowFit
 from workbench.errors import WorkbenchError
 from workbench.llm.redact import redact_url
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import ErrorKind
 
 # Qwen2.5's tokenizer counted 1.4% more tokens than cl100k on policy text (3,041 for 3,000,

@@ -28,7 +28,7 @@ def acting(args: argparse.Namespace, engine: Any, given: str | None):
     (a different ``--reviewer``/``--annotator`` is refused: nobody records for someone else);
     without one, the single user recorded under ``given`` (or ``--as``)."""
     from workbench.commands._common import CliError
-    from workbench.roles import SINGLE_USER, Actor
+    from workbench.identity.roles import SINGLE_USER, Actor
 
     actor = cli_actor(args, engine)
     given = (given or "").strip()

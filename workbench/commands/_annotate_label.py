@@ -81,7 +81,7 @@ def run_label(args: argparse.Namespace) -> int:
     from store.db import make_engine
     from workbench.annotation.labels import CDG_INSPECTION, Adjudication, Label, inspection_item
     from workbench.commands._acting import acting
-    from workbench.roles import ROLES, may, require
+    from workbench.identity.roles import ROLES, may, require
 
     engine = make_engine(args.db)
     name, actor = acting(args, engine, args.annotator)

@@ -96,7 +96,7 @@ def edit(args) -> int:
     from workbench.commands._common import CliError, cli_actor
     from workbench.graph.diff import diff_skills
     from workbench.graph.editing import apply_edge_decisions, apply_edits
-    from workbench.roles import require
+    from workbench.identity.roles import require
 
     edits = args.set or args.add_rule or args.remove_rule or args.add_edge or args.remove_edge
     verdicts_given = args.accept or args.reject or args.accept_all or args.reject_all

@@ -280,7 +280,7 @@ def _store_sink(args, cases):
     from store.db import make_engine
     from workbench.clock import utcnow
     from workbench.commands._common import cli_actor
-    from workbench.roles import require
+    from workbench.identity.roles import require
 
     engine = make_engine()
     actor = cli_actor(args, engine)
@@ -310,10 +310,10 @@ def _store_earlier(args, cases, sink) -> None:
 def _metrics(args) -> int:
     from pathlib import Path
 
+    from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
     from workbench.commands._common import CliError, activation_scores_beside, threshold_arg
-    from workbench.evaluate.metrics import compute_metrics, format_table
 
     traces, skipped, empty = [], [], []
     for path in args.traces:

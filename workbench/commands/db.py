@@ -25,7 +25,7 @@ def _upgrade(args) -> int:
 
     from store.db import database_url, make_engine
     from workbench.commands._common import cli_actor_before_upgrade
-    from workbench.roles import require
+    from workbench.identity.roles import require
 
     # The roster as stored, before anything changes: an older database is read, not migrated.
     require(cli_actor_before_upgrade(args, args.db), "change settings")

@@ -162,7 +162,7 @@ def _extract(args: argparse.Namespace) -> int:
         from store.edge_decisions import load_edge_decisions
         from store.extraction import SqlStepStore
         from store.repo import check_new_names, save_skill
-        from workbench.roles import require
+        from workbench.identity.roles import require
 
         engine = make_engine(args.db)
         actor = cli_actor(args, engine)
@@ -177,7 +177,7 @@ def _extract(args: argparse.Namespace) -> int:
 
     similarity = None
     if args.related_by == "embedding":
-        from workbench.embeddings import EmbeddingUnavailable, load_model, make_similarity
+        from workbench.llm.embeddings import EmbeddingUnavailable, load_model, make_similarity
 
         try:
             load_model()

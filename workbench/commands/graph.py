@@ -67,10 +67,10 @@ def _stats(args) -> int:
     from dataclasses import asdict
 
     from workbench.commands._common import CliError
-    from workbench.gguf_tokenizer import GgufTokenizerError
     from workbench.graph.stats import corpus_totals, skill_stats
     from workbench.llm.errors import EmbeddedModelUnavailable
-    from workbench.tokens import TOKENIZERS
+    from workbench.llm.gguf_tokenizer import GgufTokenizerError
+    from workbench.llm.tokens import TOKENIZERS
 
     index = load_index_or_fail(args.index)
     try:

@@ -13,7 +13,7 @@ from workbench.commands._common import action, add_actor_option, cli_actor, comm
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from workbench.roles import ROLES
+    from workbench.identity.roles import ROLES
 
     people = command_group(sub, "people", dest="people_command",
                            help="who may sign in, with which role (the roster)")

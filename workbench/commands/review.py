@@ -19,7 +19,7 @@ from workbench.commands._acting import acting, add_person
 from workbench.commands._common import CliError, action, command_group
 
 DB_HELP = "SQLAlchemy URL of the workbench database (default: WORKBENCH_DB or .workbench/workbench.db)"
-# workbench.review_decisions.DECISIONS, spelled out so building the parser imports nothing
+# workbench.review.decisions.DECISIONS, spelled out so building the parser imports nothing
 # heavy; a test keeps the two equal.
 DECISIONS = ("confirm", "overturn", "wrong-rule")
 
@@ -64,7 +64,7 @@ def _who(parser: argparse.ArgumentParser) -> None:
 def _verdict(engine, args):
     """The queue item ``--case``/``--strategy`` names (the newest judged trace)."""
     from store.audit_repo import load_cases, run_traces
-    from workbench.review import build_queue
+    from workbench.review.queue import build_queue
 
     records = run_traces(engine, args.dataset, args.run)
     if not records:
@@ -90,7 +90,7 @@ def _verdict(engine, args):
 def run_decide(args: argparse.Namespace) -> int:
     from store.db import make_engine
     from store.review import add_decision
-    from workbench.review import ReviewDecision
+    from workbench.review.queue import ReviewDecision
 
     engine = make_engine(args.db)
     name, actor = acting(args, engine, args.reviewer)
@@ -107,7 +107,7 @@ def run_decide(args: argparse.Namespace) -> int:
 def run_undo(args: argparse.Namespace) -> int:
     from store.db import make_engine
     from store.review import undo_last
-    from workbench.review_decisions import describe_action
+    from workbench.review.decisions import describe_action
 
     engine = make_engine(args.db)
     name, actor = acting(args, engine, args.reviewer)

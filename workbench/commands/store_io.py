@@ -48,7 +48,7 @@ def _import(args) -> int:
     from store import repo
     from store.db import make_engine
     from workbench.commands.graph import load_index_or_fail
-    from workbench.roles import COMMAND_LINE
+    from workbench.identity.roles import COMMAND_LINE
     from workbench.words import plural
 
     # The whole index is read and validated (text, names, rules, edges) before the first

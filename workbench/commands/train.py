@@ -341,7 +341,7 @@ def _reviewed_records(args: argparse.Namespace, options):
     from workbench.audit import AuditIndex
     from workbench.audit.strategies import STRATEGIES
     from workbench.commands.graph import load_index_or_fail
-    from workbench.review import build_queue
+    from workbench.review.queue import build_queue
     from workbench.train.data import materialise_reviewed
     from workbench.train.reviewed import reviewed_labels
 

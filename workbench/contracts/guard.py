@@ -31,7 +31,7 @@ from workbench.contracts.actions import Action
 from workbench.contracts.model import Contract
 from workbench.contracts.runtime import ContractRuntime
 from workbench.contracts.trajectories import TrajectoryStep, steps_from_messages
-from workbench.roles import Actor, require
+from workbench.identity.roles import Actor, require
 
 # Where blocked calls are kept unless told otherwise (the API and the Contracts page agree).
 CHECK_LOG_ENV = "WORKBENCH_CONTRACT_LOG"

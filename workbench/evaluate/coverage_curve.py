@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from workbench.audit.cases import AuditCase
+from workbench.audit.metrics import aligned_lines
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
 from workbench.audit.strategies import get_strategy
-from workbench.evaluate.metrics import aligned_lines
 from workbench.vocabulary import JudgeMode, StrategyName
 
 CURVE_STRATEGIES: tuple[str, ...] = (StrategyName.CDG, StrategyName.NO_CLOSURE, StrategyName.BM25,

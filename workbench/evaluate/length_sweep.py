@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.audit.cases import AuditCase
+from workbench.audit.metrics import aligned_lines, compute_metrics
 from workbench.errors import WorkbenchError
 from workbench.evaluate.complibench import (
     Conversation,
@@ -37,10 +38,9 @@ from workbench.evaluate.complibench import (
     skill_name,
 )
 from workbench.evaluate.coverage_curve import CURVE_STRATEGIES
-from workbench.evaluate.metrics import aligned_lines, compute_metrics
 from workbench.graph import PolicyIndex
 from workbench.inputs import read_input_text
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import JudgeMode
 
 DEFAULT_LENGTHS = (4000, 8000, 12000, 20000, 28000, 36000)

@@ -38,7 +38,7 @@ from workbench.extract.units import (
     validate_units_answer,
 )
 from workbench.llm import Gateway, ModelCallError
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 
 # Failures that a smaller request can fix: the answer was cut off or malformed, or the
 # prompt did not fit. Anything else (server down, auth) stops the run; stored steps remain.

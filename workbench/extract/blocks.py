@@ -15,8 +15,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from workbench.skill import Block, SkillDoc, pack_counted
-from workbench.tokens import count_tokens, count_tokens_upto
+from workbench.llm.tokens import count_tokens, count_tokens_upto
+from workbench.skill.document import Block, SkillDoc, pack_counted
 
 SLUG_MAX = 32
 MIN_SPLIT_TOKENS = 12  # below this a piece is not split again: it is a sentence or so

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from workbench.extract.fusion import content_words, rule_words
 from workbench.graph import Rule, Span
-from workbench.skill import Block, SkillDoc
+from workbench.skill.document import Block, SkillDoc
 
 _ITEM = re.compile(r"^([ \t]*)(\d{1,3})[.)][ \t]+\S", re.M)
 _PROCEDURE_HEADING = re.compile(r"procedure|process|steps|workflow|phases|how to", re.I)

@@ -56,8 +56,8 @@ from workbench.extract.schema import SCHEMA_VERSION, FusionAnswer, validate_fusi
 from workbench.extract.steps import MemoryStepStore, StepStore, step_key
 from workbench.graph import PolicyIndex, SkillGraph
 from workbench.llm import EMBEDDED, Gateway, ModelCallError
-from workbench.skill import SkillDoc
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
+from workbench.skill.document import SkillDoc
 
 DEFAULT_MAX_BLOCK_TOKENS = 12_000
 EXTRACT_PROMPT = "units_v1"
@@ -104,7 +104,7 @@ class ExtractOptions:
     on_rule_cap: str = "split"
     cues: bool = True  # read edge candidates from the text (workbench.extract.cues)
     # Fusion candidates by meaning as well as words: (texts, texts) -> similarity matrix,
-    # e.g. workbench.embeddings.make_similarity(); None: shared words only.
+    # e.g. workbench.llm.embeddings.make_similarity(); None: shared words only.
     similarity: Callable | None = None
     decisions: EdgeDecisions | None = None  # an author's accepted/rejected edges, kept
     drop_non_rules: bool = True  # headings, lead-ins, examples, attribute lists (nonrules.py)

@@ -3,7 +3,7 @@
 A prompt file has an optional leading HTML comment (notes for maintainers, never sent), then a
 ``## system`` section and a ``## user`` section. ``{{placeholder}}`` markers are filled with
 :meth:`Prompt.render`; plain ``{`` and ``}`` are left alone, so JSON examples need no escaping.
-Every value is defused (``workbench.fencing``), like the audit prompts' values.
+Every value is defused (``workbench.prompts.fencing``), like the audit prompts' values.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
-from workbench.fencing import defuse
+from workbench.prompts.fencing import defuse
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
 

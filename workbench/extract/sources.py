@@ -27,14 +27,14 @@ from workbench.extract.zip_bounds import (
     too_large,
 )
 from workbench.inputs import InputError, open_regular, read_input_bytes
-from workbench.skill import (
+from workbench.skill.document import (
     MAX_SKILL_BYTES,
     SkillDoc,
     SkillFormatError,
     decode_skill_bytes,
     parse_skill,
 )
-from workbench.skill_names import name_skeleton
+from workbench.skill.names import name_skeleton
 
 MAX_MEMBER_BYTES = MAX_SKILL_BYTES
 # What a damaged or unusual archive raises from zipfile/zlib: bad CRCs and headers, encrypted

@@ -20,7 +20,7 @@ _FOLD = str.maketrans(
         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
         "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",
         "\u00a0": " ", "*": None,
-        "\u2039": "<",  # "‹": prompts show "<|" and our tags defused (workbench.fencing)
+        "\u2039": "<",  # "‹": prompts show "<|" and our tags defused (workbench.prompts.fencing)
     }
 )
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.+|\u2026|\[\.\.\.\])\s*")

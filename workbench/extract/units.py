@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass, replace
 
 from workbench.extract.schema import CLAUSE_MAX, BlockExtraction, LocalRule, _closed_object, _text
-from workbench.fencing import defuse
 from workbench.graph import MODALITIES
+from workbench.prompts.fencing import defuse
 
 # Enough units for a paragraph or a list per request, few enough that a small model keeps
 # every one in view and its answer stays well under 2,048 tokens (~50 tokens a verdict).

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from workbench.graph.policy_index import PolicyIndex
 from workbench.graph.render import render_rules
 from workbench.graph.rule_graph import UnknownRule
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import ErrorKind
 
 

@@ -21,13 +21,13 @@ from workbench.graph.validation import validate_skills
 
 
 def front_matter_problem(source: str) -> str | None:
-    """What the SKILL reader (``workbench.skill.parse_skill``) refuses in the front matter of
+    """What the SKILL reader (``workbench.skill.document.parse_skill``) refuses in the front matter of
     a SKILL's ``source`` (YAML that does not parse, a key such as ``name:`` given twice, not a
     mapping), said as it says it with the line of the source; None when it reads. An index
     holding such a source was imported while the same text as SKILL.md was refused
     (issue 45 item 8)."""
     from workbench.inputs import InputError, load_yaml
-    from workbench.skill import _FRONT_MATTER  # the SKILL reader's own pattern
+    from workbench.skill.document import _FRONT_MATTER  # the SKILL reader's own pattern
 
     m = _FRONT_MATTER.match(source)
     if not m:

@@ -6,7 +6,7 @@
   tokens of the SKILL sources. Not the rendered context: ids, When/Then labels, verbatim
   quotes, ``Requires:`` lines and headers are template, and counting them made ``I_d`` depend
   on the template, exceed 1 and partly count edges. The tokenizer is a named choice
-  (:data:`workbench.tokens.TOKENIZERS`, cl100k by default) and every result names it.
+  (:data:`workbench.llm.tokens.TOKENIZERS`, cl100k by default) and every result names it.
 - complexity ``C = I_d * I_c`` for any set of SKILLs (edges and rules summed over the set)
 - maximum dependency depth: the longest path, counted in edges, after collapsing each strongly
   connected component to one node (so cycles do not make depth infinite).
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from workbench.graph.rule_graph import RuleGraph, SkillGraph
-from workbench.tokens import DEFAULT_TOKENIZER, token_counter
+from workbench.llm.tokens import DEFAULT_TOKENIZER, token_counter
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def skill_stats(
     skills: SkillGraph | Iterable[SkillGraph], tokenizer: str = DEFAULT_TOKENIZER
 ) -> GraphStats:
     """Statistics of one SKILL or of a set of SKILLs taken together, token counts in
-    ``tokenizer`` (a name from :data:`workbench.tokens.TOKENIZERS`; ``ValueError`` otherwise).
+    ``tokenizer`` (a name from :data:`workbench.llm.tokens.TOKENIZERS`; ``ValueError`` otherwise).
     For a set, ``max_depth`` is the deepest SKILL and ``has_cycle`` whether any has one."""
     count = token_counter(tokenizer)
     group = [skills] if isinstance(skills, SkillGraph) else list(skills)

@@ -21,7 +21,7 @@ from workbench.graph.rule_graph import (
     SkillGraph,
     Span,
 )
-from workbench.skill_names import look_alike_problem, name_skeleton, skill_name_problem
+from workbench.skill.names import look_alike_problem, name_skeleton, skill_name_problem
 
 
 def _str_field(obj: dict, key: str, loc: str, problems: list[Problem], required: bool = True):

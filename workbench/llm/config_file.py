@@ -6,7 +6,7 @@
 
 :func:`save_role_settings` writes only when all of these hold, else raises and writes nothing:
 
-- the actor may "change settings" (``workbench.roles.require``: admins; single-user mode);
+- the actor may "change settings" (``workbench.identity.roles.require``: admins; single-user mode);
 - only :data:`EDITABLE` settings change, and none looks like an API key (keys come from the
   environment or ``.streamlit/secrets.toml``, never from this file);
 - the file on disk is still the one the caller read (``base_hash``): two admins, or an edit by
@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from workbench.identity.roles import Actor, require
 from workbench.llm.config import (
     DEFAULT_CONFIG_FILE,
     ROLE_FIELDS,
@@ -52,7 +53,6 @@ from workbench.llm.config import (
 )
 from workbench.llm.errors import LlmConfigError
 from workbench.llm.redact import MASK, has_secret
-from workbench.roles import Actor, require
 from workbench.settings import CONFIG, overriding_names
 
 # The settings the Settings page edits (RoleConfig fields); the rest stay file-only.

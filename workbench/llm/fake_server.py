@@ -139,7 +139,7 @@ Responder = Callable[[dict[str, Any]], Action]
 def request_tokens(body: dict[str, Any]) -> int:
     """What a request asks of a context window: its messages' cl100k tokens plus the answer
     room (``max_tokens``), as a llama.cpp slot counts it (up to the tokenizer)."""
-    from workbench.tokens import count_tokens
+    from workbench.llm.tokens import count_tokens
 
     messages = body.get("messages") or []
     prompt = sum(count_tokens(str(m.get("content", ""))) for m in messages if isinstance(m, dict))

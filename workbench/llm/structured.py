@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.fencing import defuse
 from workbench.llm.errors import bound_message
+from workbench.prompts.fencing import defuse
 
 Validator = Callable[[dict[str, Any]], Any]
 

@@ -2,7 +2,7 @@
 
 ``correct`` is 1 when the verdict matches the gold label (``negative`` = violation); a trace
 without a verdict (judge failure, EmptySeed, BudgetExceeded, ...) counts as incorrect, as in
-``workbench.evaluate.metrics``. Unlabelled cases are left out: there is nothing to score.
+``workbench.audit.metrics``. Unlabelled cases are left out: there is nothing to score.
 
 Complexity: ``C = I_d * I_c`` (``workbench.graph.stats.complexity``) of the case's SKILLs taken
 together — the SKILLs the case names, else the union of the SKILLs its traces were routed to.

@@ -116,9 +116,9 @@ def _from_metrics(rows: Any, path: Path, name: str, group: str | None) -> RunF1:
 
 def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | None] | None,
                  group: str | None) -> RunF1:
+    from workbench.audit.metrics import compute_metrics
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import read_traces
-    from workbench.evaluate.metrics import compute_metrics
     from workbench.vocabulary import label_violation
 
     traces, problems = read_traces(text=text, origin=str(path))
@@ -146,7 +146,7 @@ def _from_traces(text: str, path: Path, name: str, labels: Mapping[str, str | No
 
 
 def _group_of(trace: AuditTrace, rows: list[dict]) -> str:
-    from workbench.evaluate.metrics import group_name
+    from workbench.audit.metrics import group_name
 
     with_mode = any("/" in r["group"] for r in rows)
     return group_name(trace, with_mode)

@@ -25,8 +25,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from workbench.review import QueueItem, ReviewDecision, current_decisions
-from workbench.review_decisions import WRONG_RULE
+from workbench.review.decisions import WRONG_RULE
+from workbench.review.queue import QueueItem, ReviewDecision, current_decisions
 from workbench.vocabulary import Label
 
 UNREVIEWED = "unreviewed"

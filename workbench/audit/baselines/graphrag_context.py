@@ -22,7 +22,7 @@ from workbench.audit.baselines.graphrag_index import GraphragIndexes, context_pa
 from workbench.audit.baselines.index_store import locate
 from workbench.audit.baselines.skill_indexes import IndexedRetriever
 from workbench.audit.judge import ContextUnit
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 
 SOURCES = "-----Sources-----"
 SHRINK_TRIES = 6

@@ -67,7 +67,7 @@ class GraphragIndexError(WorkbenchError, RuntimeError):
 def offline_environment() -> None:
     """GraphRAG's tokenizer (o200k) and litellm's cost map would be downloaded; both ship
     inside litellm's wheel, so point the libraries at those copies before importing them."""
-    from workbench.tokens import _bundled_cache_dir
+    from workbench.llm.tokens import _bundled_cache_dir
 
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_bundled_cache_dir()))
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -144,7 +144,7 @@ def read_cost(folder: Path) -> IndexCost | None:
 def append_run(folder: Path, run: IndexRun, *, skill: str, source: str, library_version: str,
                model: str, embedder: str) -> IndexCost:
     """Add ``run`` to the folder's ``cost.json`` (created on the first run), atomically."""
-    from workbench.tokens import count_tokens
+    from workbench.llm.tokens import count_tokens
 
     cost = read_cost(folder) or IndexCost(
         skill, folder.name.rsplit("-", 1)[-1], library_version, model, embedder,

@@ -27,7 +27,7 @@ from workbench.audit.baselines.lightrag_index import LightragIndexes
 from workbench.audit.baselines.lightrag_presets import LightragPreset, get_preset
 from workbench.audit.baselines.skill_indexes import IndexedRetriever
 from workbench.audit.judge import ContextUnit
-from workbench.tokens import count_tokens
+from workbench.llm.tokens import count_tokens
 
 MODE = "hybrid"
 

@@ -7,7 +7,7 @@ like for like:
 - its LLM is the :class:`~workbench.llm.gateway.Gateway` (role ``extractor``, the model that
   compiles CDGs), so temperature, response cache, record/replay and usage accounting apply;
 - its embedder is the dense baseline's encoder (all-MiniLM-L6-v2, 384-d), wrapped async;
-- its tokenizer is the product's offline cl100k_base (``workbench.tokens``).
+- its tokenizer is the product's offline cl100k_base (``workbench.llm.tokens``).
 
 An index lives in ``<root>/<skill>-<key>/`` where the key hashes the SKILL source, the model,
 the embedder and the library version: change any of them and a new index is built, never a
@@ -62,7 +62,7 @@ class LightragIndexError(WorkbenchError, RuntimeError):
 
 def _lightrag():
     """The library's entry points, imported on first use (it costs seconds to import)."""
-    from workbench.tokens import _bundled_cache_dir
+    from workbench.llm.tokens import _bundled_cache_dir
 
     # LightRAG's default tokenizer would download o200k; ours is cl100k, but tiktoken reads
     # this variable when LightRAG builds anything, so point it at litellm's bundled copy.
@@ -151,7 +151,7 @@ class LightragIndexes(SkillIndexes):
         folder.mkdir(parents=True, exist_ok=True)
         usage: list[Any] = []
         role = self.gateway.config.role(ROLE)
-        from workbench.tokens import _encoding
+        from workbench.llm.tokens import _encoding
 
         rag = lib["LightRAG"](
             working_dir=str(folder),

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 
 from workbench.inputs import InputError, decode_text
-from workbench.speed import describe_duration as describe_duration  # its home before
+from workbench.llm.speed import describe_duration as describe_duration  # its home before
 
 # Measured on the embedded extractor (Qwen2.5-Coder-1.5B on CPU, issue #16): ~12 s a block.
 SECONDS_PER_BLOCK = 12.0

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from workbench.glossary import gold_word
-from workbench.review import REASONS, STATUSES, QueueItem, filter_queue
-from workbench.review_decisions import DECISION_TEXT, ReviewDecision, current_decisions
+from workbench.review.decisions import DECISION_TEXT, ReviewDecision, current_decisions
+from workbench.review.queue import REASONS, STATUSES, QueueItem, filter_queue
 from workbench.vocabulary import verdict_word
+from workbench.words import gold_word
 
 NOT_DECIDED = "no decision yet"
 

@@ -14,7 +14,7 @@ calls :func:`require`, which raises :class:`NotAllowed` naming the role needed.
 
 Usage::
 
-    from workbench.roles import may, refusal
+    from workbench.identity.roles import may, refusal
     may("annotator", "edit graphs")          # False
     refusal("annotator", "edit graphs")      # 'Signed in as annotator: ... needs author or admin.'
     require(Actor.signed_in("ann", "annotator"), "edit graphs")   # raises NotAllowed

@@ -10,7 +10,7 @@ reviewed, identified by ``(run_id, case_id, strategy)``. It enters the queue for
 - ``gold-mismatch``: the verdict differs from the case's gold label.
 
 An analyst *confirms* an item's verdict, *overturns* it, or marks it *right verdict, wrong
-rule* (``workbench.review_decisions``: the decisions, undo, which one is current). A decision
+rule* (``workbench.review.decisions``: the decisions, undo, which one is current). A decision
 keeps the verdict it was made about (``judge_violation``), so a later re-audit never changes
 what an old decision meant.
 
@@ -38,16 +38,16 @@ from workbench.clock import utcnow as utcnow
 from workbench.decision.decide import DecisionSetting
 
 # Re-exported (``X as X``): the review API stays importable from one place.
-from workbench.review_decisions import DECISION_TEXT as DECISION_TEXT
-from workbench.review_decisions import DECISIONS as DECISIONS
-from workbench.review_decisions import WRONG_RULE as WRONG_RULE
-from workbench.review_decisions import ItemKey as ItemKey
-from workbench.review_decisions import ReviewDecision as ReviewDecision
-from workbench.review_decisions import ReviewError as ReviewError
-from workbench.review_decisions import StaleUndo as StaleUndo
-from workbench.review_decisions import current_decisions as current_decisions
-from workbench.review_decisions import item_text as item_text
-from workbench.review_decisions import validate_decision as validate_decision
+from workbench.review.decisions import DECISION_TEXT as DECISION_TEXT
+from workbench.review.decisions import DECISIONS as DECISIONS
+from workbench.review.decisions import WRONG_RULE as WRONG_RULE
+from workbench.review.decisions import ItemKey as ItemKey
+from workbench.review.decisions import ReviewDecision as ReviewDecision
+from workbench.review.decisions import ReviewError as ReviewError
+from workbench.review.decisions import StaleUndo as StaleUndo
+from workbench.review.decisions import current_decisions as current_decisions
+from workbench.review.decisions import item_text as item_text
+from workbench.review.decisions import validate_decision as validate_decision
 from workbench.vocabulary import label_violation, verdict_word
 
 REASONS = ("flagged", "strategies-disagree", "gold-mismatch")
@@ -290,12 +290,12 @@ def metrics_rows(
 
     ``by="run"``: each run separately (a run holding two strategies gives two rows);
     ``by="latest"``: the newest trace per case and strategy across runs (``run`` = "latest").
-    Metrics are :func:`workbench.evaluate.metrics.compute_metrics` with the given gold labels
+    Metrics are :func:`workbench.audit.metrics.compute_metrics` with the given gold labels
     and governing rules; undefined values are ``None``, and so are the verdict metrics (ACC,
     F1, precision, recall) of a strategy whose traces were all audited without a judge
     (contexts only: nothing was decided, so nothing was decided wrongly).
     """
-    from workbench.evaluate.metrics import compute_metrics
+    from workbench.audit.metrics import compute_metrics
 
     records = list(records)
     if by == "run":

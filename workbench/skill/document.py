@@ -13,8 +13,8 @@ from pathlib import Path
 
 from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, decode_text, load_yaml, read_input_bytes
-from workbench.skill_names import inferred_skill_name, skill_name_problem
-from workbench.tokens import count_tokens, count_tokens_upto
+from workbench.llm.tokens import count_tokens, count_tokens_upto
+from workbench.skill.names import inferred_skill_name, skill_name_problem
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

@@ -110,7 +110,7 @@ DEFAULT_TOKENIZER = CL100K
 
 @lru_cache(maxsize=1)
 def _embedded_tokenizer():
-    from workbench.gguf_tokenizer import tokenizer_from_gguf
+    from workbench.llm.gguf_tokenizer import tokenizer_from_gguf
     from workbench.llm.weights import installed_parts
 
     return tokenizer_from_gguf(installed_parts())
