@@ -30,7 +30,7 @@ from workbench.scaling import (
     bootstrap_intervals,
     derived_quantities,
     fit_model,
-    get_model,
+    get_law,
     simulate_outcomes,
 )
 from workbench.scaling.simulate import RECOVERY_SIZES, RECOVERY_TRUTH
@@ -61,7 +61,7 @@ def main() -> None:
 
     truth = TRUTH[args.model]
     datasets = ["A", "B"]
-    theta = np.array([truth[n] for n in get_model(args.model).param_names(datasets)])
+    theta = np.array([truth[n] for n in get_law(args.model).param_names(datasets)])
     true_fit = ScalingFit(args.model, datasets, theta, C_MEDIAN, 0.0, 0.0)
     options = FitOptions(maxiter=150)
     hits: dict[str, dict[str, list[int]]] = {m: {} for m in modes}

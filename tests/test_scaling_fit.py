@@ -15,11 +15,11 @@ from workbench.scaling import (
     FitOptions,
     Problem,
     fit_model,
-    get_model,
+    get_law,
     true_probability,
 )
 from workbench.scaling.fit import softplus, weighted_median
-from workbench.scaling.models import Design
+from workbench.scaling.laws import Design
 from workbench.scaling.simulate import RECOVERY_SIZES, RECOVERY_TRUTH
 
 QUICK = FitOptions(maxiter=120)
@@ -31,20 +31,20 @@ def test_full_logit_hand_value():
     # 0.5 - 1 + 2 * (1 - exp(-0.5 * 2)) * exp(-ln 2) = -0.5 + (1 - e^-1) = 0.1321205588...
     theta = np.array([0.5, 1.0, 2.0, 0.5, 1.0, math.log(2)])
     design = Design(np.array([0]), np.array([2.0]), np.array([1.0]))
-    z = get_model("full").logit(theta, design, 1)
+    z = get_law("full").logit(theta, design, 1)
     assert z[0] == pytest.approx(-0.5 + (1 - math.exp(-1)), abs=1e-12)
     # nested drops the damping: -0.5 + 2 * (1 - e^-1)
-    z = get_model("nested").logit(theta[:5], design, 1)
+    z = get_law("nested").logit(theta[:5], design, 1)
     assert z[0] == pytest.approx(-0.5 + 2 * (1 - math.exp(-1)), abs=1e-12)
     # additive: gamma + a ln N + b Ct = 0.5 + 1 * ln 2 + 2 * 1
-    z = get_model("additive").logit(np.array([0.5, 1.0, 2.0]), design, 1)
+    z = get_law("additive").logit(np.array([0.5, 1.0, 2.0]), design, 1)
     assert z[0] == pytest.approx(0.5 + math.log(2) + 2.0, abs=1e-12)
 
 
 @pytest.mark.parametrize("model", ["full", "nested", "additive"])
 def test_jacobian_matches_finite_differences_and_population_matches_loop(model):
     rng = np.random.default_rng(1)
-    family = get_model(model)
+    family = get_law(model)
     design = Design(rng.integers(0, 2, 40), rng.choice(SIZES, 40), rng.random(40) * 3)
     theta = np.array([-0.3, 0.4] + [0.7, 1.3, 0.6, 0.8, 0.4][: len(family.family_params)])
     jac = family.jacobian(theta, design, 2)

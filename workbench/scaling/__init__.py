@@ -58,7 +58,7 @@ from workbench.scaling.gains import (
     gain,
     gain_table,
 )
-from workbench.scaling.models import MODELS, SIMPLICITY_ORDER, SINGLE_SIZE_ORDER, get_model
+from workbench.scaling.laws import LAWS, SIMPLICITY_ORDER, SINGLE_SIZE_ORDER, get_law
 from workbench.scaling.outcomes import (
     REQUIRED_COLUMNS,
     OutcomesError,
@@ -78,7 +78,7 @@ __all__ = [
     "FitError",
     "FitOptions",
     "GainGrid",
-    "MODELS",
+    "LAWS",
     "OutcomesError",
     "Problem",
     "DEFAULT_REFIT",
@@ -100,7 +100,7 @@ __all__ = [
     "fit_model",
     "gain",
     "gain_table",
-    "get_model",
+    "get_law",
     "leave_one_scale_out",
     "load_cases",
     "load_outcomes",

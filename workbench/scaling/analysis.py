@@ -36,7 +36,7 @@ from workbench.scaling.crossval import (
 from workbench.scaling.fit import FitOptions, ScalingFit, fit_model, single_threaded_blas
 from workbench.scaling.gains import GainGrid, derived_quantities, gain_table
 from workbench.scaling.identify import bounds_note, complexity_not_identifiable, fallback_model
-from workbench.scaling.models import SIMPLICITY_ORDER, SINGLE_SIZE_ORDER
+from workbench.scaling.laws import SIMPLICITY_ORDER, SINGLE_SIZE_ORDER
 
 SINGLE_SIZE_NOTE = (
     "The outcomes hold one judge size, so no scale term can be estimated: the size-free "

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.scaling.fit import FitError, FitOptions, Problem, log_loss, single_threaded_blas
-from workbench.scaling.models import SIMPLICITY_ORDER, SINGLE_SIZE_ORDER, get_model
+from workbench.scaling.laws import SIMPLICITY_ORDER, SINGLE_SIZE_ORDER, get_law
 
 
 def session_keys(outcomes: pd.DataFrame) -> pd.Series:
@@ -99,7 +99,7 @@ def cross_validate(
     datasets = sorted(outcomes["dataset"].unique())
     results = {}
     for model in models:
-        get_model(model)
+        get_law(model)
         oof = np.full(len(outcomes), np.nan)
         for fold in range(k):
             test = folds == fold

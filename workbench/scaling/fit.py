@@ -17,7 +17,7 @@ from scipy.optimize import differential_evolution, minimize
 from scipy.special import expit
 
 from workbench.errors import WorkbenchError
-from workbench.scaling.models import Design, ModelFamily, get_model
+from workbench.scaling.laws import Design, LawFamily, get_law
 
 
 @contextlib.contextmanager
@@ -65,8 +65,8 @@ class ScalingFit:
     at_bounds: list[str] = field(default_factory=list)
 
     @property
-    def family(self) -> ModelFamily:
-        return get_model(self.model)
+    def family(self) -> LawFamily:
+        return get_law(self.model)
 
     @property
     def param_names(self) -> list[str]:
@@ -167,7 +167,7 @@ class Problem:
     ) -> ScalingFit:
         """Fit ``model`` by maximum (weighted) Bernoulli likelihood; see :class:`FitOptions`."""
         options = options or FitOptions()
-        family = get_model(model)
+        family = get_law(model)
         nd = len(self.datasets)
         w = np.ones(self.n_rows) if row_weights is None else np.asarray(row_weights, float)
         npat = self.code.size

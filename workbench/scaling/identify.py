@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from workbench.scaling.fit import ScalingFit
-from workbench.scaling.models import FAMILY_BOUNDS, GAMMA_BOUNDS, NO_TERMS, SIZE_ONLY
+from workbench.scaling.laws import FAMILY_BOUNDS, GAMMA_BOUNDS, NO_TERMS, SIZE_ONLY
 
 COMPLEXITY_TOLERANCE = 0.01
 

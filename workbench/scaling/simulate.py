@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from workbench.scaling.models import Design, get_model
+from workbench.scaling.laws import Design, get_law
 
 # Known parameters of each family (datasets A and B) and judge sizes, shared by the recovery
 # tests and the coverage benchmark so both study the same truth.
@@ -47,7 +47,7 @@ def simulate_outcomes(
     ``session_sd`` adds a shared per-session logit shift, which makes outcomes of a session
     correlated (what the session bootstrap is for).
     """
-    family = get_model(model)
+    family = get_law(model)
     rng = np.random.default_rng(seed)
     theta = np.array([params[name] for name in family.param_names(datasets)], dtype=float)
     frames = []
@@ -86,7 +86,7 @@ def true_probability(
     c_median: float = 10.0,
 ) -> np.ndarray:
     """P(correct) under the true parameters (population ``Ct = C / c_median``)."""
-    family = get_model(model)
+    family = get_law(model)
     theta = np.array([params[name] for name in family.param_names(datasets)], dtype=float)
     ds, n, c = np.broadcast_arrays(
         np.asarray(dataset, dtype=object), np.asarray(params_b, float), np.asarray(complexity, float)

@@ -1,4 +1,10 @@
-"""The three correctness-vs-scale model families and their linear predictors.
+"""The correctness-vs-scale laws: the families of curves a fit chooses among, and their
+linear predictors.
+
+Named ``laws`` (it was ``models``): in this product "model" means the language model (the
+judge, the extractor, ``workbench.llm``). What the statistics call a scaling *model* is
+here a law family (``LawFamily``, ``LAWS``, ``get_law``); the name a fit keeps of its family
+(``ScalingFit.model``, the ``--model`` option, saved reports) is unchanged.
 
 Every family predicts ``logit P`` for one judgment from the dataset, the judge size
 ``N`` (``params_b``, billions) and the scaled complexity ``Ct = C / median C`` (median taken
@@ -151,8 +157,8 @@ def _scale_jac(theta: np.ndarray, design: Design, nd: int, with_lambda: bool) ->
 
 
 @dataclass(frozen=True)
-class ModelFamily:
-    """One model family: its parameter names (after the gammas) and its linear predictor."""
+class LawFamily:
+    """One law family: its parameter names (after the gammas) and its linear predictor."""
 
     name: str
     family_params: tuple[str, ...]
@@ -176,27 +182,27 @@ class ModelFamily:
         return self._jac(np.asarray(theta, dtype=float), design, n_datasets)
 
 
-MODELS: dict[str, ModelFamily] = {
-    "intercept": ModelFamily(
+LAWS: dict[str, LawFamily] = {
+    "intercept": LawFamily(
         "intercept", (), _intercept_logit, _linear_jac, uses_size=False, uses_complexity=False
     ),
-    "complexity": ModelFamily(
+    "complexity": LawFamily(
         "complexity", ("b",), _complexity_logit, lambda t, d, nd: _linear_jac(t, d, nd, d.ct), uses_size=False
     ),
-    "size": ModelFamily(
+    "size": LawFamily(
         "size", ("a",), _size_logit, lambda t, d, nd: _linear_jac(t, d, nd, d.log_n),
         uses_complexity=False,
     ),
-    "additive": ModelFamily(
+    "additive": LawFamily(
         "additive", ("a", "b"), _additive_logit, lambda t, d, nd: _linear_jac(t, d, nd, d.log_n, d.ct)
     ),
-    "nested": ModelFamily(
+    "nested": LawFamily(
         "nested",
         ("eta", "beta", "rho", "alpha"),
         lambda t, d, nd: _scale_logit(t, d, nd, with_lambda=False),
         lambda t, d, nd: _scale_jac(t, d, nd, with_lambda=False),
     ),
-    "full": ModelFamily(
+    "full": LawFamily(
         "full",
         ("eta", "beta", "rho", "alpha", "lambda"),
         lambda t, d, nd: _scale_logit(t, d, nd, with_lambda=True),
@@ -212,10 +218,10 @@ SINGLE_SIZE_ORDER: tuple[str, ...] = ("intercept", "complexity")
 SIZE_ONLY, NO_TERMS = "size", "intercept"
 
 
-def get_model(name: str) -> ModelFamily:
+def get_law(name: str) -> LawFamily:
     """The family called ``name``; ``ValueError`` naming the valid choices otherwise."""
     try:
-        return MODELS[name]
+        return LAWS[name]
     except KeyError:
         raise ValueError(
             f"unknown scaling model {name!r}; choose one of "
