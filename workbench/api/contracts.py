@@ -24,8 +24,8 @@ from starlette.concurrency import run_in_threadpool
 
 from workbench.api.body import StrictJsonRoute, shorten_message
 from workbench.contracts.actions import Action
+from workbench.contracts.contract import Contract
 from workbench.contracts.guard import ContractCheckLog, check_call
-from workbench.contracts.model import Contract
 from workbench.contracts.trajectories import TrajectoryFormatError
 from workbench.identity.roles import Actor
 

@@ -11,13 +11,13 @@ agent runtime before each tool call (may I call X now, what is missing) and
 ``ContractCheckLog`` keeps the blocked calls as JSON Lines. Pure Python: no UI, no database.
 
 The pieces of a contract (phases, rules, checks, milestones, transitions, budgets) are
-``workbench.contracts.model``'s; callers only ever needed ``Contract`` from here.
+``workbench.contracts.contract``'s; callers only ever needed ``Contract`` from here.
 """
 
 from workbench.contracts.actions import Action
+from workbench.contracts.contract import Contract
 from workbench.contracts.guard import CallCheck, ContractCheckLog, check_call
 from workbench.contracts.metrics import ContractSummary, PcrOutcomeTable, outcome_class, summarize
-from workbench.contracts.model import Contract
 from workbench.contracts.replay import ReplayReport, Scorer, replay, replay_all
 from workbench.contracts.results import ContractState, Feedback, StepResult, TerminationVerdict
 from workbench.contracts.reward import (

@@ -28,7 +28,7 @@ from typing import Any
 
 from workbench.clock import utcnow
 from workbench.contracts.actions import Action
-from workbench.contracts.model import Contract
+from workbench.contracts.contract import Contract
 from workbench.contracts.runtime import ContractRuntime
 from workbench.contracts.trajectories import TrajectoryStep, steps_from_messages
 from workbench.identity.roles import Actor, require

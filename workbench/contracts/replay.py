@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.contracts.model import Contract
+from workbench.contracts.contract import Contract
 from workbench.contracts.results import StepResult, TerminationVerdict
 from workbench.contracts.runtime import ContractRuntime
 from workbench.contracts.trajectories import Trajectory

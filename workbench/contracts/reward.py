@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.contracts.model import Contract
+from workbench.contracts.contract import Contract
 from workbench.contracts.replay import ReplayReport, replay
 from workbench.contracts.trajectories import Trajectory, TrajectoryFormatError, steps_from_messages
 

@@ -56,7 +56,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 from workbench.contracts.actions import Action
-from workbench.contracts.model import (
+from workbench.contracts.contract import (
     ActionRule,
     Contract,
     Evidence,

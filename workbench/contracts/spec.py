@@ -45,8 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workbench.contracts.located_yaml import LocatedMap, YamlSyntaxError, load_located
-from workbench.contracts.model import (
+from workbench.contracts.contract import (
     DEFAULT_ERROR_PATTERN,
     DEFAULT_RECOVERY_DISCOUNT,
     Budgets,
@@ -56,6 +55,7 @@ from workbench.contracts.model import (
     Transition,
     TurnShape,
 )
+from workbench.contracts.located_yaml import LocatedMap, YamlSyntaxError, load_located
 from workbench.contracts.spec_reader import (
     ContractIssue,
     SpecReader,

@@ -7,8 +7,7 @@ import re
 import reprlib
 from typing import Any, NamedTuple
 
-from workbench.contracts.located_yaml import LocatedList, LocatedMap
-from workbench.contracts.model import (
+from workbench.contracts.contract import (
     ANY_TOOL,
     ActionRule,
     ArgCheck,
@@ -20,6 +19,7 @@ from workbench.contracts.model import (
     TextCheck,
     Transition,
 )
+from workbench.contracts.located_yaml import LocatedList, LocatedMap
 
 
 class ContractIssue(NamedTuple):

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.contracts.model import Contract
+from workbench.contracts.contract import Contract
 from workbench.contracts.reward import condition, progress_reward
 from workbench.contracts.trajectories import TrajectoryFormatError, read_trajectories
 from workbench.inputs import InputError, iter_jsonl, loads_json, read_input_text

@@ -1,4 +1,8 @@
-"""The contract's data model: phases, admitted actions, transitions, milestones, budgets.
+"""A contract as a value (``Contract``) and its parts: phases, admitted actions,
+transitions, milestones, budgets.
+
+Named ``contract`` (it was ``model``): in this product "model" means the language model
+(``workbench.llm``), and what this module holds is the contract itself.
 
 These are immutable values built by ``workbench.contracts.spec`` from a YAML file; the
 runtime (``workbench.contracts.runtime``) interprets them. Matching an action against a rule
