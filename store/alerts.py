@@ -33,7 +33,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, UniqueConstraint, col, select
 
-from store.models import AuditResultRow
+from store.core_tables import AuditResultRow
 from store.session import retry_conflicts, write_session
 from workbench.alerts.delivery import Deliverer, Pending
 from workbench.alerts.hooks import on_audited

@@ -8,7 +8,7 @@ import json
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from store.models import AuditResultRow, CaseRow
+from store.core_tables import AuditResultRow, CaseRow
 from store.session import where_given
 from workbench.annotation.inspection import (
     InspectionCase,

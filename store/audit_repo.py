@@ -27,7 +27,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from store.models import AuditResultRow, CaseRow
+from store.core_tables import AuditResultRow, CaseRow
 from store.session import retry_conflicts, where_given, write_session
 from workbench.audit.cases import LABELS, AuditCase, CaseFormatError, case_from_dict
 from workbench.audit.identifiers import id_problem

@@ -42,7 +42,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - tr
 
 
 def make_engine(url: str | None = None) -> Engine:
-    """Create an engine and every table the imported models define.
+    """Create an engine and every table the imported table modules define.
 
     Table modules register themselves on ``SQLModel.metadata`` when imported; this imports
     them all (``store.tables``) so one call gives a complete schema.
@@ -137,8 +137,8 @@ def migrate(conn) -> None:
     config.attributes["connection"] = conn
     tables = set(inspect(conn).get_table_names())
     if tables and "alembic_version" not in tables:
-        # create_all builds every table the models define, i.e. the schema of the newest
-        # revision (tests/test_store_migrations.py keeps models and migrations in step), so
+        # create_all builds every table the table classes define, i.e. the schema of the newest
+        # revision (tests/test_store_migrations.py keeps tables and migrations in step), so
         # the database is stamped "head": stamping the baseline would replay later revisions'
         # CREATE TABLEs over the tables create_all just made.
         SQLModel.metadata.create_all(conn)

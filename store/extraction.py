@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
-from store.models import utcnow
+from store.core_tables import utcnow
 from store.session import retry_conflicts, write_session
 
 

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, select
 
-from store.models import utcnow
+from store.core_tables import utcnow
 from store.session import retry_conflicts, write_session
 from workbench.identity.roles import COMMAND_LINE, ROLES, Actor, NotAllowed, require
 from workbench.identity.sign_in import (

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from store import skill_trust
-from store.models import EdgeRow, EditRecord, RuleRow, SkillVersion
+from store.core_tables import EdgeRow, EditRecord, RuleRow, SkillVersion
 from store.session import retry_conflicts, write_session
 from workbench.errors import WorkbenchError
 from workbench.graph import Edge, EdgeDecision, PolicyIndex, Rule, RuleGraph, SkillGraph, Span

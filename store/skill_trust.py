@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from sqlmodel import Field, Session, SQLModel, select
 
-from store.models import SkillVersion, utcnow
+from store.core_tables import SkillVersion, utcnow
 from workbench.graph import Edge, EdgeDecision, RuleGraph, SkillGraph, Span
 
 

@@ -95,7 +95,7 @@ def test_stored_audit_results_become_cases(engine):
     from sqlmodel import Session
 
     from store.annotation_cases import audit_result_count, inspection_cases
-    from store.models import AuditResultRow
+    from store.core_tables import AuditResultRow
 
     with Session(engine) as session:
         session.add(AuditResultRow(run_id="r1", dataset="d", case_id="c1", strategy="skillcdg",

@@ -6,7 +6,7 @@ from __future__ import annotations
 def test_one_clock_is_timezone_aware() -> None:
     from datetime import UTC, datetime, timedelta
 
-    import store.models
+    import store.core_tables
     import workbench.review.queue
     from workbench.annotation import labels
     from workbench.clock import utcnow
@@ -15,4 +15,4 @@ def test_one_clock_is_timezone_aware() -> None:
     assert now.tzinfo is not None and now.utcoffset() == timedelta(0)
     assert abs(now - datetime.now(UTC)) < timedelta(seconds=5)
     # The old per-module clocks are this one (re-exported where other modules import them).
-    assert store.models.utcnow is workbench.review.queue.utcnow is labels.utcnow is utcnow
+    assert store.core_tables.utcnow is workbench.review.queue.utcnow is labels.utcnow is utcnow

@@ -81,8 +81,8 @@ def db(tmp_path, monkeypatch):
 def stored_rows(url: str) -> tuple[int, int]:
     from sqlmodel import Session, func, select
 
+    from store.core_tables import AuditResultRow, CaseRow
     from store.db import make_engine
-    from store.models import AuditResultRow, CaseRow
 
     eng = make_engine(url)
     with Session(eng) as session:

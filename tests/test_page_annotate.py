@@ -243,7 +243,7 @@ def test_cdg_inspection_from_uploaded_traces(db):
 def test_cdg_inspection_of_stored_traces_by_a_reviewer(db):
     from sqlmodel import Session
 
-    from store.models import AuditResultRow
+    from store.core_tables import AuditResultRow
 
     trace = {"id": "c7", "strategy": "skillcdg", "skills": ["refunds"],
              "closure": {"refunds": ["R2", "R1"]}, "context": "[R2] ...",

@@ -101,7 +101,7 @@ def test_concurrent_writers_in_threads_and_processes_lose_nothing(store_url, spa
 def test_run_traces_carry_run_ids_and_skip_damaged_rows(engine):
     from sqlmodel import Session
 
-    from store.models import AuditResultRow
+    from store.core_tables import AuditResultRow
 
     save_traces(engine, [AuditTrace("c1", "cdg"), AuditTrace("c2", "cdg")], "r1", "demo", actor=COMMAND_LINE)
     save_traces(engine, [AuditTrace("c1", "raw")], "r2", "demo", actor=COMMAND_LINE)

@@ -169,7 +169,7 @@ def test_a_huge_model_answer_does_not_blow_up_traces_or_the_database(engine):
     save_traces(engine, [trace], "R", "ds", actor=COMMAND_LINE)
     from sqlmodel import Session, select
 
-    from store.models import AuditResultRow
+    from store.core_tables import AuditResultRow
 
     with Session(engine) as session:
         row = session.exec(select(AuditResultRow)).one()

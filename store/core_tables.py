@@ -1,4 +1,8 @@
-"""SQLModel tables of the workbench.
+"""The core tables every area builds on: SKILL versions with their rules, edges and edit
+history, and audit cases with their results.
+
+Named ``core_tables`` (it was ``models``): in this product "model" means the language model
+(``workbench.llm``). Table names and columns are unchanged (``store/migrations/`` holds them).
 
 SKILLs are versioned: a re-upload with different content, or an edit, adds a
 ``SkillVersion``; older versions stay readable. Rules and edges belong to one version.
