@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.safe import md
-from workbench.evaluate.curve_figure import evaluations_dir
+from workbench.settings import evaluations_dir
 
 KIND = "activation-scorers"
 BUNDLED = Path(__file__).resolve().parent.parent / "docs" / "evaluations"

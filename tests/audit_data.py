@@ -28,7 +28,7 @@ def demo_index() -> PolicyIndex:
 
 def long_sample(folder: Path) -> tuple[AuditIndex, list[AuditCase]]:
     """The CompliBench sample imported into ``folder`` with its long policy: index and cases."""
-    from workbench.evaluate.complibench import import_complibench
+    from workbench.audit.importers.complibench import import_complibench
 
     import_complibench(COMPLIBENCH_SAMPLE, folder, long=True)
     return AuditIndex(PolicyIndex.load(folder / "index.json")), load_cases(folder / "cases.jsonl")

@@ -16,7 +16,7 @@ from workbench.audit.policy import AuditIndex
 from workbench.audit.runner import run_audit
 from workbench.audit.trace_file import read_traces
 from workbench.cli import main
-from workbench.evaluate.complibench import import_complibench
+from workbench.audit.importers.complibench import import_complibench
 from workbench.graph import PolicyIndex
 from workbench.identity.roles import COMMAND_LINE
 

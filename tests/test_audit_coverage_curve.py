@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from workbench.audit.cases import load_cases
 from workbench.audit.policy import AuditIndex
 from workbench.cli import main
-from workbench.evaluate.complibench import import_complibench
+from workbench.audit.importers.complibench import import_complibench
 from workbench.evaluate.coverage_curve import coverage_curve, format_curve
 from workbench.evaluate.curve_figure import curve_figure, sweep_figure
 from workbench.evaluate.length_sweep import (

@@ -25,7 +25,8 @@ from tests.library_baselines import assert_curve_and_sweep, assert_resumes, audi
 from tests.scripted import HashEncoder, ScriptedTransport, scripted_gateway
 from workbench.audit.baselines.graphrag_context import GraphragRetriever, kg_section
 from workbench.audit.baselines.graphrag_index import GatewayCall, GraphragUnavailable, _graphrag, as_messages
-from workbench.audit.strategies import STRATEGIES, GraphragStrategy, get_strategy, needs_gateway
+from workbench.audit.baselines.strategies import GraphragStrategy
+from workbench.audit.strategies import STRATEGIES, get_strategy, needs_gateway
 from workbench.evaluate.baseline_costs import format_cost_rows
 from workbench.llm.config import load_config
 from workbench.llm.gateway import Gateway

@@ -25,9 +25,10 @@ from workbench.audit.baselines import (
     LightragUnavailable,
 )
 from workbench.audit.baselines.lightrag_index import _lightrag
+from workbench.audit.baselines.strategies import LightragStrategy
 from workbench.audit.pipeline import AuditOptions, audit_case
 from workbench.audit.policy import AuditIndex
-from workbench.audit.strategies import STRATEGIES, LightragStrategy, get_strategy, needs_gateway
+from workbench.audit.strategies import STRATEGIES, get_strategy, needs_gateway
 from workbench.evaluate.coverage_curve import covers
 from workbench.graph import PolicyIndex
 from workbench.llm.config import load_config

@@ -136,10 +136,12 @@ def test_bfloat16_on_a_cpu_without_native_bf16_is_flagged_as_slow(tmp_path):
 
 
 def test_loading_in_bfloat16_on_such_a_cpu_warns_before_it_loads(tmp_path, monkeypatch):
-    import workbench.train.models as models
+    import torch
 
-    monkeypatch.setattr(models, "cpu_flags", lambda *a: {"avx", "avx2"})
-    monkeypatch.setattr(models.torch.cuda, "is_available", lambda: False)
+    import workbench.llm.transformers_load as loading
+
+    monkeypatch.setattr(loading, "cpu_flags", lambda *a: {"avx", "avx2"})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.warns(UserWarning, match="--dtype float32"), \
             pytest.raises(ModelLoadError, match="could not load a causal LM"):
         load_model(tmp_path, trainable=False, dtype="bfloat16")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from workbench.errors import WorkbenchError
 
@@ -114,6 +115,12 @@ FAMILIES: tuple[Family, ...] = (
     Family("WORKBENCH_EMBEDDED_<SETTING>", "an [embedded] setting of the embedded model"),
     Family("WORKBENCH_API_<KEY>", "an [api] setting of `workbench api`"),
 )
+
+
+def evaluations_dir() -> Path:
+    """Where ``workbench evaluate`` and the studies write results and the Evaluate page reads
+    them (``WORKBENCH_EVAL_DIR``, default ``.workbench/evaluations``)."""
+    return Path(EVAL_DIR.read() or Path(".workbench") / "evaluations")
 
 
 def role_prefix(role: str) -> str:

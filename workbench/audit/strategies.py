@@ -19,20 +19,21 @@ text; the same judge and prompt skeleton then judge it, so every comparison is l
 
 The options, the context and the seed target / judge's room are in ``policy_context.py``;
 ``cdg`` and its ablations in ``rule_strategies.py``; the baselines in
-``baseline_strategies.py``. This module is their registry.
+``baseline_strategies.py``; LightRAG and GraphRAG, part of the research lab, in
+``workbench.audit.baselines.strategies``. This module is their registry: it names the lab's
+two by module path (:class:`LabStrategy`), so the product imports no lab module
+(``tests/test_product_lab.py``) and an install without the lab says how to get it.
 """
 
 from __future__ import annotations
 
-from workbench.audit.baseline_strategies import (
-    Bm25Strategy,
-    DenseStrategy,
-    GraphragStrategy,
-    LightragStrategy,
-    RawStrategy,
-)
+import importlib
+from dataclasses import dataclass
+
+from workbench.audit.baseline_strategies import Bm25Strategy, DenseStrategy, RawStrategy
 from workbench.audit.policy_context import Strategy
 from workbench.audit.rule_strategies import CdgStrategy, NoClosureStrategy, NoKeywordsStrategy
+from workbench.errors import WorkbenchError
 from workbench.vocabulary import Render, Seeding, StrategyName
 
 # Named context forms for the UI: the default, and the first version's keyword seeds with the
@@ -42,15 +43,42 @@ CONTEXT_FORMS: dict[str, dict[str, str]] = {
     "keyword seeds, full rules (v1)": {"seeding": Seeding.KEYWORDS, "render": Render.FULL},
 }
 
-STRATEGIES: dict[str, type] = {
+LAB_MODULE = "workbench.audit.baselines.strategies"
+LAB_INSTALL = "pip install '.[lab]'"
+
+
+class LabUnavailable(WorkbenchError, ValueError):
+    """A lab strategy was asked for where the lab is not installed; the message says how."""
+
+
+@dataclass(frozen=True)
+class LabStrategy:
+    """A strategy of the research lab, imported on first use by module path and class name."""
+
+    cls: str
+    uses_gateway: bool = True  # LightRAG and GraphRAG index each SKILL through the model
+
+    def resolve(self) -> type:
+        try:
+            module = importlib.import_module(LAB_MODULE)
+        except ImportError as exc:
+            raise LabUnavailable(f"this strategy belongs to the research lab, which is not "
+                                 f"installed here ({exc}); install it with {LAB_INSTALL}") from None
+        return getattr(module, self.cls)
+
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
+
+STRATEGIES: dict[str, type | LabStrategy] = {
     StrategyName.CDG: CdgStrategy,
     StrategyName.RAW: RawStrategy,
     StrategyName.BM25: Bm25Strategy,
     StrategyName.DENSE: DenseStrategy,
     StrategyName.NO_CLOSURE: NoClosureStrategy,
     StrategyName.NO_KEYWORDS: NoKeywordsStrategy,
-    StrategyName.LIGHTRAG: LightragStrategy,
-    StrategyName.GRAPHRAG: GraphragStrategy,
+    StrategyName.LIGHTRAG: LabStrategy("LightragStrategy"),
+    StrategyName.GRAPHRAG: LabStrategy("GraphragStrategy"),
 }
 
 

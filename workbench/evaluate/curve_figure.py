@@ -8,15 +8,9 @@ reads tags in text, and strategy or dataset names come from files.
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from typing import Any
 
-from workbench.settings import EVAL_DIR
-
-
-def evaluations_dir() -> Path:
-    """Where ``workbench evaluate`` writes results and the Evaluate page reads them."""
-    return Path(EVAL_DIR.read() or Path(".workbench") / "evaluations")
+from workbench.settings import evaluations_dir  # noqa: F401  (re-exported for the studies)
 
 
 def _check(result: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:

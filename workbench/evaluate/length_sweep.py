@@ -1,4 +1,4 @@
-"""Length sweep (second SkillCDG paper, RQ3): the same cases against ever longer SKILLs.
+"""Length sweep (second paper, RQ3): the same cases against ever longer SKILLs.
 
 Conversations and gold stay fixed; each case's SKILL is rebuilt at a controlled length by
 adding clauses that do not apply to it: first the workflows of the domain's other intents
@@ -24,12 +24,12 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.metrics import aligned_lines, compute_metrics
 from workbench.errors import WorkbenchError
-from workbench.evaluate.complibench import (
+from workbench.audit.importers.complibench import (
     Conversation,
     Workflow,
     build_skill,
@@ -42,6 +42,9 @@ from workbench.graph import PolicyIndex
 from workbench.inputs import read_input_text
 from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import JudgeMode
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 DEFAULT_LENGTHS = (4000, 8000, 12000, 20000, 28000, 36000)
 TOLERANCE = 0.10  # a SKILL below (1 - TOLERANCE) x its target length is "short"
@@ -279,7 +282,7 @@ def judge_sample(cases: list[AuditCase], n: int) -> list[AuditCase]:
     return out
 
 
-def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: Any, opts: Any,
+def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: ModelGateway, opts: Any,
             concurrency: int) -> tuple[int, float | None, float | None, dict[str, int]]:
     """Audit ``sample`` with the judge: (judged cases, ACC, violation-F1, error counts)."""
     import math
@@ -303,7 +306,7 @@ def run_sweep(
     strategies: tuple[str, ...] = CURVE_STRATEGIES,
     options: Any = None,
     progress: Any = None,
-    gateway: Any = None,
+    gateway: ModelGateway | None = None,
     judge_sample_size: int = 0,
     concurrency: int = 1,
 ) -> list[SweepRow]:

@@ -50,7 +50,7 @@ class ActivationReader:
         try:
             import torch
 
-            from workbench.train.models import ModelLoadError, load_model, render_prompt
+            from workbench.llm.transformers_load import ModelLoadError, load_model, render_prompt
         except ImportError as exc:  # the lab extra is not installed
             raise ActivationReaderError(
                 f"reading the judge's activations needs torch and transformers ({exc}); "
