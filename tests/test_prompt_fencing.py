@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from workbench.audit.cases import AuditCase, Turn
-from workbench.audit.prompts import build_messages
 from workbench.extract.fusion import fusion_request
 from workbench.extract.prompts import PROMPT_DIR, load_prompt
 from workbench.graph import Rule, Span
@@ -35,19 +34,17 @@ TAG = re.compile(r"<\s*/?\s*(" + "|".join(DATA_TAGS) + r")\b", re.I)
 
 
 def templates() -> list[Path]:
-    """Every file in the prompt folder: each is a template the workbench fills, so one
-    added later (a new judge mode, a new extraction step) is covered without listing it."""
-    return sorted(p for p in PROMPT_DIR.iterdir() if p.is_file() and not p.name.startswith("."))
+    """Every file in the prompt folder but its Python modules (the reader, the fencing): each
+    is a template the workbench fills, so one added later (a new judge mode, a new extraction
+    step) is covered without listing it."""
+    return sorted(p for p in PROMPT_DIR.iterdir()
+                  if p.is_file() and not p.name.startswith(".") and p.suffix != ".py")
 
 
 def fill(path: Path, value: str) -> list[dict[str, str]]:
     """Messages of template ``path`` with every placeholder holding ``value``, built by the
-    function the workbench builds that template's requests with."""
-    text = path.read_text(encoding="utf-8")
-    if "[system]\n" in text:  # audit templates: $name placeholders
-        names = set(re.findall(r"\$(\w+)", text))
-        return build_messages(path.stem, **{n: value for n in names})
-    prompt = load_prompt(path.stem)  # extraction and fusion templates: {{name}} placeholders
+    one template reader every request (audit, extraction, fusion) is built with."""
+    prompt = load_prompt(path.stem)
     return prompt.render(**{n: value for n in prompt.placeholders()})
 
 

@@ -34,6 +34,7 @@ from workbench.audit.keywords import (
 from workbench.audit.parts import SPLITS, judge_in_parts, plan_parts, render_part
 from workbench.audit.policy import AuditIndex
 from workbench.audit.policy_context import ContextOptions, ContextUnavailable, PolicyContext, Strategy
+from workbench.audit.prompts import load_prompt
 from workbench.audit.routing import DEFAULT_MAX_SKILLS, Routing, RoutingError, route
 from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditError, AuditTrace, ModelCall, WindowFit
@@ -134,6 +135,8 @@ def audit_case(
         keywords_method=opts.keywords, judge_mode=opts.judge_mode,
         prompt_version=PROMPTS.get(opts.judge_mode, ""),
     )
+    if trace.prompt_version:
+        trace.prompt_sha256 = load_prompt(trace.prompt_version).sha256
     trace.settings = _settings(opts, gateway)
     laps = _Laps(trace)
     try:

@@ -139,7 +139,10 @@ class AuditTrace:
     usage: list[ModelCall] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     prompts: list[dict[str, Any]] = field(default_factory=list)  # kept when asked for
-    prompt_version: str = ""
+    prompt_version: str = ""  # the judge template's label, e.g. "judge_v3" ("" unjudged)
+    # SHA-256 of that template file (workbench.prompts.template): which text of the version
+    # the prompts came from. Empty when unjudged and in traces written before it was kept.
+    prompt_sha256: str = ""
     # What shaped the audit besides strategy, judge mode and keywords: seeding, the token
     # target aimed at, rendering, split, and the model string of each role called (never an
     # address or key). Empty for traces written before it was kept.

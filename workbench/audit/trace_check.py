@@ -114,7 +114,7 @@ TRACE: dict[str, Check] = {
     "closure_paths": _str_map(_str_map(_strs)), "passages": _strs,
     "units": _strs, "unit_spans": _unit_spans, "fallback": _opt_str, "context": _str,
     "context_tokens": _int, "timings_ms": _str_map(_num), "prompts": _dicts,
-    "prompt_version": _str, "version": _int, "online_tokens": _num, "latency_ms": _num,
+    "prompt_version": _str, "prompt_sha256": _str, "version": _int, "online_tokens": _num, "latency_ms": _num,
     "settings": lambda v: isinstance(v, dict) and all(
         x is None or isinstance(x, str | int | float | bool | dict) for x in v.values()),
 }

@@ -203,6 +203,8 @@ class _Run:
             extract_prompt=self.xprompt.id,
             fuse_prompt=self.fprompt.id,
             max_block_tokens=self.limit,
+            extract_prompt_sha256=self.xprompt.sha256,
+            fuse_prompt_sha256=self.fprompt.sha256,
             started_at=utcnow().isoformat(timespec="seconds"),
             warnings=list(doc.warnings),
         )

@@ -59,7 +59,7 @@ class ExtractionReport:
     source_tokens: int
     extractor_model: str
     fuser_model: str
-    extract_prompt: str
+    extract_prompt: str  # the template's id: name, version and hash prefix ("units_v1@886c20a6")
     fuse_prompt: str
     max_block_tokens: int
     blocks: list[BlockReport] = field(default_factory=list)
@@ -83,6 +83,10 @@ class ExtractionReport:
     wall_s: float = 0.0
     started_at: str = ""
     warnings: list[str] = field(default_factory=list)
+    # The full SHA-256 of each template file (workbench.prompts.template), as audit traces keep
+    # the judge's; empty in reports written before it was kept.
+    extract_prompt_sha256: str = ""
+    fuse_prompt_sha256: str = ""
 
     # -- figures --------------------------------------------------------------------------
     @property

@@ -1,9 +1,9 @@
 """The data fencing every prompt uses: text from users, policies, conversations and models
 can neither close a block of the prompt nor write a chat-template token.
 
-:func:`defuse` is applied to every value any prompt template is filled with (audit prompts
-in ``workbench.audit.prompts``, extraction and fusion prompts in
-``workbench.extract.prompts``, the repair turn of a structured call): text that looks like
+:func:`defuse` is applied to every value any prompt template is filled with (by the one
+template reader, ``workbench.prompts.template``: audit, extraction and fusion prompts alike;
+and the repair turn of a structured call): text that looks like
 one of the prompts' data tags (``<policy>``, ``</reply>``) or like a chat-template token
 (``<|im_end|>``) is rewritten with a look-alike that the model reads the same but that
 neither the server's tokenizer nor the template treats as structure. Ordinary text is left
