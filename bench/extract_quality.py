@@ -9,7 +9,7 @@ pairs (``workbench extract evaluate``), for:
   what the text alone gives, with no model edge;
 - ``quotes``: issue 14's first pass, the quoting extractor (prompt ``extract_v1``, the model
   copies each rule's sentence) with the non-rule filter and cues (``extracted/quotes``);
-- ``now``: the current recorded extraction (``fixtures/demo/extracted``: the units extractor,
+- ``now``: the current recorded extraction (``fixtures/demo/extracted``: the sentence extractor,
   prompt ``units_v1``), edges as extracted (proposals not counted), and with its proposals
   accepted.
 

@@ -38,7 +38,7 @@ LEGACY = {"extract_prompt": "extract_v1", "on_rule_cap": "report", "fuse_prompt"
 V1_INDEX, V1_REPORTS = load(OUT / "v1")
 # quotes/: issue 14's first pass, the quoting extractor (extract_v1: the model copies each
 # rule's sentence) with the rule-cap split, cues and the non-rule filter; the default is now
-# the units extractor (units_v1: the model judges pre-cut numbered sentences).
+# the sentence extractor (units_v1: the model judges pre-cut numbered sentences).
 QUOTES = {"extract_prompt": "extract_v1"}
 QUOTES_INDEX, QUOTES_REPORTS = load(OUT / "quotes")
 SAVED = {"v1": (V1_INDEX, V1_REPORTS), "quotes": (QUOTES_INDEX, QUOTES_REPORTS), "now": (INDEX, REPORTS)}

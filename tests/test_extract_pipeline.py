@@ -27,7 +27,7 @@ from workbench.skill.document import parse_skill
 NORMATIVE = re.compile(r"\b(must|never|may|cannot|should|only)\b", re.I)
 
 # These tests drive the quoting extractor (prompt extract_v1: the model copies each rule's
-# sentence) with scripted answers; the default units extractor has test_extract_units.py.
+# sentence) with scripted answers; the default sentence extractor (units_v1) has test_extract_sentences.py.
 extract_skill = functools.partial(extract_with_options, extract_prompt="extract_v1")
 
 

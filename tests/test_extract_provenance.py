@@ -47,7 +47,7 @@ The agent must greet every caller.
 """
 
 # These tests drive the quoting extractor (prompt extract_v1: the model copies each rule's
-# sentence) with scripted answers; the default units extractor has test_extract_units.py.
+# sentence) with scripted answers; the default sentence extractor (units_v1) has test_extract_sentences.py.
 extract_skill = functools.partial(extract_with_options, extract_prompt="extract_v1")
 
 

@@ -2,9 +2,9 @@
 
 Two answer forms, chosen by the prompt:
 
-- ``units`` (prompt ``units_v1``): the block is cut into numbered sentences and list items
-  and the model gives a verdict for every number; a chunk it cannot answer is asked again
-  in halves, down to one unit.
+- sentences (prompt ``units_v1``): the block is cut into numbered sentences and list items
+  (``workbench.extract.sentences``) and the model gives a verdict for every number; a chunk
+  it cannot answer is asked again in halves, down to one sentence.
 - quotes (``extract_v1``): the model lists rules and copies each one's sentence; a piece
   whose answer is unusable or too long is halved and each half asked again, and an answer
   listing as many rules as its schema allows is asked again in halves (or, with
@@ -27,16 +27,16 @@ from workbench.extract.schema import (
     extraction_schema,
     validate_extraction,
 )
-from workbench.extract.steps import StepStore, step_key
-from workbench.extract.units import (
+from workbench.extract.sentences import (
     chunks,
     merge_answers,
     opening,
-    render_units,
-    split_units,
-    units_schema,
-    validate_units_answer,
+    render_sentences,
+    sentences_schema,
+    split_sentences,
+    validate_sentences_answer,
 )
+from workbench.extract.steps import StepStore, step_key
 from workbench.llm import Gateway, ModelCallError
 from workbench.llm.tokens import count_tokens
 
@@ -45,7 +45,7 @@ from workbench.llm.tokens import count_tokens
 SPLITTABLE = frozenset({"invalid_output", "context_overflow"})
 TOKENS_PER_RULE = 120  # answer tokens one extracted rule takes, generously
 EXTRACT_SCHEMA_NAME = "rules"
-UNITS_PROMPT_NAME = "units"
+SENTENCES_PROMPT_NAME = "units"  # the prompt's name (units_v1): numbered sentences
 
 
 @dataclass
@@ -56,7 +56,7 @@ class ExtractedBlock:
     cached: bool
     errors: list[str] = field(default_factory=list)
     reused_tokens: int = 0
-    requests: int = 1  # model requests the block took (pieces, or chunks of units)
+    requests: int = 1  # model requests the block took (pieces, or chunks of sentences)
     cap_splits: int = 0  # answers that hit the rule cap and were asked again in halves
     capped: int = 0  # answers at the cap whose text was too short to split
 
@@ -93,9 +93,9 @@ class BlockExtractor:
                  settings: dict, on_rule_cap: str) -> None:
         self.gateway, self.prompt, self.skill, self.store = gateway, prompt, skill, store
         self.settings, self.on_rule_cap = settings, on_rule_cap
-        # A "units" prompt answers with sentence numbers over a pre-cut text (units.py)
+        # The "units" prompt answers with sentence numbers over a pre-cut text (sentences.py)
         # instead of quotes the model copies; the prompt decides the answer's form.
-        self.by_units = prompt.name == UNITS_PROMPT_NAME
+        self.by_sentences = prompt.name == SENTENCES_PROMPT_NAME
 
     def key(self, block: PlannedBlock) -> str:
         return step_key(
@@ -122,30 +122,30 @@ class BlockExtractor:
     def extract(self, block: PlannedBlock) -> ExtractedBlock:
         """Ask the model about ``block`` (in the prompt's answer form) and store a complete
         answer."""
-        return self._by_units(block) if self.by_units else self._by_quotes(block)
+        return self._by_sentences(block) if self.by_sentences else self._by_quotes(block)
 
     def _step(self, block: PlannedBlock) -> str:
         return f"extract:{self.skill}/{block.key}"
 
-    def _by_units(self, block: PlannedBlock) -> ExtractedBlock:
-        """Ask the extractor which of the block's numbered units are rules, a chunk of units
-        at a time; a chunk the model cannot answer for is asked again in halves."""
-        units = split_units(block.text)
-        queue = chunks(units)
+    def _by_sentences(self, block: PlannedBlock) -> ExtractedBlock:
+        """Ask the extractor which of the block's numbered sentences are rules, a chunk of
+        sentences at a time; a chunk the model cannot answer for is asked again in halves."""
+        sentences = split_sentences(block.text)
+        queue = chunks(sentences)
         answers, errors = [], []
         prompt_tokens = completion_tokens = requests = 0
         while queue:
             chosen = queue.pop(0)
             messages = self.prompt.render(section=block.section,
-                                          text=render_units(block.text, units, chosen))
+                                          text=render_sentences(block.text, sentences, chosen))
 
             def check(data, chosen=chosen):
-                return validate_units_answer(data, block.text, units, chosen)
+                return validate_sentences_answer(data, block.text, sentences, chosen)
 
             try:
                 res = self.gateway.complete_json(
                     role="extractor", messages=messages,
-                    schema=units_schema([opening(block.text, units[i]) for i in chosen]),
+                    schema=sentences_schema([opening(block.text, sentences[i]) for i in chosen]),
                     schema_name=EXTRACT_SCHEMA_NAME, step=self._step(block),
                     validate=check,
                 )
@@ -155,14 +155,14 @@ class BlockExtractor:
                 if len(chosen) > 1:
                     queue[:0] = [chosen[: len(chosen) // 2], chosen[len(chosen) // 2 :]]
                 else:
-                    u = units[chosen[0]]
-                    errors.append(f"chars {u.start}-{u.end}: {exc.kind} ({exc.detail[:160]})")
+                    first = sentences[chosen[0]]
+                    errors.append(f"chars {first.start}-{first.end}: {exc.kind} ({exc.detail[:160]})")
                 continue
             requests += 1
             prompt_tokens += res.usage.prompt_tokens
             completion_tokens += res.usage.completion_tokens
             answers.append(res.checked)
-        result = merge_answers(answers, units)
+        result = merge_answers(answers, sentences)
         if not errors:
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
             self.store.put(self.key(block), "extract",

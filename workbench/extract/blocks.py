@@ -1,4 +1,4 @@
-"""Extraction units: heading blocks with stable keys, split to fit a token limit.
+"""What the extractor is asked about: heading blocks with stable keys, split to fit a token limit.
 
 A block's *key* is a slug of its heading (``refunds``; ``refunds-2`` for a second heading of
 the same name; ``refunds-p2`` for the second part of a long block; ``intro`` for text before
@@ -32,7 +32,7 @@ _BOUNDARIES = (
 
 @dataclass(frozen=True)
 class PlannedBlock:
-    """One extraction unit: ``text`` is ``source[start:end]`` of the SKILL."""
+    """One block the extractor is asked about: ``text`` is ``source[start:end]`` of the SKILL."""
 
     key: str
     section: str  # heading path shown to the model, e.g. "Refunds > Gift cards (part 2)"

@@ -7,14 +7,14 @@
 2. Extract each block with the ``extractor`` role under a JSON schema, blocks running
    concurrently up to the role's concurrency (one block: ``block_extraction``). By default
    (prompt ``units_v1``) the block is cut into numbered sentences and list items first and
-   the model gives a verdict for every number (``units``): spans are exact and no sentence
+   the model gives a verdict for every number (``sentences``): spans are exact and no sentence
    can be skipped or capped; a chunk it cannot answer is asked again in halves. With
    ``extract_v1`` the model lists rules and copies each one's sentence: a block whose answer
    is unusable or too long for the context is halved and each half asked again, down to a
    sentence or two, and an answer listing as many rules as its schema allows is asked again
    in halves (or, with ``on_rule_cap="report"``, flagged in the report), so no rule is lost
    silently at the cap.
-3. Validate, locate every quote in the source (a unit is its own span), drop untraceable
+3. Validate, locate every quote in the source (a cut sentence is its own span), drop untraceable
    rules as ``source_span_error``, rebase ids to ``<block key>-R<n>``; take out rules that
    carry no obligation (``nonrules``), listed in the report.
 4. Read edge candidates from the text (``cues``). For every block after the first, ask the

@@ -51,7 +51,7 @@ def rebase_block(block: PlannedBlock, extraction: BlockExtraction) -> RebasedBlo
     pieces = extraction.pieces or [(0, len(block.text))]
     for r in extraction.rules:
         a, b = pieces[r.piece] if 0 <= r.piece < len(pieces) else (0, len(block.text))
-        # A quote that is its whole piece (a unit cut by units.py) is exact whatever its length.
+        # A quote that is its whole piece (a sentence cut by sentences.py) is exact whatever its length.
         piece = block.text[a:b]
         if r.quote.strip() and piece.strip() == r.quote.strip():
             lead = len(piece) - len(piece.lstrip())

@@ -77,8 +77,8 @@ class LocalRule:
     action: str
     modality: str
     piece: int = 0  # which piece of the block it came from (blocks split after a failure)
-    # "model", or "obligation": a unit the model called "other" whose text states a duty
-    # (workbench.extract.units.obligation_word), kept so a small model cannot drop it.
+    # "model", or "obligation": a sentence the model called "other" whose text states a duty
+    # (workbench.extract.sentences.obligation_word), kept so a small model cannot drop it.
     provenance: str = "model"
 
 

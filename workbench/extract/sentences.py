@@ -3,18 +3,27 @@
 Asked to copy each rule's sentence "character for character", the 1.5B embedded model
 invents sentences ("Bags must be checked in before departure.") and skips list items: on the
 demo airline policy 13 of its rules were dropped as untraceable and whole bullet lists
-(booking, baggage) were never extracted. So in ``units`` mode the text is cut first, by
-rule, into *units* (a list item, or a sentence of a paragraph or of a long item), shown to
-the model numbered, and the model only says which units are rules and what they require:
+(booking, baggage) were never extracted. So with prompt ``units_v1`` (the default) the text is
+cut first, by rule, into *sentences* (a sentence of a paragraph, a list item, or a sentence of
+a long item), shown to the model numbered, and the model only says which sentences are rules
+and what they require:
 
     [4] Each reservation can have at most five passengers.
     answer: {..., "4": {"sentence": "Each reservation can have at", "kind": "rule",
                         "condition": "booking", "action": "...", "modality": "prohibited"}}
 
-Every span is then exact by construction (the unit's own text), the answer holds one verdict
-per unit shown (no cap to hit, no unit skipped), and a unit judged "other" is not a rule.
-Long blocks are asked in chunks of at most :data:`UNITS_PER_REQUEST` units, each chunk
-opening with the lead-in lines its first items hang under, so the model sees their context.
+Every span is then exact by construction (the sentence's own text), the answer holds one
+verdict per sentence shown (no cap to hit, no sentence skipped), and a sentence judged "other"
+is not a rule. Long blocks are asked in chunks of at most :data:`SENTENCES_PER_REQUEST`
+sentences, each chunk opening with the lead-in lines its first items hang under, so the model
+sees their context.
+
+Words (issue 49): this module was ``units.py`` and its pieces *units*. In code a *unit* is now
+only the audit's: a citable id in a judge's context (``AuditTrace.units``, ``units`` in trace
+files). What is cut here is called a *sentence*, as the prompt and the answer's ``sentence``
+anchor already call it. The names users and stored files see are unchanged: the prompt
+``units_v1`` (``--extract-prompt units_v1``, reports' ``extract_prompt``) and
+``block_extraction.SENTENCES_PROMPT_NAME``'s value ``"units"``, the prompt's name.
 """
 
 from __future__ import annotations
@@ -26,11 +35,11 @@ from workbench.extract.schema import CLAUSE_MAX, BlockExtraction, LocalRule, _cl
 from workbench.graph import MODALITIES
 from workbench.prompts.fencing import defuse
 
-# Enough units for a paragraph or a list per request, few enough that a small model keeps
+# Enough sentences for a paragraph or a list per request, few enough that a small model keeps
 # every one in view and its answer stays well under 2,048 tokens (~50 tokens a verdict).
-UNITS_PER_REQUEST = 10
-MIN_UNIT_WORDS = 2
-OPENING_WORDS = 5  # words of a unit each verdict repeats, to stay on the right sentence
+SENTENCES_PER_REQUEST = 10
+MIN_SENTENCE_WORDS = 2
+OPENING_WORDS = 5  # words of a sentence each verdict repeats, to stay on the right sentence
 
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
@@ -44,7 +53,7 @@ _WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
-class Unit:
+class Sentence:
     """``text[start:end]`` of the block: one candidate rule. ``depth`` is the list nesting
     (0 for a paragraph sentence or a top-level item); ``lead`` marks a line ending in ":"
     that introduces the items below it."""
@@ -63,7 +72,7 @@ def _line_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """``[start, end)`` cut at sentence ends (offsets into ``text``), each stripped."""
     cuts, last = [], start
     for m in _SENTENCE_END.finditer(text, start, end):
@@ -81,11 +90,11 @@ def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return out
 
 
-def split_units(text: str) -> list[Unit]:
-    """The units of a block's text, in order. Headings, code fences, blank lines and units of
-    fewer than :data:`MIN_UNIT_WORDS` words (other than a lead-in) are left out; a list item's
-    continuation lines belong to the item; a paragraph or item of several sentences gives one
-    unit each."""
+def split_sentences(text: str) -> list[Sentence]:
+    """The sentences of a block's text, in order. Headings, code fences, blank lines and
+    sentences of fewer than :data:`MIN_SENTENCE_WORDS` words (other than a lead-in) are left
+    out; a list item's continuation lines belong to the item; a paragraph or item of several
+    sentences gives one each."""
     groups: list[tuple[int, int, int]] = []  # (start, end, depth) of items and paragraphs
     indents: list[int] = []
     in_fence = False
@@ -114,27 +123,27 @@ def split_units(text: str) -> list[Unit]:
         indents = []
         current = [a + len(line) - len(line.lstrip()), b, 0]
         groups.append(tuple(current))
-    units = []
+    sentences = []
     for start, end, depth in groups:
-        for a, b in _sentences(text, start, end):
+        for a, b in _sentence_spans(text, start, end):
             lead = text[a:b].rstrip("*_ ").endswith(":")
             # A one-word lead-in ("Cabin:") stays: the items under it need it as context.
-            if len(_WORD.findall(text[a:b])) < MIN_UNIT_WORDS and not lead:
+            if len(_WORD.findall(text[a:b])) < MIN_SENTENCE_WORDS and not lead:
                 continue
-            units.append(Unit(a, b, depth, lead))
-    return units
+            sentences.append(Sentence(a, b, depth, lead))
+    return sentences
 
 
-def chunks(units: list[Unit], size: int = UNITS_PER_REQUEST) -> list[list[int]]:
-    """Unit indices asked together: runs of at most ``size``, preferring to start a run at a
-    top-level unit so a lead-in and its items stay together when they fit."""
+def chunks(sentences: list[Sentence], size: int = SENTENCES_PER_REQUEST) -> list[list[int]]:
+    """Sentence indices asked together: runs of at most ``size``, preferring to start a run at a
+    top-level sentence so a lead-in and its items stay together when they fit."""
     out: list[list[int]] = []
     run: list[int] = []
-    for i, u in enumerate(units):
+    for i, u in enumerate(sentences):
         if run and (len(run) >= size or (u.depth == 0 and len(run) >= size * 2 // 3)):
             # A lead-in closing a run moves to the next one, beside the items it introduces.
             carry = []
-            while len(run) > 1 and units[run[-1]].lead:
+            while len(run) > 1 and sentences[run[-1]].lead:
                 carry.insert(0, run.pop())
             out.append(run)
             run = carry
@@ -144,13 +153,13 @@ def chunks(units: list[Unit], size: int = UNITS_PER_REQUEST) -> list[list[int]]:
     return out
 
 
-def _leads_above(units: list[Unit], first: int) -> list[int]:
-    """The lead-in units a unit hangs under (nearest first dropped to outermost first)."""
-    out, depth = [], units[first].depth
+def _leads_above(sentences: list[Sentence], first: int) -> list[int]:
+    """The lead-in sentences a sentence hangs under (nearest first dropped to outermost first)."""
+    out, depth = [], sentences[first].depth
     for i in range(first - 1, -1, -1):
         if depth == 0:
             break
-        u = units[i]
+        u = sentences[i]
         if u.depth < depth:
             if u.lead:
                 out.append(i)
@@ -158,26 +167,27 @@ def _leads_above(units: list[Unit], first: int) -> list[int]:
     return out[::-1]
 
 
-def render_units(text: str, units: list[Unit], chosen: list[int]) -> str:
-    """The numbered lines the model reads: the chosen units (numbered 1..n) indented by
+def render_sentences(text: str, sentences: list[Sentence], chosen: list[int]) -> str:
+    """The numbered lines the model reads: the chosen sentences (numbered 1..n) indented by
     depth, after the lead-ins they hang under (shown unnumbered, for context only)."""
-    context = [f"{'  ' * units[i].depth}(context) {_flat(text, units[i])}"
-               for i in (_leads_above(units, chosen[0]) if chosen else [])]
-    numbered = [f"{'  ' * units[i].depth}[{n}] {_flat(text, units[i])}" for n, i in enumerate(chosen, 1)]
+    context = [f"{'  ' * sentences[i].depth}(context) {_flat(text, sentences[i])}"
+               for i in (_leads_above(sentences, chosen[0]) if chosen else [])]
+    numbered = [f"{'  ' * sentences[i].depth}[{n}] {_flat(text, sentences[i])}"
+                for n, i in enumerate(chosen, 1)]
     return "\n".join(context + numbered)
 
 
-def _flat(text: str, unit: Unit) -> str:
-    return " ".join(text[unit.start:unit.end].split())
+def _flat(text: str, sentence: Sentence) -> str:
+    return " ".join(text[sentence.start:sentence.end].split())
 
 
-def opening(text: str, unit: Unit, words: int = OPENING_WORDS) -> str:
-    """The first words of a unit as the model sees it (defused, as the prompt shows it): the
+def opening(text: str, sentence: Sentence, words: int = OPENING_WORDS) -> str:
+    """The first words of a sentence as the model sees it (defused, as the prompt shows it): the
     anchor each verdict repeats."""
-    return defuse(" ".join(_flat(text, unit).split()[:words]))
+    return defuse(" ".join(_flat(text, sentence).split()[:words]))
 
 
-def units_schema(openings: list[str]) -> dict:
+def sentences_schema(openings: list[str]) -> dict:
     """``{"1": {...}, ..., "<n>": {...}}``: one verdict per sentence shown, every one required
     and in order, so the model cannot stop after the first few or skip one (it did both when
     asked for a free list of rule numbers). Each verdict first repeats the sentence's opening
@@ -200,31 +210,32 @@ def units_schema(openings: list[str]) -> dict:
     return _closed_object({str(n): verdict(w) for n, w in enumerate(openings, 1)})
 
 
-def validate_units_answer(data: object, text: str, units: list[Unit], chosen: list[int]) -> BlockExtraction:
-    """The rules of one answer over ``chosen`` units, each quoting its unit's exact text and
-    pointing at it as its piece (``pieces`` are all the block's units). Raises ValueError when
-    the answer is not an object or lacks a verdict for a sentence shown. A verdict whose
-    ``sentence`` names another unit shown (a server that does not enforce the schema) is
-    moved to that unit; one naming no unit, or a ``yes`` with a missing field or an unknown
-    modality, is dropped and listed in ``problems``."""
+def validate_sentences_answer(data: object, text: str, sentences: list[Sentence],
+                              chosen: list[int]) -> BlockExtraction:
+    """The rules of one answer over ``chosen`` sentences, each quoting its sentence's exact text
+    and pointing at it as its piece (``pieces`` are all the block's sentences). Raises
+    ValueError when the answer is not an object or lacks a verdict for a sentence shown. A
+    verdict whose ``sentence`` names another sentence shown (a server that does not enforce the
+    schema) is moved to that sentence; one naming no sentence, or a ``yes`` with a missing field
+    or an unknown modality, is dropped and listed in ``problems``."""
     if not isinstance(data, dict):
         raise ValueError("the answer must be a JSON object with one entry per sentence number")
     missing = [str(n) for n in range(1, len(chosen) + 1) if not isinstance(data.get(str(n)), dict)]
     if missing:
         raise ValueError(f"no verdict for sentence(s) {', '.join(missing)}; give one for every number")
-    by_opening = {opening(text, units[i]): i for i in reversed(chosen)}
-    out = BlockExtraction(pieces=[(u.start, u.end) for u in units])
+    by_opening = {opening(text, sentences[i]): i for i in reversed(chosen)}
+    out = BlockExtraction(pieces=[(u.start, u.end) for u in sentences])
     for n, index in enumerate(chosen, 1):
         raw = data[str(n)]
         if str(raw.get("kind", "")).strip().lower() != "rule":
-            kept = obligation_rule(text, units[index], index)
+            kept = obligation_rule(text, sentences[index], index)
             if kept is not None:
                 rule, word = kept
                 out.rules.append(replace(rule, id=f"R{len(out.rules) + 1}"))
                 out.problems.append(f"sentence {n}: answered 'other' but it says '{word}'; kept as a rule")
             continue
         said = " ".join(str(raw.get("sentence", "")).split())
-        if said and said != opening(text, units[index]):
+        if said and said != opening(text, sentences[index]):
             if said not in by_opening:
                 out.problems.append(f"sentence {n}: opens with words not shown ({said[:40]!r}); dropped")
                 continue
@@ -234,9 +245,9 @@ def validate_units_answer(data: object, text: str, units: list[Unit], chosen: li
         if not condition or not action or modality not in MODALITIES:
             out.problems.append(f"sentence {n}: condition, action or modality missing or invalid; dropped")
             continue
-        unit = units[index]
-        out.rules.append(LocalRule(f"R{len(out.rules) + 1}", text[unit.start:unit.end], condition,
-                                   action, modality, piece=index))
+        sentence = sentences[index]
+        out.rules.append(LocalRule(f"R{len(out.rules) + 1}", text[sentence.start:sentence.end],
+                                   condition, action, modality, piece=index))
     return out
 
 
@@ -257,23 +268,23 @@ def obligation_word(sentence: str) -> str | None:
     return m.group(1) if m else None
 
 
-def obligation_rule(text: str, unit: Unit, index: int) -> tuple[LocalRule, str] | None:
-    """A rule for a unit that states a duty in so many words (a lead-in ending in ":" only
+def obligation_rule(text: str, sentence: Sentence, index: int) -> tuple[LocalRule, str] | None:
+    """A rule for a sentence that states a duty in so many words (a lead-in ending in ":" only
     introduces its items), with provenance ``obligation``, and those words: its condition and
     action are the sentence itself, since no model read them out of it."""
-    sentence = _flat(text, unit)
-    word = obligation_word(sentence)
-    if unit.lead or word is None:
+    flat = _flat(text, sentence)
+    word = obligation_word(flat)
+    if sentence.lead or word is None:
         return None
-    modality = "prohibited" if _PROHIBITION.search(sentence) else "required"  # "never", "do not"...
-    clause = sentence if len(sentence) <= CLAUSE_MAX else sentence[: CLAUSE_MAX - 1] + "…"
-    return LocalRule("R0", text[unit.start:unit.end], "as the sentence states", clause, modality,
-                     piece=index, provenance="obligation"), word
+    modality = "prohibited" if _PROHIBITION.search(flat) else "required"  # "never", "do not"...
+    clause = flat if len(flat) <= CLAUSE_MAX else flat[: CLAUSE_MAX - 1] + "…"
+    return LocalRule("R0", text[sentence.start:sentence.end], "as the sentence states", clause,
+                     modality, piece=index, provenance="obligation"), word
 
 
-def merge_answers(answers: list[BlockExtraction], units: list[Unit]) -> BlockExtraction:
-    """One block's extraction from its chunks' answers: rules renumbered in unit order."""
+def merge_answers(answers: list[BlockExtraction], sentences: list[Sentence]) -> BlockExtraction:
+    """One block's extraction from its chunks' answers: rules renumbered in sentence order."""
     rules = sorted((r for a in answers for r in a.rules), key=lambda r: r.piece)
     return BlockExtraction(rules=[replace(r, id=f"R{n}") for n, r in enumerate(rules, 1)],
                            problems=[p for a in answers for p in a.problems],
-                           pieces=[(u.start, u.end) for u in units])
+                           pieces=[(u.start, u.end) for u in sentences])
