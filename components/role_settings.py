@@ -51,7 +51,7 @@ HELP = {
              "or openai/Qwen2.5-7B-Instruct for an OpenAI-compatible server.",
     "api_base": "The server's base URL including /v1, e.g. http://gpu-box:8000/v1. Empty: the "
                 "provider's default endpoint. Never put a key here.",
-    "temperature": "Sampling temperature, 0..2 (0.01 in the SkillCDG paper).",
+    "temperature": "Sampling temperature, 0..2 (0.01 in the first paper, appendix B).",
     "max_tokens": "The longest answer allowed, in tokens.",
     "concurrency": "Calls of this role that may run at once; keep it at or below the "
                    "server's parallel slots.",

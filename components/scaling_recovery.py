@@ -1,4 +1,4 @@
-"""Distillation Recovery (Eq. 6): from the judges' own evaluations, or from F1 typed in."""
+"""Distillation Recovery (first paper, Eq. 6): from the judges' own evaluations, or from F1 typed in."""
 
 from __future__ import annotations
 

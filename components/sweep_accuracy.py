@@ -1,5 +1,5 @@
 """The judged length sweep on the Evaluate page: accuracy against SKILL length, one line per
-strategy (the second SkillCDG paper's RQ3 figure), and violation-F1 beside it.
+strategy (the second paper's RQ3 figure), and violation-F1 beside it.
 
 Draws the ``workbench evaluate length-sweep --judge`` results found in the evaluations
 folder (``WORKBENCH_EVAL_DIR``); results without a judged sample are left to

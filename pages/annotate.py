@@ -1,5 +1,5 @@
 """Annotate: rule correctness, reference inventories and CDG inspection, blind, with
-adjudication, progress, agreement and the dataset report (SkillCDG appendix B.4).
+adjudication, progress, agreement and the dataset report (the first paper's appendix B.4).
 
 Each task's section is a page-private ``pages/_annotate_*`` module (they read and write the
 annotation store; ``components/`` only draws). The annotator is whoever is signed in in the

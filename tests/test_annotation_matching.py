@@ -145,7 +145,7 @@ def test_pooled_inventories_match_across_skills_per_skill_does_not():
     per_skill = match_pooled(groups, pooling="per_skill", similarity=exact)
     assert (per_skill.matched, per_skill.n_extracted, per_skill.n_reference) == (0, 2, 2)
     assert per_skill.unmatched_extracted == (0, 1) and per_skill.unmatched_reference == (0, 1)
-    pooled = match_pooled(groups, similarity=exact)  # the paper's default
+    pooled = match_pooled(groups, similarity=exact)  # the first paper's default (B.4)
     # extracted [refund, greet] vs reference [greet, refund]: pairs (0, 1) and (1, 0)
     assert [(p.extracted, p.reference) for p in pooled.pairs] == [(0, 1), (1, 0)]
     assert pooled.precision == pooled.recall == pooled.f1 == 1.0

@@ -1,4 +1,4 @@
-"""The dataset report (Table 10), agreement per task, judge-vs-human and the exports,
+"""The dataset report (first paper, Table 10), agreement per task, judge-vs-human and the exports,
 checked against hand-computed values."""
 
 from __future__ import annotations

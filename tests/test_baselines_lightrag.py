@@ -84,7 +84,7 @@ def test_index_context_spans_andindex_cost(tmp_path, demo):
     text, units, chunk_ids = r.context("Can I cancel my basic economy flight for a refund?",
                                        ["cancel", "refund"], ["airline-policy"], demo)
     assert t.requests, "indexing must call the model through the gateway"
-    assert all(q["temperature"] == 0.01 for q in t.requests)  # the paper's temperature
+    assert all(q["temperature"] == 0.01 for q in t.requests)  # the first paper's temperature
     chunk_units = [u for u in units if u.id in chunk_ids]
     assert chunk_units and text
     for u in chunk_units:  # every chunk is a verbatim slice of the source, located
@@ -330,7 +330,7 @@ def keyword_aware_llm(request) -> str:
 
 
 def test_paper_preset_chunks_queries_and_keywords_as_b5(tmp_path, demo):
-    """The paper preset (second paper, B.5): 12,000-token chunks with 100 overlap, its own
+    """The paper preset (first paper, B.5): 12,000-token chunks with 100 overlap, its own
     index folder, top_k 20 / chunk_top_k 8 / a 6,000-token cap, and LightRAG's keyword step
     on the SKILL names + O + H + A query (one model call, tagged lightrag.keywords)."""
     from workbench.audit.baselines.lightrag_presets import PRESETS, get_preset, paper_query

@@ -95,7 +95,7 @@ def test_report_text_output(setup, capsys):
     assert lines[0].split()[:4] == ["skill", "n_extracted", "n_reference", "matched"]
     assert lines[2].startswith("pooled")
     assert "matching: tfidf >= 0.9; 2 matched pair(s)" in out
-    assert "pooled row: inventories matching" in out  # the paper's B.4 by default
+    assert "pooled row: inventories matching" in out  # the first paper's B.4 by default
     assert "judge vs human (rule_correctness, judge): 1/1 agree" in out
 
 

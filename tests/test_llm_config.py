@@ -29,7 +29,7 @@ def test_defaults_without_a_file_use_the_embedded_model(tmp_path, monkeypatch):
     config = load_config(env={})
     assert set(ROLE_NAMES) <= set(config.roles)
     assert all(r.model == "embedded" for r in config.roles.values())
-    # 0.01 for every role, as in the paper's appendix B
+    # 0.01 for every role, as in the first paper's appendix B
     assert {r.temperature for r in config.roles.values()} == {0.01}
     assert config.embedded.ctx_size == 32768 and config.embedded.parallel == 2
     assert config.source == "built-in defaults"

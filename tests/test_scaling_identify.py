@@ -39,7 +39,7 @@ def test_the_size_only_report_and_its_gain_against_a_size_that_was_run():
     assert report.fallback and report.selected == "size" and set(report.fits) == {"size"}
     fit = report.fits["size"]
     assert fit.at_bounds == [] and fit.params["a"] > 0
-    assert report.grid.reference == 0.5  # the smallest judge run, not the paper's 2B
+    assert report.grid.reference == 0.5  # the smallest judge run, not the first paper's 2B
     gains = report.gains()
     small, large = gains["params_b"].tolist()
     assert (small, large) == (0.5, 1.5)

@@ -1,4 +1,4 @@
-"""Recovery (Eq. 6) read from the runs' own evaluations: traces files and metrics JSON.
+"""Recovery (first paper, Eq. 6) read from the runs' own evaluations: traces files and metrics JSON.
 
 Four judges on the same 8 labelled held-out cases (4 violations): their verdicts are chosen so
 that each F1 is known by hand, and Recovery follows from those, not from typed-in values.

@@ -111,7 +111,7 @@ def test_recovery_is_read_from_the_runs_own_evaluations(capsys):
     assert "saying 'violation' more often" in rows["headroom"]["caution"]
 
 
-def test_at_the_papers_learning_rate_four_steps_leave_every_verdict_as_it_was():
+def test_at_1e_5_four_steps_leave_every_verdict_as_it_was():
     # Why the runs use 1e-4: the uniform set at 1e-5, all else equal, changed no verdict and
     # moved P(violation) by under 0.01 on average, where 1e-4 moved it by about 0.1.
     config = {name: json.loads((OPD / name / "run.json").read_text(encoding="utf-8"))["config"]

@@ -1,6 +1,6 @@
 """Audit cases for CDG inspection, read from audit traces.
 
-An inspection case is what an annotator needs to judge the paper's four criteria: which
+An inspection case is what an annotator needs to judge the first paper's four criteria: which
 SKILLs were selected, the interaction (history, state, response), the seed rules, the
 retrieved closure with its ``require`` edges, and the verdict.
 

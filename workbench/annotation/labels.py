@@ -1,6 +1,6 @@
 """Annotation records and their validation: task types, annotators, labels, adjudications.
 
-Three task types follow the SkillCDG paper's expert annotation:
+Three task types follow the first paper's expert annotation (its appendix B.4):
 
 - ``rule_correctness``: an extracted rule (item = rule key) is ``correct`` or ``incorrect``;
   an incorrect rule needs one of :data:`ERROR_TYPES`.

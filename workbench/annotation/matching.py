@@ -13,7 +13,7 @@ and TF-IDF cosine. An embedding model can be plugged in later with the same sign
 
 Over several SKILLs there are two ways to pool (:data:`POOLING_MODES`, :func:`match_pooled`):
 
-- ``"inventories"`` (the paper's B.4, the default): concatenate every SKILL's extracted rules
+- ``"inventories"`` (the first paper's B.4, the default): concatenate every SKILL's extracted rules
   and every SKILL's reference rules, then match once; a rule filed under a neighbouring SKILL
   can still find its counterpart;
 - ``"per_skill"``: match within each SKILL and sum the counts (stricter: a match must also

@@ -1,4 +1,4 @@
-"""The annotation dataset report (the SkillCDG paper's Table 10) and its exports. Pure.
+"""The annotation dataset report (the first paper's Table 10) and its exports. Pure.
 
 For each SKILL of a dataset (an extracted ``SkillGraph``) and pooled over them:
 
@@ -14,7 +14,7 @@ Pooled: counts are summed over all SKILLs; precision, recall and F1 pool the SKI
 have a reference inventory (a SKILL nobody has written references for yet says nothing about
 extraction quality), ``rule_correctness`` = pooled correct / (correct + incorrect). The
 pooled ``matched`` follows ``pooling`` (see ``matching.POOLING_MODES``): by default the
-paper's B.4, one matching of the pooled inventories; ``per_skill`` sums the SKILLs' matches.
+first paper's B.4, one matching of the pooled inventories; ``per_skill`` sums the SKILLs' matches.
 
 The report also carries inter-annotator agreement per task type and judge-vs-human
 agreement (model labels against the resolved human label of reviewed items).
@@ -248,7 +248,7 @@ def _pooled_inventory_match(row: SkillRow, inventories: Sequence[tuple[list, lis
                             similarity: Similarity, threshold: float,
                             confirm: Confirm | None) -> SkillRow:
     """``row`` (the summed pooled row) with matched/P/R/F1 from one matching of the pooled
-    inventories of the SKILLs that have references (the paper's B.4)."""
+    inventories of the SKILLs that have references (the first paper's B.4)."""
     compared = [(rules, refs) for rules, refs in inventories if refs]
     if not compared:
         return row
@@ -380,7 +380,7 @@ def dataset_report(skills: Iterable[SkillGraph], labels: Iterable[Label],
     """The report for a dataset of extracted SKILLs and the labels given on them.
 
     ``pooling`` (one of ``matching.POOLING_MODES``) decides the pooled row's matching: the
-    paper's pooled inventories (default) or the per-SKILL matches summed.
+    first paper's pooled inventories (default) or the per-SKILL matches summed.
 
     ``labels``/``adjudications`` may hold every task's records; each part takes its own.
     ``confirm`` is asked about each matched pair; a pair it rejects stays in ``pairs`` for

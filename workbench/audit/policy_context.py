@@ -67,7 +67,7 @@ class ContextOptions:
     # 15.6 over the 4 merchant cases (a greeting "Hello, how can I help you today?" scores
     # 4.8-8.6 on the demo SKILLs); a reply sharing no word with any rule scores 0.
     relevance_floor: float = RELEVANCE_FLOOR
-    # The lightrag strategy's settings: the project's defaults or the second paper's B.5
+    # The lightrag strategy's settings: the project's defaults or the first paper's B.5
     # (workbench.audit.baselines.lightrag_presets); other strategies ignore it.
     lightrag_preset: str = LightragPresetName.DEFAULT
 

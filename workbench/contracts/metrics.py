@@ -1,14 +1,14 @@
 """Dataset metrics over replayed trajectories.
 
 - PCR (protocol completion rate): share of trajectories with accepted termination.
-- RF-PCR: accepted termination with no rejected-action feedback (the paper's definition):
+- RF-PCR: accepted termination with no rejected-action feedback (the contracts paper's definition):
   no step on which feedback was shown. With feedback withheld it equals PCR.
 - no-rejection PCR: accepted termination and not a single rejected action, shown or not
   (what RF-PCR meant here before issue 32; with feedback shown the two are equal).
 - outcome rate: share of trajectories whose outcome counts as success (outcome >= the
   threshold; tau-bench rewards are 0 or 1), among those with a known outcome.
 - hint rate: agent steps on which feedback was shown / agent steps, pooled over all
-  trajectories (the paper's definition). Feedback is shown on a rejected step while the run
+  trajectories (the contracts paper's definition). Feedback is shown on a rejected step while the run
   is live; with feedback withheld (``replay(..., feedback=False)``) the rate is 0 although
   steps are still rejected, and the steps rejected after a budget ran out show none. User
   turns are never rejected and are not counted.

@@ -42,7 +42,7 @@ class ReplayReport:
     @property
     def rejection_feedback_free(self) -> bool:
         """Accepted termination with no rejected-action feedback shown to the agent (counts
-        towards RF-PCR, the paper's definition). With feedback withheld every accepted
+        towards RF-PCR, the contracts paper's definition). With feedback withheld every accepted
         termination counts; with feedback shown it is the same as ``rejection_free``
         (only the steps after a halt are rejected without feedback, and a halted run never
         terminates acceptably)."""

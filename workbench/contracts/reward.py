@@ -17,7 +17,7 @@ rejections, or withheld) with credit (in the return, or not):
 
 Feedback changes what the agent sees during a live rollout (``ContractRuntime(feedback=)``)
 and, in the arms that withhold it, no action is a recovery: the credit is never discounted
-(the paper, A.1). Each arm is replayed with its switch. :func:`progress_reward` returns a
+(the contracts paper, A.1). Each arm is replayed with its switch. :func:`progress_reward` returns a
 reward function with the ``(completions, **kwargs) -> list[float]`` signature TRL's GRPO
 trainer calls.
 """

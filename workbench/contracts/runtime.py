@@ -16,7 +16,7 @@ Rules, in the order the runtime applies them to an agent action:
 1. Budgets: an action beyond ``budgets.turns`` (tool calls + assistant messages) or
    ``budgets.tool_calls`` is rejected and the run halts; every later agent action is
    rejected. A run whose budget ran out has not terminated: termination fails, whatever
-   phases were done (the paper: exhaustion without accepted termination is a failure).
+   phases were done (the contracts paper: exhaustion without accepted termination is a failure).
 2. Turn shape: too many tool calls in one turn, or a tool call sent with a message when the
    contract forbids it, is rejected. A tool missing from ``tools`` (when listed) is rejected.
 3. Admission: the transitions out of the current phase are tried in the order written (a
@@ -26,13 +26,13 @@ Rules, in the order the runtime applies them to an agent action:
    accepts without a phase change; otherwise the action is rejected.
 4. A rejected action changes neither phase nor milestones. When its feedback is shown to
    the agent it sets the recovery flag; with feedback withheld the flag stays off (the
-   paper, A.1: disabling feedback keeps it zero): an agent that was told nothing is not
+   contracts paper, A.1: disabling feedback keeps it zero): an agent that was told nothing is not
    recovering from a correction, and its credit is never discounted.
 5. Milestones: an accepted action matching a milestone's ``verified_by`` with a valid
    observation completes it (per key for keyed milestones). The first completion of each
    milestone earns its credit, times rho when it is completed by the recovery action: the
    first accepted agent action after rejection feedback. Any accepted agent action resets
-   the flag (the paper, section 3), also one that makes no progress (``think``): a
+   the flag (the contracts paper, section 3), also one that makes no progress (``think``): a
    milestone completed later earns full credit.
 6. User turns are never rejected: they may move the phase (an explicit "yes") and otherwise
    change nothing. They do not count against budgets.

@@ -14,7 +14,7 @@ SkillGraph, Rule`` is the Python API; what is done to a graph lives in a module 
 - ``closure``: the judge context of a set of seed rules (``select_closure``), with
   ``EmptySeed`` and ``BudgetExceeded`` outcomes;
 - ``render``: rules written as the blocks a judge reads;
-- ``stats``: coupling, rule density, complexity and depth (the SkillCDG paper's measures);
+- ``stats``: coupling, rule density, complexity and depth (the first paper's measures);
 - ``diff``: what changed between two versions of a SKILL (``diff_skills``);
 - ``editing``: an author's edits and edge decisions, checked, as a new ``SkillGraph``;
 - ``impact``: which stored cases an edit changes (it re-audits, so it sits above

@@ -5,7 +5,7 @@ Two styles, both headed by the rule id the judge cites:
 - ``full`` (the original): id and modality, ``When:``, ``Then:``, the verbatim ``Source:``
   quote and a ``Requires:`` line. Rule density (``stats``) and the recorded judge exchanges
   in ``fixtures/recordings`` use it, so it stays available unchanged.
-- ``compact`` (the second SkillCDG paper's three-line block): condition, action, verbatim
+- ``compact`` (the second paper's three-line block): condition, action, verbatim
   span. The quote is left out when it only restates the condition and action word for word
   (structurally compiled guidelines, whose action *is* the span), and ``Requires:`` is left
   out because the closure already puts every required rule in the same context.

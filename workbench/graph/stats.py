@@ -1,4 +1,4 @@
-"""Graph statistics and the complexity measure of the SkillCDG paper.
+"""Graph statistics and the complexity measure of the first paper (§3.2).
 
 - coupling ``I_c = |E| / |R|``
 - rule density ``I_d = T(R) / T(D)`` (Eq. 2): ``T(R)`` counts the tokens of the rules
@@ -11,7 +11,7 @@
 - maximum dependency depth: the longest path, counted in edges, after collapsing each strongly
   connected component to one node (so cycles do not make depth infinite).
 - Table-9 corpus totals (:func:`corpus_totals`): depth is the *mean* over SKILLs and cycles
-  the *number* of SKILL graphs with a cycle, as the paper reports them.
+  the *number* of SKILL graphs with a cycle, as the first paper reports them.
 """
 
 from __future__ import annotations

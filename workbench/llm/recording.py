@@ -10,7 +10,7 @@ Near-greedy temperatures are one key class in replay only: a recording made at t
 ``t <= GREEDY_EQUIVALENT`` (0.01) answers a request at any ``t' <= 0.01`` that is otherwise
 identical. At t = 0.01 a token 0.1 logits behind the best has probability < e^-10 of being
 sampled, so both are the model's greedy answer; the recordings predate the switch of the
-extractor, fuser and keyworder defaults from 0.0 to the paper's 0.01. The response cache and
+extractor, fuser and keyworder defaults from 0.0 to the first paper's 0.01. The response cache and
 recording keys stay exact (``workbench.llm.cache``), so live calls never mix the two.
 
 Select a mode for ``Gateway.from_env()`` with ``WORKBENCH_LLM_MODE=live|record|replay`` and

@@ -5,7 +5,7 @@ row of a drawn session is included once per draw. Rows of one session are correl
 conversation, same policy context), so resampling rows would understate the uncertainty.
 How each replicate is refitted is a named choice (:data:`REFIT_MODES`):
 
-- ``"full"`` (the paper's procedure): every replicate runs the same global search
+- ``"full"`` (the first paper's procedure): every replicate runs the same global search
   (differential evolution) and local refinement as the full-data fit, so a replicate whose
   likelihood has moved to another basin is found there;
 - ``"local"`` (our extension, the default): L-BFGS-B refinement starting from the full-data
@@ -16,7 +16,7 @@ Measured with ``bench/scaling_coverage.py --refit both`` (nested model, 50 simul
 full 0.928 / 0.914 / 0.896 (parameters / probabilities / gains) against local 0.928 / 0.914 /
 0.895, MC s.e. about 0.02; full intervals are about 1% wider and cost 23x the time (3,540 s
 against 154 s). The refit is not why the intervals run slightly narrow, so the cheaper one is
-the default; ``refit="full"`` reproduces the paper's procedure.
+the default; ``refit="full"`` reproduces the first paper's procedure.
 """
 
 from __future__ import annotations
@@ -121,8 +121,8 @@ def bootstrap_intervals(
     for i, weights in enumerate(session_bootstrap_weights(outcomes, n_replicates, seed)):
         for model, fit in fits.items():
             try:
-                # A full refit starts from nothing the full-data fit found (the paper's
-                # procedure); a local one starts at the full-data estimate only.
+                # A full refit starts from nothing the full-data fit found (the first
+                # paper's procedure); a local one starts at the full-data estimate only.
                 start = fit.theta if refit == "local" else None
                 rep = problem.fit(model, replicate_options, row_weights=weights, start=start)
             except FitError:

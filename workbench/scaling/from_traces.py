@@ -8,7 +8,7 @@ Complexity: ``C = I_d * I_c`` (``workbench.graph.stats.complexity``) of the case
 together — the SKILLs the case names, else the union of the SKILLs its traces were routed to.
 We use the SKILLs' whole graphs, not the closure-induced subgraph of one trace, because:
 
-- it is the paper's definition (density and coupling of the governing SKILLs' CDGs; the
+- it is the first paper's definition (density and coupling of the governing SKILLs' CDGs; the
   density's denominator is the SKILL source, which a closure has no share of);
 - it is a property of the instance, not of a run: a closure depends on the keywords (an LLM
   keyworder gives each run its own) and on the strategy (``raw`` has none), whereas the

@@ -8,7 +8,7 @@ Second paper, §4.2.1: a keyword candidate is rewarded by what the graph does wi
   given that closure, reaches the gold verdict.
 - :func:`coverage_reward`: the cheap verifiable variant, no judge call: the share of the
   gold governing rules inside the closure minus ``λ · tokens / 1000`` of the rendered
-  context (the paper's "future work": reward prerequisite-chain completeness, and pay for
+  context (the second paper's "future work": reward prerequisite-chain completeness, and pay for
   every token the judge must read). Also 0 for unparsable keywords or an empty closure.
 
 Model output is untrusted: :func:`parse_keywords` accepts only the keyword JSON object the

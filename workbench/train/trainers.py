@@ -74,7 +74,7 @@ class TrainConfig:
     learning_rate: float = 1e-5
     max_new_tokens: int = 64
     temperature: float = 1.0
-    top_p: float = 1.0  # nucleus sampling; the OPD recipes sample at 0.7 / 0.9 (Table 13)
+    top_p: float = 1.0  # nucleus sampling; the OPD recipes sample at 0.7 / 0.9 (first paper, Table 13)
     save_every: int = 10
     max_steps: int | None = None
     seed: int = 17

@@ -1,11 +1,11 @@
-"""The LightRAG baseline's two settings: the project's defaults and the second paper's B.5.
+"""The LightRAG baseline's two settings: the project's defaults and the first paper's B.5.
 
 - ``default``: LightRAG's own chunking (1,200-token chunks, 100 overlap) and query limits,
   queried in keyword ("hybrid") mode with the case's audit keywords as its high- and
   low-level keywords, so querying makes no model call; the query text is the last user
   message and the reply (``retrieval_query``). Chosen for small local models: their
   keyword answers are unreliable and slow, and small chunks keep extraction prompts short.
-- ``paper``: the second SkillCDG paper's appendix B.5: 12,000-token chunks with 100 overlap,
+- ``paper``: the first paper's appendix B.5: 12,000-token chunks with 100 overlap,
   ``top_k`` 20, ``chunk_top_k`` 8, a 6,000-token context cap (``max_total_tokens``), and the
   query built from the routed SKILL names + state O + history H + reply A, whose keywords
   LightRAG's own keyword step extracts (one model call per SKILL queried, cached by

@@ -21,7 +21,7 @@ from workbench.llm.errors import ModelCallError
 from workbench.vocabulary import ProbabilityMethod
 
 DEFAULT_SAMPLES = 5
-DEFAULT_SAMPLE_TEMPERATURE = 0.7  # the second paper's sampling temperature (Table 13)
+DEFAULT_SAMPLE_TEMPERATURE = 0.7  # the first paper's sampling temperature (Table 13)
 TOP_LOGPROBS = 10
 
 
