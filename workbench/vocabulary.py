@@ -1,5 +1,5 @@
 """The audit's words, once: judge modes, keyword methods, strategies, how a context is split,
-seeded and rendered, the kinds of trace errors, and the gold labels.
+seeded and rendered, the kinds of trace errors, the gold labels, and the model roles.
 
 Each is a ``StrEnum``: a member *is* its string (``JudgeMode.PER_RULE == "per-rule"``), so
 traces, cases and database rows written before keep reading the same, and JSON gets the
@@ -62,6 +62,19 @@ class CheckStatus(StrEnum):
     NOT_APPLICABLE = "not applicable"
     FOLLOWED = "followed"
     VIOLATED = "violated"
+
+
+class ModelRole(StrEnum):
+    """The model roles the product calls (``workbench.llm``: each has a ``[roles.<name>]``
+    table in ``workbench.toml`` and ``WORKBENCH_<ROLE>_*`` variables). A configuration may
+    define more roles; a role is named by its plain string wherever one is stored (usage
+    rows, traces, recordings), which a member is."""
+
+    EXTRACTOR = "extractor"  # atomic rules from one block of a SKILL (and the graph baselines' indexing)
+    FUSER = "fuser"  # merges block graphs, adds cross-block require edges
+    KEYWORDER = "keyworder"  # audit keywords for routing
+    JUDGE = "judge"  # the compliance verdict
+    MATCHER = "matcher"  # rule matching for annotation (rule-set agreement)
 
 
 class KeywordMethod(StrEnum):

@@ -11,8 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from workbench.prompts.fencing import defuse
+from workbench.vocabulary import ModelRole
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 SCHEMA = {
     "type": "object",
@@ -39,7 +44,7 @@ def _check(data: dict) -> None:
         raise ValueError("'same' must be true or false")
 
 
-def model_confirmer(gateway, role: str = "judge") -> Callable[[str, str], bool]:
+def model_confirmer(gateway: ModelGateway, role: str = ModelRole.JUDGE) -> Callable[[str, str], bool]:
     """A ``Confirm`` that asks ``gateway`` (a ``workbench.llm.Gateway``) in ``role``.
 
     Raises the gateway's ``ModelCallError`` when the call fails for good; responses are

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.alerts.hooks import audited
 from workbench.audit.cases import AuditCase, Turn
@@ -30,6 +30,9 @@ from workbench.audit.trace import AuditTrace
 from workbench.errors import WorkbenchError
 from workbench.identity.roles import Actor, require
 from workbench.vocabulary import verdict_word
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 QUOTE_MAX = 600
 NAME_EXCERPT = 60
@@ -73,7 +76,7 @@ class MemoryTraceStore:
 @dataclass
 class AuditService:
     index: AuditIndex
-    gateway: Any  # a workbench.llm.Gateway (the CLI's: database response cache included)
+    gateway: ModelGateway | None  # a workbench.llm.Gateway (the CLI's: database response cache included)
     store: TraceStore
     strategy: str = "cdg"
     options: AuditOptions = AuditOptions()

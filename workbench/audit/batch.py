@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.alerts.hooks import audited
 from workbench.audit.cases import AuditCase
@@ -34,6 +34,9 @@ from workbench.audit.strategies import needs_gateway
 from workbench.audit.trace import AuditTrace
 from workbench.audit.window import configured_window
 from workbench.vocabulary import JudgeMode, KeywordMethod
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class AuditBatch:
                             RunSummary()))
 
     def run(self, cases: Iterable[AuditCase], index: AuditIndex, sink: TraceSink,
-            gateway: Any = None, *, concurrency: int = 2,
+            gateway: ModelGateway | None = None, *, concurrency: int = 2,
             on_trace: Callable[[AuditTrace], None] | None = None,
             engine: Any = None) -> RunSummary:
         """Audit the pending cases, each trace written through ``sink`` as it finishes and

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit import AuditIndex, AuditOptions, audit_case
 from workbench.audit.cases import AuditCase
 from workbench.graph.policy_index import PolicyIndex
 from workbench.graph.rule_graph import SkillGraph
 from workbench.vocabulary import JudgeMode, StrategyName
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 
 @dataclass
@@ -81,7 +84,7 @@ def reaudit(
     cases: Iterable[AuditCase],
     index: PolicyIndex,
     previous: dict[str, bool | None],
-    gateway: Any,
+    gateway: ModelGateway | None,
     strategy: str = StrategyName.CDG,
     options: AuditOptions | None = None,
 ) -> list[Flip]:

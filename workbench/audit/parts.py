@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.judge import PROMPTS, ContextUnit, ProbabilityOptions, judge_context
 from workbench.audit.trace import JudgedPart, ModelCall, Verdict
 from workbench.llm.tokens import count_tokens
 from workbench.vocabulary import JudgeMode, Split, values
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 SPLITS = values(Split)
 
@@ -102,7 +105,7 @@ def plan_parts(
 
 
 def judge_in_parts(
-    gateway: Any,
+    gateway: ModelGateway,
     case: AuditCase,
     parts: Sequence[Sequence[ContextUnit]],
     split: str,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.deadline import CaseTimeLimit, case_deadline, check_deadline
@@ -43,7 +43,18 @@ from workbench.errors import WorkbenchError
 from workbench.graph import PolicyIndex
 from workbench.llm.errors import ModelCallError
 from workbench.llm.tokens import count_tokens
-from workbench.vocabulary import ErrorKind, JudgeMode, KeywordMethod, Split, StrategyName, values
+from workbench.vocabulary import (
+    ErrorKind,
+    JudgeMode,
+    KeywordMethod,
+    ModelRole,
+    Split,
+    StrategyName,
+    values,
+)
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 JUDGE_MODES = values(JudgeMode)
 T = TypeVar("T")
@@ -99,7 +110,7 @@ def _model_failure(step: str, exc: ModelCallError) -> Outcome:
                    [record] if record is not None else [])
 
 
-def _check(opts: AuditOptions, gateway: Any) -> None:
+def _check(opts: AuditOptions, gateway: ModelGateway | None) -> None:
     if opts.judge_mode not in JUDGE_MODES:
         raise ValueError(f"judge mode {opts.judge_mode!r} is not one of {', '.join(JUDGE_MODES)}")
     if opts.split not in SPLITS:
@@ -117,7 +128,7 @@ def audit_case(
     case: AuditCase,
     index: AuditIndex | PolicyIndex,
     strategy: str | Strategy = StrategyName.CDG,
-    gateway: Any = None,
+    gateway: ModelGateway | None = None,
     options: AuditOptions | None = None,
 ) -> AuditTrace:
     """Audit one case under one strategy and return its complete trace.
@@ -152,25 +163,25 @@ def audit_case(
     return trace
 
 
-def _settings(opts: AuditOptions, gateway: Any) -> dict[str, Any]:
+def _settings(opts: AuditOptions, gateway: ModelGateway | None) -> dict[str, Any]:
     """What a stored trace says shaped it (``AuditTrace.settings``): the page shows these."""
-    roles = []
+    roles: list[ModelRole] = []
     if opts.keywords == KeywordMethod.LLM:
-        roles.append("keyworder")
+        roles.append(ModelRole.KEYWORDER)
     if opts.judge_mode != JudgeMode.NONE:
-        roles.append("judge")
+        roles.append(ModelRole.JUDGE)
     configured = getattr(getattr(gateway, "config", None), "roles", None) or {}
     c = opts.context
     return {
         "seeding": str(c.seeding), "render": str(c.render), "max_seeds": c.max_seeds,
         "budget": c.budget, "target_tokens": c.seed_target, "split": str(opts.split),
         "probability": str(opts.probability.method) if opts.judge_mode != JudgeMode.NONE else "",
-        "models": {r: configured[r].model for r in roles if r in configured},
+        "models": {str(r): configured[r].model for r in roles if r in configured},
     }
 
 
-def _run(case: AuditCase, index: AuditIndex, strat: Strategy, gateway: Any, opts: AuditOptions,
-         trace: AuditTrace, laps: _Laps) -> None:
+def _run(case: AuditCase, index: AuditIndex, strat: Strategy, gateway: ModelGateway | None,
+         opts: AuditOptions, trace: AuditTrace, laps: _Laps) -> None:
     trace.keywords = laps.run("keywords", _keywords, case, index, strat, gateway, opts, trace)
     routing = laps.run("routing", _route, case, index, opts, trace)
     window = _window(opts, gateway)
@@ -220,7 +231,7 @@ def _keywords(case, index, strat, gateway, opts: AuditOptions, trace: AuditTrace
     messages = keyword_messages(case, opts.keyword_limit)
     try:
         res = gateway.complete_json(
-            role="keyworder", messages=messages, schema=keyword_schema(opts.keyword_limit),
+            role=ModelRole.KEYWORDER, messages=messages, schema=keyword_schema(opts.keyword_limit),
             schema_name="keywords", step=f"keywords:{case.id}",
         )
     except ModelCallError as exc:
@@ -244,7 +255,7 @@ def _route(case, index, opts: AuditOptions, trace: AuditTrace) -> Routing:
 
 # -- 3. context: seeds, closure and rendering (or the baseline's equivalent) --------------
 
-def _window(opts: AuditOptions, gateway: Any) -> JudgeWindow | None:
+def _window(opts: AuditOptions, gateway: ModelGateway | None) -> JudgeWindow | None:
     if opts.window is not None or opts.judge_mode == JudgeMode.NONE:
         return opts.window
     config = getattr(gateway, "config", None)

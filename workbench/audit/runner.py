@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.pipeline import AuditOptions, audit_case
@@ -30,6 +30,9 @@ from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditError, AuditTrace, run_key
 from workbench.errors import WorkbenchError, is_fatal
 from workbench.vocabulary import ErrorKind
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 INFRA_CAUSES = frozenset({"connection", "embedded_unavailable", "auth"})
 ABORT_AFTER = 3
@@ -51,7 +54,7 @@ class RunSummary:
     errors: dict[str, int] = field(default_factory=dict)
 
 
-def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: Any,
+def audit_one(case: AuditCase, index: AuditIndex, strat: Any, gateway: ModelGateway | None,
               opts: AuditOptions) -> AuditTrace:
     """One case through the pipeline, as every engine runs it: a failure of the case becomes
     an InternalError trace; a fatal one (the endpoint or configuration is unusable) raises."""
@@ -135,7 +138,7 @@ async def _drive_engine(engine: Any, todo: list[AuditCase], strategy: str, opts:
     await asyncio.to_thread(drive)
 
 
-async def _drive_threads(todo: list[AuditCase], index: AuditIndex, strat: Any, gateway: Any,
+async def _drive_threads(todo: list[AuditCase], index: AuditIndex, strat: Any, gateway: ModelGateway | None,
                          opts: AuditOptions, concurrency: int, write: _Writer) -> None:
     sem = asyncio.Semaphore(max(1, concurrency))
 
@@ -162,7 +165,7 @@ async def arun_audit(
     index: AuditIndex,
     strategy: str,
     out: TraceSink | str | Path,
-    gateway: Any = None,
+    gateway: ModelGateway | None = None,
     options: AuditOptions | None = None,
     concurrency: int = 2,
     on_trace: Callable[[AuditTrace], None] | None = None,

@@ -29,7 +29,7 @@ from workbench.audit.trace import WindowFit
 from workbench.errors import WorkbenchError
 from workbench.llm.redact import redact_url
 from workbench.llm.tokens import count_tokens
-from workbench.vocabulary import ErrorKind
+from workbench.vocabulary import ErrorKind, ModelRole
 
 # Qwen2.5's tokenizer counted 1.4% more tokens than cl100k on policy text (3,041 for 3,000,
 # bench/embedded_context.py); JSON state and non-English text can differ more, hence 10%.
@@ -60,7 +60,7 @@ class WindowExceeded(WorkbenchError):
         self.fit = fit
 
 
-def judge_window(config: Any, role: str = "judge") -> JudgeWindow | None:
+def judge_window(config: Any, role: str = ModelRole.JUDGE) -> JudgeWindow | None:
     """The context window of ``role``'s model; None when nothing says.
 
     Order: ``[roles.<role>] context_window``; for ``embedded``, the running server's slot
@@ -94,7 +94,7 @@ def judge_window(config: Any, role: str = "judge") -> JudgeWindow | None:
     return JudgeWindow(found, f"litellm model info for {rc.model}", answer) if found else None
 
 
-def configured_window(role: str = "judge") -> JudgeWindow | None:
+def configured_window(role: str = ModelRole.JUDGE) -> JudgeWindow | None:
     """``role``'s window as the workbench settings give it (``load_config``, as every
     gateway of the command line and the app is built); None when unknown, or when the
     settings do not load: a bad configuration is reported by the gateway when a model is

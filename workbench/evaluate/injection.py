@@ -19,13 +19,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.judge import ContextUnit, judge_whole
 from workbench.audit.policy import AuditIndex
 from workbench.audit.rule_strategies import render_rule_sets, rule_units
 from workbench.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 # The reason the attacks that carry a ready-made verdict plant; a judge that repeats it
 # word for word took the injected answer.
@@ -107,7 +110,7 @@ def gold_context(case: AuditCase, index: AuditIndex) -> tuple[str, list[ContextU
 
 
 def probe_case(
-    gateway: Any, case: AuditCase, index: AuditIndex, attacks: Sequence[InjectionAttack]
+    gateway: ModelGateway, case: AuditCase, index: AuditIndex, attacks: Sequence[InjectionAttack]
 ) -> ProbeResult:
     """Judge (whole mode) the clean reply, then each injected one, over the gold context.
 

@@ -37,8 +37,9 @@ from workbench.extract.sentences import (
     validate_sentences_answer,
 )
 from workbench.extract.steps import StepStore, step_key
-from workbench.llm import Gateway, ModelCallError
+from workbench.llm import ModelCallError, ModelGateway
 from workbench.llm.tokens import count_tokens
+from workbench.vocabulary import ModelRole
 
 # Failures that a smaller request can fix: the answer was cut off or malformed, or the
 # prompt did not fit. Anything else (server down, auth) stops the run; stored steps remain.
@@ -89,7 +90,7 @@ class BlockExtractor:
     threads at once (one block each). Raises ModelCallError for a failure no smaller request
     can fix."""
 
-    def __init__(self, gateway: Gateway, prompt: Prompt, skill: str, store: StepStore,
+    def __init__(self, gateway: ModelGateway, prompt: Prompt, skill: str, store: StepStore,
                  settings: dict, on_rule_cap: str) -> None:
         self.gateway, self.prompt, self.skill, self.store = gateway, prompt, skill, store
         self.settings, self.on_rule_cap = settings, on_rule_cap
@@ -144,7 +145,7 @@ class BlockExtractor:
 
             try:
                 res = self.gateway.complete_json(
-                    role="extractor", messages=messages,
+                    role=ModelRole.EXTRACTOR, messages=messages,
                     schema=sentences_schema([opening(block.text, sentences[i]) for i in chosen]),
                     schema_name=EXTRACT_SCHEMA_NAME, step=self._step(block),
                     validate=check,
@@ -172,7 +173,7 @@ class BlockExtractor:
 
     def _by_quotes(self, block: PlannedBlock) -> ExtractedBlock:
         """Ask the extractor for one block, halving pieces the model cannot answer for."""
-        role = self.gateway.config.role("extractor")
+        role = self.gateway.config.role(ModelRole.EXTRACTOR)
         whole = (0, len(block.text))
         queue = [whole]
         result = BlockExtraction()
@@ -187,7 +188,7 @@ class BlockExtractor:
             messages, schema = extraction_request(self.prompt, section, text, role.max_tokens)
             try:
                 res = self.gateway.complete_json(
-                    role="extractor",
+                    role=ModelRole.EXTRACTOR,
                     messages=messages,
                     schema=schema,
                     schema_name=EXTRACT_SCHEMA_NAME,

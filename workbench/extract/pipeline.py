@@ -55,9 +55,10 @@ from workbench.extract.report import BlockReport, ExtractionReport
 from workbench.extract.schema import SCHEMA_VERSION, FusionAnswer, validate_fusion
 from workbench.extract.steps import MemoryStepStore, StepStore, step_key
 from workbench.graph import PolicyIndex, SkillGraph
-from workbench.llm import EMBEDDED, Gateway, ModelCallError
+from workbench.llm import EMBEDDED, ModelCallError, ModelGateway
 from workbench.llm.tokens import count_tokens
 from workbench.skill.document import SkillDoc
+from workbench.vocabulary import ModelRole
 
 DEFAULT_MAX_BLOCK_TOKENS = 12_000
 EXTRACT_PROMPT = "units_v1"
@@ -115,22 +116,23 @@ class ExtractOptions:
     model_edges: str = "auto"
 
 
-def model_label(gateway: Gateway, role: str) -> str:
+def model_label(gateway: ModelGateway, role: str) -> str:
     """The model name as requests are keyed (``embedded/<alias>`` or the litellm string)."""
     request = gateway.build_request(gateway.config.role(role), [{"role": "user", "content": ""}])
     return str(request["model"])
 
 
-def _settings(gateway: Gateway, role: str) -> dict:
+def _settings(gateway: ModelGateway, role: str) -> dict:
     r = gateway.config.role(role)
     return {"model": model_label(gateway, role), "temperature": r.temperature,
             "max_tokens": r.max_tokens, "seed": r.seed}
 
 
-def context_block_limit(gateway: Gateway, prompt: Prompt, context_tokens: int | None = None) -> int | None:
+def context_block_limit(gateway: ModelGateway, prompt: Prompt,
+                        context_tokens: int | None = None) -> int | None:
     """Largest block (cl100k tokens) whose prompt and answer fit the extractor's context, or
     None when the context is unknown (a remote model: its server reports an overflow)."""
-    role = gateway.config.role("extractor")
+    role = gateway.config.role(ModelRole.EXTRACTOR)
     if context_tokens is None and role.is_embedded:
         context_tokens = gateway.config.embedded.slot_ctx
     if context_tokens is None:
@@ -149,7 +151,7 @@ def drop_non_rules(source: str, rb: RebasedBlock) -> list[NonRule]:
 
 def extract_skill(
     doc: SkillDoc,
-    gateway: Gateway,
+    gateway: ModelGateway,
     step_store: StepStore | None = None,
     progress: ProgressCallback | None = None,
     options: ExtractOptions | None = None,
@@ -180,10 +182,10 @@ class _Run:
         self.doc, self.gateway, self.store, self.progress, self.opts = doc, gateway, store, progress, opts
         self.xprompt = load_prompt(opts.extract_prompt)
         self.fprompt = load_prompt(opts.fuse_prompt)
-        self.xsettings = _settings(gateway, "extractor")
+        self.xsettings = _settings(gateway, ModelRole.EXTRACTOR)
         self.extractor = BlockExtractor(gateway, self.xprompt, doc.name, store, self.xsettings,
                                         opts.on_rule_cap)
-        self.fsettings = _settings(gateway, "fuser")
+        self.fsettings = _settings(gateway, ModelRole.FUSER)
         fit = context_block_limit(gateway, self.xprompt, opts.context_tokens)
         self.limit = min(opts.max_block_tokens, fit) if fit else opts.max_block_tokens
         self.usage_start = len(gateway.usage_log)
@@ -231,8 +233,8 @@ class _Run:
         for block in blocks:
             report.blocks.append(
                 self._fuse_block(block, extracted[block.key], rebased[block.key], builder, report))
-        propose = (self.gateway.config.role("fuser").model == EMBEDDED if self.opts.model_edges == "auto"
-                   else self.opts.model_edges == "propose")
+        propose = (self.gateway.config.role(ModelRole.FUSER).model == EMBEDDED
+                   if self.opts.model_edges == "auto" else self.opts.model_edges == "propose")
         outcome = apply_cues(builder, self.cues, self.opts.decisions, propose)
         report.cue_edges, report.cue_confirmed = outcome.direct, outcome.confirmed
         report.proposed_edges = len(outcome.proposed)
@@ -291,7 +293,7 @@ class _Run:
             self._emit("extract", block, cached=True)
         if not todo:
             return results
-        workers = self.opts.concurrency or self.gateway.config.role("extractor").concurrency
+        workers = self.opts.concurrency or self.gateway.config.role(ModelRole.EXTRACTOR).concurrency
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="extract") as pool:
             pending: dict[Future, PlannedBlock] = {pool.submit(self.extractor.extract, b): b for b in todo}
             try:
@@ -367,7 +369,7 @@ class _Run:
         new_ids, known_ids = list(request.new_alias), list(request.known_alias)
         try:
             res = self.gateway.complete_json(
-                role="fuser",
+                role=ModelRole.FUSER,
                 messages=request.messages,
                 schema=request.schema,
                 schema_name=FUSE_SCHEMA_NAME,

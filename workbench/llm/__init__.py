@@ -8,6 +8,8 @@
     res = await gw.acomplete_json(...)            # bounded by the role's concurrency
     gw.usage_log                                  # every call's Usage
 
+Stages take a ``ModelGateway`` (``protocol.py``): the members of ``Gateway`` they call.
+
 Roles and endpoints come from ``workbench.toml`` / ``WORKBENCH_*`` variables (see
 ``workbench.toml.example``); the default model is the embedded one (``embedded.py``).
 This package imports neither litellm nor xllamacpp until a call needs them.
@@ -37,6 +39,7 @@ from workbench.llm.errors import (
     ModelCallError,
 )
 from workbench.llm.gateway import CallResult, Gateway
+from workbench.llm.protocol import ModelGateway
 from workbench.llm.recording import Recorder, Replayer, transport_from_env
 from workbench.llm.usage import Usage, UsageTotals, summarize
 
@@ -53,6 +56,7 @@ __all__ = [
     "MemoryResponseCache",
     "MissingRecording",
     "ModelCallError",
+    "ModelGateway",
     "Recorder",
     "Replayer",
     "ResponseCache",

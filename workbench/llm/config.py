@@ -35,9 +35,11 @@ from workbench.llm.weights import (
     embedded_name_of,
 )
 from workbench.settings import CONFIG, DEFAULT_PREFIX, EMBEDDED_PREFIX, api_key_variable, role_prefix
+from workbench.vocabulary import ModelRole, values
 
 EMBEDDED = "embedded"
-ROLE_NAMES = ("extractor", "fuser", "keyworder", "judge", "matcher")
+# The roles every configuration has (plain strings: the configuration's keys and role names).
+ROLE_NAMES: tuple[str, ...] = values(ModelRole)
 DEFAULT_CONFIG_FILE = Path("workbench.toml")
 SECRETS_FILES = (Path(".streamlit/secrets.toml"), Path("~/.streamlit/secrets.toml"))
 
@@ -53,11 +55,11 @@ MIN_PROMPT_ROOM = 1024
 # workbench/llm/recording.py. Answers of extraction and fusion are rule lists, hence longer.
 DEFAULT_TEMPERATURE = 0.01
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "extractor": {"max_tokens": 2048},
-    "fuser": {"max_tokens": 2048},
-    "keyworder": {"max_tokens": 256},
-    "judge": {"max_tokens": 512},
-    "matcher": {"max_tokens": 256},
+    ModelRole.EXTRACTOR: {"max_tokens": 2048},
+    ModelRole.FUSER: {"max_tokens": 2048},
+    ModelRole.KEYWORDER: {"max_tokens": 256},
+    ModelRole.JUDGE: {"max_tokens": 512},
+    ModelRole.MATCHER: {"max_tokens": 256},
 }
 
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from workbench.vocabulary import ModelRole
+
 
 @dataclass(frozen=True)
 class Action:
@@ -163,7 +165,7 @@ def window_limited(window: int, answer: Responder) -> Responder:
     return respond
 
 
-def role_env(api_base: str, role: str = "judge", **settings: Any) -> dict[str, str]:
+def role_env(api_base: str, role: str = ModelRole.JUDGE, **settings: Any) -> dict[str, str]:
     """``WORKBENCH_*`` variables pointing ``role`` at a fake server, for ``load_config(env=)``.
 
     Retries back off briefly (10 ms) so fault tests stay fast; pass settings to override,

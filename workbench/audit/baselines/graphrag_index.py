@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.baselines.index_store import append_run, booked, read_cost, run_from_usage, slug
 from workbench.audit.baselines.skill_indexes import (
@@ -44,6 +44,9 @@ from workbench.audit.baselines.skill_indexes import (
     SkillIndexes,
 )
 from workbench.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 LIBRARY = "graphrag"
 INSTALL_HINT = ("The graphrag baseline needs Microsoft GraphRAG, an optional overlay: run "
@@ -126,7 +129,7 @@ class GatewayCall:
     """One model call of GraphRAG's, made through the gateway; its usage is appended to
     ``usage`` and a failure to ``failures`` (GraphRAG itself may swallow the error)."""
 
-    def __init__(self, gateway: Any, skill: str, usage: list[Any], failures: list[str],
+    def __init__(self, gateway: ModelGateway, skill: str, usage: list[Any], failures: list[str],
                  step: str = STEP) -> None:
         self.gateway, self.skill, self.usage, self.failures = gateway, skill, usage, failures
         self.step = step
@@ -267,7 +270,7 @@ class GraphragIndexes(SkillIndexes):
 
     library = LIBRARY
 
-    def __init__(self, gateway: Any = None, encoder: Any = None,
+    def __init__(self, gateway: ModelGateway | None = None, encoder: Any = None,
                  root: str | os.PathLike[str] | None = None, embedder_name: str = EMBEDDER) -> None:
         super().__init__(gateway, encoder, root, embedder_name)
         self.failures: list[str] = []

@@ -25,7 +25,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.baselines.index_store import append_run, booked, run_from_usage
 from workbench.audit.baselines.lightrag_presets import LightragPreset, get_preset
@@ -37,6 +37,9 @@ from workbench.audit.baselines.skill_indexes import (
     SkillIndexes,
 )
 from workbench.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 INSTALL_HINT = "The lightrag baseline needs the LightRAG library: pip install lightrag-hku==1.5.7"
 STEP = "lightrag.index"
@@ -82,7 +85,7 @@ def _lightrag():
     }
 
 
-def gateway_llm(gateway: Any, skill: str, usage: list[Any], keywords: bool = False):
+def gateway_llm(gateway: ModelGateway, skill: str, usage: list[Any], keywords: bool = False):
     """LightRAG's ``llm_model_func``: every call goes through the gateway; each call's
     :class:`Usage` is appended to ``usage``. A plain function, not an object holding the
     gateway: LightRAG deep-copies its configuration, and a gateway holds locks.

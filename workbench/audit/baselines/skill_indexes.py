@@ -14,11 +14,15 @@ import os
 import threading
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.baselines.index_store import IndexCost, default_root, index_key, read_cost, slug
+from workbench.vocabulary import ModelRole
 
-ROLE = "extractor"  # same model as CDG extraction: a user choosing a method pays one of them
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
+
+ROLE = ModelRole.EXTRACTOR  # same model as CDG extraction: a user choosing a method pays one of them
 EMBEDDER = "all-MiniLM-L6-v2"
 EMBED_DIM = 384
 
@@ -104,7 +108,7 @@ class SkillIndexes:
     def load_library(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def __init__(self, gateway: Any = None, encoder: Any = None,
+    def __init__(self, gateway: ModelGateway | None = None, encoder: Any = None,
                  root: str | os.PathLike[str] | None = None, embedder_name: str = EMBEDDER) -> None:
         # First: a missing library must fail here, naming its install, before anything else.
         self.lib = self.load_library()
@@ -125,7 +129,7 @@ class SkillIndexes:
         loop.stop()
 
     @property
-    def gateway(self) -> Any:
+    def gateway(self) -> ModelGateway:
         if self._gateway is None:
             from workbench.llm.gateway import Gateway
 

@@ -11,7 +11,7 @@ runs the mode a caller names.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.judge.checklist import (
@@ -42,6 +42,9 @@ from workbench.audit.judge.whole import (
 )
 from workbench.vocabulary import JudgeMode
 
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
+
 PROMPTS = {JudgeMode.WHOLE: JUDGE_PROMPT, JudgeMode.PER_RULE: RULE_PROMPT,
            JudgeMode.CHECKLIST: CHECKLIST_PROMPT}
 
@@ -55,7 +58,7 @@ __all__ = [
 
 
 def judge_context(
-    gateway: Any,
+    gateway: ModelGateway,
     case: AuditCase,
     context: str,
     units: Sequence[ContextUnit],

@@ -16,7 +16,7 @@ Without log-probabilities the probability comes from sampled checklists, as in `
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.cases import AuditCase, prompt_fields
 from workbench.audit.judge.probability import (
@@ -37,7 +37,10 @@ from workbench.audit.judge.units import (
 from workbench.audit.prompts import build_messages
 from workbench.audit.trace import Verdict
 from workbench.llm.logprobs import value_distribution
-from workbench.vocabulary import CheckStatus, values
+from workbench.vocabulary import CheckStatus, ModelRole, values
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 CHECKLIST_PROMPT = "judge_checklist_v1"
 STATUSES = values(CheckStatus)
@@ -92,7 +95,7 @@ def max_tokens_for(n_rules: int, role_max: int) -> int:
 
 
 def judge_checklist(
-    gateway: Any,
+    gateway: ModelGateway,
     case: AuditCase,
     context: str,
     units: Sequence[ContextUnit],
@@ -105,11 +108,11 @@ def judge_checklist(
     messages = checklist_messages(case, context)
     schema = checklist_schema(ids)
     validate = checklist_validator(ids, case)
-    room = max_tokens_for(len(ids), gateway.config.role("judge").max_tokens)
+    room = max_tokens_for(len(ids), gateway.config.role(ModelRole.JUDGE).max_tokens)
 
     def ask(msgs: list[dict[str, str]], at: str, sample: tuple[float, int] | None = None) -> Any:
         return gateway.complete_json(
-            role="judge", messages=msgs, schema=schema, schema_name="checklist", step=at,
+            role=ModelRole.JUDGE, messages=msgs, schema=schema, schema_name="checklist", step=at,
             validate=validate, logprobs=None if sample else popts.top_logprobs,
             sample=sample, max_tokens=room,
         )

@@ -11,7 +11,7 @@ already per-item cost by k).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.cases import AuditCase, prompt_fields
 from workbench.audit.judge.probability import Probability, ProbabilityOptions, clamp
@@ -19,6 +19,10 @@ from workbench.audit.judge.units import ContextUnit, Judged, call_record
 from workbench.audit.prompts import build_messages
 from workbench.audit.trace import ModelCall, Verdict
 from workbench.llm.logprobs import probability_of
+from workbench.vocabulary import ModelRole
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 RULE_PROMPT = "judge_rule_v2"
 
@@ -44,7 +48,7 @@ def _p_violated(logprobs: Any) -> float | None:
 
 
 def judge_per_rule(
-    gateway: Any,
+    gateway: ModelGateway,
     case: AuditCase,
     units: Sequence[ContextUnit],
     step: str,
@@ -58,7 +62,7 @@ def judge_per_rule(
     answers: list[dict[str, Any]] = []
     for unit in units:
         result = gateway.complete_json(
-            role="judge",
+            role=ModelRole.JUDGE,
             messages=rule_messages(case, unit),
             schema=RULE_SCHEMA,
             schema_name="rule_check",

@@ -16,7 +16,7 @@ the reply after that is dropped and counted (``evidence_refused``), never shown.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.audit.cases import AuditCase, prompt_fields
 from workbench.audit.judge.probability import Probability, ProbabilityOptions, sampled_answers
@@ -36,6 +36,10 @@ from workbench.audit.judge.units import (
 from workbench.audit.prompts import build_messages
 from workbench.audit.trace import Verdict
 from workbench.llm.logprobs import probability_of
+from workbench.vocabulary import ModelRole
+
+if TYPE_CHECKING:
+    from workbench.llm.protocol import ModelGateway
 
 JUDGE_PROMPT = "judge_v3"
 QUOTE_MAX = 300
@@ -95,7 +99,7 @@ def judge_messages(case: AuditCase, context: str) -> list[dict[str, str]]:
 
 
 def judge_whole(
-    gateway: Any,
+    gateway: ModelGateway,
     case: AuditCase,
     context: str,
     units: Sequence[ContextUnit],
@@ -111,7 +115,7 @@ def judge_whole(
 
     def ask(msgs: list[dict[str, str]], at: str) -> Any:
         return gateway.complete_json(
-            role="judge", messages=msgs, schema=VERDICT_SCHEMA, schema_name="verdict", step=at,
+            role=ModelRole.JUDGE, messages=msgs, schema=VERDICT_SCHEMA, schema_name="verdict", step=at,
             validate=validate, logprobs=popts.top_logprobs,
         )
 
@@ -124,7 +128,7 @@ def judge_whole(
     return Judged(verdict, calls, messages)
 
 
-def _probability(gateway: Any, messages, validate, popts: ProbabilityOptions, result: Any,
+def _probability(gateway: ModelGateway, messages, validate, popts: ProbabilityOptions, result: Any,
                  step: str, calls: list) -> Probability:
     value = probability_of(result.logprobs, "violation", "true", ("true", "false"))
     if value is not None and not popts.should_sample(True):
@@ -134,7 +138,7 @@ def _probability(gateway: Any, messages, validate, popts: ProbabilityOptions, re
 
     def ask_sample(seed: int) -> Any:
         return gateway.complete_json(
-            role="judge", messages=messages, schema=VERDICT_SCHEMA, schema_name="verdict",
+            role=ModelRole.JUDGE, messages=messages, schema=VERDICT_SCHEMA, schema_name="verdict",
             step=f"{step}:sample{seed}", validate=validate, sample=(popts.temperature, seed),
         )
 
