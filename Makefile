@@ -3,23 +3,35 @@ PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+PRODUCT_STAMP := $(VENV)/.product
 GRAPHRAG_STAMP := $(VENV)/.graphrag
 PORT   ?= 8501
 # This machine kind keeps the CPU build of torch in /opt/wheels; say so even where PIP_FIND_LINKS
 # is not set, so pip never reaches for a multi-GB CUDA build.
 PIP_FIND := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
-.PHONY: install install-graphrag chromium postgres demo test test-fast lint bench clean-db
+.PHONY: install install-product install-graphrag chromium postgres demo test test-fast lint bench clean-db
 
+# Everything: the product, the research lab (torch, training, baselines) and the test tools.
 install: $(STAMP) $(GRAPHRAG_STAMP)
+
+# The product alone (no torch): what `make demo` needs.
+install-product: $(PRODUCT_STAMP)
 
 # Reinstall whenever the dependency declaration or the lock changes.
 $(STAMP): pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(PIP_FIND) -c requirements.lock -e '.[dev]'
-	touch $(STAMP)
+	$(PY) -m pip install -q $(PIP_FIND) -c requirements.lock -e '.[lab,dev]'
+	touch $(STAMP) $(PRODUCT_STAMP)
+
+$(PRODUCT_STAMP): pyproject.toml requirements.lock
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(PIP_FIND) -c requirements.lock -e .
+	touch $(PRODUCT_STAMP)
 
 # Microsoft GraphRAG for the graphrag baseline: it pins litellm, pyarrow and asttokens apart
 # from our lock, so pip cannot resolve it with the lock; its other dependencies are pinned in
@@ -38,7 +50,7 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 # The demo workspace: three SKILLs with CDGs, 21 audit cases and the embedded judge's traces.
-demo: install
+demo: install-product
 	$(VENV)/bin/workbench import fixtures/demo/index.json --author demo
 	$(VENV)/bin/workbench import-cases fixtures/demo/cases.jsonl --dataset demo
 	for f in fixtures/demo/traces_*.jsonl; do \

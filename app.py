@@ -6,6 +6,7 @@ import streamlit as st
 
 from components import identity
 from pages._sign_in import backend
+from workbench import extras
 
 st.set_page_config(page_title="SkillCDG Workbench", layout="wide")
 
@@ -32,9 +33,11 @@ PAGES = {
     "Annotation": [
         st.Page("pages/annotate.py", title="Annotate", url_path="annotate"),
     ],
-    "Analysis": [
+    # The research lab's pages exist where the lab is installed (pip install '.[lab]').
+    **({"Analysis": [
+        st.Page("pages/studies.py", title="Studies", url_path="studies"),
         st.Page("pages/scaling.py", title="Scaling", url_path="scaling"),
-    ],
+    ]} if extras.installed("lab") else {}),
     "Procedures": [
         st.Page("pages/contracts.py", title="Contracts", url_path="contracts"),
     ],

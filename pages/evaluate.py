@@ -12,9 +12,6 @@ import streamlit as st
 from components.activation_study import show_activation_study
 from components.case_table import case_rows, show_case_table
 from components.glossary import column_help
-from components.retrieval_curves import show_evaluations
-from components.sweep_accuracy import show_sweep_accuracy
-from components.training_runs import training_section
 from pages import _audit_cache as audit_cache
 from pages._evaluate_calibration import calibration_section
 from pages._state import engine
@@ -30,11 +27,6 @@ st.title("Evaluate")
 st.caption("ACC counts a case without a verdict as wrong; violation-F1 measures how well "
            "violations are found, on judged cases only. Gold labels and governing rules come "
            "from the stored cases. Hover a column header for what it means, or see the Glossary.")
-with st.container(border=True):
-    show_evaluations()
-    show_sweep_accuracy()
-
-training_section("ev_train")  # before the stored-runs check: training needs no audit runs
 eng = engine()
 datasets = audit_repo.trace_datasets(eng)
 if not datasets:

@@ -10,7 +10,7 @@ import streamlit as st
 from components.errors import show_error
 from components.glossary import plain_columns
 from components.safe import md
-from components.scaling_recovery import recovery_panel
+from components.lab.scaling_recovery import recovery_panel
 from pages._scaling_sources import stored_runs_outcomes
 from pages._state import engine
 from workbench.inputs import decode_text

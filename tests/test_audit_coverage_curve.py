@@ -214,7 +214,7 @@ def test_cli_retrieval_writes_json_and_figure(long_sample, tmp_path, monkeypatch
     assert "unknown strategy grep" in capsys.readouterr().err
 
 
-def test_evaluate_page_draws_the_saved_results(tmp_path, monkeypatch):
+def test_studies_page_draws_the_saved_results(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'ev.db'}")
     evals = tmp_path / "evals"
     evals.mkdir()
@@ -225,7 +225,7 @@ def test_evaluate_page_draws_the_saved_results(tmp_path, monkeypatch):
     (evals / "retrieval-x.json").write_text(json.dumps(
         {"kind": "retrieval", "dataset": "x", "raw_tokens": 1000, "points": points}))
     (evals / "broken.json").write_text("{not json")
-    at = AppTest.from_file(str(ROOT / "pages" / "evaluate.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "pages" / "studies.py"), default_timeout=60).run()
     assert not at.exception
     assert any(w.value.startswith(r"broken\.json") for w in at.warning)  # escaped: a file name is text
     [chart, *_] = at.get("plotly_chart")
@@ -233,7 +233,7 @@ def test_evaluate_page_draws_the_saved_results(tmp_path, monkeypatch):
     assert spec["data"][0]["name"] == "&lt;b&gt;cdg&lt;/b&gt;"  # shown as text, not markup
 
 
-def test_evaluate_page_draws_the_judged_sweep_accuracy_by_length(tmp_path, monkeypatch):
+def test_studies_page_draws_the_judged_sweep_accuracy_by_length(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DB", f"sqlite:///{tmp_path / 'ev.db'}")
     evals = tmp_path / "evals"
     evals.mkdir()
@@ -247,7 +247,7 @@ def test_evaluate_page_draws_the_judged_sweep_accuracy_by_length(tmp_path, monke
     unjudged = [{**r, "judged_cases": None, "acc": None, "f1": None} for r in rows]
     (evals / "length-sweep-x.json").write_text(json.dumps(
         {"kind": "length-sweep", "dataset": "x", "rows": unjudged}))
-    at = AppTest.from_file(str(ROOT / "pages" / "evaluate.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "pages" / "studies.py"), default_timeout=60).run()
     assert not at.exception
     assert "Length sweep: accuracy as the SKILL grows" in [h.value for h in at.subheader]
     # One expander for the judged file only; its two figures (ACC, F1) and the table.
@@ -268,7 +268,7 @@ def test_evaluate_page_draws_the_judged_sweep_accuracy_by_length(tmp_path, monke
 def test_judged_sweeps_pass_over_a_result_file_whose_top_level_is_a_list(tmp_path):
     """Any JSON can sit in the evaluations folder; a list (a trace dump, a case list) is not a
     sweep and must not stop the Evaluate page (it raised AttributeError on ``list.get``)."""
-    from components.sweep_accuracy import judged_sweeps
+    from components.lab.sweep_accuracy import judged_sweeps
 
     rows = [{"length": 4000, "strategy": "cdg", "judged_cases": 3, "acc": 0.5, "f1": 0.5}]
     (tmp_path / "a-list.json").write_text(json.dumps([{"kind": "length-sweep"}]))

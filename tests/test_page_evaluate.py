@@ -17,6 +17,7 @@ from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "evaluate.py")
+STUDIES = str(ROOT / "pages" / "studies.py")  # the lab's results (retrieval, length sweep)
 DEMO = ROOT / "fixtures" / "demo"
 ODD = "<b>odd</b> set"
 
@@ -112,7 +113,7 @@ def test_result_file_names_are_text_not_markdown(tmp_path, monkeypatch):
     (folder / "[x](javascript:alert(1)).json").write_text(
         json.dumps({"kind": "retrieval", "points": "not a list"}), encoding="utf-8")
     monkeypatch.setenv("WORKBENCH_EVAL_DIR", str(folder))
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = AppTest.from_file(STUDIES, default_timeout=60).run()
     assert not at.exception
     warnings = [w.value for w in at.warning]
     assert md("**loud**.json: not readable JSON; skipped") in warnings

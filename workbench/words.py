@@ -124,6 +124,10 @@ TERMS: tuple[Term, ...] = (
     Term("gold in context", "Share of cases whose governing rules (from the gold label) "
          "were in the context shown to the judge.", "Evaluate"),
     Term("context tokens", "Tokens of policy text shown to the judge per case.", "Evaluate"),
+    Term("ACC, 95 % interval", "The range the accuracy could take on other cases like these "
+         "(Wilson score interval over the judged sample): wide on a small sample.", "Studies"),
+    Term("model time", "Time the judge's model calls took for the point's sample, on this "
+         "machine; answers read from the response cache count nothing.", "Studies"),
     Term("online tokens", "Tokens the audit spent on model calls per case (keywords and "
          "judge).", "Evaluate"),
     Term("Cohen's κ", "Cohen's kappa: agreement of the judge with the analysts' decisions "

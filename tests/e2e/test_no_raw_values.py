@@ -56,8 +56,8 @@ PENDING: tuple[tuple[str, str, str], ...] = (
     ("skills", r"0\.\d{4}", "pages/skills.py: the SKILL table's 'complexity C' is rounded to 4"),
     ("evaluate", r"0\.\d{4,}", "components/calibration_view.py, components/activation_study.py: "
                                 "their tables' raw floats"),
-    ("evaluate", r"reward_mean|zero_advantage_share|\w+_\w+",
-     "components/training_runs.py: the training chart's metric names"),
+    ("studies", r"reward_mean|zero_advantage_share|\w+_\w+",
+     "components/lab/training_runs.py: the training chart's metric names"),
 )
 
 # The visible text of the main area and the sidebar, one entry per text node, with the
@@ -113,7 +113,7 @@ def server(tmp_path_factory):
     db = f"sqlite:///{tmp / 'e2e.db'}"
     seed_database(db, demo_index())
     seed_demo_run(db)
-    # The demo's training runs (Evaluate shows them), as `make demo` sets them.
+    # The demo's training runs (Studies shows them), as `make demo` sets them.
     srv = Server(db, tmp / "server.log", {"WORKBENCH_TRAIN_RUNS": "fixtures/training"})
     srv.wait()
     yield srv

@@ -55,6 +55,7 @@ class LabUnavailable(WorkbenchError, ValueError):
 class LabStrategy:
     """A strategy of the research lab, imported on first use by module path and class name."""
 
+    name: str  # the strategy's name, as the lab's class has it
     cls: str
     uses_gateway: bool = True  # LightRAG and GraphRAG index each SKILL through the model
 
@@ -77,8 +78,8 @@ STRATEGIES: dict[str, type | LabStrategy] = {
     StrategyName.DENSE: DenseStrategy,
     StrategyName.NO_CLOSURE: NoClosureStrategy,
     StrategyName.NO_KEYWORDS: NoKeywordsStrategy,
-    StrategyName.LIGHTRAG: LabStrategy("LightragStrategy"),
-    StrategyName.GRAPHRAG: LabStrategy("GraphragStrategy"),
+    StrategyName.LIGHTRAG: LabStrategy(StrategyName.LIGHTRAG, "LightragStrategy"),
+    StrategyName.GRAPHRAG: LabStrategy(StrategyName.GRAPHRAG, "GraphragStrategy"),
 }
 
 

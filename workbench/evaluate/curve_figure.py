@@ -62,8 +62,14 @@ def sweep_figure(result: dict[str, Any], metric: str = "coverage"):
                       key=lambda r: r["length"])
         if not mine:
             continue
+        # ACC with its 95 % Wilson interval where the sweep recorded one (error bars).
+        bars = None
+        if metric == "acc" and all(r.get("acc_low") is not None for r in mine):
+            bars = {"type": "data", "symmetric": False,
+                    "array": [r["acc_high"] - r["acc"] for r in mine],
+                    "arrayminus": [r["acc"] - r["acc_low"] for r in mine]}
         fig.add_trace(go.Scatter(
-            x=[r.get("skill_tokens") or r["length"] for r in mine],
+            x=[r.get("skill_tokens") or r["length"] for r in mine], error_y=bars,
             y=[r[metric] for r in mine], mode="lines+markers", name=html.escape(name),
             text=[f"target {r['length']:,}" for r in mine],
             hovertemplate="SKILL %{x:,.0f} tokens (%{text}): %{y:.3f}<extra></extra>"))

@@ -27,8 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.audit.cases import AuditCase
-from workbench.audit.metrics import aligned_lines, compute_metrics
-from workbench.errors import WorkbenchError
 from workbench.audit.importers.complibench import (
     Conversation,
     Workflow,
@@ -37,6 +35,8 @@ from workbench.audit.importers.complibench import (
     read_conversation,
     skill_name,
 )
+from workbench.audit.metrics import aligned_lines, compute_metrics
+from workbench.errors import WorkbenchError
 from workbench.evaluate.coverage_curve import CURVE_STRATEGIES
 from workbench.graph import PolicyIndex
 from workbench.inputs import read_input_text
@@ -259,6 +259,25 @@ class SweepRow:
     acc: float | None = None
     f1: float | None = None
     judge_errors: dict[str, int] | None = None
+    # 95 % Wilson interval of ACC over the sample, the model time its calls took (seconds;
+    # calls answered from the response cache count 0) and each judged case: {"case",
+    # "gold", "verdict"} (violation True/False; verdict None when the judge gave none).
+    acc_low: float | None = None
+    acc_high: float | None = None
+    judge_seconds: float | None = None
+    outcomes: list[dict[str, Any]] | None = None
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float] | tuple[None, None]:
+    """The Wilson score interval of ``k`` successes in ``n`` (None, None for n = 0)."""
+    import math
+
+    if n <= 0:
+        return None, None
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def judge_sample(cases: list[AuditCase], n: int) -> list[AuditCase]:
@@ -283,12 +302,13 @@ def judge_sample(cases: list[AuditCase], n: int) -> list[AuditCase]:
 
 
 def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: ModelGateway, opts: Any,
-            concurrency: int) -> tuple[int, float | None, float | None, dict[str, int]]:
-    """Audit ``sample`` with the judge: (judged cases, ACC, violation-F1, error counts)."""
+            concurrency: int) -> dict[str, Any]:
+    """Audit ``sample`` with the judge: the judged fields of a :class:`SweepRow`."""
     import math
     from concurrent.futures import ThreadPoolExecutor
 
     from workbench.audit.runner import audit_one
+    from workbench.vocabulary import label_violation
 
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
         traces = list(pool.map(lambda c: audit_one(c, index, strat, gateway, opts), sample))
@@ -297,7 +317,16 @@ def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: ModelGatew
     def num(x: float) -> float | None:
         return None if math.isnan(x) else x
 
-    return m.judged, num(m.acc), num(m.f1), m.errors
+    outcomes = []
+    for case, trace in zip(sample, traces, strict=True):
+        verdict = trace.violation if not trace.error else None
+        outcomes.append({"case": case.id, "gold": label_violation(case.label), "verdict": verdict})
+    right = sum(o["verdict"] is not None and o["verdict"] == o["gold"] for o in outcomes)
+    low, high = wilson(right, len(sample))
+    return {"judged_cases": m.judged, "acc": num(m.acc), "f1": num(m.f1), "judge_errors": m.errors,
+            "acc_low": low, "acc_high": high, "outcomes": outcomes,
+            "judge_seconds": round(sum(c.latency_ms for t in traces for c in t.usage
+                                       if not c.cached) / 1000, 1)}
 
 
 def run_sweep(
@@ -344,8 +373,9 @@ def run_sweep(
             if sample:
                 if progress:
                     progress(level.length, name, f"judging {len(sample)} cases")
-                row.judged_cases, row.acc, row.f1, row.judge_errors = _judged(
-                    sample, index, strat, gateway, judged_opts, concurrency)
+                for key, value in _judged(sample, index, strat, gateway, judged_opts,
+                                          concurrency).items():
+                    setattr(row, key, value)
             rows.append(row)
     return rows
 

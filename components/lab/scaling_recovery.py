@@ -23,7 +23,7 @@ _JUDGES = (
 )
 # The real OPD runs 1.5B -> 0.5B (issue 31): each judge's `workbench metrics --json` on the
 # same 30 held-out CompliBench airline cases.
-_BUNDLED_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "scaling" / "two_sizes" / "opd"
+_BUNDLED_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "scaling" / "two_sizes" / "opd"
 BUNDLED = "Real distillation 1.5B → 0.5B, CompliBench airlines"
 UPLOAD, TYPED = "Upload evaluations", "Type in F1"
 

@@ -1,9 +1,9 @@
-"""The judged length sweep on the Evaluate page: accuracy against SKILL length, one line per
+"""The judged length sweep on the Studies page: accuracy against SKILL length, one line per
 strategy (the second paper's RQ3 figure), and violation-F1 beside it.
 
 Draws the ``workbench evaluate length-sweep --judge`` results found in the evaluations
 folder (``WORKBENCH_EVAL_DIR``); results without a judged sample are left to
-``components.retrieval_curves`` (coverage and tokens). Figures come from
+``components.lab.retrieval_curves`` (coverage and tokens). Figures come from
 ``workbench.evaluate.curve_figure``; names from files are escaped there and here.
 """
 
@@ -16,13 +16,15 @@ import pandas as pd
 import streamlit as st
 
 from components.glossary import column_help
-from components.retrieval_curves import result_files
+from components.lab.retrieval_curves import result_files
 from components.safe import md
 from workbench.evaluate.curve_figure import evaluations_dir, sweep_figure
 
 COLUMNS = {"length": "target length", "skill_tokens": "SKILL tokens", "strategy": "strategy",
            "judged_cases": "judged cases", "acc": "ACC", "f1": "violation-F1",
            "coverage": "gold in context"}
+# Recorded by sweeps since issue 46 (older results lack them): shown when present.
+OPTIONAL = {"acc_interval": "ACC, 95 % interval", "judge_time": "model time"}
 
 
 FIGURE_WIDTH = 360  # px: two figures a row at 1280 px, one at 800
@@ -38,6 +40,23 @@ def _fitted(fig):
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True)
     return fig
+
+
+def _table(rows: list[dict]) -> pd.DataFrame:
+    """The rows as shown: the judged figures, and the interval and model time when recorded."""
+    from workbench import words
+
+    frame = pd.DataFrame(rows)
+    table = frame[list(COLUMNS)].rename(columns=COLUMNS)
+    if {"acc_low", "acc_high"} <= set(frame.columns):
+        table[OPTIONAL["acc_interval"]] = [
+            f"{words.number(lo)} to {words.number(hi)}" if lo is not None and hi is not None
+            and lo == lo else words.MISSING for lo, hi in zip(frame["acc_low"], frame["acc_high"],
+                                                              strict=True)]
+    if "judge_seconds" in frame.columns:
+        table[OPTIONAL["judge_time"]] = [words.duration(s) if s == s and s is not None
+                                         else words.MISSING for s in frame["judge_seconds"]]
+    return table
 
 
 def judged_sweeps(folder: Path) -> list[tuple[str, dict]]:
@@ -74,7 +93,7 @@ def show_sweep_accuracy(folder: Path | None = None) -> None:
                                          key=f"ev_sweep_{metric}_{i}", width=FIGURE_WIDTH)
                 judged = max((r.get("judged_cases") or 0 for r in data["rows"]), default=0)
                 st.caption(f"{judged} judged cases per point.")
-                table = pd.DataFrame(data["rows"])[list(COLUMNS)].rename(columns=COLUMNS)
+                table = _table(data["rows"])
                 st.dataframe(table, hide_index=True, column_config=column_help(table.columns))
             except (KeyError, TypeError, ValueError) as exc:
                 st.warning(md(f"{name}: not a judged length sweep ({type(exc).__name__})"))
