@@ -1,6 +1,9 @@
 """What several command modules declare alike: the command line's own error (``CliError``),
-a command group whose actions are subcommands, the policy index + audit cases pair of inputs,
-the model gateway and the acting identity.
+a command group whose actions are subcommands, the policy index + audit cases pair of inputs
+(and their loading as CLI errors), the model gateway and the acting identity.
+
+Command modules never import each other: what two of them share lives here (or in another
+``_``-prefixed module), which ``tests/test_command_modules.py`` checks.
 
 Not a command itself: ``workbench.cli`` skips modules whose name starts with ``_``.
 """
@@ -48,6 +51,37 @@ def add_index_and_cases(parser: argparse.ArgumentParser, *, index_help: str = IN
     """The required ``--index`` and ``--cases`` of a command that audits or reads cases."""
     parser.add_argument("--index", required=True, help=index_help)
     parser.add_argument("--cases", required=True, help=cases_help)
+
+
+def load_index_or_fail(path: str):
+    """Load an index, turning file and validation problems into CLI errors."""
+    from workbench.graph import PolicyIndex
+
+    try:
+        return PolicyIndex.load(path)
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from None
+
+
+def load_cases_or_fail(path: str):
+    """Load audit cases, turning file and format problems into CLI errors."""
+    from workbench.audit.cases import load_cases
+
+    try:
+        return load_cases(path)
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from None
+
+
+def audit_index_and_cases(args, strategy: str | None = None):
+    """``args.index`` as an ``AuditIndex`` and ``args.cases`` as audit cases, a problem with
+    either raised as a CLI error; with ``strategy``, first check that it names a strategy."""
+    from workbench.audit import AuditIndex
+    from workbench.audit.strategies import STRATEGIES
+
+    if strategy is not None and strategy not in STRATEGIES:
+        raise CliError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    return AuditIndex(load_index_or_fail(args.index)), load_cases_or_fail(args.cases)
 
 
 def cli_gateway(no_cache: bool, attach: str = ""):

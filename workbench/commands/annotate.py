@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 
 from workbench.commands._annotate_label import register_label
-from workbench.commands._common import CliError, action, command_group
+from workbench.commands._common import CliError, action, command_group, load_index_or_fail
 
 REQUIRED_COLUMNS = ("item", "annotator", "label")
 
@@ -210,7 +210,6 @@ def run_report(args: argparse.Namespace) -> int:
         to_csv,
         to_jsonl,
     )
-    from workbench.commands.graph import load_index_or_fail
     from workbench.llm import ModelCallError
 
     index = load_index_or_fail(args.index)

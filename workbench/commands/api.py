@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.commands._common import action
+from workbench.commands._common import action, load_index_or_fail
 from workbench.vocabulary import JUDGED_MODES, JudgeMode, StrategyName, values
 
 
@@ -72,7 +72,6 @@ def build_app(args, engine=None, gateway=None):
     from workbench.audit.pipeline import AuditOptions
     from workbench.audit.policy import AuditIndex
     from workbench.commands._common import CliError, cli_gateway
-    from workbench.commands.graph import load_index_or_fail
 
     settings = load_api_settings().with_changes(
         host=args.host, port=args.port, dataset=args.dataset, run_id=args.run_id,

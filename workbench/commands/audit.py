@@ -9,7 +9,14 @@ import sys
 from workbench.audit.judge.probability import DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES
 from workbench.commands._case_formats import add_case_format_args, read_cases_arg
 from workbench.commands._ci_gate import GateRun, add_gate_args
-from workbench.commands._common import action, add_actor_option, add_index_and_cases, cli_gateway
+from workbench.commands._common import (
+    action,
+    add_actor_option,
+    add_index_and_cases,
+    cli_gateway,
+    load_cases_or_fail,
+    load_index_or_fail,
+)
 from workbench.vocabulary import (
     JUDGED_MODES,
     EmptySeedPolicy,
@@ -142,30 +149,6 @@ def _probability_options(args):
                        "and --sample-temperature") from None
 
 
-def load_cases_or_fail(path: str):
-    """Load audit cases, turning file and format problems into CLI errors."""
-    from workbench.audit.cases import load_cases
-    from workbench.commands._common import CliError
-
-    try:
-        return load_cases(path)
-    except FileNotFoundError as exc:
-        raise CliError(str(exc)) from None
-
-
-def audit_index_and_cases(args, strategy: str | None = None):
-    """``args.index`` as an ``AuditIndex`` and ``args.cases`` as audit cases, a problem with
-    either raised as a CLI error; with ``strategy``, first check that it names a strategy."""
-    from workbench.audit import AuditIndex
-    from workbench.audit.strategies import STRATEGIES
-    from workbench.commands._common import CliError
-    from workbench.commands.graph import load_index_or_fail
-
-    if strategy is not None and strategy not in STRATEGIES:
-        raise CliError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    return AuditIndex(load_index_or_fail(args.index)), load_cases_or_fail(args.cases)
-
-
 def _audit(args) -> int:
     from pathlib import Path
 
@@ -174,7 +157,6 @@ def _audit(args) -> int:
     from workbench.audit.policy import AuditIndex
     from workbench.audit.policy_context import ContextOptions
     from workbench.commands._common import CliError
-    from workbench.commands.graph import load_index_or_fail
 
     index = load_index_or_fail(args.index)
     for warning in index.warnings:
@@ -337,8 +319,6 @@ def _metrics(args) -> int:
         gold = {c.id: ids for c in cases if (ids := c.gold_rules)}
     spans = None
     if gold and args.index:
-        from workbench.commands.graph import load_index_or_fail
-
         index = load_index_or_fail(args.index)
         spans = {}
         for c in cases:
@@ -362,8 +342,8 @@ def _metrics(args) -> int:
 
 
 def _import_complibench(args) -> int:
+    from workbench.audit.importers.complibench import import_complibench
     from workbench.commands._common import CliError
-    from workbench.evaluate.complibench import import_complibench
 
     try:
         s = import_complibench(args.dir, args.out, long=args.long, distractors=args.distractors,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.commands._common import action, cli_gateway, command_group
+from workbench.commands._common import action, cli_gateway, command_group, load_index_or_fail
 from workbench.vocabulary import LightragPresetName, values
 
 STRATEGIES = ("lightrag", "graphrag")
@@ -49,7 +49,6 @@ def _index(args) -> int:
 
     from workbench.audit.baselines import GraphragIndexes, LightragIndexes
     from workbench.commands._common import CliError
-    from workbench.commands.graph import load_index_or_fail
     from workbench.evaluate.baseline_costs import cost_rows, format_cost_rows
     from workbench.inputs import read_json
 

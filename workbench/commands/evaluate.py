@@ -16,7 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.commands._common import CliError, action, add_index_and_cases, command_group
+from workbench.commands._common import (
+    CliError,
+    action,
+    add_index_and_cases,
+    audit_index_and_cases,
+    command_group,
+)
 from workbench.evaluate.curve_figure import evaluations_dir
 
 
@@ -103,7 +109,6 @@ def _progress(*parts: Any) -> None:
 
 def _retrieval(args) -> int:
     from workbench.audit.dense import DenseUnavailable
-    from workbench.commands.audit import audit_index_and_cases
     from workbench.evaluate.coverage_curve import coverage_curve, format_curve
     from workbench.evaluate.curve_figure import curve_figure
 

@@ -8,7 +8,7 @@ import json
 import sys
 
 from workbench.commands import _graph_edit
-from workbench.commands._common import action
+from workbench.commands._common import action, load_index_or_fail
 from workbench.vocabulary import ErrorKind
 
 
@@ -50,17 +50,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         gsub, "edit", _graph_edit.edit,
         help="edit a stored SKILL (rule fields, rules, edges) or accept/reject its proposed "
              "edges: one new version, as the Graph page saves it"))
-
-
-def load_index_or_fail(path: str):
-    """Load an index, turning file and validation problems into CLI errors."""
-    from workbench.commands._common import CliError
-    from workbench.graph import PolicyIndex
-
-    try:
-        return PolicyIndex.load(path)
-    except FileNotFoundError as exc:
-        raise CliError(str(exc)) from None
 
 
 def _stats(args) -> int:

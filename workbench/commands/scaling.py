@@ -7,7 +7,13 @@ import json
 import sys
 from typing import Any
 
-from workbench.commands._common import CliError, action, command_group
+from workbench.commands._common import (
+    CliError,
+    action,
+    audit_index_and_cases,
+    command_group,
+    load_cases_or_fail,
+)
 from workbench.vocabulary import StrategyName
 
 
@@ -227,7 +233,6 @@ def _select_cases(args: argparse.Namespace) -> list[dict]:
                 "(the policy index they were audited with) to build each case's judge prompt"
             )
         return cases
-    from workbench.commands.audit import audit_index_and_cases
     from workbench.train.data import materialise
 
     index, audit_cases = audit_index_and_cases(args, args.strategy)
@@ -316,8 +321,6 @@ def _recovery(args: argparse.Namespace) -> list[dict]:
             raise CliError(f"F1 of {name} must be a number in [0, 1], got {typed!r}")
     labels = None
     if args.runs_cases:
-        from workbench.commands.audit import load_cases_or_fail
-
         labels = {c.id: c.label for c in load_cases_or_fail(args.runs_cases)}
 
     def judge(name: str):

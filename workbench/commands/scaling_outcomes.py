@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.commands._common import CliError, action
+from workbench.commands._common import CliError, action, load_cases_or_fail, load_index_or_fail
 
 
 def register(subparsers: Any) -> None:
@@ -66,8 +66,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_files(args: argparse.Namespace) -> tuple[list[dict], int, int]:
     from workbench.audit.trace_file import read_traces
-    from workbench.commands.audit import load_cases_or_fail
-    from workbench.commands.graph import load_index_or_fail
     from workbench.scaling.from_traces import TracesError, outcomes_from_runs, select_traces
 
     if args.run:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.commands._case_formats import add_case_format_args
-from workbench.commands._common import action, add_actor_option, cli_actor
+from workbench.commands._common import action, add_actor_option, cli_actor, load_index_or_fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _import(args) -> int:
     from store import repo
     from store.db import make_engine
-    from workbench.commands.graph import load_index_or_fail
     from workbench.identity.roles import COMMAND_LINE
     from workbench.words import plural
 

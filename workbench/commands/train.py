@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from workbench.commands._common import CliError, action, add_index_and_cases, command_group
+from workbench.commands._common import (
+    CliError,
+    action,
+    add_index_and_cases,
+    audit_index_and_cases,
+    command_group,
+    load_index_or_fail,
+)
+from workbench.commands._training import (
+    add_opd_gate,
+    add_trainer_flags,
+    progress,
+    records_with_cases,
+    trained,
+    verified_judge,
+)
 from workbench.vocabulary import StrategyName
 
 
@@ -69,7 +83,7 @@ def register(subparsers: Any) -> None:
     grpo.add_argument("--token-cost", type=float, default=0.05,
                       help="λ of the coverage reward, per 1000 context tokens (default 0.05)")
     grpo.add_argument("--group", type=int, default=8, help="candidates per case K (default 8)")
-    _common(grpo, max_new_tokens=48)
+    add_trainer_flags(grpo, max_new_tokens=48)
 
     turns = action(
         sub, "grpo-contract", run_grpo_contract,
@@ -98,7 +112,7 @@ def register(subparsers: Any) -> None:
     turns.add_argument("--turns", type=int, default=None,
                        help="the first N agent turns of each trajectory (default: all)")
     turns.add_argument("--group", type=int, default=8, help="candidates per turn K (default 8)")
-    _common(turns, max_new_tokens=96)
+    add_trainer_flags(turns, max_new_tokens=96)
 
     export = action(
         sub, "export", run_export,
@@ -157,7 +171,7 @@ def _register_opd(sub: Any) -> None:
     opd.add_argument("--lora-alpha", type=int, default=None,
                      help="LoRA alpha (default: the recipe's, 64; 2 x --lora-rank when only "
                      "the rank is given)")
-    _common(opd, max_new_tokens=None)
+    add_trainer_flags(opd, max_new_tokens=None)
 
 
 def _register_joint(sub: Any) -> None:
@@ -183,69 +197,8 @@ def _register_joint(sub: Any) -> None:
                        help=f"w, the OPD loss against the GRPO loss (default {DEFAULT_OPD_WEIGHT:g})")
     joint.add_argument("--judge-max-new-tokens", type=int, default=DEFAULT_JUDGE_TOKENS,
                        help=f"verdict length limit (default {DEFAULT_JUDGE_TOKENS})")
-    _opd_gate(joint)
-    _common(joint, max_new_tokens=48, temperature=0.7, top_p=0.9)
-
-
-def _opd_gate(p: argparse.ArgumentParser) -> None:
-    """Which of the student's tokens the joint step's OPD supervises (`train opd` takes
-    these from its recipe)."""
-    p.add_argument("--gate", choices=("entropy", "none"), default="entropy",
-                   help="OPD gate: entropy (top fraction + verdict/termination tokens) or none "
-                   "(every token: uniform OPD)")
-    p.add_argument("--top-fraction", type=float, default=0.2, help="entropy gate share (0.2)")
-    p.add_argument("--clip", type=float, default=10.0,
-                   help="k1 clamp c, [-c, c] (default 10, the first paper's Table 13)")
-
-
-def _common(p: argparse.ArgumentParser, max_new_tokens: int | None, temperature: float = 1.0,
-            top_p: float = 1.0) -> None:
-    """The flags every trainer takes; ``max_new_tokens=None`` marks a recipe-driven command
-    (`train opd`): the settings a recipe holds default to None there, filled from it."""
-    recipe = max_new_tokens is None
-
-    def default(value: Any, text: str) -> tuple[Any, str]:
-        return (None, "the recipe's") if recipe else (value, text)
-
-    p.add_argument("--student", required=True,
-                   help="student checkpoint: a folder, a cached hub id, a .gguf file, or "
-                   "'embedded' / 'embedded:small' (the workbench's 1.5B / 0.5B GGUF, dequantised)")
-    p.add_argument("--run-dir", required=True, help="run folder: checkpoints, metrics, adapter")
-    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-    epochs, epochs_text = default(2, "2")
-    batch, batch_text = default(24, "24")
-    p.add_argument("--epochs", type=int, default=epochs,
-                   help=f"passes over the records (default {epochs_text})")
-    p.add_argument("--global-batch", type=int, default=batch,
-                   help=f"completions per step (default {batch_text})")
-    p.add_argument("--micro-batch", type=int, default=4, help="completions per forward pass (4)")
-    lr, lr_text = default(1e-5, "1e-5")
-    rank, rank_text = default(32, "32")
-    p.add_argument("--lr", type=float, default=lr, help=f"learning rate (default {lr_text})")
-    p.add_argument("--lora-rank", type=int, default=rank, help=f"LoRA rank (default {rank_text})")
-    p.add_argument("--lora-layers", type=int, default=0,
-                   help="LoRA on the last N decoder layers only (default 0: all, as the paper); "
-                   "the backward pass stops there, which makes a CPU run affordable")
-    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
-                   help="model weights in memory (default float32); bfloat16 halves "
-                   "memory and is faster on a GPU or a CPU with AVX-512 BF16 / AMX, ~5x "
-                   "slower over long prompts on one without (a warning says so); adapters "
-                   "stay float32")
-    tokens, tokens_text = default(max_new_tokens, str(max_new_tokens))
-    temp, temp_text = default(temperature, f"{temperature:g}")
-    nucleus, nucleus_text = default(top_p, f"{top_p:g}" + ("" if top_p < 1 else ": off"))
-    p.add_argument("--max-new-tokens", type=int, default=tokens,
-                   help=f"completion length limit (default {tokens_text})")
-    p.add_argument("--temperature", type=float, default=temp,
-                   help=f"sampling temperature (default {temp_text})")
-    p.add_argument("--top-p", type=float, default=nucleus,
-                   help="nucleus sampling: the smallest token set of this probability "
-                   f"(default {nucleus_text})")
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
-    p.add_argument("--save-every", type=int, default=10, help="checkpoint interval in steps")
-    seed, seed_text = default(17, "17")
-    p.add_argument("--seed", type=int, default=seed,
-                   help=f"data order and sampling seed (default {seed_text})")
+    add_opd_gate(joint)
+    add_trainer_flags(joint, max_new_tokens=48, temperature=0.7, top_p=0.9)
 
 
 def _recipe_settings(args: argparse.Namespace):
@@ -301,38 +254,6 @@ def _config(args: argparse.Namespace):
     return cfg
 
 
-def _progress(row: dict[str, Any]) -> None:
-    parts = [f"step {row['step']}/{row['total_steps']}"]
-    for key in ("reward_mean", "zero_advantage_share", "closure_share", "kl", "gated_share",
-                "verdict_accuracy", "loss"):
-        if row.get(key) is not None:
-            parts.append(f"{key} {row[key]:.4f}")
-    parts.append(f"{row['seconds']:.1f}s")
-    print("… " + ", ".join(parts), file=sys.stderr, flush=True)
-
-
-def _records_with_cases(rows: list[dict], cases: list, cases_path: str) -> dict:
-    """The audit cases of ``rows`` by id; a ``CliError`` names records whose case is not in
-    ``cases`` (read from ``cases_path``)."""
-    by_id = {c.id: c for c in cases}
-    missing = [r["id"] for r in rows if r["id"] not in by_id]
-    if missing:
-        raise CliError(f"{len(missing)} records have no case in {cases_path} (first: {missing[:3]}); "
-                       "pass the cases the records were made from")
-    return by_id
-
-
-def _trained(train: Callable[[], Any], before: str = "") -> int:
-    """Run ``train`` (a trainer call) and print what it did; a ValueError it raises is a
-    command-line problem (a WorkbenchError reaches the CLI's handler as it is)."""
-    try:
-        result = train()
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-    print(f"{before}{result.steps} steps (resumed from {result.resumed_from}); adapter: {result.adapter}")
-    return 0
-
-
 def _reviewed_records(args: argparse.Namespace, options):
     """Records of the reviewed verdicts of ``--from-store`` (see workbench.train.reviewed)."""
     from store import audit_repo, repo
@@ -340,7 +261,6 @@ def _reviewed_records(args: argparse.Namespace, options):
     from store.review import decisions_for
     from workbench.audit import AuditIndex
     from workbench.audit.strategies import STRATEGIES
-    from workbench.commands.graph import load_index_or_fail
     from workbench.review.queue import build_queue
     from workbench.train.data import materialise_reviewed
     from workbench.train.reviewed import reviewed_labels
@@ -379,7 +299,6 @@ def _reviewed_records(args: argparse.Namespace, options):
 
 def run_data(args: argparse.Namespace) -> int:
     from workbench.audit import AuditOptions
-    from workbench.commands.audit import audit_index_and_cases
     from workbench.train.data import materialise, to_hf_dataset, write_jsonl
 
     options = AuditOptions().with_context(budget=args.budget)
@@ -412,27 +331,7 @@ def run_data(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verified_judge():
-    from workbench.audit.judge import judge_whole
-    from workbench.llm import Gateway, LlmConfigError, ModelCallError
-
-    try:
-        gateway = Gateway.from_env()
-    except LlmConfigError as exc:
-        raise CliError(f"the verified reward calls the judge role: {exc}") from None
-
-    def judge(case, context):
-        try:
-            verdict, _, _ = judge_whole(gateway, case, context.text, context.units, f"grpo:{case.id}")
-        except ModelCallError:
-            return None  # no verdict: the candidate earns nothing
-        return verdict.violation
-
-    return judge
-
-
 def run_grpo(args: argparse.Namespace) -> int:
-    from workbench.commands.audit import audit_index_and_cases
     from workbench.train.data import read_jsonl
     from workbench.train.rewards import coverage_reward, keyword_closure, verified_reward
     from workbench.train.trainers import train_grpo
@@ -441,7 +340,7 @@ def run_grpo(args: argparse.Namespace) -> int:
     config = _config(args)
     index, cases = audit_index_and_cases(args)
     rows = read_jsonl(args.records, require=("id", "keyword_prompt", "gold_rules"))
-    by_id = _records_with_cases(rows, cases, args.cases)
+    by_id = records_with_cases(rows, cases, args.cases)
     if args.reward is None:
         args.reward = "coverage" if rows and all(r["gold_rules"] for r in rows) else "verified"
         why = "every record has gold rules" if args.reward == "coverage" else "the default"
@@ -456,7 +355,7 @@ def run_grpo(args: argparse.Namespace) -> int:
         rows = [r for r in rows if label_violation(r.get("label")) is not None]
         if not rows:
             raise CliError("no record is labelled, which the verified reward needs")
-        judge = _verified_judge()
+        judge = verified_judge()
     chosen = [by_id[r["id"]] for r in rows]
 
     def reward(i: int, text: str) -> float:
@@ -465,13 +364,12 @@ def run_grpo(args: argparse.Namespace) -> int:
             return coverage_reward(outcome, rows[i]["gold_rules"], args.token_cost)
         return verified_reward(outcome, chosen[i], judge)
 
-    return _trained(lambda: train_grpo(args.student, [r["keyword_prompt"] for r in rows], reward,
-                                       args.run_dir, config, resume=args.resume, progress=_progress))
+    return trained(lambda: train_grpo(args.student, [r["keyword_prompt"] for r in rows], reward,
+                                       args.run_dir, config, resume=args.resume, progress=progress))
 
 
 def run_joint(args: argparse.Namespace) -> int:
     from workbench.audit.judge import judge_messages
-    from workbench.commands.audit import audit_index_and_cases
     from workbench.train.data import read_jsonl
     from workbench.train.joint import JointSettings, train_joint
     from workbench.train.rewards import keyword_closure
@@ -485,7 +383,7 @@ def run_joint(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     index, cases = audit_index_and_cases(args)
     rows = read_jsonl(args.records, require=("id", "keyword_prompt", "label"))
-    by_id = _records_with_cases(rows, cases, args.cases)
+    by_id = records_with_cases(rows, cases, args.cases)
     rows = [r for r in rows if label_violation(r.get("label")) is not None]
     if not rows:
         raise CliError("no record is labelled, which the verified reward of the joint step needs")
@@ -498,9 +396,9 @@ def run_joint(args: argparse.Namespace) -> int:
         return judge_messages(chosen[i], outcome.context.text)
 
     labels = [label_violation(r["label"]) for r in rows]
-    return _trained(lambda: train_joint(args.student, args.teacher, [r["keyword_prompt"] for r in rows],
+    return trained(lambda: train_joint(args.student, args.teacher, [r["keyword_prompt"] for r in rows],
                                         judge_prompt, labels, args.run_dir, config, settings,
-                                        resume=args.resume, progress=_progress))
+                                        resume=args.resume, progress=progress))
 
 
 def run_grpo_contract(args: argparse.Namespace) -> int:
@@ -520,9 +418,9 @@ def run_grpo_contract(args: argparse.Namespace) -> int:
         reward = turn_reward(contract, turns, arm=args.arm, rho=args.rho,
                              advantage=args.advantage)
         return train_grpo(args.student, [t.prompt for t in turns], reward, args.run_dir,
-                          config, resume=args.resume, progress=_progress)
+                          config, resume=args.resume, progress=progress)
 
-    return _trained(train, before=f"{len(turns)} agent turns; ")
+    return trained(train, before=f"{len(turns)} agent turns; ")
 
 
 def run_opd(args: argparse.Namespace) -> int:
@@ -543,9 +441,9 @@ def run_opd(args: argparse.Namespace) -> int:
           f"gate {gate}, LoRA {config.lora.rank}/{config.lora.alpha}, T {config.temperature:g} / "
           f"top-p {config.top_p:g}, {config.max_new_tokens} tokens, {config.epochs} epochs, "
           f"batch {config.global_batch}, seed {config.seed}", file=sys.stderr)
-    return _trained(lambda: train_opd(args.student, args.teacher, [r["prompt"] for r in rows],
+    return trained(lambda: train_opd(args.student, args.teacher, [r["prompt"] for r in rows],
                                       args.run_dir, config, labels=labels, resume=args.resume,
-                                      progress=_progress))
+                                      progress=progress))
 
 
 def run_export(args: argparse.Namespace) -> int:
