@@ -1,10 +1,17 @@
-"""How the command modules of ``workbench/commands/`` stand to each other (issue 49): a
-command module imports no other command module (what two share lives in a ``_``-prefixed
-module such as ``_common``). The source is read with ``ast``, as in ``test_layers``."""
+"""How the command modules of ``workbench/commands/`` stand to each other and to the lab
+(issue 49): a command module imports no other command module (what two share lives in a
+``_``-prefixed module such as ``_common``), and building the parser (``workbench --help``)
+loads neither the research lab's packages nor their heavy libraries.
+
+The source is read with ``ast``, as in ``test_layers``; what the parser loads is read in a
+subprocess, so that what other tests imported does not count."""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,3 +87,34 @@ def test_no_command_module_passes_500_lines():
     long = {p.name: n for p in sorted(COMMANDS.glob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
     assert not long, f"split these command modules: {long}"
+
+
+HEAVY = ("torch", "transformers", "peft", "datasets", "lightrag", "accelerate")
+LAB = ("workbench.train", "workbench.scaling", "workbench.evaluate", "workbench.audit.baselines")
+LOADED = (
+    "import json, sys\n"
+    "from workbench.cli import build_parser\n"
+    "build_parser()\n"
+    f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {set(HEAVY)!r} "
+    f"or m.startswith({LAB!r}))))\n"
+)
+
+
+def test_building_the_parser_loads_no_lab_and_no_heavy_library():
+    """``workbench --help`` (and ``workbench audit --help``, ...) only build the parser: no
+    torch, transformers, peft, datasets, lightrag or accelerate, no lab package. A default
+    shown in the help comes from a light module (``workbench.lab_defaults``); a heavy import
+    belongs inside the command function."""
+    done = subprocess.run([sys.executable, "-c", LOADED], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=True)
+    assert json.loads(done.stdout) == []
+
+
+def test_the_lab_defaults_the_help_shows_are_the_labs():
+    """``train opd --recipe`` offers the recipes of ``workbench.train.recipes`` (a light
+    module) without loading it; ``train joint``'s defaults are ``JointSettings``' own, which
+    reads them from ``workbench.lab_defaults``."""
+    from workbench.lab_defaults import DEFAULT_OPD_RECIPE, OPD_RECIPES
+    from workbench.train.recipes import DEFAULT_RECIPE, RECIPES
+
+    assert tuple(RECIPES) == OPD_RECIPES and DEFAULT_RECIPE == DEFAULT_OPD_RECIPE

@@ -23,7 +23,7 @@ from workbench.commands._common import (
     audit_index_and_cases,
     command_group,
 )
-from workbench.evaluate.curve_figure import evaluations_dir
+from workbench.settings import evaluations_dir
 
 
 def _floats(text: str, what: str) -> list[float]:

@@ -22,6 +22,12 @@ from workbench.commands._training import (
     trained,
     verified_judge,
 )
+from workbench.lab_defaults import (  # the lab's own defaults, without loading the lab
+    DEFAULT_JUDGE_TOKENS,
+    DEFAULT_OPD_RECIPE,
+    DEFAULT_OPD_WEIGHT,
+    OPD_RECIPES,
+)
 from workbench.vocabulary import StrategyName
 
 
@@ -132,8 +138,6 @@ def register(subparsers: Any) -> None:
 
 
 def _register_opd(sub: Any) -> None:
-    from workbench.train.recipes import DEFAULT_RECIPE, RECIPES
-
     opd = action(
         sub, "opd", run_opd,
         help="on-policy distillation of the judge from a teacher, by a named recipe",
@@ -155,8 +159,8 @@ def _register_opd(sub: Any) -> None:
     opd.add_argument("--teacher", required=True,
                      help="teacher checkpoint (same tokenizer), e.g. 'embedded' (the 1.5B GGUF) "
                      "for --student embedded:small (the 0.5B)")
-    opd.add_argument("--recipe", choices=tuple(RECIPES), default=DEFAULT_RECIPE,
-                     help=f"named settings (default {DEFAULT_RECIPE}); explicit flags override them")
+    opd.add_argument("--recipe", choices=OPD_RECIPES, default=DEFAULT_OPD_RECIPE,
+                     help=f"named settings (default {DEFAULT_OPD_RECIPE}); explicit flags override them")
     opd.add_argument("--gate", choices=("entropy", "none"), default=None,
                      help="OPD gate: entropy (the top fraction by entropy) or none (every "
                      "token); default: the recipe's")
@@ -175,8 +179,6 @@ def _register_opd(sub: Any) -> None:
 
 
 def _register_joint(sub: Any) -> None:
-    from workbench.train.joint import DEFAULT_JUDGE_TOKENS, DEFAULT_OPD_WEIGHT
-
     joint = action(
         sub, "joint", run_joint,
         help="one rollout batch, two losses: GRPO for the keywords, OPD for the verdicts",

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from workbench.lab_defaults import DEFAULT_JUDGE_TOKENS, DEFAULT_OPD_WEIGHT  # shown by --help
 from workbench.train.models import Messages, sample
 from workbench.train.opd import DEFAULT_CLIP, VERDICT_VALUE, opd_loss
 from workbench.train.rewards import group_advantages
@@ -46,8 +47,6 @@ from workbench.train.trainers import (
 # (prompt index, keyword completion) -> the judge messages for its closure, or None when the
 # candidate's keywords are invalid or seed nothing (the reward is then 0, nothing is judged).
 JudgePrompt = Callable[[int, str], Messages | None]
-DEFAULT_OPD_WEIGHT = 1.0
-DEFAULT_JUDGE_TOKENS = 128
 
 
 @dataclass(frozen=True)
