@@ -4,11 +4,14 @@
 loads neither the research lab's packages nor their heavy libraries.
 
 The source is read with ``ast``, as in ``test_layers``; what the parser loads is read in a
-subprocess, so that what other tests imported does not count."""
+subprocess, so that what other tests imported does not count. The lab's commands register
+only where the lab extra is installed (``workbench.extras``), else as placeholders that say
+how to install it."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import subprocess
 import sys
@@ -108,6 +111,112 @@ def test_building_the_parser_loads_no_lab_and_no_heavy_library():
     done = subprocess.run([sys.executable, "-c", LOADED], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, check=True)
     assert json.loads(done.stdout) == []
+
+
+# --- the research lab's commands (issue 49) ------------------------------------------------
+
+FIND_SPEC = importlib.util.find_spec  # the real one, whatever a test patches
+
+
+def imports_lab(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        if any(n == p or n.startswith(p + ".") for n in names for p in LAB):
+            return True
+    return False
+
+
+def test_every_command_that_runs_the_lab_is_a_lab_command():
+    """A command module that imports a lab package is in ``LAB_COMMANDS`` (so it registers
+    only where the lab is installed), and every entry there is a command module."""
+    from workbench.commands._common import LAB_COMMANDS
+
+    lab = {name for name in public_commands() if imports_lab(COMMANDS / f"{name}.py")}
+    assert lab == set(LAB_COMMANDS)
+
+
+def missing_here(monkeypatch, *names: str) -> None:
+    """Make the spec check (``workbench.extras``, ``find_spec``) say that ``names`` cannot be
+    imported, and the rest as they are (a second call replaces the first's names)."""
+    from workbench import extras
+
+    monkeypatch.setattr(extras.importlib.util, "find_spec",
+                        lambda name, *a: None if name in names else FIND_SPEC(name, *a))
+
+
+def commands_of(parser) -> dict:
+    import argparse
+
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_lab_commands_register_as_usual_where_the_lab_is_installed():
+    from workbench import extras
+    from workbench.cli import build_parser
+    from workbench.commands._common import LAB_COMMANDS, LAB_EXTRA
+
+    assert extras.installed(LAB_EXTRA)  # the test environment has every extra
+    found = commands_of(build_parser())
+    for command in LAB_COMMANDS.values():
+        assert "research lab" not in (found[command].description or ""), command
+    assert "opd" in commands_of(found["train"]) and "fit" in commands_of(found["scaling"])
+
+
+def test_a_lab_command_without_the_lab_says_how_to_install_it(monkeypatch, capsys):
+    import pytest
+
+    from workbench.cli import build_parser, main
+    from workbench.commands._common import LAB_COMMANDS
+
+    missing_here(monkeypatch, "torch", "lightrag")
+    parser = build_parser()
+    found = commands_of(parser)
+    listed = " ".join(parser.format_help().split())
+    for command in LAB_COMMANDS.values():
+        assert found[command]._subparsers is None, command  # no `train opd` ... here
+        assert f"{command} part of the research lab: install it with pip install '.[lab]'" in listed
+    assert "opd" not in listed and "audit" in found and "capture" in commands_of(found["features"])
+    # Run with any arguments (those of the real command too): exit 2, the install said.
+    for argv in (["train"], ["train", "opd", "--records", "r.jsonl", "--student", "embedded"],
+                 ["baselines", "index", "--index", "i.json"], ["scaling-outcomes", "--out", "o.csv"]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == (
+            f"error: workbench {argv[0]} is part of the research lab: install it with pip install "
+            "'.[lab]' (missing here: torch, lightrag)\n")
+    # Its help says the same, and exits 0 as any help does.
+    with pytest.raises(SystemExit) as done:
+        main(["train", "--help"])
+    assert done.value.code == 0
+    assert "install it with pip install '.[lab]' (missing here: torch, lightrag)" in " ".join(
+        capsys.readouterr().out.split())
+    # A product command keeps refusing what it does not know.
+    with pytest.raises(SystemExit) as done:
+        main(["graph", "stats", "i.json", "--no-such-flag"])
+    assert done.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+
+
+def test_features_capture_names_the_activations_extra_before_reading_anything(monkeypatch, capsys,
+                                                                              tmp_path):
+    """`workbench features capture` stays a product command: without torch, transformers or
+    gguf it names the extra to install before it reads the traces or loads a model (it
+    failed after "loading ...", and without gguf as a model that could not load)."""
+    from workbench.cli import main
+
+    argv = ["features", "capture", str(tmp_path / "none.jsonl"), "--cases", str(tmp_path / "c.jsonl")]
+    missing_here(monkeypatch, "gguf")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "(missing: gguf); install it with pip install '.[activations]'" in err
+    assert "loading" not in err
+    missing_here(monkeypatch, "torch", "transformers")
+    assert main(argv) == 2
+    assert "(missing: torch, transformers); install it with pip install '.[activations]'" in (
+        capsys.readouterr().err)
 
 
 def test_the_lab_defaults_the_help_shows_are_the_labs():

@@ -11,6 +11,7 @@ Not a command itself: ``workbench.cli`` skips modules whose name starts with ``_
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import WorkbenchError
@@ -21,6 +22,37 @@ class CliError(WorkbenchError):
     """A user error met by the command line itself (a bad flag combination, a missing file):
     the message says what went wrong and what to do. Exit code 2, as for every WorkbenchError
     (``workbench.cli.main`` prints it)."""
+
+
+# The research lab's commands (issue 49): command module -> the command it registers. Like the
+# lab's pages in app.py, they register as usual where the lab extra is installed
+# (``workbench.extras``, which knows its modules and finds them without importing any), and
+# elsewhere as a placeholder (``lab_placeholder``) that says how to install it.
+LAB_EXTRA = "lab"
+LAB_COMMANDS: dict[str, str] = {
+    "train": "train",
+    "scaling": "scaling",
+    "scaling_outcomes": "scaling-outcomes",
+    "evaluate": "evaluate",
+    "baselines": "baselines",
+}
+
+
+def lab_placeholder(subparsers: Any, command: str, missing: Sequence[str]) -> Any:
+    """``workbench COMMAND`` of the lab where the lab is not installed: its help says how to
+    install it, and run with any arguments it exits 2 saying the same (``workbench.cli.main``
+    lets a placeholder's arguments through: they are the real command's)."""
+    from workbench.extras import EXTRAS, ExtraMissing
+
+    short = f"part of the research lab: install it with {EXTRAS[LAB_EXTRA].install}"
+    message = f"workbench {command} is {short} (missing here: {', '.join(missing)})"
+
+    def refuse(_args: argparse.Namespace) -> int:
+        raise ExtraMissing(message)
+
+    parser = subparsers.add_parser(command, help=short, description=message)
+    parser.set_defaults(func=refuse, lab_placeholder=True)
+    return parser
 
 
 INDEX_HELP = "skillcdg/1 policy index (JSON)"

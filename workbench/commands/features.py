@@ -15,8 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="capture the judge's activations (hidden states) for a run's cases",
         description="The judge's hidden states at the last prompt token, read from the same "
         "weights that judge, kept beside the run (RUN.features/) and keyed by case, strategy "
-        "and prompt hash. A capture resumes where it stopped. Needs torch and transformers "
-        "(the lab extra).",
+        "and prompt hash. A capture resumes where it stopped. Needs torch, transformers and "
+        "gguf (pip install '.[activations]').",
     )
     p = action(actions, "capture", _capture,
                help="capture the judge's activations for the traces of a run",
@@ -44,8 +44,12 @@ def _capture(args) -> int:
     from workbench.audit.trace_file import read_traces
     from workbench.commands._common import CliError
     from workbench.decision.features import features_dir
+    from workbench.extras import require
     from workbench.llm.activations import ActivationReader
 
+    # First, before any file is read or model loaded: without the extra the capture failed
+    # only after "loading ...", gguf's absence as a failure to load the model.
+    require("activations", "workbench features capture (reading the judge's activations)")
     if not Path(args.traces).is_file():
         raise CliError(f"{args.traces}: no such traces file", "give the JSONL `workbench audit --out` wrote")
     traces, problems = read_traces(args.traces)
