@@ -83,7 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lightrag-preset", choices=values(LightragPresetName),
                    default=LightragPresetName.DEFAULT,
                    help="--strategy lightrag settings: the project's defaults (LightRAG's "
-                   "1,200-token chunks, queried with the audit keywords) or the second "
+                   "1,200-token chunks, queried with the audit keywords) or the first "
                    "paper's B.5 (12,000-token chunks, top_k 20, chunk_top_k 8, a 6,000-token "
                    "cap, LightRAG's own keywords from SKILL names + state + history + reply; "
                    "its own index)")

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lightrag-preset", choices=values(LightragPresetName),
                    default=LightragPresetName.DEFAULT,
                    help="with --strategy lightrag: index with the project's chunking (default) "
-                   "or the second paper's B.5 (12,000-token chunks, 100 overlap); each preset "
+                   "or the first paper's B.5 (12,000-token chunks, 100 overlap); each preset "
                    "has its own index, as `workbench audit --lightrag-preset` uses it")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
 
