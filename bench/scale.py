@@ -37,7 +37,7 @@ from workbench.audit.pipeline import AuditOptions  # noqa: E402
 from workbench.audit.policy import AuditIndex  # noqa: E402
 from workbench.audit.runner import run_audit  # noqa: E402
 from workbench.audit.trace_file import read_traces  # noqa: E402
-from workbench.commands.graph import load_index_or_fail  # noqa: E402
+from workbench.commands._common import load_index_or_fail  # noqa: E402
 from workbench.llm import Gateway, load_config  # noqa: E402
 from workbench.llm.fake_server import FakeChatServer, reply, role_env  # noqa: E402
 

@@ -106,7 +106,7 @@ LOADED = (
 def test_building_the_parser_loads_no_lab_and_no_heavy_library():
     """``workbench --help`` (and ``workbench audit --help``, ...) only build the parser: no
     torch, transformers, peft, datasets, lightrag or accelerate, no lab package. A default
-    shown in the help comes from a light module (``workbench.lab_defaults``); a heavy import
+    shown in the help comes from a light module (``workbench.extras.lab_defaults``); a heavy import
     belongs inside the command function."""
     done = subprocess.run([sys.executable, "-c", LOADED], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, check=True)
@@ -222,8 +222,8 @@ def test_features_capture_names_the_activations_extra_before_reading_anything(mo
 def test_the_lab_defaults_the_help_shows_are_the_labs():
     """``train opd --recipe`` offers the recipes of ``workbench.train.recipes`` (a light
     module) without loading it; ``train joint``'s defaults are ``JointSettings``' own, which
-    reads them from ``workbench.lab_defaults``."""
-    from workbench.lab_defaults import DEFAULT_OPD_RECIPE, OPD_RECIPES
+    reads them from ``workbench.extras.lab_defaults``."""
+    from workbench.extras.lab_defaults import DEFAULT_OPD_RECIPE, OPD_RECIPES
     from workbench.train.recipes import DEFAULT_RECIPE, RECIPES
 
     assert tuple(RECIPES) == OPD_RECIPES and DEFAULT_RECIPE == DEFAULT_OPD_RECIPE

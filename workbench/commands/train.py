@@ -22,7 +22,7 @@ from workbench.commands._training import (
     trained,
     verified_judge,
 )
-from workbench.lab_defaults import (  # the lab's own defaults, without loading the lab
+from workbench.extras.lab_defaults import (  # the lab's own defaults, without loading the lab
     DEFAULT_JUDGE_TOKENS,
     DEFAULT_OPD_RECIPE,
     DEFAULT_OPD_WEIGHT,

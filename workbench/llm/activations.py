@@ -54,7 +54,7 @@ class ActivationReader:
         except ImportError as exc:  # the lab extra is not installed
             raise ActivationReaderError(
                 f"reading the judge's activations needs torch and transformers ({exc}); "
-                "install them with `pip install '.[lab]'`"
+                "install them with `pip install '.[activations]'`"
             ) from None
         if threads:
             torch.set_num_threads(threads)

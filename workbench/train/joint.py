@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from workbench.lab_defaults import DEFAULT_JUDGE_TOKENS, DEFAULT_OPD_WEIGHT  # shown by --help
+from workbench.extras.lab_defaults import DEFAULT_JUDGE_TOKENS, DEFAULT_OPD_WEIGHT  # shown by --help
 from workbench.train.models import Messages, sample
 from workbench.train.opd import DEFAULT_CLIP, VERDICT_VALUE, opd_loss
 from workbench.train.rewards import group_advantages

@@ -5,7 +5,8 @@ The product (``pip install .``) needs no torch. Features that truly need one of 
 ask :func:`installed` before they show themselves (the lab's commands and pages) and raise
 :class:`ExtraMissing` — a message that names the extra and its install command — when used
 without it. :func:`installed` only looks modules up (``importlib.util.find_spec``); it imports
-nothing, so asking is cheap enough for ``workbench --help``.
+nothing, so asking is cheap enough for ``workbench --help``. ``lab_defaults`` holds the lab's
+values that ``workbench --help`` shows, so building the parser loads no lab module.
 """
 
 from __future__ import annotations
