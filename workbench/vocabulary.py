@@ -144,7 +144,7 @@ class ErrorKind(StrEnum):
 
 class LightragPresetName(StrEnum):
     """The LightRAG baseline's settings (see ``workbench.audit.baselines.lightrag_presets``):
-    the project's defaults, or the second SkillCDG paper's appendix B.5."""
+    the project's defaults, or the first paper's appendix B.5."""
 
     DEFAULT = "default"
     PAPER = "paper"

@@ -50,7 +50,7 @@ ROUTING_STRATEGIES = ("simple-shuffle", "least-busy", "latency-based-routing", "
 # too small for the product's prompts and we refuse the configuration up front.
 MIN_PROMPT_ROOM = 1024
 
-# Every model call runs at temperature 0.01, as in the SkillCDG paper (appendix B), for every
+# Every model call runs at temperature 0.01, as in the first paper (appendix B), for every
 # role. Recordings made earlier at 0.0 still replay: see ``GREEDY_EQUIVALENT`` in
 # workbench/llm/recording.py. Answers of extraction and fusion are rule lists, hence longer.
 DEFAULT_TEMPERATURE = 0.01
