@@ -9,8 +9,8 @@ import streamlit as st
 
 from components.errors import show_error
 from components.glossary import plain_columns
-from components.safe import md
 from components.lab.scaling_recovery import recovery_panel
+from components.safe import md
 from pages._scaling_sources import stored_runs_outcomes
 from pages._state import engine
 from workbench.inputs import decode_text

@@ -43,8 +43,8 @@ def assert_curve_and_sweep(strategy: str, index: AuditIndex, cases: list[AuditCa
 def audit_first_case(folder: Path, strategy: str) -> dict:
     """``workbench audit --strategy STRATEGY --no-judge --limit 1`` over the sample imported
     into ``folder``: the one trace it wrote, checked to carry a context and no error."""
-    from workbench.cli import main
     from workbench.audit.importers.complibench import import_complibench
+    from workbench.cli import main
 
     data = folder / "long"
     import_complibench(COMPLIBENCH_SAMPLE, data, long=True)

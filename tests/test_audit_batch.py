@@ -11,12 +11,12 @@ import pytest
 from store.audit_repo import datasets, latest_traces, load_traces, runs, save_cases, save_traces
 from store.audit_repo import load_cases as db_cases
 from workbench.audit.cases import load_cases
+from workbench.audit.importers.complibench import import_complibench
 from workbench.audit.pipeline import AuditOptions
 from workbench.audit.policy import AuditIndex
 from workbench.audit.runner import run_audit
 from workbench.audit.trace_file import read_traces
 from workbench.cli import main
-from workbench.audit.importers.complibench import import_complibench
 from workbench.graph import PolicyIndex
 from workbench.identity.roles import COMMAND_LINE
 

@@ -85,8 +85,8 @@ def test_opd_steps_change_the_adapter_and_resume(setup):
 
 
 def test_cli_data_grpo_opd_on_complibench_airlines(setup, tmp_path, capsys):
-    from workbench.cli import main
     from workbench.audit.importers.complibench import import_complibench
+    from workbench.cli import main
 
     root, _, _, _, student, teacher = setup
     import_complibench(FIX / "complibench" / "airlines", tmp_path / "cb")

@@ -27,6 +27,10 @@ COLUMNS = {"length": "target length", "skill_tokens": "SKILL tokens", "strategy"
 OPTIONAL = {"acc_interval": "ACC, 95 % interval", "judge_time": "model time"}
 
 
+# The measured sweep that ships with the workbench (docs/evaluations), shown after the
+# evaluations folder's own results (a file of the same name in the folder wins).
+BUNDLED = Path(__file__).resolve().parents[2] / "docs" / "evaluations"
+
 FIGURE_WIDTH = 360  # px: two figures a row at 1280 px, one at 800
 
 
@@ -77,6 +81,10 @@ def show_sweep_accuracy(folder: Path | None = None) -> None:
     """One expander per judged sweep: ACC and violation-F1 against the SKILL length reached,
     and the rows as a table. Nothing is drawn when no sweep was judged."""
     results = judged_sweeps(folder or evaluations_dir())
+    if folder is None and BUNDLED.is_dir():
+        mine = {name for name, _ in results}
+        results += [(f"{name} (bundled)", data) for name, data in judged_sweeps(BUNDLED)
+                    if name not in mine]
     if not results:
         return
     st.subheader("Length sweep: accuracy as the SKILL grows")
