@@ -5,8 +5,8 @@ start-ups into the store.
 
 Usage (a page about to call ``roles``)::
 
-    start_model_if_needed(eng, gateway.config, ["extractor", "fuser"])   # its own bar
-    seconds, words = calls_estimate(eng, gateway.config, "extractor", [900, 1200, 700])
+    start_model_if_needed(eng, gateway.config, [ModelRole.EXTRACTOR, ModelRole.FUSER])  # own bar
+    seconds, words = calls_estimate(eng, gateway.config, ModelRole.EXTRACTOR, [900, 1200, 700])
 """
 
 from __future__ import annotations

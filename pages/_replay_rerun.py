@@ -21,7 +21,7 @@ from workbench.llm import LlmConfig
 from workbench.llm.speed import describe_duration
 from workbench.llm.tokens import count_tokens
 from workbench.llm.transport import key_model
-from workbench.vocabulary import JudgeMode, KeywordMethod
+from workbench.vocabulary import JudgeMode, KeywordMethod, ModelRole
 
 # What a judge or keyword prompt holds besides the case and the policy (template, schema).
 PROMPT_OVERHEAD_TOKENS = 700
@@ -43,8 +43,8 @@ class Plan:
 
 
 def roles_called(keywords: str, judge_mode: JudgeMode) -> list[str]:
-    return (["keyworder"] if keywords == KeywordMethod.LLM else []) + (
-        ["judge"] if judge_mode != JudgeMode.NONE else [])
+    return ([ModelRole.KEYWORDER] if keywords == KeywordMethod.LLM else []) + (
+        [ModelRole.JUDGE] if judge_mode != JudgeMode.NONE else [])
 
 
 def _prompt_tokens(case: AuditCase, stored: AuditTrace | None, role: str) -> int:
@@ -55,8 +55,9 @@ def _prompt_tokens(case: AuditCase, stored: AuditTrace | None, role: str) -> int
         if sizes:
             return int(sum(sizes) / len(sizes))
     text = count_tokens(" ".join([case.model_response, *(t.content for t in case.turns)]))
-    context = stored.context_tokens if stored is not None and role == "judge" else 0
-    return text + (context or (DEFAULT_SEED_TARGET if role == "judge" else 0)) + PROMPT_OVERHEAD_TOKENS
+    context = stored.context_tokens if stored is not None and role == ModelRole.JUDGE else 0
+    seeds = DEFAULT_SEED_TARGET if role == ModelRole.JUDGE else 0
+    return text + (context or seeds) + PROMPT_OVERHEAD_TOKENS
 
 
 def plan(eng: Engine, config: LlmConfig | None, case: AuditCase, strategies: Sequence[str],
@@ -68,8 +69,8 @@ def plan(eng: Engine, config: LlmConfig | None, case: AuditCase, strategies: Seq
     speeds: dict[str, str] = {}
     for s in strategies:
         trace = stored.get(s)
-        per_role = {"keyworder": 1 if keywords == KeywordMethod.LLM else 0,
-                    "judge": 0 if judge_mode == JudgeMode.NONE else (
+        per_role = {ModelRole.KEYWORDER: 1 if keywords == KeywordMethod.LLM else 0,
+                    ModelRole.JUDGE: 0 if judge_mode == JudgeMode.NONE else (
                         max(1, len(trace.closure_ids)) if judge_mode == JudgeMode.PER_RULE
                         and trace is not None else 1)}
         for role, n in per_role.items():
@@ -83,7 +84,7 @@ def plan(eng: Engine, config: LlmConfig | None, case: AuditCase, strategies: Seq
             speeds[role] = speed.describe()
             if seconds is not None:
                 prompt = _prompt_tokens(case, trace, role)
-                if judge_mode == JudgeMode.PER_RULE and role == "judge" and trace is not None:
+                if judge_mode == JudgeMode.PER_RULE and role == ModelRole.JUDGE and trace is not None:
                     prompt = max(1, prompt // max(1, n))
                 seconds += n * speed.call_seconds(prompt)
     roles = [r for r, n in calls.items() if n]
