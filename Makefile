@@ -50,6 +50,8 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 # The demo workspace: three SKILLs with CDGs, 21 audit cases and the embedded judge's traces.
+# The training runs of fixtures/training show on the Studies page, which exists only where
+# the research lab is installed (make install); the product alone has no Studies page.
 demo: install-product
 	$(VENV)/bin/workbench import fixtures/demo/index.json --author demo
 	$(VENV)/bin/workbench import-cases fixtures/demo/cases.jsonl --dataset demo

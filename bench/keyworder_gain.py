@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument("--after", required=True)
     parser.add_argument("--save", metavar="RUN_DIR",
                         help="also keep the figures in RUN_DIR/evaluation.json under --part "
-                        "(the Evaluate page's Training runs section shows them)")
+                        "(the Studies page's Training runs section shows them)")
     parser.add_argument("--part", default="held-out", help="name of this case set (held-out)")
     args = parser.parse_args()
     index = AuditIndex(PolicyIndex.load(args.index))

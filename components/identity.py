@@ -6,7 +6,7 @@ browser session is; pages then ask :func:`current`, :func:`allowed` and :func:`a
 - **OIDC**, when ``.streamlit/secrets.toml`` has an ``[auth]`` section: Streamlit's
   ``st.login`` signs people in and ``st.user`` says who they are. Their role is the roster's
   (``workbench people add E-MAIL --role ROLE``: the store and the CLI use the same list),
-  else ``[workbench.identity.roles]`` in the same file (e-mail = role), else ``viewer`` when either of
+  else ``[workbench.roles]`` in the same file (e-mail = role), else ``viewer`` when either of
   those lists exists (least privilege) and ``analyst`` when none does.
 - **Local sign-in** otherwise (sidebar): the store issues a signed, expiring token
   (``workbench.identity.sign_in``), kept in this browser's cookie (``components.session_cookie``), so
@@ -83,7 +83,7 @@ def _secrets_roles() -> dict:
 
 
 def oidc_role(email: str, roster_role: str | None, secrets_roles: dict, roster: bool) -> str:
-    """The role of an OIDC identity: the roster's, else ``[workbench.identity.roles]``'s, else the
+    """The role of an OIDC identity: the roster's, else ``[workbench.roles]``'s, else the
     least privilege (``viewer``) when either list exists, else ``analyst``."""
     for role in (roster_role, secrets_roles.get(email)):
         if role in ROLES:

@@ -134,7 +134,8 @@ class LookAlikeName(WorkbenchError, ValueError):
 
 def _refuse_look_alikes(session: Session, names: Iterable[str]) -> None:
     """Raise LookAlikeName when one of ``names`` is not stored but looks like a stored
-    SKILL's name (``skill_names.name_skeleton``): the two would show as one in every list."""
+    SKILL's name (``workbench.skill.names.name_skeleton``): the two would show as one in
+    every list."""
     stored = session.exec(
         select(SkillVersion.name).where(SkillVersion.deleted == False).distinct()  # noqa: E712
     ).all()

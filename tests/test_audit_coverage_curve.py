@@ -1,4 +1,4 @@
-"""Recall–tokens curve, length sweep, their CLI and the Evaluate page section, on the three
+"""Recall–tokens curve, length sweep, their CLI and the Studies page section, on the three
 CompliBench sample conversations in fixtures/audit/complibench (licence in its NOTICE.md)."""
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ def test_studies_page_draws_the_judged_sweep_accuracy_by_length(tmp_path, monkey
 
 def test_judged_sweeps_pass_over_a_result_file_whose_top_level_is_a_list(tmp_path):
     """Any JSON can sit in the evaluations folder; a list (a trace dump, a case list) is not a
-    sweep and must not stop the Evaluate page (it raised AttributeError on ``list.get``)."""
+    sweep and must not stop the Studies page (it raised AttributeError on ``list.get``)."""
     from components.lab.sweep_accuracy import judged_sweeps
 
     rows = [{"length": 4000, "strategy": "cdg", "judged_cases": 3, "acc": 0.5, "f1": 0.5}]

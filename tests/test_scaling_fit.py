@@ -1,4 +1,4 @@
-"""Model families and maximum-likelihood fitting: hand values, gradients, recovery of known
+"""Law families and maximum-likelihood fitting: hand values, gradients, recovery of known
 parameters, and the additive model against statsmodels' logistic regression."""
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def test_the_migrations_alone_build_the_schema_the_models_define(store_url):
         context = MigrationContext.configure(conn, opts={"compare_type": True})
         drift = compare_metadata(context, SQLModel.metadata)
     engine.dispose()
-    assert drift == [], f"models and migrations differ; add a revision: {drift}"
+    assert drift == [], f"the table classes and migrations differ; add a revision: {drift}"
 
 
 def test_make_engine_upgrades_a_new_database_to_head_once(store_url):

@@ -73,7 +73,8 @@ BASELINES_DIR = Variable("WORKBENCH_BASELINES_DIR", "where the LightRAG/GraphRAG
 EMBEDDINGS_CACHE = Variable("WORKBENCH_EMBEDDINGS_CACHE", "disk cache of the dense baseline's "
                             "embeddings (empty: none); default .workbench/embeddings")
 EVAL_DIR = Variable("WORKBENCH_EVAL_DIR", "where `workbench evaluate` writes results and the "
-                    "Evaluate page reads them; default .workbench/evaluations")
+                    "Studies page (and Evaluate's activation study) reads them; default "
+                    ".workbench/evaluations")
 REFERENCE_INDEX = Variable("WORKBENCH_REFERENCE_INDEX", "the hand-built reference index the "
                            "Skills page measures an extraction against; default "
                            "fixtures/demo/index.json")

@@ -1,4 +1,4 @@
-"""The retrieval evaluations on the Evaluate page: recall–tokens curves and length sweeps.
+"""The retrieval evaluations on the Studies page: recall–tokens curves and length sweeps.
 
 Reads the JSON files ``workbench evaluate retrieval|length-sweep`` wrote into the evaluations
 folder (``WORKBENCH_EVAL_DIR``); the figures come from ``workbench.evaluate.curve_figure``.

@@ -10,9 +10,12 @@ Strategies (same judge, same prompt skeleton): ``cdg``, ``raw``, ``bm25``, ``den
 ``no-closure``, ``no-keywords``. Batch runs: :func:`run_audit`, writing through a sink
 (:class:`JsonlFileSink`, :class:`StdoutSink`); traces back from JSONL: :func:`read_traces`.
 
-The studies of the audit (metrics, coverage curves, the length sweep, CompliBench import,
-the injection probe) are the sibling package ``workbench.evaluate``: they use this package,
-never the other way round, so an audit does not load them.
+Metrics over traces (``metrics``), CompliBench's import (``importers.complibench``) and edit
+impact (``impact``) are part of this package. The studies of the audit (coverage curves, the
+length sweep, the injection probe) are the research lab's sibling package
+``workbench.evaluate``: they use this package, never the other way round, so an audit does
+not load them. The LightRAG/GraphRAG strategies (``baselines``) are the lab's too:
+``strategies`` names them by module path only.
 """
 
 from workbench.audit.cases import (

@@ -1,6 +1,7 @@
 """What every policy-access strategy shares: the options that shape a context, the context
 it returns, and the error for a case with none (the strategies themselves are in
-``rule_strategies.py`` and ``baseline_strategies.py``, named in ``strategies.py``).
+``rule_strategies.py``, ``baseline_strategies.py`` and, the lab's LightRAG and GraphRAG,
+``baselines/strategies.py``, named in ``strategies.py``).
 
 Two token figures size a context, under two names:
 

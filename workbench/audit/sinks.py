@@ -3,7 +3,7 @@
 A sink takes each trace as it finishes (``write``) and knows what it already holds
 (``traces``), so a resumed run asks the sink which cases are done (``done_keys``): the same
 rule whether the traces go to a JSONL file, to standard output or to the store
-(``store.trace_sink.StoreSink``; the store is not importable from here).
+(``store.audit_repo.StoreSink``; the store is not importable from here).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 - ``length-sweep``: the same CompliBench cases against SKILLs grown to controlled lengths.
 
 Both print a table and write JSON (and, with ``--figure``, a standalone plotly HTML file);
-the Evaluate page draws the JSON files found in ``WORKBENCH_EVAL_DIR`` (default
+the Studies page (the research lab) draws the JSON files found in ``WORKBENCH_EVAL_DIR`` (default
 ``.workbench/evaluations``), which is where ``--out`` writes by default.
 """
 

@@ -1,7 +1,7 @@
 """Plotly figures of the retrieval evaluations: the recall–tokens curve and the length sweep.
 
 Pure functions from result dicts (the JSON that ``workbench evaluate`` writes) to figures, so
-the CLI, the Evaluate page and notebooks draw the same thing. Labels are escaped: plotly
+the CLI, the Studies page and notebooks draw the same thing. Labels are escaped: plotly
 reads tags in text, and strategy or dataset names come from files.
 """
 

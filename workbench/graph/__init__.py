@@ -17,14 +17,13 @@ SkillGraph, Rule`` is the Python API; what is done to a graph lives in a module 
 - ``stats``: coupling, rule density, complexity and depth (the first paper's measures);
 - ``diff``: what changed between two versions of a SKILL (``diff_skills``);
 - ``editing``: an author's edits and edge decisions, checked, as a new ``SkillGraph``;
-- ``impact``: which stored cases an edit changes (it re-audits, so it sits above
-  ``workbench.audit`` and is never imported from here);
 - ``layout``: the layered placement the rule-graph drawing uses;
 - ``graphml``: export to networkx / GraphML.
 
 The modules of this package import each other by module (``workbench.graph.rule_graph``),
 never through this file, so this file can re-export from any of them without a cycle
-(``tests/test_layers.py`` checks it, and that only ``impact`` imports the audit).
+(``tests/test_layers.py`` checks it, and that no module here imports the audit: which stored
+cases an edit changes, which re-audits them, is ``workbench.audit.impact``).
 """
 
 from workbench.graph import rule_graph

@@ -1,6 +1,6 @@
 """A view of the Review queue: which verdicts it shows and in what order, as plain data that
 goes into the address (``?q=refund&verdict=violation&sort=case``), into a saved view
-(``store.review.save_view``) and back. Pure Python (no UI, no database).
+(``store.review_views.save_view``) and back. Pure Python (no UI, no database).
 
 A :class:`ReviewView` holds the queue's filters (reasons, full-text query, status) and its
 per-column filters (verdict, gold, strategy, decision so far), and the sort. Sorts are a

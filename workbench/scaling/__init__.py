@@ -6,9 +6,10 @@ Typical use::
     report = analyse_scaling(load_outcomes("outcomes.csv"), AnalysisOptions(bootstrap=1000))
     report.to_json()["selected"]
 
-Modules: ``outcomes`` (table loading/validation), ``models`` (the three families), ``fit``
-(MLE), ``crossval`` (grouped CV, one-SE rule, leave-one-scale-out), ``bootstrap`` (session
-bootstrap), ``gains``, ``figure`` (plotly), ``distill`` (sample selection), ``simulate``.
+Modules: ``outcomes`` (table loading/validation), ``laws`` (the law families a fit chooses
+among), ``fit`` (MLE), ``crossval`` (grouped CV, one-SE rule, leave-one-scale-out),
+``bootstrap`` (session bootstrap), ``gains``, ``figure`` (plotly), ``distill`` (sample
+selection), ``simulate``.
 """
 
 from workbench.scaling.analysis import AnalysisOptions, ScalingReport, analyse_scaling

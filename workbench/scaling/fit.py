@@ -266,7 +266,8 @@ def fit_model(
     *,
     datasets: list[str] | None = None,
 ) -> ScalingFit:
-    """Fit one model family to an outcomes table (see :mod:`workbench.scaling.outcomes`)."""
+    """Fit one law family (``workbench.scaling.laws``) to an outcomes table (see
+    :mod:`workbench.scaling.outcomes`)."""
     with single_threaded_blas():
         return Problem(outcomes, datasets).fit(model, options)
 

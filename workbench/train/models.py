@@ -1,5 +1,8 @@
 """Models for training: load a transformers checkpoint, wrap it in LoRA, sample, score.
 
+Loading lives in ``workbench.llm.transformers_load`` (the product's activations use it too);
+its names are re-exported here for the trainers.
+
 Student and teacher are any causal-LM checkpoints transformers can load (a folder or a hub
 id already in the local cache). LoRA goes on every linear layer of the language model
 (PEFT's ``all-linear``, which leaves the output head alone), rank 32 by default as in the

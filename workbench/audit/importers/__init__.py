@@ -20,6 +20,9 @@ messages cost O(n), not O(n^2). A caller that must store all or nothing reads th
 once to check it and again to store it (``workbench import-cases``). tau2 results and
 OTel spans are one JSON document: that document is read whole, its cases handed out one by
 one.
+
+CompliBench's conversations come in otherwise (``complibench``, ``workbench
+import-complibench``): as SKILLs, a policy index and cases at once, not as a format here.
 """
 
 from __future__ import annotations
