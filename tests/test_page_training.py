@@ -13,6 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "studies.py")
 
 
+def _training(at):
+    """The Training runs expander (Studies draws the bundled length sweep above it)."""
+    return next(e for e in at.expander if e.label == "Training runs")
+
+
 def _run(root: Path, name: str, kind: str, rows: list[dict]) -> Path:
     folder = root / name
     folder.mkdir(parents=True)
@@ -40,9 +45,10 @@ def test_studies_page_shows_training_runs_without_audit_runs(tmp_path, monkeypat
     monkeypatch.setenv("WORKBENCH_TRAIN_RUNS", str(runs))
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception
-    table = at.dataframe[0].value
+    section = _training(at)
+    table = section.dataframe[0].value
     assert list(table["run"]) == ["<i>opd"] and float(table["KL (last)"][0]) == 0.3
-    chart = at.get("plotly_chart")[0]
+    chart = section.get("plotly_chart")[0]
     spec = json.loads(chart.proto.spec)
     assert spec["layout"]["title"]["text"] == "&lt;i&gt;opd"
     assert {t["name"] for t in spec["data"]} == {"kl", "gated_share"}
@@ -55,11 +61,12 @@ def test_the_demo_run_shows_its_before_and_after_figures(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_TRAIN_RUNS", str(ROOT / "fixtures" / "training"))
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception
-    runs, figures = at.dataframe[0].value, at.dataframe[1].value
+    section = _training(at)
+    runs, figures = section.dataframe[0].value, section.dataframe[1].value
     assert list(runs["run"]) == ["grpo-keyworder-complibench"] and int(runs["steps"][0]) == 16
     rows = {(c, m): g for c, m, g in zip(figures["cases"], figures["model"],
                                          figures["gold rules in context"], strict=True)}
     assert rows[("held-out (24)", "before")] == 0.7083 and rows[("held-out (24)", "after")] == 0.8333
     assert rows[("training (16)", "after")] == 1.0
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    spec = json.loads(section.get("plotly_chart")[0].proto.spec)
     assert "reward_mean" in {t["name"] for t in spec["data"]}
