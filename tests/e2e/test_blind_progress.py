@@ -62,8 +62,21 @@ def progress_view(page) -> str:
     main.get_by_role("heading", name="Your progress").or_(
         main.get_by_role("heading", name="Progress per annotator")).wait_for()
     page.locator("[data-testid='stDataFrame'] td").first.wait_for(state="attached")
-    cells = page.locator("[data-testid='stDataFrame'] td").all_text_contents()
-    return main.inner_text() + "\n" + " | ".join(cells)
+
+    def read() -> str:
+        cells = page.locator("[data-testid='stDataFrame'] td").all_text_contents()
+        return main.inner_text() + "\n" + " | ".join(cells)
+
+    # The grids attach their accessibility cells one after another after the run ends: read
+    # until two reads 0.5 s apart agree (a read taken mid-way missed the agreement table).
+    seen = read()
+    for _ in range(20):
+        page.wait_for_timeout(500)
+        now = read()
+        if now == seen:
+            return now
+        seen = now
+    return seen
 
 
 def test_ann_sees_no_count_move_when_bea_labels(server, page, browser):
