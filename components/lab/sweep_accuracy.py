@@ -52,6 +52,10 @@ def _table(rows: list[dict]) -> pd.DataFrame:
 
     frame = pd.DataFrame(rows)
     table = frame[list(COLUMNS)].rename(columns=COLUMNS)
+    # Numbers as a person reads them (no 0.8333333333333334 on screen, issue 44).
+    for column, decimals in (("SKILL tokens", 0), ("ACC", 3), ("violation-F1", 3),
+                             ("gold in context", 3), ("target length", 0), ("judged cases", 0)):
+        table[column] = [words.number(v, decimals) for v in table[column]]
     if {"acc_low", "acc_high"} <= set(frame.columns):
         table[OPTIONAL["acc_interval"]] = [
             f"{words.number(lo)} to {words.number(hi)}" if lo is not None and hi is not None
