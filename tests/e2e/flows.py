@@ -112,10 +112,17 @@ def submit(page, label: str, text: str) -> None:
 
 def choose(page, label: str, option: str) -> None:
     """Pick ``option`` in the select box labelled ``label`` with the keyboard."""
-    box = page.get_by_role("combobox", name=label, exact=True)
-    box.focus()
-    box.press("ArrowDown")  # opens the list
-    page.get_by_role("option", name=option, exact=True).click()
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for _ in range(3):  # a rerun that redraws the box can swallow the key: open it again
+        box = page.get_by_role("combobox", name=label, exact=True)
+        box.focus()
+        box.press("ArrowDown")  # opens the list
+        try:
+            wanted.wait_for(timeout=10_000)
+            break
+        except Exception:  # playwright's TimeoutError: the list did not open
+            settle(page)
+    wanted.click()
     settle(page)
 
 

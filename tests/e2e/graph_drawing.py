@@ -40,7 +40,12 @@ _SCROLL = """([key, y]) => {
 
 
 def click_rule(page, rule_id: str, key: str = DRAWING) -> None:
-    """Scroll the rule into the middle of the window and click it with the mouse."""
+    """Scroll the rule into the middle of the window and click it with the mouse (waiting up
+    to 30 s for it to be drawn: a rerun may redraw the graph just after ``wait_drawn``)."""
+    for _ in range(60):
+        if rule_id in positions(page, key):
+            break
+        page.wait_for_timeout(500)
     _, y = positions(page, key)[rule_id]
     page.evaluate(_SCROLL, [key, y])
     x, y = positions(page, key)[rule_id]
