@@ -268,17 +268,6 @@ class SweepRow:
     outcomes: list[dict[str, Any]] | None = None
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float] | tuple[None, None]:
-    """The Wilson score interval of ``k`` successes in ``n`` (None, None for n = 0)."""
-    import math
-
-    if n <= 0:
-        return None, None
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
 
 def judge_sample(cases: list[AuditCase], n: int) -> list[AuditCase]:
     """``n`` labelled cases, the same at every length and strategy: violations and
@@ -308,6 +297,7 @@ def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: ModelGatew
     from concurrent.futures import ThreadPoolExecutor
 
     from workbench.audit.runner import audit_one
+    from workbench.scaling.figure import wilson_interval
     from workbench.vocabulary import label_violation
 
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
@@ -322,7 +312,7 @@ def _judged(sample: list[AuditCase], index: Any, strat: Any, gateway: ModelGatew
         verdict = trace.violation if not trace.error else None
         outcomes.append({"case": case.id, "gold": label_violation(case.label), "verdict": verdict})
     right = sum(o["verdict"] is not None and o["verdict"] == o["gold"] for o in outcomes)
-    low, high = wilson(right, len(sample))
+    low, high = (float(x) for x in wilson_interval(right, len(sample)))
     return {"judged_cases": m.judged, "acc": num(m.acc), "f1": num(m.f1), "judge_errors": m.errors,
             "acc_low": low, "acc_high": high, "outcomes": outcomes,
             "judge_seconds": round(sum(c.latency_ms for t in traces for c in t.usage
