@@ -58,12 +58,11 @@ def _table(rows: list[dict]) -> pd.DataFrame:
         table[column] = [words.number(v, decimals) for v in table[column]]
     if {"acc_low", "acc_high"} <= set(frame.columns):
         table[OPTIONAL["acc_interval"]] = [
-            f"{words.number(lo)} to {words.number(hi)}" if lo is not None and hi is not None
-            and lo == lo else words.MISSING for lo, hi in zip(frame["acc_low"], frame["acc_high"],
-                                                              strict=True)]
-    if "judge_seconds" in frame.columns:
-        table[OPTIONAL["judge_time"]] = [words.duration(s) if s == s and s is not None
-                                         else words.MISSING for s in frame["judge_seconds"]]
+            words.MISSING if words.is_missing(lo) or words.is_missing(hi)
+            else f"{words.number(lo)} to {words.number(hi)}"
+            for lo, hi in zip(frame["acc_low"], frame["acc_high"], strict=True)]
+    if "judge_seconds" in frame.columns:  # words.duration says "–" for a missing time
+        table[OPTIONAL["judge_time"]] = [words.duration(s) for s in frame["judge_seconds"]]
     return table
 
 
