@@ -57,6 +57,13 @@ class ReviewDecisionRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     batch: str = Field(default="", index=True)
     undoes: int | None = None
+    # What the analyst saw and what they say (migration 0008): the decided label shown on the
+    # card ("violation" / "compliant" / "review"), where its score came from ("judge" /
+    # "activations"), the decision setting's version, and the analyst's own label.
+    shown: str | None = None
+    shown_source: str | None = None
+    setting_version: int | None = None
+    analyst_label: str | None = None
 
 
 def _aware(when: datetime) -> datetime:
@@ -69,7 +76,8 @@ def _decision(row: ReviewDecisionRow) -> ReviewDecision:
         dataset=row.dataset, run_id=row.run_id, case_id=row.case_id, strategy=row.strategy,
         reviewer=row.reviewer, decision=row.decision, note=row.note,
         judge_violation=row.judge_violation, created_at=_aware(row.created_at), id=row.id,
-        batch=row.batch, undoes=row.undoes,
+        batch=row.batch, undoes=row.undoes, shown=row.shown, shown_source=row.shown_source,
+        setting_version=row.setting_version, analyst_label=row.analyst_label,
     )
 
 
@@ -91,7 +99,8 @@ def _row(d: ReviewDecision, batch: str) -> ReviewDecisionRow:
         dataset=d.dataset, run_id=d.run_id, case_id=d.case_id, strategy=d.strategy,
         reviewer=d.reviewer.strip(), decision=d.decision, note=d.note,
         judge_violation=d.judge_violation, created_at=d.created_at.astimezone(UTC),
-        batch=d.batch or batch, undoes=d.undoes,
+        batch=d.batch or batch, undoes=d.undoes, shown=d.shown, shown_source=d.shown_source,
+        setting_version=d.setting_version, analyst_label=d.analyst_label,
     )
 
 

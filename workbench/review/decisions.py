@@ -79,6 +79,13 @@ class ReviewDecision:
     id: int | None = None
     batch: str = ""
     undoes: int | None = None
+    # What the analyst saw and what they say: the decided label shown ("violation",
+    # "compliant" or "review"), its score's source ("judge" / "activations"), the decision
+    # setting's version, and the analyst's own label ("violation" / "compliant").
+    shown: str | None = None
+    shown_source: str | None = None
+    setting_version: int | None = None
+    analyst_label: str | None = None
 
     @property
     def key(self) -> ItemKey:
