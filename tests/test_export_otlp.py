@@ -24,8 +24,15 @@ from workbench.audit.cases import load_cases
 from workbench.audit.importers import ImportOptions, read_cases_file
 from workbench.audit.trace_file import read_traces
 from workbench.cli import main
-from workbench.decision.decide import DecisionSetting, decide
+from workbench.decision import DecisionSetting, decide
 from workbench.export import ExportError, judged_cases, otlp_json, otlp_request, push_otlp
+
+
+@pytest.fixture(autouse=True)
+def _allow_the_stand_ins(monkeypatch):
+    """The stand-ins listen on 127.0.0.1, which outbound posts refuse unless an admin allows it."""
+    monkeypatch.setenv("WORKBENCH_OUTBOUND_ALLOW", "127.0.0.1")
+
 
 
 def decode(data: dict) -> ExportLogsServiceRequest:
@@ -167,7 +174,7 @@ def test_a_collector_that_refuses_is_an_error_and_a_key_in_the_address_is_refuse
     traces, cases = demo
     picked = judged_cases(traces[:2], cases).cases
     with StandIn(lambda got: (400, b"bad", "text/plain")) as collector:
-        with pytest.raises(ExportError, match="did not accept the 2 evaluation events"):
+        with pytest.raises(ExportError, match="0 of 2 evaluation events delivered.*answered 400"):
             push_otlp(picked, collector.url + "/v1/logs", timeout=5)
     with pytest.raises(ExportError, match="credential"):
         push_otlp(picked, "http://127.0.0.1:9/v1/logs?api_key=SECRET")
@@ -189,6 +196,6 @@ def test_the_command_writes_otlp_json_and_pushes(tmp_path, capsys):
     assert main(["export-verdicts", str(traces_path), "--format", "otlp",
                  "--push", "http://user:SECRET@127.0.0.1:9"]) == 2
     assert main(["export-verdicts", str(tmp_path / "none.jsonl"), "--format", "otlp", "--out",
-                 str(out)]) == 2
+                 str(out), "--force"]) == 2
     err = capsys.readouterr().err
     assert "SECRET" not in err and "credential" in err and "no such traces file" in err

@@ -28,7 +28,7 @@ from workbench.audit.cases import load_cases
 from workbench.audit.importers import ImportOptions, read_cases_file
 from workbench.audit.trace_file import read_traces
 from workbench.cli import main
-from workbench.decision.decide import DecisionSetting, decide
+from workbench.decision import DecisionSetting, decide
 from workbench.export import (
     ExportError,
     judged_cases,
@@ -82,6 +82,13 @@ PHOENIX_SPAN_ANNOTATIONS = {
         },
     }}},
 }
+
+
+@pytest.fixture(autouse=True)
+def _allow_the_stand_ins(monkeypatch):
+    """The stand-ins listen on 127.0.0.1, which outbound posts refuse unless an admin allows it."""
+    monkeypatch.setenv("WORKBENCH_OUTBOUND_ALLOW", "127.0.0.1")
+
 
 
 def validate(payload, schema) -> None:

@@ -99,10 +99,16 @@ CONTRACTS = Variable("WORKBENCH_CONTRACTS", "folder of the skill contracts (*.ya
 CONTRACT_LOG = Variable("WORKBENCH_CONTRACT_LOG", "JSONL log of tool calls the contract check "
                         "blocked at run time; default .workbench/contract_checks.jsonl")
 
+OUTBOUND_ALLOW = Variable("WORKBENCH_OUTBOUND_ALLOW", "hosts that webhooks and --push may "
+                          "reach although they are loopback, private or link-local, "
+                          "comma-separated (with [outbound] allow in workbench.toml); default "
+                          "none")
+
 VARIABLES: tuple[Variable, ...] = (
     DB, CONFIG, LLM_MODE, LLM_RECORDINGS, MODEL_CACHE, AUDIT_TIME_LIMIT, BASELINES_DIR,
     EMBEDDINGS_CACHE, EVAL_DIR, REFERENCE_INDEX, TRAIN_RUNS, API_TOKEN, SESSION_SECRET,
     SESSION_HOURS, USER, ZIP_MAX_MEMBERS, ZIP_MAX_BYTES, ZIP_MAX_RATIO, CONTRACTS, CONTRACT_LOG,
+    OUTBOUND_ALLOW,
 )
 
 DEFAULT_PREFIX = PREFIX + "DEFAULT_"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.commands._common import action
+from workbench.commands._output import add_force_option
 
 DESCRIPTION = (
     "Write each judged case of a traces file as an OpenTelemetry gen_ai.evaluation.result "
@@ -39,14 +40,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "scores (POST /api/public/ingestion); phoenix: span annotations "
                    "(POST /v1/span_annotations)")
     p.add_argument("--out", default=None, metavar="FILE",
-                   help="write the payload here (JSON, one document on one line)")
+                   help="write the payload here (JSON, one document on one line); an existing "
+                   "file is replaced only with --force")
+    add_force_option(p)
     p.add_argument("--push", default=None, metavar="URL",
                    help="also send it: an OTLP/HTTP collector (…:4318, /v1/logs added), a "
                    "Langfuse host or a Phoenix server; the key comes from the environment")
     p.add_argument("--threshold", default=None, metavar="P|dataset:NAME|policy:NAME",
                    help="the decision setting: a probability from 0 to 1, or the setting saved "
                    "for a dataset or policy (`workbench calibrate --save`); default 0.5")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds per push request")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds one push request may take in all (connect, send, answer)")
 
 
 def _export(args) -> int:
@@ -61,10 +65,15 @@ def _export(args) -> int:
 
     if not args.out and not args.push:
         raise CliError("nothing to do: give --out FILE, --push URL or both")
+    if args.out:
+        from workbench.commands._output import check_output
+
+        check_output(args.out, force=args.force)  # before any work
     if args.push:
         from workbench.export._push import checked_url
 
-        checked_url(args.push)  # before any work: a key in the address is refused
+        # Before any work: a key in the address, an internal address (unless allowed) are refused.
+        checked_url(args.push, resolve=True)
     if not Path(args.traces).exists():
         raise CliError(f"{args.traces}: no such traces file")
     traces, problems = read_traces(args.traces)
@@ -84,9 +93,12 @@ def _export(args) -> int:
                        "audit the cases again, then export")
     payload, what = _payload(args.export_format, selection.cases)
     if args.out:
-        out = Path(args.out)
-        out.write_text(json.dumps(payload, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"wrote {what} to {out}")
+        from workbench.commands._output import write_output
+
+        done = write_output(args.out, json.dumps(payload, ensure_ascii=False) + "\n",
+                            force=args.force)
+        print(f"wrote {what} to {args.out}"
+              + (" (the file that was there is replaced)" if done == "replaced" else ""))
     if args.push:
         sent = _push(args.export_format, selection.cases, payload, args.push, args.timeout)
         from workbench.llm.redact import redact_url
@@ -154,7 +166,7 @@ def _setting(value: str | None):
     """``--threshold``: None (the default setting), a bare probability, or the newest saved
     setting of ``dataset:NAME`` / ``policy:NAME`` (``_common.threshold_arg``)."""
     from workbench.commands._common import threshold_arg
-    from workbench.decision.decide import DecisionSetting
+    from workbench.decision import DecisionSetting
 
     found = threshold_arg(value)
     return DecisionSetting(threshold=found) if isinstance(found, float) else found

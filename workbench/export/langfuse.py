@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.export._push import post_json
+from workbench.export._push import PushFailed, post_json, push_failed
 from workbench.export._verdicts import EVALUATION_NAME, PROBABILITY_NAME, JudgedCase
 from workbench.export.errors import ExportError
 
@@ -88,17 +88,24 @@ def push_langfuse(payload: Mapping[str, Any], url: str, *, env: Mapping[str, str
                           "the command line")
     auth = base64.b64encode(f"{public}:{secret}".encode()).decode("ascii")
     endpoint = _endpoint(url)
+    events = list(payload.get("batch", []))
     accepted = 0
-    for batch in _batches(list(payload.get("batch", []))):
-        answer = post_json(endpoint, {"batch": batch}, {"Authorization": f"Basic {auth}"},
-                           timeout=timeout)
-        body = answer.body if isinstance(answer.body, dict) else {}
+    for batch in _batches(events):
+        try:
+            answer = post_json(endpoint, {"batch": batch}, {"Authorization": f"Basic {auth}"},
+                               timeout=timeout)
+        except ExportError as exc:
+            raise push_failed(exc, "scores", accepted, len(events)) from None
+        body = answer.json if isinstance(answer.json, dict) else {}
         errors = body.get("errors") or []
         if errors:
             first = errors[0] if isinstance(errors[0], dict) else {}
-            raise ExportError(f"Langfuse refused {len(errors)} of {len(batch)} scores (the first: "
-                              f"{first.get('status')} {str(first.get('message', ''))[:300]})",
-                              "write the payload with --out and check it against the ingestion API")
+            accepted += len(batch) - len(errors)
+            raise PushFailed(f"{accepted} of {len(events)} scores delivered: Langfuse refused "
+                             f"{len(errors)} of {len(batch)} in a batch (the first: "
+                             f"{first.get('status')} {str(first.get('message', ''))[:300]})",
+                             "write the payload with --out and check it against the ingestion API",
+                             delivered=accepted, total=len(events))
         accepted += len(body.get("successes") or batch)
     return accepted
 

@@ -14,20 +14,23 @@ encoder, so the file and the wire carry the same ``ExportLogsServiceRequest``:
 - :func:`otlp_json` — OTLP/JSON (the protobuf JSON mapping with the OTLP rules: trace and
   span ids as hex, enums as integers), what a collector's file exporter or
   ``otlp/http`` with ``application/json`` reads;
-- :func:`push_otlp` — OTLP/HTTP protobuf through the SDK's ``OTLPLogExporter``; headers
-  (an API key) come from ``OTEL_EXPORTER_OTLP_LOGS_HEADERS`` / ``OTEL_EXPORTER_OTLP_HEADERS``,
-  which the exporter reads itself.
+- :func:`push_otlp` — OTLP/HTTP protobuf, posted by the workbench's one outbound client
+  (``workbench.alerts.outbound``: checked destination, no redirects, a total deadline);
+  headers (an API key) come from ``OTEL_EXPORTER_OTLP_LOGS_HEADERS`` /
+  ``OTEL_EXPORTER_OTLP_HEADERS``, read as the SDK's exporter reads them.
 
-Needs ``opentelemetry-sdk`` and ``opentelemetry-exporter-otlp-proto-http`` (in the lock).
+Needs ``opentelemetry-sdk`` and ``opentelemetry-exporter-otlp-proto-http`` (in the lock; its
+encoder makes the protobuf).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.export._push import checked_url
+from workbench.export._push import PushFailed, checked_url, post_bytes, push_failed
 from workbench.export._verdicts import EVALUATION_NAME, JudgedCase
 from workbench.export.errors import ExportError
 
@@ -127,25 +130,40 @@ def otlp_json(request: Any) -> dict[str, Any]:
     return data
 
 
-def push_otlp(cases: Sequence[JudgedCase], url: str, *, timeout: float = 30.0) -> int:
+def push_otlp(cases: Sequence[JudgedCase], url: str, *, timeout: float = 30.0,
+              env: Mapping[str, str] | None = None) -> int:
     """Send the events to an OTLP/HTTP endpoint (``url``: the collector's base address, or
-    its ``/v1/logs`` address) as protobuf with the SDK's exporter; returns how many were
-    sent. Raises :class:`ExportError` when the endpoint refuses them."""
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.sdk._logs.export import LogRecordExportResult
+    its ``/v1/logs`` address) as protobuf, in one request through the workbench's outbound
+    client (no redirect followed, ``timeout`` for the whole request); returns how many the
+    collector accepted. Headers (an API key) come from ``OTEL_EXPORTER_OTLP_LOGS_HEADERS``,
+    else ``OTEL_EXPORTER_OTLP_HEADERS`` (``key=value,key=value``, values URL-encoded).
+    Raises :class:`ExportError` when the endpoint refuses them or rejects some."""
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+    from opentelemetry.util.re import parse_env_headers
 
     endpoint = logs_endpoint(url)
     records = log_records(cases)
-    exporter = OTLPLogExporter(endpoint=endpoint, timeout=timeout)
+    env = os.environ if env is None else env
+    raw = env.get("OTEL_EXPORTER_OTLP_LOGS_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    headers = {**parse_env_headers(raw, liberal=True), "Content-Type": "application/x-protobuf"}
     try:
-        result = exporter.export(records)
-    finally:
-        exporter.shutdown()
-    if result is not LogRecordExportResult.SUCCESS:
-        raise ExportError(f"the OTLP endpoint {checked_url(url, redact=True)} did not accept the "
-                          f"{len(records)} evaluation events",
-                          "check that a collector listens there (OTLP/HTTP, /v1/logs) and that "
-                          "OTEL_EXPORTER_OTLP_HEADERS carries any key it needs")
+        answer = post_bytes(endpoint, encode_logs(records).SerializeToString(), headers,
+                            timeout=timeout)
+    except ExportError as exc:
+        raise push_failed(exc, "evaluation events", 0, len(records)) from None
+    rejected = 0
+    if answer.content:
+        try:
+            reply = ExportLogsServiceResponse.FromString(answer.content)
+            rejected = int(reply.partial_success.rejected_log_records)
+        except Exception:  # noqa: BLE001 (an answer that is not the protobuf: nothing rejected)
+            rejected = 0
+    if rejected:
+        raise PushFailed(f"{len(records) - rejected} of {len(records)} evaluation events "
+                         f"delivered: the OTLP endpoint {checked_url(url, redact=True)} rejected "
+                         f"{rejected}", "check the collector's log for why",
+                         delivered=len(records) - rejected, total=len(records))
     return len(records)
 
 

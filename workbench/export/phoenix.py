@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.export._push import post_json
+from workbench.export._push import PushFailed, post_json, push_failed
 from workbench.export._verdicts import EVALUATION_NAME, JudgedCase
 from workbench.export.errors import ExportError
 
@@ -68,11 +68,16 @@ def push_phoenix(payload: Mapping[str, Any], url: str, *, env: Mapping[str, str]
     done = 0
     for start in range(0, len(data), BATCH):
         chunk = data[start:start + BATCH]
-        answer = post_json(endpoint, {"data": chunk}, headers, timeout=timeout)
-        inserted = answer.body.get("data") if isinstance(answer.body, dict) else None
+        try:
+            answer = post_json(endpoint, {"data": chunk}, headers, timeout=timeout)
+        except ExportError as exc:
+            raise push_failed(exc, "span annotations", done, len(data)) from None
+        inserted = answer.json.get("data") if isinstance(answer.json, dict) else None
         if not isinstance(inserted, list):
-            raise ExportError(f"Phoenix answered {answer.status} without the inserted annotations",
-                              "check that the address is a Phoenix server (…/v1/span_annotations)")
+            raise PushFailed(f"{done} of {len(data)} span annotations delivered: Phoenix "
+                             f"answered {answer.status} without the inserted annotations",
+                             "check that the address is a Phoenix server (…/v1/span_annotations)",
+                             delivered=done, total=len(data))
         done += len(chunk)
     return done
 
