@@ -68,6 +68,12 @@ class AlertRuleRow(SQLModel, table=True):
     silenced_by: str = ""
     above: bool = False  # a share rule: its share stood above the level at the last check
     removed: bool = False
+    # The environment variable (or .streamlit/secrets.toml key) holding the webhook's
+    # Authorization value; the secret itself is never stored.
+    auth_env: str = ""
+    paused: bool = False  # checks nothing and posts nothing until resumed
+    paused_by: str = ""
+    dropped: int = 0  # alerts dropped unsent because the rule's outbox was full
 
 
 class AlertRow(SQLModel, table=True):
@@ -90,6 +96,20 @@ class AlertRow(SQLModel, table=True):
     delivered_at: datetime | None = None
     ack_by: str = ""
     ack_at: datetime | None = None
+
+
+class AlertDestinationRow(SQLModel, table=True):
+    """One receiver (``scheme://host:port``): consecutive failed posts and when the next may
+    be tried, so a failing receiver is retried with backoff once per destination, not once
+    per alert."""
+
+    __tablename__ = "alert_destination"
+
+    key: str = Field(primary_key=True)
+    failures: int = 0
+    next_attempt_at: datetime | None = None
+    last_error: str = ""
+    updated_at: datetime = Field(default_factory=utcnow)
 
 
 class AlertError(WorkbenchError, LookupError):
