@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.audit import load_cases  # noqa: E402
 from workbench.audit.trace_file import read_traces  # noqa: E402
+from workbench.decision import choose_level, realised  # noqa: E402
 from workbench.decision.features import features_dir, load_features, read_index  # noqa: E402
-from workbench.decision.guarantee import choose_level, realised  # noqa: E402
 from workbench.decision.learn import (  # noqa: E402
     Labelled,
     auroc,
@@ -102,7 +102,7 @@ def guarantee_oof(data, scores, alpha, folds=5):
         right_tr = ((q_tr >= 0.5) == truth[tr])[ok_tr]
         g = choose_level(conf_tr, right_tr, alpha)
         levels.append(g.level)
-        from workbench.decision.calibration import fit_monotone
+        from workbench.decision import fit_monotone
 
         cal = fit_monotone(scores[tr], truth[tr])
         if cal is None:

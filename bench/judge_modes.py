@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.audit import load_cases  # noqa: E402
-from workbench.audit.calibration import Scored, auroc, counts  # noqa: E402
 from workbench.audit.trace import latest_per_case, trace_key  # noqa: E402
 from workbench.audit.trace_file import read_traces  # noqa: E402
+from workbench.decision import Scored, auroc, counts  # noqa: E402
 from workbench.vocabulary import label_violation  # noqa: E402
 
 
@@ -73,7 +73,8 @@ def main() -> int:
         calls = [u for t in mine for u in t.usage if u.role == "judge"]
         summary[mode] = {
             "cases": len(mine), "f1": c.f1, "acc": c.accuracy, "precision": c.precision,
-            "recall": c.recall, "auroc": auroc(scored), "with_probability": len(scored),
+            "recall": c.recall, "with_probability": len(scored),
+            "auroc": auroc([s.probability for s in scored], [s.violation for s in scored]),
             "prompt_tokens_per_case": sum(u.prompt_tokens for u in calls) / len(mine),
             "completion_tokens_per_case": sum(u.completion_tokens for u in calls) / len(mine),
             "model_s_per_case": sum(u.latency_ms for u in calls if not u.cached) / 1000 / len(mine),

@@ -26,16 +26,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.audit import load_cases  # noqa: E402
-from workbench.audit.calibration import fit_setting, scored_traces  # noqa: E402
 from workbench.audit.trace import latest_per_case  # noqa: E402
 from workbench.audit.trace_file import read_traces  # noqa: E402
+from workbench.decision import fit_verbal_setting, scored_traces  # noqa: E402
 from workbench.vocabulary import label_violation  # noqa: E402
 
 
 def figures(scored, bare) -> dict[str, float]:
-    """The figures ``workbench calibrate`` reports (the same code: ``fit_setting``)."""
+    """The figures ``workbench calibrate`` reports (the same code: ``fit_verbal_setting``)."""
     truth = [s.violation for s in scored]
-    cv = fit_setting(scored, bare=bare).cross_validated
+    cv = fit_verbal_setting(scored, bare=bare).cross_validated
     return {
         "ACC (bare verdict)": cv["bare_accuracy"],
         "violation-F1 (bare verdict)": cv["bare_f1"],

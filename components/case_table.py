@@ -17,8 +17,9 @@ import streamlit as st
 
 from components.links import replay_link
 from components.verdict import decided_word
-from workbench.audit.selective import probability_words
+from workbench import words
 from workbench.audit.trace import AuditTrace, latest_per_case
+from workbench.decision import judgement
 from workbench.vocabulary import COMPLIANT, VIOLATION, verdict_word
 from workbench.words import gold_word
 
@@ -135,7 +136,7 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
                      # the decision the card shows, so a row never says otherwise
                      "verdict": decided_word(item.trace, setting)
                      or trace_verdict_word(item.trace),
-                     "how sure": probability_words(item.trace, setting) or "–",
+                     "how sure": words.probability(judgement(item.trace, setting)),
                      "gold": gold_word(item.label),
                      "why queued": ", ".join(reason_text.get(r, r) for r in item.reasons),
                      "decisions": "; ".join(decided.get(item.key, [])) or "none yet",

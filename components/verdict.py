@@ -3,7 +3,7 @@ reply it rests on (highlighted in the reply), and each violated rule with its so
 highlighted in the SKILL text.
 
 The card cannot contradict itself: its header, its words and the colour of its evidence all
-come from one :class:`~workbench.decision.decide.Decided` (``selective.judgement`` under the
+come from one :class:`~workbench.decision.Decided` (``workbench.decision.judgement`` under the
 dataset's saved setting). Only a verdict without a score under that setting shows the judge's
 bare yes/no, and the card says so. Where the judge's own answer differs from the decision, one
 plain line says which way each went; where the gold label differs, a warning says that too."""
@@ -15,16 +15,16 @@ import streamlit as st
 from components.links import graph_link
 from components.safe import md
 from components.spans import highlighted_html, show_source
-from workbench.audit.calibration import ThresholdSetting
+from workbench import words
 from workbench.audit.evidence import with_quotes
-from workbench.audit.selective import decision_words, judgement
 from workbench.audit.trace import AuditTrace, Verdict
-from workbench.decision.decide import (
+from workbench.decision import (
     MIN_RANKING_AUROC,
     Decided,
     DecisionSetting,
     ScoreSource,
     decide,
+    judgement,
 )
 from workbench.graph import PolicyIndex, Span
 from workbench.vocabulary import label_violation, verdict_word
@@ -117,7 +117,7 @@ def no_ranking_line(setting: DecisionSetting | None) -> str | None:
 
 
 def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: str | None = None,
-                 setting: ThresholdSetting | None = None, gold: str | None = None) -> None:
+                 setting: DecisionSetting | None = None, gold: str | None = None) -> None:
     """``reply``: the audited reply, to mark the evidence in; ``setting``: the saved
     decision setting that reads the score (none: 0.5, uncalibrated); ``gold``: the case's
     gold label, to say when it disagrees with the decision."""
@@ -176,7 +176,7 @@ def _header(verdict: Verdict, decided: Decided, setting: DecisionSetting | None)
                       if setting is not None and setting.scorer is not None else "")
                    + ": the judge's own answer is shown.")
     else:
-        st.markdown(f"**{md(decision_words(decided))}**",
+        st.markdown(f"**{md(words.probability(decided))}**",
                     help=_probability_help(verdict, decided, setting))
         if line := disagreement_line(verdict, decided):
             st.markdown(md(line))

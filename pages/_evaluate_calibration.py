@@ -14,8 +14,7 @@ from components.safe import md
 from store.labelled import labelled_traces
 from store.review import decisions_for
 from store.thresholds import save_threshold, scope_name
-from workbench.audit.calibration import ThresholdSetting, scored_traces
-from workbench.audit.calibration_figures import calibration_report
+from workbench.decision import DecisionSetting, calibration_report, scored_traces
 from workbench.errors import WorkbenchError
 
 FLASH = "ev_cal_flash"
@@ -38,7 +37,7 @@ def _report(url: str, dataset: str, runs: tuple[str, ...], version: tuple) -> di
 def _save(eng: Engine, dataset: str, report: dict, base: int | None) -> None:
     try:
         version = save_threshold(eng, scope_name("dataset", dataset),
-                                 ThresholdSetting.from_dict(report["setting"]), base_version=base,
+                                 DecisionSetting.from_dict(report["setting"]), base_version=base,
                                  actor=identity.actor(), note="saved on the Evaluate page")
     except WorkbenchError as exc:
         queue_nav.leave_flash(FLASH, "error", str(exc))

@@ -1,15 +1,14 @@
 """Review with a guaranteed error rate (issue 48 item 6): the analyst chooses α (the largest
 share of wrong automatic decisions they accept) and what a missed violation costs against a
 false alarm; the page chooses the confidence level on the dataset's labelled cases with the
-learn-then-test guarantee of ``workbench.decision.guarantee`` and says, before anything is
+learn-then-test guarantee of ``workbench.decision`` (``_guarantee``) and says, before anything is
 recorded, the coverage it buys, the bound and how many labelled cases it rests on. Applying
 records decisions only for the verdicts at or above that level.
 
 Page-private: it reads the dataset's labelled verdicts as Evaluate's calibration does
 (``store.labelled``; here from the page's cached reads) and records through
 ``store.review``. :func:`plan_guarantee` and :func:`labelled_of` are the logic, without
-Streamlit; they would belong in ``workbench.decision`` and are kept here until that package
-takes them.
+Streamlit.
 """
 
 from __future__ import annotations
@@ -24,14 +23,22 @@ from sqlalchemy.engine import Engine
 from components import identity, queue_nav
 from components.safe import md
 from pages._review_decide import record_decisions
-from workbench.audit.calibration import review_truth, scored_traces
 from workbench.audit.cases import AuditCase
 from workbench.audit.trace import AuditTrace, latest_per_case, trace_key
-from workbench.decision.decide import MIN_RANKING_AUROC, DecisionSetting, cost_threshold
-from workbench.decision.fit import add_verbal_guarantee, guarantee_dict
-from workbench.decision.guarantee import DEFAULT_DELTA, GRID, smallest_testable
-from workbench.decision.learn import auroc
-from workbench.review.queue import QueueItem, ReviewDecision, current_decisions, plan_auto_decisions
+from workbench.decision import (
+    DEFAULT_DELTA,
+    GRID,
+    MIN_RANKING_AUROC,
+    DecisionSetting,
+    add_verbal_guarantee,
+    auroc,
+    cost_threshold,
+    guarantee_dict,
+    reviewed_truth,
+    scored_traces,
+    smallest_testable,
+)
+from workbench.review.queue import QueueItem, ReviewDecision, plan_auto_decisions
 from workbench.vocabulary import label_violation
 from workbench.words import plural
 
@@ -182,12 +189,7 @@ def labelled_of(records: Sequence[tuple[str, AuditTrace]], cases: Mapping[str, A
     them), from what the page has already read: a key press reads nothing again."""
     traces = latest_per_case([t for _r, t in records], key=trace_key)
     truth = {cid: v for cid, c in cases.items() if (v := label_violation(c.label)) is not None}
-    judged = {t.id: t.violation for t in traces}
-    for d in current_decisions(decisions).values():  # undone ones left out
-        said = review_truth(d.decision, d.judge_violation if d.judge_violation is not None
-                            else judged.get(d.case_id))
-        if said is not None:
-            truth[d.case_id] = said
+    truth = reviewed_truth(truth, decisions, {t.id: t.violation for t in traces})
     scored, _bare = scored_traces(traces, truth)
     return Labelled(tuple(s.probability for s in scored), tuple(s.violation for s in scored),
                     tuple(s.group for s in scored))

@@ -10,8 +10,8 @@ from sqlalchemy.engine import Engine
 
 from store.activations import feature_count, layer_vectors
 from store.thresholds import current_threshold, scope_name
+from workbench.decision import DecisionSetting
 from workbench.decision.apply import scorer_layer, with_scores
-from workbench.decision.decide import DecisionSetting
 
 
 def dataset_setting(eng: Engine, dataset: str | None) -> tuple[int, DecisionSetting] | None:

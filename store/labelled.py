@@ -1,8 +1,7 @@
 """Labelled verdicts of a stored dataset: its newest traces and the right answer for each
-case, from the stored case labels and, over them, the reviewers' decisions (a confirmed or
-"right verdict, wrong rule" verdict stands, an overturned one flips:
-``workbench.audit.calibration.review_truth``). What calibrating a dataset reads, on the
-command line and on the Evaluate page alike."""
+case, from the stored case labels and, over them, each reviewer's own label
+(``workbench.decision.reviewed_truth``). What calibrating a dataset reads, on the command line
+and on the Evaluate page alike."""
 
 from __future__ import annotations
 
@@ -12,9 +11,8 @@ from sqlalchemy.engine import Engine
 
 from store import audit_repo
 from store.review import decisions_for
-from workbench.audit.calibration import review_truth
 from workbench.audit.trace import AuditTrace, latest_per_case, trace_key
-from workbench.review.decisions import current_decisions
+from workbench.decision import reviewed_truth
 from workbench.vocabulary import label_violation
 
 
@@ -26,9 +24,4 @@ def labelled_traces(engine: Engine, dataset: str, runs: Sequence[str] | None = N
     truth = {c.id: v for c in audit_repo.load_cases(engine, dataset)
              if (v := label_violation(c.label)) is not None}
     judged = {t.id: t.violation for t in traces}
-    for d in current_decisions(decisions_for(engine, dataset)).values():  # undone ones left out
-        said = review_truth(d.decision, d.judge_violation if d.judge_violation is not None
-                            else judged.get(d.case_id))
-        if said is not None:
-            truth[d.case_id] = said  # a reviewer's word over an imported label
-    return traces, truth
+    return traces, reviewed_truth(truth, decisions_for(engine, dataset), judged)

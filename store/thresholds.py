@@ -18,7 +18,7 @@ from sqlmodel import Field, Session, SQLModel, UniqueConstraint, select
 
 from store.session import retry_conflicts, write_session
 from workbench.clock import utcnow
-from workbench.decision.decide import DecisionSetting
+from workbench.decision import DecisionSetting
 from workbench.errors import WorkbenchError
 from workbench.identity.roles import Actor, require
 

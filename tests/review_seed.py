@@ -54,7 +54,7 @@ def save_setting(eng, dataset: str = DATASET, **changes) -> None:
     """Save the dataset's decision setting: by default a violation from 2/3 (a missed
     violation costs half a false alarm), uncalibrated."""
     from store.thresholds import save_threshold, scope_name
-    from workbench.decision.decide import DecisionSetting, cost_threshold
+    from workbench.decision import DecisionSetting, cost_threshold
 
     fields = {"threshold": cost_threshold(0.5, 1.0), "costs": {"miss": 0.5, "false_alarm": 1.0},
               **changes}

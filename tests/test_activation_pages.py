@@ -11,11 +11,11 @@ import pytest
 
 from store.activations import feature_count
 from store.db import make_engine
-from workbench.audit.selective import judgement, probability_words
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
+from workbench.decision import ScoreSource, judgement
 from workbench.decision import features as ff
-from workbench.decision.decide import ScoreSource
+from workbench.words import probability
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_pages_decide_a_dataset_from_its_stored_activations(tmp_path, db, capsys
     violation = traces[("c0", "cdg")]  # the judge said compliant at 0.3
     decided = judgement(violation, setting)
     assert decided.source is ScoreSource.ACTIVATIONS and decided.violation
-    assert probability_words(violation, setting).startswith(("likely violation", "possible violation"))
+    assert probability(judgement(violation, setting)).startswith(("likely violation", "possible violation"))
     # a bare verdict (no trace, so no case to look up) has no score under this setting
     assert judgement(violation.verdict, setting) is None
     # the card's words and header come from the same decision

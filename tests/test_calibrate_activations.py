@@ -13,8 +13,8 @@ from store.db import make_engine
 from store.thresholds import current_threshold
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
+from workbench.decision import ScoreSource, decide
 from workbench.decision import features as ff
-from workbench.decision.decide import ScoreSource, decide
 
 LAYERS = (2, 4)
 

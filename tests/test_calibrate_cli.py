@@ -9,9 +9,9 @@ import pytest
 
 from store.db import make_engine
 from store.thresholds import StaleThreshold, current_threshold, save_threshold, threshold_history
-from workbench.audit.calibration import ThresholdSetting
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
+from workbench.decision import DecisionSetting
 from workbench.identity.roles import COMMAND_LINE, Actor, NotAllowed
 
 
@@ -63,18 +63,18 @@ def test_calibrate_reports_cross_validated_figures_and_saves_versions(traces_fil
 
 
 def test_a_save_on_a_stale_version_is_refused_and_loses_nothing(db):
-    s = ThresholdSetting(0.4)
+    s = DecisionSetting(0.4)
     assert save_threshold(db, "policy:p", s, base_version=None, actor=COMMAND_LINE) == 1
-    assert save_threshold(db, "policy:p", ThresholdSetting(0.3), base_version=1, actor=COMMAND_LINE) == 2
+    assert save_threshold(db, "policy:p", DecisionSetting(0.3), base_version=1, actor=COMMAND_LINE) == 2
     with pytest.raises(StaleThreshold, match="version 2, not 1"):
-        save_threshold(db, "policy:p", ThresholdSetting(0.9), base_version=1, actor=COMMAND_LINE)
+        save_threshold(db, "policy:p", DecisionSetting(0.9), base_version=1, actor=COMMAND_LINE)
     assert current_threshold(db, "policy:p")[1].threshold == 0.3
     with pytest.raises(NotAllowed):
         save_threshold(db, "policy:p", s, base_version=2, actor=Actor.signed_in("ann", "annotator"))
 
 
 def test_metrics_uses_a_saved_or_given_threshold(traces_file, db, capsys):
-    save_threshold(db, "dataset:demo", ThresholdSetting(0.3), base_version=None, actor=COMMAND_LINE)
+    save_threshold(db, "dataset:demo", DecisionSetting(0.3), base_version=None, actor=COMMAND_LINE)
     assert main(["metrics", str(traces_file), "--threshold", "dataset:demo", "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert row["threshold"] == 0.3 and row["threshold_source"] == "saved"

@@ -7,20 +7,22 @@ import random
 
 import pytest
 
-from workbench.audit.calibration import (
+from workbench.decision import (
+    DecisionSetting,
     Scored,
-    ThresholdSetting,
     accuracy_at_coverage,
     auroc,
     best_threshold,
-    fit_platt,
-    fit_setting,
+    decide,
+    fit_monotone,
+    fit_verbal_setting,
+    grouped_splits,
     out_of_fold,
     reliability,
     risk_coverage,
     threshold_curve,
 )
-from workbench.decision.decide import decide
+from workbench.decision.scorers import logit
 
 # p and the truth; each case its own conversation unless a test says otherwise.
 DATA = [(0.9, True), (0.8, True), (0.7, False), (0.6, True), (0.4, False), (0.3, True),
@@ -31,18 +33,27 @@ def scored(data=DATA, groups=None):
     return [Scored(p, t, groups[i] if groups else f"g{i}", f"c{i}") for i, (p, t) in enumerate(data)]
 
 
+def fit_platt(cases):
+    """The verbal probability's calibration: the one monotone fit on its log-odds."""
+    return fit_monotone([logit(s.probability) for s in cases], [s.violation for s in cases])
+
+
+def probs(cases):
+    return [s.probability for s in cases], [s.violation for s in cases]
+
+
 def test_auroc_is_the_share_of_violation_compliant_pairs_ordered_right():
     # Violations {.9, .8, .6, .3} against compliant {.7, .4, .2, .1}: .9 and .8 beat all 4,
     # .6 beats 3, .3 beats 2: 13 of 16 pairs.
-    assert auroc(scored()) == pytest.approx(13 / 16)
-    assert math.isnan(auroc(scored([(0.3, True), (0.9, True)])))
+    assert auroc(*probs(scored())) == pytest.approx(13 / 16)
+    assert math.isnan(auroc(*probs(scored([(0.3, True), (0.9, True)]))))
 
 
 def test_the_threshold_maximises_violation_f1():
     # Deciding p >= t: t = .25 catches all 4 violations with 2 false alarms: F1 = 8/10 = 0.8;
     # t = .5 gives TP 3, FP 1, FN 1: 0.75; t = .75 gives 2 of 4: 4/6 = 0.667.
-    assert best_threshold(scored()) == pytest.approx(0.25)
-    curve = {round(r["threshold"], 3): r for r in threshold_curve(scored())}
+    assert best_threshold(*probs(scored())) == pytest.approx(0.25)
+    curve = {round(r["threshold"], 3): r for r in threshold_curve(*probs(scored()))}
     assert curve[0.25]["f1"] == pytest.approx(0.8) and curve[0.5]["f1"] == pytest.approx(0.75)
     assert curve[0.75]["precision"] == 1.0 and curve[0.75]["recall"] == 0.5
 
@@ -51,15 +62,16 @@ def test_a_cases_calibration_is_never_fitted_with_its_own_conversation():
     data = DATA + [(0.85, True), (0.35, False), (0.65, True), (0.15, False), (0.55, False),
                    (0.75, True)]
     cases = scored(data)
-    oof = out_of_fold(cases, folds=len(cases))  # one conversation per fold
+    p, truth = probs(cases)
+    oof = out_of_fold([logit(x) for x in p], truth, [c.group for c in cases], 0.5,
+                      folds=len(cases))  # one conversation per fold
     for i in range(len(cases)):
         others = [c for j, c in enumerate(cases) if j != i]
-        cal = fit_platt(others)
-        assert oof.settings[i].calibration == pytest.approx({"a": cal.a, "b": cal.b})
-    # Two cases of one conversation always land in the same fold.
-    grouped = scored(data, groups=[g for g in "aabbccddeeffgg"])
-    oof = out_of_fold(grouped, folds=4)
-    assert oof.settings[0] is oof.settings[1] and oof.settings[6] is oof.settings[7]
+        assert oof.q[i] == pytest.approx(fit_platt(others)(logit(p[i])))
+    # Two cases of one conversation always land in the same fold (the one splitter).
+    groups = list("aabbccddeeffgg")
+    for train, test in grouped_splits(groups, 4):
+        assert not {groups[i] for i in train} & {groups[i] for i in test}
 
 
 def test_reliability_bins_hold_mean_probability_and_violation_rate():
@@ -114,7 +126,8 @@ def test_a_setting_is_fitted_on_all_cases_and_reports_out_of_fold_figures():
         truth = i % 2 == 0
         p = min(0.99, max(0.01, rng.gauss(0.65 if truth else 0.35, 0.15)))
         cases.append(Scored(p, truth, f"conv{i // 3}", f"c{i}"))
-    setting = fit_setting(cases, folds=5, bare=[s.probability >= 0.5 for s in cases], judge_mode="whole")
+    setting = fit_verbal_setting(cases, folds=5, bare=[s.probability > 0.5 for s in cases],
+                                 judge_mode="whole")
     cv = setting.cross_validated
     assert cv["folds"] == 5 and cv["grouped_by"] == "conversation"
     assert 0.8 < cv["auroc"] <= 1.0 and 0.5 < cv["f1"] <= 1.0
@@ -123,8 +136,8 @@ def test_a_setting_is_fitted_on_all_cases_and_reports_out_of_fold_figures():
     # Equal costs: a violation from a calibrated 0.5 (not the best-F1 threshold, which is
     # reported beside it for comparison).
     assert setting.threshold == 0.5
-    assert cv["best_f1_threshold"] == best_threshold(cases)
-    back = ThresholdSetting.from_dict(setting.to_dict())
+    assert cv["best_f1_threshold"] == best_threshold(*probs(cases))
+    back = DecisionSetting.from_dict(setting.to_dict())
     assert back == setting
     # Confidence is the calibrated probability that the decision is right.
     high, low = decide(back, probability=0.9), decide(back, probability=0.01)
@@ -136,4 +149,4 @@ def test_a_setting_is_fitted_on_all_cases_and_reports_out_of_fold_figures():
                                  {"threshold": 0.4, "calibration": {"a": 1}}])
 def test_a_damaged_setting_is_refused(bad):
     with pytest.raises(ValueError):
-        ThresholdSetting.from_dict(bad)
+        DecisionSetting.from_dict(bad)

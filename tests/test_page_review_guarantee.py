@@ -16,7 +16,7 @@ from store import audit_repo
 from store.review import decisions_for
 from store.thresholds import current_threshold, scope_name
 from tests.review_seed import DATASET, MOST_DOUBTFUL, save_setting, seed_labelled
-from workbench.decision.decide import DecisionSetting
+from workbench.decision import DecisionSetting
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "review.py")

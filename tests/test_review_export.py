@@ -9,7 +9,7 @@ from pathlib import Path
 from store import audit_repo
 from store.thresholds import save_threshold
 from workbench.audit.trace_file import read_traces
-from workbench.decision.decide import DecisionSetting
+from workbench.decision import DecisionSetting
 from workbench.identity.roles import COMMAND_LINE
 
 

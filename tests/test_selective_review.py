@@ -6,14 +6,13 @@ import math
 
 import pytest
 
-from workbench.audit.calibration import ThresholdSetting
-from workbench.audit.selective import (
-    auto_decide_preview,
-    judgement,
-    order_by_uncertainty,
-    probability_words,
-)
 from workbench.audit.trace import Verdict
+from workbench.decision import DecisionSetting, auto_decide_preview, judgement, order_by_uncertainty
+from workbench.words import probability
+
+
+def probability_words(verdict, setting=None):
+    return probability(judgement(verdict, setting)).replace("–", "")
 
 
 def v(p):
@@ -26,12 +25,12 @@ def test_the_most_doubtful_verdicts_come_first_and_unknown_ones_last():
     # Confidence at threshold 0.5: c 0.52, e 0.60, d 0.90, a 0.95; b has no probability.
     assert order == ["c", "e", "d", "a", "b"]
     # A lower threshold moves the doubt: at 0.3, e (0.4) is a violation with confidence 0.4.
-    lower = ThresholdSetting(0.3)
+    lower = DecisionSetting(0.3)
     assert [n for n, _ in order_by_uncertainty(items, lambda it: it[1], lower)][:2] == ["e", "c"]
 
 
 def test_confidence_is_read_through_the_calibration():
-    setting = ThresholdSetting(0.5, {"a": 1.0, "b": math.log(3)})  # odds times 3
+    setting = DecisionSetting(0.5, {"a": 1.0, "b": math.log(3)})  # odds times 3
     j = judgement(v(0.5), setting)
     assert j.probability == pytest.approx(0.75) and j.violation and j.confidence == pytest.approx(0.75)
     assert probability_words(v(0.5), setting) == "possible violation — 75 %"

@@ -36,7 +36,7 @@ from workbench.alerts.rules import AlertRule, RuleKind
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Label
 from workbench.audit.cases import case_from_dict
 from workbench.audit.trace import AuditTrace
-from workbench.decision.decide import DecisionSetting
+from workbench.decision import DecisionSetting
 from workbench.decision.features import new_record
 from workbench.graph import PolicyIndex
 from workbench.identity.roles import COMMAND_LINE, PERMISSIONS, ROLES, Actor, NotAllowed, may

@@ -16,7 +16,7 @@ from components.verdict import (
     verdict_decision,
 )
 from workbench.audit import Verdict
-from workbench.decision.decide import DecisionSetting, ScoreSource
+from workbench.decision import DecisionSetting, ScoreSource
 from workbench.graph import Span
 
 REPLY = "Your order is running late. We will refund you."
@@ -64,7 +64,7 @@ def _card(violation: bool, p: float | None, setting: dict | None, gold: str | No
     def script(violation, p, setting, gold):
         from components.verdict import show_verdict
         from workbench.audit import AuditTrace, Verdict
-        from workbench.decision.decide import DecisionSetting
+        from workbench.decision import DecisionSetting
 
         reply = "Your order is running late. We will refund you."
         verdict = Verdict(violation, "hand-set", [], probability=p, probability_source="logprobs",

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from workbench import words
-from workbench.decision.decide import DEFAULT_SETTING, decide
+from workbench.decision import DEFAULT_SETTING, decide
 
 
 @pytest.mark.parametrize("seconds, text", [

@@ -6,7 +6,7 @@
 - :data:`MISSING`: what stands where a value is missing or undefined ("–", never "None" or
   "nan"); :func:`value` and :func:`number` use it.
 - :func:`probability`: one word band per probability range ("likely violation — 83 %"),
-  :func:`workbench.audit.selective.decision_words`'s bands, unchanged.
+  :data:`LIKELY` the line of "likely".
 - :func:`agreement`: κ and α with their band ("0.62 (substantial)"), or "too few decisions to
   measure" below :data:`MIN_AGREEMENT_DECISIONS`.
 - :func:`label`: a field name as a plain label ("prompt_tokens" -> "prompt tokens",
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.vocabulary import Label
 
 if TYPE_CHECKING:
-    from workbench.decision.decide import Decided
+    from workbench.decision import Decided
 
 # The dataset's label -> the word on screen. "negative" = the agent violated the policy.
 GOLD_WORDS = {label.value: label.word for label in Label}
@@ -358,14 +358,22 @@ def value(v: Any) -> str:
     return str(v)
 
 
-def probability(decided: Decided | None) -> str:
-    """One word band per probability range: "likely violation — 83 %", "probably compliant
-    — 65 %" (:func:`workbench.audit.selective.decision_words`); "–" without a score."""
-    # Imported here: loading workbench.audit costs ~0.3 s, which `workbench --help` and the
-    # CLI commands that only count nouns should not pay.
-    from workbench.audit.selective import decision_words
+LIKELY = 0.8  # confidence from which a decision reads "likely"
 
-    return MISSING if decided is None else decision_words(decided)
+
+def probability(decided: Decided | None) -> str:
+    """"likely violation — 83 %", "possible violation — 58 %", "probably compliant — 65 %",
+    "likely compliant — 91 %" (the probability of the outcome named, ``+ " (uncalibrated)"``
+    without a calibration); "–" without a score. One band per range: "likely" from
+    :data:`LIKELY`, else "possible" (violation) / "probably" (compliant)."""
+    if decided is None or decided.confidence is None:
+        return MISSING
+    word = "violation" if decided.violation else "compliant"
+    pct = round(100 * decided.confidence)
+    # the band follows the number shown, so two rows reading "80 %" never differ in words
+    strength = ("likely" if pct >= round(100 * LIKELY)
+                else "possible" if decided.violation else "probably")
+    return f"{strength} {word} — {pct} %" + ("" if decided.calibrated else " (uncalibrated)")
 
 
 def agreement(v: float | None, decisions: int, statistic: str = "Cohen's κ",

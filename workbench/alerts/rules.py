@@ -2,7 +2,7 @@
 
 - ``violation``: a newly audited case decided a violation at probability ``probability`` or
   more, on policy ``policy`` (any policy when empty). The decision is
-  ``workbench.decision.decide.decide`` with the rule's probability as the threshold on the
+  ``workbench.decision.decide`` with the rule's probability as the threshold on the
   judge's P(violation); a verdict without a probability stands as the judge gave it.
 - ``share``: among the last ``window`` audited cases of the dataset (newest trace per case),
   the share decided a violation is above ``share``. It fires when the share crosses above
@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from workbench.audit.trace import AuditTrace
-from workbench.decision.decide import DecisionSetting, decide
+from workbench.decision import DecisionSetting, decide
 from workbench.errors import WorkbenchError
 
 

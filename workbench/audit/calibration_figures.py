@@ -1,43 +1,10 @@
 """The calibration pictures practitioners know, from a calibration report
-(:func:`calibration_report`, also what ``workbench calibrate --json`` writes): a reliability
-diagram, precision/recall/F1 against the threshold, and accuracy against coverage."""
+(``workbench.decision.calibration_report``, also what ``workbench calibrate --json`` writes): a
+reliability diagram, precision/recall/F1 against the threshold, and accuracy against coverage."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
-
-from workbench.audit.calibration import (
-    Scored,
-    counts,
-    fit_setting,
-    out_of_fold,
-    reliability,
-    risk_coverage,
-    threshold_curve,
-)
-
-REPORT_KIND = "calibration"
-
-
-def calibration_report(scored: Sequence[Scored], bare: Sequence[bool], folds: int = 5,
-                       **about: Any) -> dict[str, Any]:
-    """Everything the figures and the saved setting need, as plain JSON-able data."""
-    setting = fit_setting(scored, folds, bare=bare, **about)
-    oof = out_of_fold(scored, folds, setting.threshold)
-    truth = [s.violation for s in scored]
-    correct = [d == t for d, t in zip(oof.decided, truth, strict=True)]
-    return {
-        "kind": REPORT_KIND,
-        "setting": setting.to_dict(),
-        "bare": counts(list(bare), truth).__dict__,
-        "reliability_raw": reliability([s.probability for s in scored], truth),
-        "reliability_calibrated_out_of_fold": reliability(oof.calibrated, truth),
-        "threshold_curve": threshold_curve(scored),
-        "risk_coverage_out_of_fold": risk_coverage(oof.confidences, correct),
-        "cases": [{"id": s.case_id, "group": s.group, "probability": s.probability,
-                   "violation": s.violation} for s in scored],
-    }
 
 
 def reliability_figure(report: dict[str, Any]):

@@ -25,7 +25,7 @@ from typing import Any
 
 from workbench.audit.trace import AuditTrace
 from workbench.clock import utcnow
-from workbench.decision.decide import DecisionSetting, decide
+from workbench.decision import DecisionSetting, decide
 from workbench.errors import WorkbenchError
 from workbench.vocabulary import ErrorKind
 

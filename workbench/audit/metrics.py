@@ -13,7 +13,7 @@
   span holds the gold rule's spans) when ``gold_spans`` are given.
 - tokens and latency: mean rendered context tokens, mean online tokens (prompt + completion
   of every model call of the case), mean wall time per case (``timings_ms.total``).
-- with a violation probability on the verdicts (``workbench.audit.calibration``): ``auroc``
+- with a violation probability on the verdicts (``workbench.decision``): ``auroc``
   of the probability; ``f1_at_threshold`` / ``acc_at_threshold`` of the decisions
   (``workbench.decision.decide``) of a given number, of a saved setting (with an activation
   scorer, its scores: ``activations``, and ``auroc`` is theirs), or else of a monotone
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.audit.trace import AuditTrace
-from workbench.decision.decide import DecisionSetting, decide
+from workbench.decision import DecisionSetting, decide
 from workbench.vocabulary import ErrorKind, StrategyName, label_violation
 
 NAN = float("nan")
@@ -187,18 +187,13 @@ def _probability_metrics(m: StrategyMetrics, items: list[AuditTrace],
     setting (``threshold`` a DecisionSetting; its activation scorer's outputs in
     ``activations``), that setting decides; with a number, the judge's probability at or
     above it is a violation; with neither, a calibration cross-validated by conversation."""
-    from workbench.audit.calibration import (
-        Scored,
-        accuracy_at_coverage,
-        auroc,
-        counts,
-        out_of_fold,
-    )
+    from workbench.decision import accuracy_at_coverage, auroc, counts, out_of_fold
+    from workbench.decision.scorers import logit
 
     setting = (threshold if isinstance(threshold, DecisionSetting)
                else DecisionSetting(float(threshold)) if threshold is not None else None)
     by_activation = setting is not None and setting.scorer is not None
-    scored, decisions = [], []
+    scores, truth, groups, decisions = [], [], [], []
     for t in items:
         actual, verdict = label_violation(_label(t, labels)), t.verdict
         if actual is None or verdict is None:
@@ -207,27 +202,30 @@ def _probability_metrics(m: StrategyMetrics, items: list[AuditTrace],
             a = (activations or {}).get(t.id)
             if a is None:
                 continue
-            scored.append(Scored(float(a), actual, t.session or t.id, t.id))
+            scores.append(float(a))
             decisions.append(decide(setting, activation=a, probability=verdict.probability))
         elif verdict.probability is not None:
-            scored.append(Scored(float(verdict.probability), actual, t.session or t.id, t.id))
+            scores.append(logit(verdict.probability))  # the one-feature scorer of the words
             if setting is not None:
                 decisions.append(decide(setting, probability=verdict.probability))
-    m.with_probability = len(scored)
-    if not scored:
+        else:
+            continue
+        truth.append(actual)
+        groups.append(t.session or t.id)
+    m.with_probability = len(scores)
+    if not scores:
         return
-    m.auroc = auroc(scored)
-    truth = [s.violation for s in scored]
+    m.auroc = auroc(scores, truth)
     if setting is not None:
         m.threshold = setting.threshold
         m.threshold_source = ("saved, activation scorer" if by_activation else
                               "saved" if isinstance(threshold, DecisionSetting) else "given")
         decided = [d.violation for d in decisions]
         conf = [d.confidence for d in decisions]
-    elif len(scored) >= MIN_FOR_CROSS_VALIDATION and len({s.group for s in scored}) >= 2:
-        oof = out_of_fold(scored)
+    elif len(scores) >= MIN_FOR_CROSS_VALIDATION and len(set(groups)) >= 2:
+        oof = out_of_fold(scores, truth, groups, 0.5)
         m.threshold, m.threshold_source = 0.5, "calibrated out of fold"
-        decided, conf = oof.decided, oof.confidences
+        decided, conf = list(oof.decided), list(oof.confidences)
     else:
         return
     c = counts(decided, truth)

@@ -120,7 +120,7 @@ def _decided(verdict: dict[str, Any] | None, threshold: Any) -> bool | None:
     """The decision a threshold (a number, or a saved ``DecisionSetting``) makes of a
     verdict's probability (``workbench.decision.decide``; the bare verdict where it has
     none, or no threshold is given)."""
-    from workbench.decision.decide import DecisionSetting, decide
+    from workbench.decision import DecisionSetting, decide
 
     if not verdict or "violation" not in verdict:
         return None

@@ -87,11 +87,13 @@ def _labelled(args):
 
 
 def _calibrate(args) -> int:
-    from workbench.audit.calibration import scored_traces
-    from workbench.audit.calibration_figures import calibration_report
     from workbench.commands._common import CliError
-    from workbench.decision.decide import DecisionSetting
-    from workbench.decision.fit import add_verbal_guarantee
+    from workbench.decision import (
+        DecisionSetting,
+        add_verbal_guarantee,
+        calibration_report,
+        scored_traces,
+    )
 
     if args.alpha is not None and not 0 < args.alpha < 0.5:
         raise CliError(f"--alpha {args.alpha}: give the error rate you accept, between 0 and 0.5")
@@ -133,7 +135,7 @@ def _calibrate(args) -> int:
 def _save_given(args) -> int:
     """``--from-setting FILE --save SCOPE``: a setting fitted elsewhere, checked and saved."""
     from workbench.commands._common import CliError
-    from workbench.decision.decide import DecisionSetting
+    from workbench.decision import DecisionSetting
     from workbench.inputs import InputError, decode_text, loads_json, read_input_bytes
 
     if not args.save:
@@ -173,8 +175,8 @@ def _activation_setting(args, traces, truth):
     import numpy as np
 
     from workbench.commands._common import CliError
+    from workbench.decision import fit_activation_setting
     from workbench.decision.features import features_dir, load_features, read_index
-    from workbench.decision.fit import fit_activation_setting
     from workbench.decision.learn import Labelled
 
     by_id = {t.id: t for t in traces}

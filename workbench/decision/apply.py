@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.decision.decide import DecisionSetting
+from workbench.decision._decide import DecisionSetting
 from workbench.decision.features import load_features, read_index
 from workbench.decision.scorers import apply, scorer_from_dict
 

@@ -222,7 +222,7 @@ def calibrated_oof(scores: np.ndarray, truth: np.ndarray, groups: Sequence[str],
                    folds: int = DEFAULT_FOLDS, seed: int = 0) -> np.ndarray:
     """Out-of-fold calibrated P(violation) of out-of-fold ``scores``: each fold's monotone
     calibration is fitted on the other folds' scores (nan where a fold could not be fitted)."""
-    from workbench.decision.calibration import fit_monotone
+    from workbench.decision._calibration import fit_monotone
 
     out = np.full(len(scores), np.nan)
     for tr, te in grouped_splits(groups, folds, seed):

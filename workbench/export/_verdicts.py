@@ -2,7 +2,7 @@
 
 Every format (OpenTelemetry evaluation events, Langfuse scores, Phoenix span annotations)
 writes the same facts, so they are gathered here: the case's decision (from
-``workbench.decision.decide.decide``, the one home of the rule), the judge's reason, the
+``workbench.decision.decide``, the one home of the rule), the judge's reason, the
 violated rules with the SKILL and source spans they come from, and — when the case was
 imported from OpenTelemetry GenAI spans (``workbench.audit.importers.otel`` keeps
 ``extra["otel"]``) — the trace and span it judges.
@@ -17,7 +17,7 @@ from typing import Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.trace import AuditTrace
-from workbench.decision.decide import Decided, DecisionSetting, decide
+from workbench.decision import Decided, DecisionSetting, decide
 
 EVALUATION_NAME = "skillcdg.compliance"  # what every format calls the evaluation
 PROBABILITY_NAME = "skillcdg.violation_probability"  # the numeric score, where one is known

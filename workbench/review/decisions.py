@@ -100,6 +100,17 @@ class ReviewDecision:
         return (not self.judge_violation) if self.decision == OVERTURN else self.judge_violation
 
     @property
+    def analyst_violation(self) -> bool | None:
+        """What the analyst says the reply is: their ``analyst_label``; for a decision that
+        has none (made in memory, or by a caller that did not say), the old meaning
+        (:attr:`implied_violation`). None for an undo record or when nothing is known."""
+        if self.decision == UNDO:
+            return None
+        if self.analyst_label in ("violation", "compliant"):
+            return self.analyst_label == "violation"
+        return self.implied_violation
+
+    @property
     def words(self) -> str:
         """The decision in the analyst's words."""
         return DECISION_TEXT.get(self.decision, self.decision)

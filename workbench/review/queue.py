@@ -35,7 +35,7 @@ from workbench.audit.trace import (
     latest_per_case,
 )
 from workbench.clock import utcnow as utcnow
-from workbench.decision.decide import DecisionSetting
+from workbench.decision import DecisionSetting
 
 # Re-exported (``X as X``): the review API stays importable from one place.
 from workbench.review.decisions import DECISION_TEXT as DECISION_TEXT
@@ -377,13 +377,12 @@ def plan_auto_decisions(items: Iterable[QueueItem], min_confidence: float, revie
                         setting: DecisionSetting | None = None,
                         decisions: Iterable[ReviewDecision] = ()) -> BulkPlan:
     """Auto-decide: every item whose decision at the dataset's threshold (``setting``, a
-    ``ThresholdSetting``; None: 0.5, uncalibrated) has a confidence of at least
+    ``DecisionSetting``; None: 0.5, uncalibrated) has a confidence of at least
     ``min_confidence`` gets that decision, recorded for ``reviewer`` (who applies it) as a
     confirmation of the judge's verdict when they agree and an overturn when the threshold
     decides otherwise; the note says it was automatic and how confident. Items below the
     level, or without a probability, are left to people."""
-    from workbench.audit.selective import judgement
-    from workbench.decision.decide import DEFAULT_SETTING
+    from workbench.decision import DEFAULT_SETTING, judgement
 
     mine = {key for (key, who) in current_decisions(decisions) if who == reviewer}
     out, left = [], []

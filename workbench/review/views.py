@@ -41,7 +41,7 @@ class SortKey:
 
 SORTS: dict[str, SortKey] = {
     # The default, first in the sort box: the least confident decision first (the
-    # confidence of ``workbench.audit.selective.judgement`` under the dataset's setting), so
+    # confidence of ``workbench.decision.judgement`` under the dataset's setting), so
     # an analyst's time goes where the judge is least sure; verdicts without a score last,
     # in queue order (issue 44 item 2).
     "uncertainty": SortKey("Most doubtful first", lambda i, c: _confidence(i, c)),
@@ -59,7 +59,7 @@ DEFAULT_SORT = "uncertainty"
 
 
 def _confidence(item: QueueItem, context: Mapping[str, Any]) -> Any:
-    from workbench.audit.selective import judgement
+    from workbench.decision import judgement
 
     j = judgement(item.trace, context.get("setting"))
     return None if j is None else (j.confidence, context["position"][item.key])
@@ -68,7 +68,7 @@ def _confidence(item: QueueItem, context: Mapping[str, Any]) -> Any:
 def _shown_violation(item: QueueItem, setting: Any) -> bool:
     """The item's verdict as the card shows it: its score decided under ``setting``, else
     the judge's own answer."""
-    from workbench.audit.selective import judgement
+    from workbench.decision import judgement
 
     j = judgement(item.trace, setting)
     return bool(item.violation) if j is None else j.violation
@@ -197,7 +197,7 @@ def apply_view(items: Sequence[QueueItem], view: ReviewView, reviewer: str = "",
     """The queue items ``view`` shows, in its order. Filters: the queue's own (reasons,
     every word of the query in the item's text, status relative to ``reviewer``), then the
     column filters (an item passes a column when its value is one of those chosen).
-    ``setting``: the dataset's saved threshold (a ``ThresholdSetting``) that reads the
+    ``setting``: the dataset's saved threshold (a ``DecisionSetting``) that reads the
     judge's probabilities for the uncertainty order."""
     decisions = list(decisions)
     shown = filter_queue(items, view.reasons, view.query, view.status, reviewer, decisions)

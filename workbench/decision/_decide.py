@@ -5,9 +5,11 @@ says where the score comes from (the judge's verbal probability, or an activatio
 fitted on labelled cases), how it is calibrated (monotone: it never reorders cases), the
 probability from which a case is a violation (from the costs of a missed violation and a
 false alarm), and — when an analyst asked for one — the confidence from which a case is
-decided automatically with a guaranteed error rate. :func:`decide` applies it. Metrics,
-Review, the verdict card, exports, the CI gate and the API call it; ``tests/test_decision``
-fails when ``p >= threshold`` is written anywhere else.
+decided automatically with a guaranteed error rate. :func:`decide` applies it;
+:func:`judgement` reads a trace (or a bare verdict) through it. Everything else — the decided
+record of a case (``workbench.decision._verdict``), the fits' out-of-fold figures, metrics —
+calls these; ``tests/test_decision`` fails when ``p >= threshold`` is written anywhere else,
+``workbench/decision/`` included.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from workbench.decision.calibration import Monotone
+import numpy as np
+
+from workbench.decision._calibration import Monotone
 from workbench.decision.scorers import logit
 
 MIN_RANKING_AUROC = 0.55
@@ -163,7 +167,7 @@ def decide(setting: DecisionSetting | None, *, probability: float | None = None,
     else:
         return None
     violation = violates(q, s.threshold)
-    conf = q if violation else 1.0 - q
+    conf = confidence_of(q, violation)
     level = s.auto_level
     return Decided(Outcome.VIOLATION if violation else Outcome.COMPLIANT, q, conf, source,
                    cal is not None, level is not None and conf >= level, raw)
@@ -179,3 +183,37 @@ def violates(probability: float, threshold: float) -> bool:
     """The rule itself: a probability at or above the threshold is a violation. Everything
     that sweeps thresholds (curves, the best-F1 search) calls this, never its own ``>=``."""
     return float(probability) >= float(threshold)
+
+
+def violates_each(probabilities: Any, threshold: float) -> np.ndarray:
+    """:func:`violates` over an array of calibrated probabilities (NaN: not a violation),
+    for the out-of-fold figures of a fit."""
+    return np.asarray(probabilities, dtype=float) >= float(threshold)
+
+
+def confidence_of(probability: Any, violation: Any) -> Any:
+    """The calibrated probability that a decision is right: ``q`` for a violation, ``1 - q``
+    for a compliant decision (scalars or arrays alike)."""
+    return np.where(violation, probability, 1.0 - np.asarray(probability, dtype=float)) \
+        if isinstance(probability, np.ndarray) else (probability if violation else 1.0 - probability)
+
+
+def judgement(subject: Any, setting: DecisionSetting | None = None,
+              activation: float | None = None) -> Decided | None:
+    """How ``setting`` decides ``subject``'s score: an :class:`~workbench.audit.trace.AuditTrace`
+    (its activation score from the setting's ``case_scores`` for the trace's case and
+    strategy) or a bare verdict (its probability, or ``activation``: the setting's scorer's
+    output for the case). None when the setting's score is unknown for it — the caller then
+    says so (the decided record sends such a case to review)."""
+    s = setting or DEFAULT_SETTING
+    verdict = subject
+    if hasattr(subject, "verdict") and hasattr(subject, "strategy"):  # an AuditTrace
+        verdict = subject.verdict
+        if activation is None:
+            activation = s.score_of(subject.id, subject.strategy)
+    p = getattr(verdict, "probability", None)
+    if s.scorer is not None and activation is None:
+        return None
+    if s.scorer is None and p is None:
+        return None
+    return decide(s, probability=p, activation=activation)
