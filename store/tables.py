@@ -14,6 +14,7 @@ import store.alerts  # noqa: F401
 import store.annotation  # noqa: F401
 import store.core_tables  # noqa: F401
 import store.edge_decisions  # noqa: F401
+import store.explanations  # noqa: F401
 import store.extraction  # noqa: F401
 import store.llm_cache  # noqa: F401
 import store.llm_endpoints  # noqa: F401

@@ -25,6 +25,7 @@ from store import (
     annotation,
     audit_repo,
     edge_decisions,
+    explanations,
     people,
     repo,
     review,
@@ -36,7 +37,7 @@ from workbench.alerts.rules import AlertRule, RuleKind
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Label
 from workbench.audit.cases import case_from_dict
 from workbench.audit.trace import AuditTrace
-from workbench.decision import DecisionSetting
+from workbench.decision import DecisionSetting, Explanation
 from workbench.decision.features import new_record
 from workbench.graph import PolicyIndex
 from workbench.identity.roles import COMMAND_LINE, PERMISSIONS, ROLES, Actor, NotAllowed, may
@@ -66,6 +67,7 @@ GUARDED: dict[str, tuple[str, ...]] = {
     "people.remove_person": ("manage people",),
     "thresholds.save_threshold": ("decide reviews",),
     "activations.save_features": ("store audit results",),
+    "explanations.save_explanations": ("store audit results",),
     "alerts.add_rule": ("change settings",),
     "alerts.silence_rule": ("decide reviews",),
     "alerts.acknowledge": ("decide reviews",),
@@ -235,6 +237,8 @@ def _calls_as(engine, v: int, who: Actor):
         "activations.save_features": lambda: activations.save_features(
             engine, "demo", [(new_record("c1", "cdg", "s", "m", (2,), 1, 0.1), np.ones((1, 3)))],
             actor=who),
+        "explanations.save_explanations": lambda: explanations.save_explanations(
+            engine, "demo", [("r1", _trace(), Explanation("R1", reason=me))], actor=who),
         "thresholds.save_threshold": lambda: thresholds.save_threshold(
             engine, f"dataset:{me}", DecisionSetting(0.5), base_version=None, actor=who),
         "alerts.add_rule": lambda: alerts.add_rule(

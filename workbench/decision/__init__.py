@@ -1,7 +1,7 @@
 """Where the judge decides: from a case's score to a decision, and the decided record every
 surface reads.
 
-    from workbench.decision import DecisionSetting, decide, judgement
+    from workbench.decision import DecisionSetting, decide, decided_verdict
 
 - ``_decide``: :class:`DecisionSetting` (saved per dataset or policy), :func:`decide` (the
   one rule), :func:`judgement` (a trace or verdict read through a setting), ``violates``;
@@ -14,6 +14,9 @@ surface reads.
 - ``_labelled``: labelled cases (:class:`Scored`), an analyst's label over a gold one;
 - ``_report``: the calibration report the pictures are drawn from;
 - ``_selective``: most doubtful first, auto-decide previews;
+- ``_verdict``: the decided record of a case (:class:`DecidedVerdict`, built by
+  :func:`decided_verdict` only; :func:`setting_for` chooses the setting that applies), what
+  every surface reads;
 - ``features``, ``scorers``, ``learn``, ``apply``: the judge's activations kept beside a run,
   the scorers learned from them (``learn.auroc`` and ``learn.grouped_splits`` are the one
   AUROC and the one grouped fold splitter), and a saved scorer applied to other traces.
@@ -68,9 +71,27 @@ from workbench.decision._measures import (
 )
 from workbench.decision._report import REPORT_KIND, calibration_report
 from workbench.decision._selective import AutoDecidePreview, auto_decide_preview, order_by_uncertainty
+from workbench.decision._verdict import (
+    ACTIVATIONS,
+    COMPLIANT,
+    JUDGE,
+    LABELS,
+    REVIEW,
+    VIOLATION,
+    DecidedVerdict,
+    Explanation,
+    ReviewState,
+    decided_verdict,
+    decided_verdicts,
+    says_complies,
+    setting_for,
+)
 from workbench.decision.learn import DEFAULT_FOLDS, auroc, grouped_splits
 
 __all__ = [
+    "ACTIVATIONS", "COMPLIANT", "JUDGE", "LABELS", "REVIEW", "VIOLATION", "DecidedVerdict",
+    "Explanation", "ReviewState", "decided_verdict", "decided_verdicts", "says_complies",
+    "setting_for",
     "DEFAULT_DELTA", "DEFAULT_FOLDS", "DEFAULT_SETTING", "DEFAULT_THRESHOLD", "GRID",
     "MIN_PER_ANSWER", "MIN_RANKING_AUROC", "REPORT_KIND", "AutoDecidePreview", "Counts",
     "Decided", "DecisionSetting", "Guarantee", "Monotone", "OutOfFold", "Outcome",
