@@ -52,6 +52,8 @@ chromium:
 # The demo workspace: three SKILLs with CDGs, 21 audit cases and the embedded judge's traces.
 # The training runs of fixtures/training show on the Studies page, which exists only where
 # the research lab is installed (make install); the product alone has no Studies page.
+# `exec`: the last line's shell becomes `workbench ui`, so the SIGTERM that make passes to its
+# child when make is killed reaches the command, which stops the server (issue 56 item 4).
 demo: install-product
 	$(VENV)/bin/workbench import fixtures/demo/index.json --author demo
 	$(VENV)/bin/workbench import-cases fixtures/demo/cases.jsonl --dataset demo
@@ -60,7 +62,7 @@ demo: install-product
 	    --run-id "demo-$$(basename $$f .jsonl | sed 's/traces_//')"; done; true
 	$(VENV)/bin/workbench calibrate --from-setting fixtures/demo/decision_setting.json \
 	  --save dataset:demo --note "make demo: a probe learned on CompliBench airlines" >/dev/null
-	WORKBENCH_TRAIN_RUNS=$${WORKBENCH_TRAIN_RUNS:-fixtures/training} $(VENV)/bin/workbench ui --port $(PORT)
+	WORKBENCH_TRAIN_RUNS=$${WORKBENCH_TRAIN_RUNS:-fixtures/training} exec $(VENV)/bin/workbench ui --port $(PORT)
 
 # Debian's PostgreSQL server binaries: the store tests also run against a throw-away cluster
 # that the test session starts in a temp folder (tests/pg_cluster.py).
