@@ -1,18 +1,15 @@
-"""Alert rules and the alerts they fired (``workbench.alerts``).
+"""Alert rules and the alerts they fired (``workbench.alerts``); the tables are
+``store.alert_tables``, the webhook outbox ``store.alert_outbox``.
 
-- ``alert_rule``: a saved rule (``workbench.alerts.rules.AlertRule``), who made it, whether it
-  is silenced and until when, and for a share rule whether it stands above its level (so it
-  fires on crossing, once);
-- ``alert``: one fired alert, unique per (rule, key) so a case re-stored or a batch re-run
-  fires it once; it is also the webhook's durable outbox (``delivery``: pending, delivered,
-  failed, silenced, none) drained by ``workbench.alerts.Deliverer`` over :class:`SqlOutbox`,
-  and acknowledged by a person (``ack_by``, ``ack_at``).
-
-Writes a person makes take the acting ``roles.Actor``: adding a rule names a webhook that
-verdicts are sent to ("change settings", admins); silencing a rule and acknowledging an
-alert are part of reviewing verdicts ("decide reviews"). Checking rules
-(:func:`check_audited`) and the outbox's bookkeeping follow a guarded write (the traces' own)
-and are not guarded again.
+Writes a person makes take the acting ``roles.Actor`` and are checked here, at the write:
+adding, editing, pausing and removing a rule decide where verdicts are sent ("change
+settings", admins); silencing a rule for a while and acknowledging an alert are part of
+reviewing verdicts ("decide reviews"). A webhook is checked when it is saved
+(``workbench.alerts.destinations``: http(s), no credential in it, no internal address unless
+an admin allowed the host) and again at each post; its credential is named, never stored
+(``auth_env``: an environment variable or ``.streamlit/secrets.toml`` key). Checking rules
+(:func:`check_audited`) and the outbox's bookkeeping follow a guarded write (the traces'
+own) and are not guarded again.
 
 Importing this module registers :func:`check_audited` with ``workbench.alerts.on_audited``
 (``store.tables`` imports it, so every process with an engine checks rules).
@@ -20,22 +17,43 @@ Importing this module registers :func:`check_audited` with ``workbench.alerts.on
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
-import threading
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel, UniqueConstraint, col, select
+from sqlmodel import Session, col, select
 
+from store.alert_outbox import (
+    EXIT_WAIT_S,
+    KEEP_ALERTS,
+    OUTBOX_CAP,
+    SqlOutbox,
+    cap_outbox,
+    deliverer,
+    prune_records,
+    stop_deliverers,
+)
+from store.alert_tables import (
+    CANCELLED,
+    DELIVERED,
+    DROPPED,
+    FAILED,
+    NO_WEBHOOK,
+    PENDING,
+    SILENCED,
+    AlertDestinationRow,
+    AlertRow,
+    AlertRuleRow,
+)
 from store.core_tables import AuditResultRow
 from store.session import retry_conflicts, write_session
-from workbench.alerts.delivery import Deliverer, Pending
+from workbench.alerts.destinations import check_destination
 from workbench.alerts.hooks import on_audited
 from workbench.alerts.rules import AlertRule, Fired, RuleKind, new_violations, share_fired
 from workbench.audit.trace import AuditTrace
@@ -43,73 +61,19 @@ from workbench.clock import utcnow
 from workbench.errors import WorkbenchError
 from workbench.identity.roles import Actor, require
 
+__all__ = [
+    "CANCELLED", "DELIVERED", "DROPPED", "EXIT_WAIT_S", "FAILED", "KEEP_ALERTS", "NO_WEBHOOK",
+    "OUTBOX_CAP", "PENDING", "SILENCED", "AlertDestinationRow", "AlertError", "AlertRow",
+    "AlertRuleRow", "SqlOutbox", "acknowledge", "add_rule", "alerts", "check_audited",
+    "deliverer", "edit_rule", "pause_rule", "remove_rule", "rules", "silence_rule",
+    "stop_deliverers",
+]
+
 log = logging.getLogger(__name__)
 
-PENDING, DELIVERED, FAILED, SILENCED, NO_WEBHOOK = "pending", "delivered", "failed", "silenced", "none"
-EXIT_WAIT_S = 5.0  # a batch command gives its alerts this long to go out before it exits
-
-
-class AlertRuleRow(SQLModel, table=True):
-    __tablename__ = "alert_rule"
-    __table_args__ = (UniqueConstraint("name"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    name: str
-    kind: str
-    policy: str = ""
-    probability: float = 0.5
-    window: int = 50
-    share: float = 0.2
-    dataset: str = ""
-    webhook: str = ""
-    created_by: str = ""
-    created_at: datetime = Field(default_factory=utcnow)
-    silenced_until: datetime | None = None
-    silenced_by: str = ""
-    above: bool = False  # a share rule: its share stood above the level at the last check
-    removed: bool = False
-    # The environment variable (or .streamlit/secrets.toml key) holding the webhook's
-    # Authorization value; the secret itself is never stored.
-    auth_env: str = ""
-    paused: bool = False  # checks nothing and posts nothing until resumed
-    paused_by: str = ""
-    dropped: int = 0  # alerts dropped unsent because the rule's outbox was full
-
-
-class AlertRow(SQLModel, table=True):
-    __tablename__ = "alert"
-    __table_args__ = (UniqueConstraint("rule_id", "key"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    rule_id: int = Field(foreign_key="alert_rule.id", index=True)
-    key: str
-    dataset: str = Field(index=True)
-    case_id: str = ""
-    summary: str
-    payload_json: str
-    fired_at: datetime = Field(default_factory=utcnow)
-    delivery: str = Field(default=PENDING, index=True)
-    webhook: str = ""
-    attempts: int = 0
-    next_attempt_at: datetime | None = None
-    last_error: str = ""
-    delivered_at: datetime | None = None
-    ack_by: str = ""
-    ack_at: datetime | None = None
-
-
-class AlertDestinationRow(SQLModel, table=True):
-    """One receiver (``scheme://host:port``): consecutive failed posts and when the next may
-    be tried, so a failing receiver is retried with backoff once per destination, not once
-    per alert."""
-
-    __tablename__ = "alert_destination"
-
-    key: str = Field(primary_key=True)
-    failures: int = 0
-    next_attempt_at: datetime | None = None
-    last_error: str = ""
-    updated_at: datetime = Field(default_factory=utcnow)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# What `alerts edit` may change: the rule's own settings, its webhook and credential name.
+EDITABLE = ("policy", "probability", "window", "share", "dataset", "webhook", "auth_env")
 
 
 class AlertError(WorkbenchError, LookupError):
@@ -121,14 +85,33 @@ def _rule(row: AlertRuleRow) -> AlertRule:
                      row.share, row.dataset, row.webhook, row.id)
 
 
-def add_rule(engine: Engine, rule: AlertRule, *, actor: Actor) -> int:
-    """Save ``rule`` (checked); returns its id. ``NotAllowed`` unless ``actor`` may change
-    settings; ``AlertError`` when the name is taken."""
-    require(actor, "change settings")
+def checked_rule(rule: AlertRule, auth_env: str = "") -> AlertRule:
+    """``rule`` when it may be saved: its values (``AlertRule.check``), its webhook's
+    destination (resolved and checked now) and the name of its credential variable."""
     rule.check()
+    if rule.webhook:
+        check_destination(rule.webhook, "webhook")
+    if auth_env and not _ENV_NAME.fullmatch(auth_env):
+        raise AlertError(f"--auth-env {auth_env[:60]!r} is not a variable name",
+                         "name the environment variable (or secrets.toml key) holding the "
+                         "webhook's credential, e.g. ALERTS_HOOK_TOKEN")
+    if auth_env and not rule.webhook:
+        raise AlertError("a credential variable without a webhook has nowhere to go",
+                         "give --webhook too, or leave --auth-env out")
+    return rule
+
+
+def add_rule(engine: Engine, rule: AlertRule, *, actor: Actor, auth_env: str = "") -> int:
+    """Save ``rule`` (checked: :func:`checked_rule`); returns its id. ``NotAllowed`` unless
+    ``actor`` may change settings; ``AlertError`` when the name is taken;
+    ``DestinationRefused`` for a webhook that may not be posted to. ``auth_env``: the
+    environment variable (or secrets.toml key) holding the webhook's Authorization value."""
+    require(actor, "change settings")
+    checked_rule(rule, auth_env)
     row = AlertRuleRow(name=rule.name.strip(), kind=str(rule.kind), policy=rule.policy,
                        probability=rule.probability, window=rule.window, share=rule.share,
-                       dataset=rule.dataset, webhook=rule.webhook, created_by=actor.name)
+                       dataset=rule.dataset, webhook=rule.webhook, created_by=actor.name,
+                       auth_env=auth_env)
     try:
         with Session(engine) as session:
             session.add(row)
@@ -137,6 +120,59 @@ def add_rule(engine: Engine, rule: AlertRule, *, actor: Actor) -> int:
     except IntegrityError:
         raise AlertError(f"an alert rule named {rule.name!r} exists",
                          "choose another name (`workbench alerts list` shows them)") from None
+
+
+def edit_rule(engine: Engine, name: str, changes: Mapping[str, Any], *, actor: Actor) -> AlertRule:
+    """Change the settings of rule ``name`` (keys of :data:`EDITABLE`; None values are left
+    as they are), checked as a new rule is; returns the rule as saved. Alerts still waiting
+    go to the new webhook. ``NotAllowed`` unless ``actor`` may change settings."""
+    require(actor, "change settings")
+    unknown = sorted(set(changes) - set(EDITABLE))
+    if unknown:
+        raise AlertError(f"cannot edit {', '.join(unknown)} of a rule",
+                         f"editable: {', '.join(EDITABLE)}; remove and add it to change more")
+    given = {k: v for k, v in changes.items() if v is not None}
+    with write_session(engine) as session:
+        row = _rule_row(session, name)
+        for key, value in given.items():
+            setattr(row, key, value)
+        checked_rule(_rule(row), row.auth_env)
+        if "webhook" in given and row.webhook == "":
+            row.auth_env = ""
+        session.add(row)
+        session.commit()
+        return _rule(row)
+
+
+def pause_rule(engine: Engine, name: str, paused: bool = True, *, actor: Actor) -> bool:
+    """Pause rule ``name`` (``paused`` False: resume it). A paused rule fires nothing and its
+    waiting alerts are not posted until it is resumed. Returns whether it was changed.
+    ``NotAllowed`` unless ``actor`` may change settings."""
+    require(actor, "change settings")
+    with write_session(engine) as session:
+        row = _rule_row(session, name)
+        changed = row.paused != paused
+        row.paused, row.paused_by = paused, actor.name if paused else ""
+        session.add(row)
+        session.commit()
+    return changed
+
+
+def remove_rule(engine: Engine, name: str, *, actor: Actor) -> int:
+    """Remove rule ``name``: it fires no more, its alerts still waiting are cancelled (not
+    posted), and its name is free again; its past alerts stay listed. Returns how many
+    waiting alerts were cancelled. ``NotAllowed`` unless ``actor`` may change settings."""
+    require(actor, "change settings")
+    with write_session(engine) as session:
+        row = _rule_row(session, name)
+        row.removed = True
+        row.name = f"{row.name} (removed #{row.id})"  # the name may be used again
+        session.add(row)
+        result = session.exec(update(AlertRow).where(AlertRow.rule_id == row.id,
+                                                     AlertRow.delivery == PENDING)
+                              .values(delivery=CANCELLED, payload_json="", next_attempt_at=None))
+        session.commit()
+        return int(result.rowcount or 0)
 
 
 def _rule_row(session: Session, name: str) -> AlertRuleRow:
@@ -216,7 +252,7 @@ def check_audited(engine: Engine, dataset: str, traces: Sequence[AuditTrace]) ->
         with write_session(engine) as session:
             now = utcnow()
             for row in session.exec(select(AlertRuleRow).where(
-                    col(AlertRuleRow.removed).is_(False))).all():
+                    col(AlertRuleRow.removed).is_(False), col(AlertRuleRow.paused).is_(False))).all():
                 rule = _rule(row)
                 if rule.kind == RuleKind.VIOLATION:
                     fired = new_violations(rule, traces, dataset)
@@ -226,14 +262,17 @@ def check_audited(engine: Engine, dataset: str, traces: Sequence[AuditTrace]) ->
                     session.add(row)
                     fired = [one] if one else []
                 silenced = row.silenced_until is not None and row.silenced_until > now
-                for f in fired:
-                    if _record(session, row, f, silenced, now) is not None:
-                        new.append(f.key)
+                recorded = [f.key for f in fired if _record(session, row, f, silenced, now)]
+                if recorded:
+                    new += recorded
+                    cap_outbox(session, row)
+                    prune_records(session, row.id)
             session.commit()
         return new
 
     with Session(engine) as session:  # most databases have no rules: no write lock then
-        if session.exec(select(AlertRuleRow.id).where(col(AlertRuleRow.removed).is_(False))
+        if session.exec(select(AlertRuleRow.id).where(col(AlertRuleRow.removed).is_(False),
+                                                      col(AlertRuleRow.paused).is_(False))
                         .limit(1)).first() is None:
             return []
     keys = retry_conflicts(write)
@@ -249,7 +288,8 @@ def _record(session: Session, row: AlertRuleRow, fired: Fired, silenced: bool,
         return None
     delivery = SILENCED if silenced else PENDING if row.webhook else NO_WEBHOOK
     alert = AlertRow(rule_id=row.id, key=fired.key, dataset=fired.dataset, case_id=fired.case_id,
-                     summary=fired.summary, payload_json=json.dumps(fired.payload), fired_at=now,
+                     summary=fired.summary, fired_at=now,
+                     payload_json=json.dumps(fired.payload) if delivery == PENDING else "",
                      delivery=delivery, webhook=row.webhook, next_attempt_at=now)
     session.add(alert)
     session.flush()
@@ -266,54 +306,3 @@ def _after_audit(traces: Sequence[AuditTrace], where: Any) -> None:
             check_audited(engine, dataset, traces)
 
 
-# -- the outbox --------------------------------------------------------------------------------
-
-class SqlOutbox:
-    """``workbench.alerts.Outbox`` over the ``alert`` table."""
-
-    def __init__(self, engine: Engine):
-        self.engine = engine
-
-    def due(self, now: datetime) -> list[Pending]:
-        with Session(self.engine) as session:
-            rows = session.exec(select(AlertRow).where(AlertRow.delivery == PENDING,
-                                                       col(AlertRow.next_attempt_at) <= now)
-                                .order_by(AlertRow.id).limit(100)).all()
-        return [Pending(r.id, r.webhook, json.loads(r.payload_json), r.attempts) for r in rows]
-
-    def next_due(self) -> datetime | None:
-        with Session(self.engine) as session:
-            return session.exec(select(AlertRow.next_attempt_at).where(AlertRow.delivery == PENDING)
-                                .order_by(AlertRow.next_attempt_at).limit(1)).first()
-
-    def delivered(self, alert_id: int) -> None:
-        self._set(alert_id, delivery=DELIVERED, delivered_at=utcnow(),
-                  attempts=AlertRow.attempts + 1)
-
-    def failed(self, alert_id: int, error: str, retry_at: datetime | None) -> None:
-        self._set(alert_id, delivery=PENDING if retry_at else FAILED, last_error=error,
-                  next_attempt_at=retry_at, attempts=AlertRow.attempts + 1)
-
-    def _set(self, alert_id: int, **values: Any) -> None:
-        with Session(self.engine) as session:
-            session.exec(update(AlertRow).where(AlertRow.id == alert_id).values(**values))
-            session.commit()
-
-
-_DELIVERERS: dict[str, Deliverer] = {}
-_LOCK = threading.Lock()
-
-
-def deliverer(engine: Engine) -> Deliverer:
-    """The process's delivery thread for ``engine``'s database (started once)."""
-    key = str(engine.url)
-    with _LOCK:
-        if key not in _DELIVERERS:
-            _DELIVERERS[key] = Deliverer(SqlOutbox(engine))
-        return _DELIVERERS[key]
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    for d in list(_DELIVERERS.values()):
-        d.wait_idle(EXIT_WAIT_S)

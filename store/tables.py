@@ -10,6 +10,7 @@ import a module that imports it back.
 from __future__ import annotations
 
 import store.activations  # noqa: F401
+import store.alert_tables  # noqa: F401
 import store.alerts  # noqa: F401
 import store.annotation  # noqa: F401
 import store.core_tables  # noqa: F401

@@ -108,8 +108,13 @@ def fast_retries(monkeypatch):
 @pytest.fixture
 def stop_deliverers():
     yield
-    for key in list(alert_store._DELIVERERS):
-        alert_store._DELIVERERS.pop(key).stop()
+    alert_store.stop_deliverers()
+
+
+@pytest.fixture(autouse=True)
+def _allow_the_local_webhook(monkeypatch):
+    """The test receivers listen on 127.0.0.1, which posts refuse unless an admin allows it."""
+    monkeypatch.setenv("WORKBENCH_OUTBOUND_ALLOW", "127.0.0.1")
 
 
 def wait_for(check, timeout=20.0):

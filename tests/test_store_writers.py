@@ -69,6 +69,9 @@ GUARDED: dict[str, tuple[str, ...]] = {
     "activations.save_features": ("store audit results",),
     "explanations.save_explanations": ("store audit results",),
     "alerts.add_rule": ("change settings",),
+    "alerts.edit_rule": ("change settings",),
+    "alerts.pause_rule": ("change settings",),
+    "alerts.remove_rule": ("change settings",),
     "alerts.silence_rule": ("decide reviews",),
     "alerts.acknowledge": ("decide reviews",),
 }
@@ -104,8 +107,11 @@ UNGUARDED: dict[str, str] = {
     "db.make_engine": "creates and migrates the schema (db upgrade is checked in the command)",
     "db.migrate": "the migration itself",
     "alerts.check_audited": "records what the rules fire on traces a guarded write just stored",
-    "alerts.SqlOutbox": "the webhook outbox's delivery bookkeeping (attempts, delivered)",
-    "alerts.deliverer": "starts the delivery thread over the outbox (SqlOutbox)",
+    "alert_outbox.SqlOutbox": "the webhook outbox's delivery bookkeeping (attempts, delivered, "
+                              "per-destination backoff)",
+    "alert_outbox.deliverer": "starts the delivery threads over the outbox (SqlOutbox)",
+    "alert_outbox.cap_outbox": "drops alerts past the outbox's cap inside check_audited's write",
+    "alert_outbox.prune_records": "deletes old closed alerts inside check_audited's write",
 }
 
 _WRITE_CALLS = {"add", "add_all", "delete", "commit", "insert_all", "write_session", "execute",
@@ -243,6 +249,10 @@ def _calls_as(engine, v: int, who: Actor):
             engine, f"dataset:{me}", DecisionSetting(0.5), base_version=None, actor=who),
         "alerts.add_rule": lambda: alerts.add_rule(
             engine, AlertRule(f"rule-{me}", RuleKind.SHARE), actor=who),
+        "alerts.edit_rule": lambda: alerts.edit_rule(engine, "watch", {"probability": 0.7},
+                                                     actor=who),
+        "alerts.pause_rule": lambda: alerts.pause_rule(engine, "watch", actor=who),
+        "alerts.remove_rule": lambda: alerts.remove_rule(engine, "watch", actor=who),
         "alerts.silence_rule": lambda: alerts.silence_rule(engine, "watch", 5, actor=who),
         "alerts.acknowledge": lambda: alerts.acknowledge(engine, [1], actor=who),
     }

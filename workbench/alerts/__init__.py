@@ -5,15 +5,17 @@ delivered to a webhook from a durable outbox, silenced and acknowledged by a per
   from ``workbench.decision.decide``);
 - :mod:`workbench.alerts.hooks`: ``audited(traces, where)``, called by the batch runner and
   the API after traces are stored; the store registers its checker with ``on_audited``;
-- :mod:`workbench.alerts.delivery`: the outbox drained by a background thread, JSON posts
-  retried with backoff.
+- :mod:`workbench.alerts.delivery`: the outbox drained by a pool of posting threads, one
+  per destination at a time, retried with backoff per destination;
+- :mod:`workbench.alerts.outbound`: the workbench's one outbound HTTP client (webhooks and
+  every ``--push``), over the address checks of :mod:`workbench.alerts.destinations`.
 
 The rules and alerts themselves are stored by ``store.alerts``.
 """
 
-from workbench.alerts.delivery import Deliverer, Outbox, Pending, backoff_s, post_json
+from workbench.alerts.delivery import Deliverer, Outbox, Pending, backoff_s, post_alert
 from workbench.alerts.hooks import audited, on_audited
 from workbench.alerts.rules import AlertRule, Fired, RuleKind, new_violations, share_fired
 
 __all__ = ["AlertRule", "Deliverer", "Fired", "Outbox", "Pending", "RuleKind", "audited",
-           "backoff_s", "new_violations", "on_audited", "post_json", "share_fired"]
+           "backoff_s", "new_violations", "on_audited", "post_alert", "share_fired"]

@@ -31,7 +31,7 @@ import os
 import re
 import socket
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -53,7 +53,7 @@ class OutboundError(WorkbenchError, OSError):
     happened; the hint what to do."""
 
 
-class DestinationRefused(OutboundError, ValueError):
+class DestinationRefused(OutboundError):
     """The address may not be sent to (see the module doc); nothing was sent."""
 
 
@@ -164,10 +164,12 @@ def address_refusal(ip: IpAddress) -> str | None:
 
 
 def checked_addresses(host: str, port: int, *, allow: Iterable[str] | None = None,
-                      resolve=socket.getaddrinfo) -> list[IpAddress]:
-    """The addresses ``host`` resolves to, every one checked (see the module doc), in the
-    resolver's order; :class:`DestinationRefused` naming the first refused, or when the
+                      resolve: Callable[..., list] | None = None) -> list[IpAddress]:
+    """The addresses ``host`` resolves to (``resolve``: ``socket.getaddrinfo`` unless given),
+    every one checked (see the module doc), in the resolver's order;
+    :class:`DestinationRefused` naming the first refused, :class:`OutboundError` when the
     name does not resolve."""
+    resolve = resolve or socket.getaddrinfo
     allow = allowed_hosts() if allow is None else frozenset(_host_key(h) for h in allow)
     key = _host_key(host)
     try:
@@ -200,7 +202,7 @@ def checked_addresses(host: str, port: int, *, allow: Iterable[str] | None = Non
 
 
 def check_destination(url: str, what: str = "address", *, allow: Iterable[str] | None = None,
-                      resolve=socket.getaddrinfo) -> Destination:
+                      resolve: Callable[..., list] | None = None) -> Destination:
     """:func:`check_url` and :func:`checked_addresses` together: what saving an address
     checks (the post checks again when it connects)."""
     dest = check_url(url, what)
