@@ -4,9 +4,13 @@ never claimed beyond them)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 import streamlit as st
 
 from components.activation_study import BUNDLED, study_results
+from workbench.words import plural
 
 STEPS = (
     ("replay", "1. Replay a case",
@@ -17,8 +21,8 @@ STEPS = (
      "go through the verdicts most in doubt first; confirm, overturn or mark the wrong rule "
      "by keyboard. Every decision is recorded under your name and can be undone."),
     ("graph", "3. Check the rules",
-     "open a SKILL's rule graph, fix a rule or a require edge, and see which audited cases "
-     "the change would affect before you save it."),
+     "open a SKILL's rule graph, fix a rule or a require edge, and before you save it see "
+     "which audited cases hold the rules you changed (“Check impact on audited cases”)."),
 )
 
 
@@ -61,7 +65,28 @@ def judge_figures_line() -> str:
             "person, not a decision, unless the Review page shows an error-rate guarantee.")
 
 
-def show_start_here(first_visit: bool) -> None:
+def decided_line(dataset: str, labels: Iterable[str], agree: int, with_gold: int) -> str:
+    """What the workbench decides on ``dataset`` now, from its decided records (the labels
+    every page shows): "On the stored dataset demo the workbench decides 5 violations and 9
+    compliant replies and sends 7 to review; 9 of the 14 decided with a gold label agree with
+    it." Empty without any record."""
+    counts = Counter(labels)
+    if not counts:
+        return ""
+    decided = counts["violation"] + counts["compliant"]
+    text = (f"On the stored dataset {dataset} the workbench decides "
+            f"{plural(counts['violation'], 'violation')} and "
+            f"{plural(counts['compliant'], 'compliant reply', 'compliant replies')} and sends "
+            f"{counts['review']} to review")
+    if with_gold:
+        text += f"; {agree} of the {with_gold} decided with a gold label agree with it"
+    elif decided:
+        text += " (no gold labels to check them against)"
+    return text + ". Replay and Review show each case's label, rule and words."
+
+
+def show_start_here(first_visit: bool, decided: str = "") -> None:
+    """``decided``: :func:`decided_line` of a stored dataset (the page reads its records)."""
     with st.expander("Start here: what this workbench does", expanded=first_visit):
         st.markdown("The workbench checks an AI agent's replies against written policies "
                     "(SKILLs). Each policy is compiled into rules linked by what each rule "
@@ -74,6 +99,6 @@ def show_start_here(first_visit: bool) -> None:
                 # app's navigation, which a page run on its own (tests, embedding) lacks.
                 st.markdown(f"**[{title}]({url_path})**")
                 st.caption(text)
-        for line in (judge_figures_line(), demo_line()):
+        for line in (judge_figures_line(), demo_line(), decided):
             if line:  # plain text: the page's own notices keep st.info for themselves
                 st.markdown(line)

@@ -24,6 +24,7 @@ from components.rule_graph import legend, rule_graph
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.spans import show_source
+from pages import _graph_impact as impact
 from pages import _graph_selection as selection
 from store import repo
 from workbench.graph import MODALITIES, SkillGraph
@@ -39,6 +40,9 @@ SECTIONS_FROM = 100  # a whole graph of this many rules is drawn by section
 VIEWS = ["closure of this rule", "dependants of this rule", "search results", "whole graph"]
 # Each write shows its confirmation beside its own button (it was ~750 px above Save rule).
 FLASH_RULE, FLASH_ADD, FLASH_REMOVE = "graph_saved_rule", "graph_saved_add", "graph_saved_remove"
+# The rule form's draft whose impact was checked: ((skill, version, rule), Draft, line).
+DRAFT = "graph_rule_draft"
+_CHECK_KEY = "graph_rule_check_{}_{}_{}"
 
 
 def _label(skill: SkillGraph):
@@ -109,6 +113,9 @@ def focus(eng: Engine, skill: SkillGraph, version: int, latest: int, kinds: list
                        on_select=lambda: selection.on_click(skill, hits, _open_key(skill)))
     with detail_col:
         _rule_panel(eng, skill, rule_id, version, latest, author)
+    checked = st.session_state.get(DRAFT)
+    if checked and checked[0] == (name, version, rule_id):
+        _draft_impact(eng, checked[1])
     if draw_as == "graph":
         with st.expander("Rules shown"):
             # A search narrows this table too (it listed every rule whatever the search said).
@@ -166,11 +173,20 @@ def _rule_panel(eng: Engine, skill: SkillGraph, rule_id: str, version: int, late
         modality = st.selectbox("Modality", MODALITIES, index=MODALITIES.index(rule.modality))
         note = st.text_input("What and why (optional)",
                              key=write_key("graph_rule_note", skill.name, version, rule_id))
-        if st.form_submit_button(f"Save rule {rule_id}", type="primary", disabled=disabled):
-            rows = _rows(skill)
-            rows[rule_id].update(condition=condition, action=action, modality=modality)
+        rows = _rows(skill)
+        rows[rule_id].update(condition=condition, action=action, modality=modality)
+        # Before saving: the audited cases this edit reaches (issue 56 item 2), listed under
+        # the drawing; the form keeps the draft, so Save rule saves what was checked.
+        if st.form_submit_button("Check impact on audited cases", key=_CHECK_KEY.format(
+                skill.name, version, rule_id), wrap=True,
+                help="Lists the stored cases whose closure holds this rule, before you save."):
+            _check(eng, skill, version, rule_id, rows)
+        if st.form_submit_button(f"Save rule {rule_id}", type="primary", disabled=disabled,
+                                 wrap=True):
             saving.save(list(rows.values()), _edges(skill), note, FLASH_RULE)
     queue_nav.show_flash(FLASH_RULE)
+    if (checked := st.session_state.get(DRAFT)) and checked[0] == (skill.name, version, rule_id):
+        st.caption(checked[2])  # Markdown-safe: impact.summary escapes the names
 
     _add_edge(skill, rule_id, version, disabled, saving)
     queue_nav.show_flash(FLASH_ADD)
@@ -219,6 +235,37 @@ def _add_edge(skill: SkillGraph, rule_id: str, version: int, disabled: bool,
         saving.save(list(_rows(skill).values()),
                     [*_edges(skill), {"source": write.source, "target": write.target}],
                     write.note, FLASH_ADD)
+
+
+def _check(eng: Engine, skill: SkillGraph, version: int, rule_id: str,
+           rows: dict[str, dict]) -> None:
+    """The form's edit as a draft (validated, not saved), for the impact shown below; the
+    panel says how many audited cases it reaches."""
+    st.session_state.pop(DRAFT, None)
+    result = apply_edits(skill, list(rows.values()), _edges(skill))
+    if not result.ok:
+        st.error("This edit would not save. Fix these first:\n\n"
+                 + "\n".join(f"- {md(str(p))}" for p in result.problems))
+    elif result.summary == "no changes":
+        st.info(md(f"The form holds no change to {rule_id} yet: edit it, then check."))
+    else:
+        draft = impact.Draft(skill, version, result.skill, f"your edit of {rule_id}")
+        st.session_state[DRAFT] = ((skill.name, version, rule_id), draft,
+                                   impact.headline(eng, draft) + " Listed below the drawing; "
+                                   "nothing is saved yet.")
+
+
+def _draft_impact(eng: Engine, draft: impact.Draft) -> None:
+    """Below the drawing, full width: what the checked draft does to the audited cases."""
+    with st.container(border=True, key="graph_draft_impact"):
+        st.markdown("**Before you save: the audited cases this edit reaches**")
+        datasets = impact.audited_datasets(eng, draft.base.name)
+        if not datasets:
+            st.caption("No stored cases yet (`workbench import-cases ...`): nothing to check.")
+            return
+        dataset = (st.selectbox("Stored cases of", datasets, key="graph_draft_dataset")
+                   if len(datasets) > 1 else datasets[0])
+        impact.show(eng, draft, dataset, key="graph_draft")
 
 
 def _rows(skill: SkillGraph) -> dict[str, dict]:

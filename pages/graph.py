@@ -9,18 +9,15 @@ from components import identity, links, queue_nav
 from components.errors import show_error
 from components.graph_view import provenance_legend
 from components.safe import md
-from pages import _graph_focus, _graph_versions
+from pages import _graph_focus, _graph_impact, _graph_versions
 from pages._graph_proposals import proposals_panel, provenance_filter
-from pages._policy_cache import policy_index
-from pages._state import engine, model_gateway, user_name
-from store import audit_repo, repo
+from pages._state import engine, user_name
+from store import repo
 from workbench.audit import AuditOptions
-from workbench.audit.impact import closure_changes, reaudit, with_skill
 from workbench.audit.policy_context import ContextOptions
 from workbench.graph.editing import apply_edits
 from workbench.identity.roles import NotAllowed
 from workbench.vocabulary import Seeding
-from workbench.words import plural
 
 IMPACT_SEEDING = {"scored (as audits run)": Seeding.SCORED.value, "keyword match": Seeding.KEYWORDS.value}
 
@@ -146,61 +143,46 @@ _graph_versions.history(eng, name)
 # -- edit impact ---------------------------------------------------------------------------
 st.divider()
 st.subheader("Edit impact")
-datasets = audit_repo.datasets(eng)
+st.caption("What an edit does to your audited cases, before you save it: the stored cases whose "
+           "closure holds a rule the edit changes, and those whose closure it changes. Beside "
+           "a rule, “Check impact on audited cases” checks that rule's edit; here, the unsaved "
+           "edits of the tables above, or a saved version against an earlier one.")
+datasets = _graph_impact.audited_datasets(eng, name)
+table_draft = apply_edits(skill, edited_rules, edited_edges)
+has_draft = table_draft.ok and table_draft.summary != "no changes"
 older = [v for v in vers if v < version]
-if not older or not datasets:
-    st.caption("Needs a SKILL with at least two versions and stored cases "
-               "(`workbench import-cases ...`).")
+CHECK_DRAFT, CHECK_SAVED = "the unsaved edits in the tables above", "a saved version"
+checks = ([CHECK_DRAFT] if has_draft else []) + ([CHECK_SAVED] if older else [])
+if not datasets:
+    st.caption("No stored cases yet (`workbench import-cases ...`): nothing to check.")
+elif not checks:
+    st.caption("Edit a rule or an edge (beside the drawing or in the tables above) to check "
+               "it here; saved versions compare once the SKILL has two.")
 else:
     c1, c2, c3 = st.columns(3)
-    impact_ds = c1.selectbox("Stored cases of", datasets, key="impact_dataset")
-    base = c2.selectbox("Compare with version", older[::-1], key="impact_base")
+    check = c1.radio("Check", checks, key="impact_check") if len(checks) > 1 else checks[0]
+    impact_ds = c2.selectbox("Stored cases of", datasets, key="impact_dataset")
     # Scored seeding (what audits use) fills a token target, so on a small SKILL every rule is
     # in context and no edge edit changes it; keyword seeding shows what the edges alone change.
     seeding = c3.radio("Seeding", list(IMPACT_SEEDING), key="impact_seeding",
-                       help="Scored: the seeds the audit uses by default (they fill a token "
-                            "target). Keyword match: seeds from the case's keywords only, so "
-                            "the closure shows what the require edges change.")
+                       help="How the closure of a case is computed where the edit changes "
+                            "edges or the case has no stored trace. Scored: the seeds the "
+                            "audit uses by default (they fill a token target). Keyword match: "
+                            "seeds from the case's keywords only, so the closure shows what "
+                            "the require edges change.")
     impact_opts = AuditOptions(judge_mode="none",
                                context=ContextOptions(seeding=IMPACT_SEEDING[seeding]))
-    if st.button("Find cases whose closure changes", key="impact_find"):
-        before = with_skill(policy_index(eng), repo.load_skill(eng, name, base))
-        after = with_skill(before, skill)
-        cases = audit_repo.load_cases(eng, impact_ds)
-        st.session_state["impact"] = (name, version, base, impact_ds, seeding,
-                                      closure_changes(cases, before, after, name,
-                                                      options=impact_opts))
-    found = st.session_state.get("impact")
-    if found and found[:5] == (name, version, base, impact_ds, seeding):
-        changes = found[5]
-        if not changes:
-            st.success(f"No stored case of {impact_ds} changes closure between v{base} and v{version}.")
-        else:
-            verb = "changes" if len(changes) == 1 else "change"
-            st.write(f"**{plural(len(changes), 'case')}** {verb} closure:")
-            st.dataframe([{"case": c.case_id, "rules added": ", ".join(c.added),
-                           "rules removed": ", ".join(c.removed),
-                           "closure before": len(c.before), "closure after": len(c.after),
-                           "open": links.replay_link(impact_ds, c.case_id)}
-                          for c in changes], hide_index=True, width="stretch", key="impact_table",
-                         column_config={"open": st.column_config.LinkColumn(
-                             "open", display_text="Replay ↗", help="Open this case on Replay")})
-            # The re-audit stores its traces (a run of its own): an annotator may not.
-            may_store = identity.permitted("store audit results")
-            if st.button("Re-audit these cases with the judge", key="impact_reaudit",
-                         disabled=not may_store):
-                latest_traces = audit_repo.latest_traces(eng, impact_ds, strategy="cdg")
-                previous = {cid: t.violation for (cid, _), t in latest_traces.items()}
-                ids = {c.case_id for c in changes}
-                cases = [c for c in audit_repo.load_cases(eng, impact_ds) if c.id in ids]
-                with st.spinner(f"Re-auditing {plural(len(cases), 'case')} with the local judge…"):
-                    flips = reaudit(cases, with_skill(policy_index(eng), skill), previous,
-                                    model_gateway(),
-                                    options=AuditOptions(context=impact_opts.context))
-                audit_repo.save_traces(eng, [f.trace for f in flips], f"impact-{name}-v{version}",
-                                       impact_ds, actor=identity.actor(author))
-                st.dataframe([{"case": f.case_id, "before": f.before, "after": f.after,
-                               "flipped": f.flipped} for f in flips],
-                             hide_index=True, width="stretch", key="impact_flips")
-                n = sum(f.flipped for f in flips)
-                st.info(f"{plural(n, 'verdict')} flipped." if n else "No verdict flipped.")
+    if check == CHECK_DRAFT:
+        _graph_impact.show(eng, _graph_impact.Draft(skill, version, table_draft.skill, CHECK_DRAFT),
+                           impact_ds, key="impact_draft", options=impact_opts)
+    else:
+        # Keyed by the version shown: after a save the comparison follows the newest version
+        # (the version before it), never an old pair kept by the widget (issue 56 item 2).
+        base = st.selectbox("Compare with version", older[::-1], key=f"impact_base_{name}_{version}",
+                            format_func=lambda v: f"version {v}")
+        if st.button(f"Find the cases version {version} reaches", key="impact_find"):
+            st.session_state["impact"] = (name, version, base, impact_ds, seeding)
+        if st.session_state.get("impact") == (name, version, base, impact_ds, seeding):
+            _graph_impact.show(eng, _graph_impact.Draft(
+                repo.load_skill(eng, name, base), base, skill, f"version {version}", saved=True,
+                rules=f"version {version}"), impact_ds, key="impact_saved", options=impact_opts)

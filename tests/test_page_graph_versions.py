@@ -117,4 +117,4 @@ def test_edit_impact_offers_every_older_version(db):
         actor=COMMAND_LINE)
     at = _page()
     assert not any("at least two versions" in c.value for c in at.caption)
-    assert at.selectbox(key="impact_base").options == ["2", "1"]
+    assert at.selectbox(key="impact_base_refunds_3").options == ["version 2", "version 1"]

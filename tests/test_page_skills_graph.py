@@ -101,8 +101,9 @@ def test_edit_impact_lists_affected_cases(tmp_path, monkeypatch):
     assert at.selectbox(key="graph_version").value == 2
     at.button(key="impact_find").click().run()
     assert not at.exception
-    assert any(re.search(r"\*\*\d+ cases\*\* change closure:", m.value) for m in at.markdown)
+    assert any(re.search(r"\*\*\d+ cases\*\* change closure\.", m.value) for m in at.markdown)
     # st.dataframe keys do not reach AppTest: find the table by its columns.
-    table = next(d.value for d in at.dataframe if "rules removed" in d.value.columns)
+    table = next(d.value for d in at.dataframe if "closure loses" in d.value.columns)
     assert len(table) > 0 and all(c.startswith("air-") for c in table["case"])
-    assert (table["closure after"] < table["closure before"]).all()
+    # Dropping edges only takes rules away: no closure gains one, and some lose some.
+    assert set(table["closure gains"]) == {"–"} and (table["closure loses"] != "–").any()
