@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 from components.errors import show_error
 from pages._policy_cache import policy_index
 from store import audit_repo
+from workbench.export.sheets import frame_csv
 from workbench.scaling import OutcomesError, outcomes_from_records
 from workbench.scaling.from_traces import TracesError, outcomes_from_runs
 
@@ -66,7 +67,7 @@ def stored_runs_outcomes(engine: Engine) -> bytes | None:
     except (TracesError, OutcomesError) as exc:
         show_error(exc, "These runs cannot be turned into an outcomes table:", block=True)
         return None
-    data = table.to_csv(index=False).encode("utf-8")
+    data = frame_csv(table).encode("utf-8")
     st.download_button(
         "Download outcomes CSV",
         data,

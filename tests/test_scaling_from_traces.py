@@ -191,13 +191,14 @@ def test_cli_errors(tmp_path, base_traces, cases, capsys):
     assert main(["scaling-outcomes", str(mixed), *common, "--params-b", "1", "--strategy", "raw",
                  "--out", str(tmp_path / "o.csv")]) == 0
     assert main(["scaling-outcomes", str(mixed), str(mixed), *common, "--params-b", "1",
-                 "--params-b", "2", "--params-b", "3", "--out", str(tmp_path / "o.csv")]) == 2
+                 "--params-b", "2", "--params-b", "3", "--out", str(tmp_path / "o.csv"),
+                 "--force"]) == 2
     assert "one size for all files or one per file" in capsys.readouterr().err
     assert main(["scaling-outcomes", str(mixed), *common, "--params-b", "1",
                  "--out", str(tmp_path / "o.txt")]) == 2
     assert "name the file .csv or .jsonl" in capsys.readouterr().err
     assert main(["scaling-outcomes", str(tmp_path / "nope.jsonl"), *common, "--params-b", "1",
-                 "--out", str(tmp_path / "o.csv")]) == 2
+                 "--out", str(tmp_path / "o.csv"), "--force"]) == 2
     assert "no such traces file" in capsys.readouterr().err
 
 
@@ -217,9 +218,12 @@ def test_cli_reads_stored_runs(tmp_path, demo_db, base_traces, capsys):
     assert set(table["dataset"]) == {"demo"}
     # the same table as from files: one complexity per instance
     assert (table.groupby("instance")["complexity"].nunique() == 1).all()
-    assert main(["scaling-outcomes", "--store", "demo", "--run", "huge=70", "--out", str(out)]) == 2
+    # (--force: the table above is there; an existing --out is otherwise refused first)
+    assert main(["scaling-outcomes", "--store", "demo", "--run", "huge=70", "--out", str(out),
+                 "--force"]) == 2
     assert "no stored run 'huge' in dataset 'demo' (stored runs: big, small)" in capsys.readouterr().err
-    assert main(["scaling-outcomes", "--store", "demo", "--run", "small", "--out", str(out)]) == 2
+    assert main(["scaling-outcomes", "--store", "demo", "--run", "small", "--out", str(out),
+                 "--force"]) == 2
     assert "must be RUN_ID=B" in capsys.readouterr().err
-    assert main(["scaling-outcomes", "--out", str(out)]) == 2
+    assert main(["scaling-outcomes", "--out", str(out), "--force"]) == 2
     assert "missing TRACES.jsonl, --cases, --index, --params-b" in capsys.readouterr().err

@@ -22,9 +22,7 @@ agreement (model labels against the resolved human label of reviewed items).
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -51,6 +49,7 @@ from workbench.annotation.matching import (
     match_pooled,
 )
 from workbench.annotation.resolution import current_labels, progress, resolve, rule_correctness_rate
+from workbench.export.sheets import csv_text
 from workbench.graph import Rule, SkillGraph
 
 # A second opinion on a matched pair: (extracted rule text, reference rule text) -> same rule?
@@ -431,24 +430,10 @@ def to_jsonl(rows: Iterable[dict]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
 
 
-def _csv_cell(value: object) -> object:
-    text = "" if value is None else value
-    # A cell starting with = + - @ is a formula to spreadsheet programs: annotators' notes
-    # and rule text are untrusted, so such cells get a leading apostrophe.
-    if isinstance(text, str) and text[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + text
-    return text
-
-
 def to_csv(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
-    """CSV text with a header; ``None`` becomes an empty cell; formula-like text is defused."""
-    columns = list(columns or (rows[0].keys() if rows else ()))
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_csv_cell(row.get(c)) for c in columns])
-    return out.getvalue()
+    """CSV text with a header; ``None`` becomes an empty cell; formula-like text is defused
+    (the workbench's one CSV writer, ``workbench.export.sheets.csv_text``)."""
+    return csv_text(rows, columns)
 
 
 def label_rows(labels: Iterable[Label], adjudications: Iterable[Adjudication] = (), *,

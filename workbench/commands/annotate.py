@@ -189,13 +189,27 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--json", action="store_true", help="print the whole report as JSON")
     report.add_argument("--out-jsonl", metavar="FILE", help="write the table rows as JSONL")
     report.add_argument("--out-csv", metavar="FILE", help="write the table rows as CSV")
+    report.add_argument("--force", action="store_true",
+                        help="--out-jsonl/--out-csv: replace a file that exists (a symbolic "
+                        "link is replaced, never followed)")
 
 
-def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}; pick a writable path") from None
+def _write(path: str, text: str, force: bool, flag: str = "--out") -> None:
+    """Write ``text`` as every --out does (``commands._output``: no existing file replaced
+    without --force, no symbolic link followed)."""
+    from workbench.commands._output import write_output
+
+    write_output(path, text, force=force, flag=flag)
+
+
+def _check_outs(args: argparse.Namespace, *flags: str) -> None:
+    """Refuse an --out that would be refused, before any work."""
+    from workbench.commands._output import check_output
+
+    for flag in flags:
+        path = getattr(args, flag.removeprefix("--").replace("-", "_"))
+        if path:
+            check_output(path, force=args.force, flag=flag)
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -212,6 +226,7 @@ def run_report(args: argparse.Namespace) -> int:
     )
     from workbench.llm import ModelCallError
 
+    _check_outs(args, "--out-jsonl", "--out-csv")
     index = load_index_or_fail(args.index)
     skills = list(index)
     if args.skill:
@@ -250,9 +265,9 @@ def run_report(args: argparse.Namespace) -> int:
                        "--confirm-with-judge or check `workbench model check`") from None
     table = report.table()
     if args.out_jsonl:
-        _write(args.out_jsonl, to_jsonl(table))
+        _write(args.out_jsonl, to_jsonl(table), args.force, "--out-jsonl")
     if args.out_csv:
-        _write(args.out_csv, to_csv(table, TABLE_COLUMNS))
+        _write(args.out_csv, to_csv(table, TABLE_COLUMNS), args.force, "--out-csv")
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:
@@ -318,6 +333,9 @@ def _register_export(sub: argparse._SubParsersAction) -> None:
                         help="append the reviewers' adjudications (kind=adjudication)")
     export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     export.add_argument("--out", metavar="FILE", help="write here instead of standard output")
+    export.add_argument("--force", action="store_true",
+                        help="--out: replace a file that exists (a symbolic link is replaced, "
+                        "never followed)")
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -328,6 +346,7 @@ def run_export(args: argparse.Namespace) -> int:
     from workbench.annotation.labels import TASK_TYPES
     from workbench.annotation.report import LABEL_COLUMNS, label_rows, to_csv, to_jsonl
 
+    _check_outs(args, "--out")
     engine = make_engine(args.db)
     tasks = [args.task] if args.task else list(TASK_TYPES)
     labels = [lab for task in tasks for lab in labels_for(engine, task)]
@@ -340,7 +359,7 @@ def run_export(args: argparse.Namespace) -> int:
     rows = label_rows(labels, adjudications, current_only=args.current)
     text = to_csv(rows, LABEL_COLUMNS) if args.format == "csv" else to_jsonl(rows)
     if args.out:
-        _write(args.out, text)
+        _write(args.out, text, args.force)
         print(f"wrote {len(rows)} record(s) to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -9,6 +9,7 @@ import sys
 
 from workbench.commands import _graph_edit
 from workbench.commands._common import action, load_index_or_fail
+from workbench.commands._output import add_force_option
 from workbench.vocabulary import ErrorKind
 
 
@@ -42,7 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = action(gsub, "export", _export, help="write the graph as GraphML or skillcdg/1 JSON")
     p.add_argument("index")
     p.add_argument("--format", choices=["graphml", "json"], default="json")
-    p.add_argument("--out", help="output file (default: standard output)")
+    p.add_argument("--out", help="output file (default: standard output); an existing file is "
+                   "replaced only with --force")
+    add_force_option(p)
 
     _graph_edit.add_diff(action(gsub, "diff", _graph_edit.diff,
                                 help="what changed between two stored versions of a SKILL"))
@@ -142,6 +145,10 @@ def _closure(args) -> int:
 
 
 def _export(args) -> int:
+    from workbench.commands._output import check_output, write_output
+
+    if args.out:
+        check_output(args.out, force=args.force)  # before any work
     index = load_index_or_fail(args.index)
     if args.format == "json":
         text = index.dumps()
@@ -150,9 +157,7 @@ def _export(args) -> int:
 
         text = to_graphml(index)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        print(f"wrote {args.out}")
+        print(f"{write_output(args.out, text, force=args.force)} {args.out}")
     else:
         sys.stdout.write(text)
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.commands._common import CliError, action, load_cases_or_fail, load_index_or_fail
+from workbench.commands._output import add_force_option, check_output, write_output
 
 
 def register(subparsers: Any) -> None:
@@ -35,32 +36,31 @@ def register(subparsers: Any) -> None:
     p.add_argument("--strategy", default=None,
                    help="use only traces of this strategy (needed when a file holds several)")
     p.add_argument("--out", required=True, metavar="OUTCOMES.csv",
-                   help="output table, .csv or .jsonl")
+                   help="output table, .csv or .jsonl; an existing file is replaced only with "
+                   "--force")
+    add_force_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    from workbench.export.sheets import frame_csv
     from workbench.scaling import OutcomesError, outcomes_format, outcomes_from_records
 
     fmt = outcomes_format(args.out)
+    check_output(args.out, force=args.force)  # before any work
     rows, n_traces, n_runs = _from_store(args) if args.store else _from_files(args)
     try:
         table = outcomes_from_records(rows)
     except OutcomesError as exc:
         raise CliError(f"{exc}; no labelled case to score?" if not rows else str(exc)) from None
     out = Path(args.out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "csv":
-            table.to_csv(out, index=False)
-        else:
-            table.to_json(out, orient="records", lines=True, force_ascii=False, double_precision=15)
-    except OSError as exc:
-        raise CliError(f"could not write {out}: {exc.strerror}; choose a writable --out") from None
+    text = frame_csv(table) if fmt == "csv" else table.to_json(
+        orient="records", lines=True, force_ascii=False, double_precision=15)
+    done = write_output(out, text, force=args.force)
     failed = int((table["error"] != "").sum()) if "error" in table else 0
     where = f"{n_runs} stored run(s)" if args.store else f"{n_runs} file(s)"
     print(f"[scaling-outcomes] {len(table)} rows from {n_traces} traces in {where}: "
           f"{n_traces - len(table)} unlabelled left out, {failed} without a verdict counted "
-          f"incorrect; wrote {out}", file=sys.stderr)
+          f"incorrect; {done} {out}", file=sys.stderr)
     return 0
 
 
