@@ -62,3 +62,54 @@ def capture_run(traces: Sequence[AuditTrace], cases: dict[str, AuditCase], folde
         if progress:
             progress(f"{trace.id}: {got.prompt_tokens} prompt tokens, {got.seconds:.1f} s")
     return summary
+
+
+class FeatureWriter:
+    """Keeps each finished trace's activations beside the run while the audit goes on
+    (``workbench audit`` calls it with every trace). The reading made during the judge's own
+    call is taken from ``onepass`` (``workbench.llm.onepass``); a trace whose answer came from
+    the response cache (or a judge mode whose prompt is not the whole-context one) is read
+    here without an answer. Cases already in ``folder`` for the same prompt are skipped, so a
+    resumed audit resumes its features too. Safe to call from the runner's threads."""
+
+    def __init__(self, folder: Path, cases: dict[str, AuditCase], onepass,
+                 progress: Callable[[str], None] | None = None) -> None:
+        import threading
+
+        self.folder = Path(folder)
+        self.cases = cases
+        self.onepass = onepass
+        self.progress = progress
+        self.summary = CaptureSummary()
+        self.from_judge = 0  # readings made during the judge's own call
+        self._done = {(r.case_id, r.strategy, r.prompt_sha256) for r in ff.read_index(self.folder)}
+        self._lock = threading.Lock()
+
+    def __call__(self, trace: AuditTrace) -> None:
+        case = self.cases.get(trace.id)
+        if case is None or not trace.context:
+            return
+        messages = judge_messages(case, trace.context)
+        sha = ff.prompt_sha(messages)
+        key = (trace.id, trace.strategy, sha)
+        reading = self.onepass.take(messages)
+        with self._lock:
+            if key in self._done:
+                return
+        in_pass = reading is not None
+        if reading is None:
+            reading = self.onepass.reader().read(messages)
+        rec = ff.new_record(trace.id, trace.strategy, sha, self.onepass.source, reading.features,
+                            reading.prompt_tokens, reading.seconds)
+        with self._lock:
+            if key in self._done:
+                return
+            ff.append(self.folder, rec, reading.array)
+            self._done.add(key)
+            self.summary.captured += 1
+            self.summary.seconds += reading.seconds
+            self.summary.prompt_tokens += reading.prompt_tokens
+            self.from_judge += in_pass
+        if self.progress:
+            how = "in the judge's own pass" if in_pass else f"read in {reading.seconds:.0f} s"
+            self.progress(f"{trace.id}: activations of {reading.prompt_tokens} prompt tokens ({how})")

@@ -107,6 +107,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", default=None, help="run id for --store (default: a timestamp)")
     add_actor_option(p)  # --store writes cases (gold labels too) and verdicts: the roster's roles
     p.add_argument("--no-cache", action="store_true", help="do not use the database response cache")
+    p.add_argument("--no-activations", dest="activations", action="store_false",
+                   help="do not keep the judge's activations: by default, when the judge is the "
+                   "embedded model in this process (whole mode, --out given), its hidden states "
+                   "are read in its own pass over the prompt and kept beside --out "
+                   "(OUT.features/), so an activation scorer can decide the cases")
     p.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="local threads (default), or Ray Data workers (--concurrency of them)")
     p.add_argument("--address", default=None,
@@ -213,12 +218,21 @@ def _audit(args) -> int:
             gate.collect(trace)
 
     engine = _ray_engine(args, index, batch.needs_model) if args.engine == "ray" else None
+    features = _feature_writer(args, batch, gateway, cases) if engine is None else None
+
+    def on_trace(trace) -> None:
+        progress(trace)
+        if features is not None:
+            features(trace)
+
     try:
         summary = batch.run(cases, AuditIndex(index), sink, gateway,
-                            concurrency=args.concurrency, on_trace=progress, engine=engine)
+                            concurrency=args.concurrency, on_trace=on_trace, engine=engine)
     finally:
         if gateway is not None:
             gateway.close()
+        if features is not None:
+            _report_features(features)
     print(
         f"[audit] {summary.done} audited ({summary.retried} of them retried after an earlier "
         f"error), {summary.skipped} already in {args.out or 'output'}, "
@@ -228,6 +242,46 @@ def _audit(args) -> int:
     if stored is not None:
         _store_earlier(args, cases, stored)
     return gate.finish(cases, index) if gate is not None else 0
+
+
+def _feature_writer(args, batch, gateway, cases):
+    """The activations kept beside ``--out`` (None when not wanted or not possible: see
+    ``--no-activations``). The gateway's judge calls then read their prompt in this process
+    (``workbench.llm.onepass``)."""
+    from pathlib import Path
+
+    from workbench.vocabulary import ModelRole
+
+    if not args.activations or args.out is None or gateway is None:
+        return None
+    if batch.options.judge_mode != JudgeMode.WHOLE:
+        return None
+    config = gateway.config
+    role = config.role(ModelRole.JUDGE)
+    from workbench.llm.config import attached_url_of
+
+    if role.embedded_model is None or attached_url_of(config, role):
+        return None  # another server: its hidden states cannot be read here
+    from workbench.audit.activations import FeatureWriter
+    from workbench.decision.features import features_dir
+    from workbench.llm.onepass import OnePass
+
+    onepass = OnePass(f"embedded:{role.embedded_model.name}", slots=config.embedded.parallel,
+                      threads=config.embedded.n_threads, cache_dir=config.embedded.cache_dir or None)
+    gateway.onepass = onepass
+    folder = features_dir(Path(args.out))
+    print(f"[audit] keeping the judge's activations in {folder} (--no-activations: off)",
+          file=sys.stderr)
+    return FeatureWriter(folder, {c.id: c for c in cases}, onepass)
+
+
+def _report_features(features) -> None:
+    s, onepass = features.summary, features.onepass
+    print(f"[audit] activations: {s.captured} kept ({features.from_judge} read in the judge's "
+          f"own pass, {s.captured - features.from_judge} read without an answer), "
+          f"{onepass.restored} prompts handed to the server, {onepass.fallbacks} read again "
+          f"by it; in {features.folder}", file=sys.stderr)
+    onepass.close()
 
 
 def _ray_engine(args, index, needs_model: bool):

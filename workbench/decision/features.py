@@ -1,5 +1,13 @@
-"""What the judge knows about a case, kept beside the run: its hidden states at the last
-prompt token, one vector per layer, keyed by the trace they were read for.
+"""What the judge knows about a case, kept beside the run: its hidden states, one vector per
+*feature*, keyed by the trace they were read for.
+
+A feature is one layer read one way (:data:`POOLINGS`): at the last prompt token (where the
+judge starts its answer), or over the tokens of the audited reply inside the prompt — their
+mean, their element-wise max (on long contexts a max over positions keeps a signal a mean
+loses), or the reply's last token. A feature id is one integer, ``pooling * 100 + layer``
+(:func:`feature_id`), so the layer-indexed machinery (scorers, cross-validation, the store's
+``layers_json``) carries poolings unchanged and a scorer saved before poolings existed
+(layer 20) still means the last token at layer 20.
 
 A run ``traces.jsonl`` keeps its features in the folder ``traces.features/``: an index
 ``features.jsonl`` (one line per case: case id, strategy, the judging prompt's sha256, the
@@ -24,6 +32,57 @@ from workbench.errors import WorkbenchError
 
 INDEX = "features.jsonl"
 
+# How a layer is read (the index is the hundreds of a feature id).
+POOLINGS = ("last", "reply_mean", "reply_max", "reply_end")
+POOLING_WORDS = {"last": "the last prompt token", "reply_mean": "the mean over the reply",
+                 "reply_max": "the max over the reply", "reply_end": "the reply's last token"}
+
+
+def feature_id(pooling: str, layer: int) -> int:
+    """``reply_mean`` at layer 20 -> 120; ``last`` at 20 -> 20."""
+    return POOLINGS.index(pooling) * 100 + int(layer)
+
+
+def split_feature(fid: int) -> tuple[str, int]:
+    """120 -> ("reply_mean", 20)."""
+    k, layer = divmod(int(fid), 100)
+    if not 0 <= k < len(POOLINGS):
+        raise ValueError(f"feature {fid} names no pooling (0..{len(POOLINGS) - 1} hundreds)")
+    return POOLINGS[k], layer
+
+
+def feature_words(fid: int) -> str:
+    """"layer 20, the mean over the reply"."""
+    pooling, layer = split_feature(fid)
+    return f"layer {layer}, {POOLING_WORDS[pooling]}"
+
+
+def pool(rows: dict[int, np.ndarray], reply: tuple[int, int] | None,
+         layers: Sequence[int], poolings: Sequence[str] = POOLINGS) -> tuple[list[int], np.ndarray]:
+    """Feature ids and ``[features, hidden]`` from one prefill's rows (``rows[layer]``:
+    ``[positions, hidden]``; a layer with one row is read at the last position only).
+    ``reply``: the reply's token positions ``[start, end)``, or None when it could not be
+    located (then only ``last``). Reply poolings of a last-position-only layer are left out."""
+    ids: list[int] = []
+    out: list[np.ndarray] = []
+    for pooling in poolings:
+        for layer in layers:
+            r = rows[layer]
+            if pooling == "last":
+                vec = r[-1]
+            elif reply is None or r.shape[0] == 1:
+                continue
+            else:
+                a, b = reply
+                span = r[a:b]
+                if not len(span):
+                    continue
+                vec = (span.mean(axis=0) if pooling == "reply_mean" else
+                       span.max(axis=0) if pooling == "reply_max" else span[-1])
+            ids.append(feature_id(pooling, layer))
+            out.append(np.asarray(vec, dtype=np.float32))
+    return ids, np.stack(out)
+
 
 class FeatureFileError(WorkbenchError, ValueError):
     """A features folder that cannot be read (named, with what to do)."""
@@ -41,7 +100,7 @@ class FeatureRecord:
     strategy: str
     prompt_sha256: str
     model: str
-    layers: tuple[int, ...]  # hidden-state indices kept (0 = embeddings, L = last layer)
+    layers: tuple[int, ...]  # feature ids kept (:func:`feature_id`; 0..99: last token at that layer)
     prompt_tokens: int
     seconds: float
     file: str

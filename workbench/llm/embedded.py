@@ -63,6 +63,9 @@ class EmbeddedServer:
         self.model = embedded_model(model)
         self._server: Any = None
         self.info: ServerInfo | None = None
+        # Where llama.cpp may load a slot's KV cache from (``workbench.llm.onepass``): a
+        # private folder of this server, removed when it stops.
+        self.slot_dir: Path | None = None
 
     @property
     def url(self) -> str:
@@ -109,6 +112,10 @@ class EmbeddedServer:
         params.cpuparams.n_threads = self.config.n_threads
         params.cpuparams_batch.n_threads = self.config.n_threads
         params.ui = False
+        import tempfile
+
+        self.slot_dir = Path(tempfile.mkdtemp(prefix="workbench-slots-"))
+        params.slot_save_path = f"{self.slot_dir}/"  # llama.cpp appends the file name as is
         if self.quiet:
             params.verbosity = 0  # keep llama.cpp's per-request log lines off our stderr
         if progress:
@@ -120,6 +127,7 @@ class EmbeddedServer:
         try:
             server = xllamacpp.Server(params)
         except Exception as exc:
+            self.stop()  # removes the slot folder made above
             why = (f"with the adapter {self.adapter} ({exc}); export it again with `workbench train "
                    "export` from a run on this model" if self.adapter is not None else
                    f"({exc}); the model file is {model_path}. Delete it to have it assembled "
@@ -162,6 +170,11 @@ class EmbeddedServer:
         # inference threads (about 0.1 s).
         self._server = None
         self.info = None
+        if self.slot_dir is not None:
+            import shutil
+
+            shutil.rmtree(self.slot_dir, ignore_errors=True)
+            self.slot_dir = None
 
 
 def adapter_alias(adapter: Path, model: str = DEFAULT_MODEL) -> str:

@@ -141,6 +141,9 @@ class Gateway:
             weakref.WeakKeyDictionary()
         )
         self._executor: ThreadPoolExecutor | None = None
+        # A workbench.llm.onepass.OnePass: the judge's prompts are read in this process on the
+        # way to the server (their hidden states kept), so activations cost no second pass.
+        self.onepass: Any = None
 
     @classmethod
     def from_env(
@@ -284,7 +287,7 @@ class Gateway:
         error = ""
         failed: BaseException | None = None
         try:
-            raw = self._send(role, request, key, spend, step)
+            raw = self._send(role, request, key, spend, step, onepass=self._onepass_for(step))
             try:
                 data, valid = self._accept(raw, schema, validate)
             except OutputProblem as problem:
@@ -376,16 +379,29 @@ class Gateway:
             raise OutputProblem("the reply was empty")
         return None, checked(validate, raw.text)
 
+    def _onepass_for(self, step: str) -> Any:
+        """The OnePass to read this call's prompt with (``onepass`` set and its step), if the
+        transport can take one."""
+        tap = self.onepass
+        if tap is None or not tap.wants(step):
+            return None
+        return tap if getattr(self._transport, "supports_onepass", False) else None
+
     def _send(
-        self, role: RoleConfig, request: dict[str, Any], key: str, spend: _Spend, step: str
+        self, role: RoleConfig, request: dict[str, Any], key: str, spend: _Spend, step: str,
+        onepass: Any = None,
     ) -> RawResponse:
-        """One exchange with retries and exponential backoff on transient failures."""
+        """One exchange with retries and exponential backoff on transient failures.
+        ``onepass``: given to the first attempt only (a retry lets the server read again)."""
         last: AttemptError | None = None
         with self._slot(role):
             for attempt in range(role.retries + 1):
                 spend.attempts += 1
                 try:
-                    raw = self._transport.send(request, role, key=key)
+                    if onepass is not None and attempt == 0:
+                        raw = self._transport.send(request, role, key=key, onepass=onepass)
+                    else:
+                        raw = self._transport.send(request, role, key=key)
                 except AttemptError as err:
                     last = err
                     if not err.retryable or attempt == role.retries:

@@ -92,7 +92,13 @@ class LiteLLMTransport:
             key = _PLACEHOLDER_KEY  # the OpenAI client refuses to start without one
         return role.model, role.api_base, key
 
-    def send(self, request: dict[str, Any], role: RoleConfig, *, key: str) -> RawResponse:
+    # The gateway may hand this transport a ``workbench.llm.onepass.OnePass`` for a call.
+    supports_onepass = True
+
+    def send(self, request: dict[str, Any], role: RoleConfig, *, key: str,
+             onepass: Any = None) -> RawResponse:
+        """``onepass``: read the prompt in this process first and send the request to the
+        server slot that holds it (in-process embedded models only; ignored otherwise)."""
         if role.is_fleet:
             return self.fleet.send(request, role)
         model, api_base, api_key = self._target(role)
@@ -102,6 +108,11 @@ class LiteLLMTransport:
             kwargs["api_base"] = api_base
         if api_key:
             kwargs["api_key"] = api_key
+        server = self._in_process(role) if onepass is not None else None
+        slot = onepass.lease(request, server) if server is not None else None
+        if slot is not None:
+            # Beside the keyed request, never in it: keys and recordings stay as they were.
+            kwargs["extra_body"] = {"id_slot": slot, "cache_prompt": True}
         import litellm
 
         litellm.suppress_debug_info = True
@@ -109,5 +120,17 @@ class LiteLLMTransport:
             response = litellm.completion(**kwargs)
         except Exception as exc:  # every failure is classified below
             raise classify(exc, api_key) from exc
+        finally:
+            if slot is not None:
+                onepass.release(slot)
         return _to_raw(response)
+
+    def _in_process(self, role: RoleConfig) -> Any:
+        """The in-process embedded server of ``role`` (None for any other endpoint)."""
+        served = role.embedded_model
+        if served is None or attached_url_of(self._config, role):
+            return None
+        from workbench.llm.embedded import current_embedded_server
+
+        return current_embedded_server(served.name)
 
