@@ -2,7 +2,8 @@
 
 - ``POST /v1/audit``: a conversation, the reply to audit, optional policy (SKILL) names ->
   the verdict, P(violation) when the judge gives one, the cited rules with their policy
-  spans, the judged closure and the trace id;
+  spans, the judged closure and the trace id; with an ``Idempotency-Key`` header a retried
+  request is stored once and answered from the first (``workbench.api.idempotency``);
 - ``GET /v1/traces/{trace_id}``: the stored case and its full trace;
 - ``GET /healthz``; the OpenAPI schema at ``/openapi.json`` and Swagger UI at ``/docs``
   from installed files (``workbench.api.docs``; off when they are not installed).
@@ -26,7 +27,7 @@ import logging
 import secrets
 from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -41,9 +42,11 @@ from workbench.api.body import (
     shorten_message,
     validation_problem,
 )
-from workbench.api.contracts import ContractGuard, contract_routes
+from workbench.api.contracts import CheckLimit, ContractGuard, contract_routes
 from workbench.api.docs import add_docs
 from workbench.api.guard import RequestGate
+from workbench.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from workbench.api.idempotency import Idempotent
 from workbench.api.service import AuditService, RequestError, response_body
 from workbench.api.settings import ApiSettings
 from workbench.api.write_ahead import WriteAheadStore, queue_dir
@@ -171,6 +174,7 @@ def create_app(service: AuditService, settings: ApiSettings,
     app.state.docs = add_docs(app)
     _write_ahead(app, service, settings)
     admission = Admission(settings)
+    idempotent = Idempotent(service)
     actor = settings.actor
     if not service.store_takes_actor:
         log.warning("the API's trace store does not take actor=: cases and traces are stored as "
@@ -205,7 +209,11 @@ def create_app(service: AuditService, settings: ApiSettings,
               responses={401: {"model": Problem}, 408: {"model": Problem}, 413: {"model": Problem},
                          422: {"model": InvalidRequest}, 429: {"model": Problem},
                          503: {"model": Problem}})
-    async def audit(request: AuditRequest) -> Any:
+    async def audit(request: AuditRequest, response: Response,
+                    idempotency_key: str | None = Header(
+                        default=None, alias=IDEMPOTENCY_HEADER,
+                        description="a retried request with the same key is stored once and "
+                        "answered from the first (1-255 printable ASCII characters)")) -> Any:
         if admission.held >= admission.capacity:
             return _problem(
                 429, "busy", f"the audit API is full: {settings.concurrency} audits running and "
@@ -216,7 +224,10 @@ def create_app(service: AuditService, settings: ApiSettings,
             async with admission.slots:
                 body = request.model_dump(exclude_none=False)
                 body["conversation"] = [m.model_dump(exclude_none=True) for m in request.conversation]
-                return await run_in_threadpool(service.audit, body, actor=actor)
+                out, replayed = await run_in_threadpool(idempotent.audit, body, idempotency_key,
+                                                        actor=actor)
+                response.headers.update({"Idempotent-Replayed": "true"} if replayed else {})
+                return out
         except RequestError as exc:
             return _problem(422, "bad_request", exc.message, exc.hint)
         except WorkbenchError as exc:  # fatal setup errors: the model endpoint, the configuration
@@ -236,5 +247,6 @@ def create_app(service: AuditService, settings: ApiSettings,
                 "trace": t.to_dict(), "summary": response_body(t, service.index)}
 
     # POST /v1/contracts/{name}/check: may an agent make this tool call now (workbench.api.contracts)
-    app.include_router(contract_routes(contracts or ContractGuard.from_env(), authorised, actor))
+    app.include_router(contract_routes(contracts or ContractGuard.from_env(), authorised, actor,
+                                       CheckLimit(settings.capacity, settings.contract_rate)))
     return app

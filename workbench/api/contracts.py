@@ -6,13 +6,18 @@ identity; the Contracts page lists them.
 
 Contracts are the ``*.yaml`` files of ``WORKBENCH_CONTRACTS`` (a folder; default
 ``.workbench/contracts``), served by their ``name``; the log is ``WORKBENCH_CONTRACT_LOG``
-(default ``.workbench/contract_checks.jsonl``). The route sits behind the app's gate (token,
-body cap) like every other.
+(default ``.workbench/contract_checks.jsonl``): each record keeps a digest of the call's
+arguments, not the arguments, and the file rotates (``ContractCheckLog``), so a client cannot
+grow it without bound. The route sits behind the app's gate (token, body cap) like every
+other, and like the audit it is rate-limited (:class:`CheckLimit`): at most ``[api]
+concurrency + queue`` checks at once and ``[api] contract_rate`` a second (bursts of twice
+that); one more is answered 429 with ``Retry-After`` at once.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,12 +88,49 @@ class ContractGuard:
         return cls(contracts, ContractCheckLog())
 
 
-def contract_routes(guard: ContractGuard, authorised: Callable[..., None], actor: Actor) -> APIRouter:
+class CheckLimit:
+    """Admission of contract checks: at most ``capacity`` held at once and ``rate`` a second
+    (a token bucket holding ``2 * rate``). The event loop is one thread: plain counters are
+    exact."""
+
+    def __init__(self, capacity: int, rate: float):
+        self.capacity, self.held = capacity, 0
+        self.rate, self.burst = rate, max(1.0, 2 * rate)
+        self.tokens, self._at = self.burst, time.monotonic()
+
+    def refusal(self) -> str | None:
+        """Why a check is refused now (None: admitted; the caller counts it held)."""
+        if self.held >= self.capacity:
+            return f"{self.held} contract checks are running"
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self.tokens < 1:
+            return f"more than {self.rate:g} contract checks a second"
+        self.tokens -= 1
+        return None
+
+
+def contract_routes(guard: ContractGuard, authorised: Callable[..., None], actor: Actor,
+                    limit: CheckLimit | None = None) -> APIRouter:
     router = APIRouter(route_class=StrictJsonRoute)  # bodies read as the app reads them
+    limit = limit or CheckLimit(10, 20.0)
 
     @router.post("/v1/contracts/{name}/check", response_model=CheckResponse,
                  dependencies=[Depends(authorised)])
     async def check(name: str, request: CheckRequest) -> Any:
+        why = limit.refusal()
+        if why is not None:
+            return JSONResponse({"error": "busy", "message": f"too many contract checks: {why}",
+                                 "hint": "retry after 1 s, or raise [api] contract_rate / "
+                                 "concurrency / queue"}, 429, headers={"Retry-After": "1"})
+        limit.held += 1
+        try:
+            return await _answer(name, request)
+        finally:
+            limit.held -= 1
+
+    async def _answer(name: str, request: CheckRequest) -> Any:
         contract = guard.contracts.get(name)
         if contract is None:
             served = ", ".join(sorted(guard.contracts)) or "none"

@@ -3,6 +3,9 @@
 (``runner.audit_one``: its strategies, window fitting and judge), the case and its trace are
 kept by the injected :class:`TraceStore`, and the trace becomes the response body.
 
+A request sent with an ``Idempotency-Key`` is stored once however often it is retried
+(``workbench.api.idempotency``: it passes the case to :meth:`AuditService.audit`).
+
 The store is injected (``workbench api`` passes the database's; tests and the benchmark may
 pass a memory one), so this module stays in the core and never imports ``store/``. Every
 write names who makes it: ``audit(body, actor=...)`` passes the API's service identity
@@ -86,7 +89,7 @@ class AuditService:
         self._strategy = get_strategy(self.strategy, self.gateway)  # built once (dense encoder)
         self.store_takes_actor = _takes_actor(self.store.save)
 
-    def case_of(self, body: dict[str, Any]) -> AuditCase:
+    def case_of(self, body: dict[str, Any], trace_id: str | None = None) -> AuditCase:
         """The request as a case: OpenAI-style messages (tool calls included) as history,
         the reply as text or an assistant message; policies must be SKILLs of the index."""
         try:
@@ -108,7 +111,7 @@ class AuditService:
                 raise RequestError(f"unknown policy {shown}" + (f" (and {len(unknown) - 5} more)"
                                                                  if len(unknown) > 5 else ""),
                                    f"name SKILLs of the served index: {', '.join(self.index.names)}")
-        trace_id = f"api-{uuid.uuid4().hex}"
+        trace_id = trace_id or f"api-{uuid.uuid4().hex}"
         extra: dict[str, Any] = {"source": {"format": "api"}}
         if body.get("client_id"):
             extra["client_id"] = str(body["client_id"])
@@ -119,12 +122,14 @@ class AuditService:
             background=body.get("state"), extra=extra,
         )
 
-    def audit(self, body: dict[str, Any], *, actor: Actor) -> dict[str, Any]:
-        """Audit one request, store it as ``actor``, and return the response body. Fatal
-        setup errors (no model configuration, an aborted endpoint, a role that may not
-        store) raise; a failed case is an answer."""
+    def audit(self, body: dict[str, Any], *, actor: Actor,
+              case: AuditCase | None = None) -> dict[str, Any]:
+        """Audit one request (as ``case`` when given, else :meth:`case_of` the body), store it
+        as ``actor``, and return the response body. Fatal setup errors (no model
+        configuration, an aborted endpoint, a role that may not store) raise; a failed case
+        is an answer."""
         started = time.perf_counter()
-        case = self.case_of(body)
+        case = case or self.case_of(body)
         trace = audit_one(case, self.index, self._strategy, self.gateway, self.options)
         self.save(case, trace, actor=actor)
         out = response_body(trace, self.index)

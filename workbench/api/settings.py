@@ -17,6 +17,7 @@ then the command line, each overriding the one before.
     service_role = "analyst"  # ... and its role (it must allow importing cases and storing results)
     write_ahead = ""       # a directory: answer once the request is fsynced there, store it after
                            # (workbench.api.write_ahead; "" stores each request before answering)
+    contract_rate = 20     # contract checks a second (bursts of twice that); more get 429
 
 The token is never a setting of the file itself (the file is shared and shown on the
 Settings page): it comes from ``WORKBENCH_API_TOKEN`` or the file ``token_file`` names.
@@ -62,6 +63,7 @@ class ApiSettings:
     service_user: str = "api"
     service_role: str = "analyst"
     write_ahead: str = ""
+    contract_rate: float = 20.0
     token: str = ""  # from WORKBENCH_API_TOKEN or token_file, never from the TOML file
 
     @property
@@ -80,7 +82,8 @@ class ApiSettings:
 
 FILE_KEYS = {f.name: f.type for f in fields(ApiSettings) if f.name != "token"}
 INT_KEYS = ("port", "concurrency", "queue", "max_body_bytes")
-FLOAT_KEYS = ("body_timeout_s", "header_timeout_s", "keep_alive_s")
+FLOAT_KEYS = ("body_timeout_s", "header_timeout_s", "keep_alive_s")  # seconds
+NUMBER_KEYS = (*FLOAT_KEYS, "contract_rate")
 # What the service identity writes (``store.audit_repo.save_case_and_trace`` requires both).
 SERVICE_ACTIONS = ("import cases", "store audit results")
 
@@ -113,7 +116,7 @@ def load_api_settings(path: str | os.PathLike[str] | None = None,
     for key in INT_KEYS:
         if key in values:
             values[key] = _int(key, values[key])
-    for key in FLOAT_KEYS:
+    for key in NUMBER_KEYS:
         if key in values:
             values[key] = _float(key, values[key])
     settings = ApiSettings(**values)
@@ -196,6 +199,9 @@ def _check_limits(settings: ApiSettings) -> None:
             raise ApiSettingsError(f"api {key} = {value} is not between 0 and 3600 seconds",
                                    f"set {key} to a few seconds, e.g. {key} = "
                                    f"{getattr(ApiSettings, key):g}")
+    if not 0 < settings.contract_rate <= 100_000:  # also NaN and infinity
+        raise ApiSettingsError(f"api contract_rate = {settings.contract_rate} is not a number of "
+                               "checks a second above 0", "set e.g. contract_rate = 20")
 
 
 def _check_service_identity(settings: ApiSettings) -> None:

@@ -9,7 +9,11 @@ every record waiting, fsyncs once, then releases them all). Durability is unchan
 request is answered only after its record is on disk, so a server killed (even ``kill -9``)
 after answering loses nothing; the next start replays every record the database does not
 hold yet (checked by trace id, so a record stored just before the kill is not stored twice),
-before serving. A record torn by the kill was never answered, and is skipped.
+before serving. A record torn by the kill was never answered, and is skipped. A request sent
+with an ``Idempotency-Key`` has its key (and its body's digest) in its case's
+``extra["idempotency"]``, so the entry carries it, and its trace id comes from the key
+(``workbench.api.idempotency``): a client retrying it after the answer was lost finds it here
+(:meth:`WriteAheadStore.get`) or in the database, and it is stored once.
 
 Layout of ``directory`` (one per database, dataset and run: ``queue_dir``): segments
 ``wal-<start>-<n>.jsonl`` (one JSON object per line: the actor, the case, the trace), and
