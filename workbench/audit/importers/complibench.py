@@ -32,7 +32,7 @@ from typing import Any
 from workbench.audit.cases import AuditCase, Turn, dump_cases, pseudonymise
 from workbench.errors import WorkbenchError
 from workbench.graph import IndexValidationError, PolicyIndex
-from workbench.inputs import InputError, read_json
+from workbench.inputs import MAX_INPUT_BYTES, MAX_LINE_BYTES, InputError, read_json
 from workbench.vocabulary import Label
 
 CAT1 = "Category 1: Universal Compliance"
@@ -305,6 +305,7 @@ def import_complibench(
     skills: dict[str, dict[str, Any]] = {}
     built_from: dict[str, Path] = {}
     cases: list[AuditCase] = []
+    case_origin: dict[str, Path] = {}  # case id -> the conversation it came from
     for c in convs:
         try:
             name = skill_name(c.domain, c.workflow)
@@ -318,7 +319,9 @@ def import_complibench(
                         others = sorted(others[:distractors], key=lambda w: w.key)
                 skills[name] = build_skill(c, others, domain_label)
                 built_from[name] = c.path
-            cases.extend(conversation_cases(c, name, salt))
+            made = conversation_cases(c, name, salt)
+            case_origin.update((case.id, c.path) for case in made)
+            cases.extend(made)
         except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
             # Messages and mistakes are read lazily: a wrong field surfaces here, and must
             # name the conversation file rather than escape as a traceback.
@@ -338,6 +341,7 @@ def import_complibench(
         raise CompliBenchFormatError(
             f"{', '.join(files) or src}: the conversations give an invalid index: {exc}"
         ) from None
+    check_case_lines(cases, case_origin)
     out.mkdir(parents=True, exist_ok=True)
     summary = ImportSummary(conversations=len(convs), skills=len(skills))
     for s in skills.values():
@@ -351,3 +355,26 @@ def import_complibench(
     summary.files = [str(out / "index.json"), str(out / "cases.jsonl"), str(out / "skills")]
     return summary
 
+
+
+def check_case_lines(cases: list[AuditCase], origin: dict[str, Path]) -> None:
+    """Refuse, before anything is written, a ``cases.jsonl`` that ``workbench import-cases``
+    could not read: a case whose line passes ``MAX_LINE_BYTES`` (each case holds its whole
+    history, so a long conversation's last turns make the longest lines), or a file past
+    ``MAX_INPUT_BYTES``. :class:`CompliBenchFormatError` names the case and its conversation."""
+    total = 0
+    for case in cases:
+        size = len(json.dumps(case.to_dict(), ensure_ascii=False).encode("utf-8")) + 1
+        if size > MAX_LINE_BYTES:
+            where = origin.get(case.id, "the input")
+            raise CompliBenchFormatError(
+                f"{where}: case {case.id} would be a line of {size:,} bytes in cases.jsonl, "
+                f"over the {MAX_LINE_BYTES:,} bytes `workbench import-cases` reads in one line "
+                "(the case carries every turn before it); nothing was written",
+                "shorten that conversation's messages, or import the folder without it")
+        total += size
+    if total > MAX_INPUT_BYTES:
+        raise CompliBenchFormatError(
+            f"cases.jsonl would hold {total:,} bytes, over the {MAX_INPUT_BYTES:,} bytes "
+            "`workbench import-cases` reads; nothing was written",
+            "import the conversations in several folders")
