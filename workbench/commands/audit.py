@@ -219,15 +219,10 @@ def _audit(args) -> int:
 
     engine = _ray_engine(args, index, batch.needs_model) if args.engine == "ray" else None
     features = _feature_writer(args, batch, gateway, cases) if engine is None else None
-
-    def on_trace(trace) -> None:
-        progress(trace)
-        if features is not None:
-            features(trace)
-
     try:
         summary = batch.run(cases, AuditIndex(index), sink, gateway,
-                            concurrency=args.concurrency, on_trace=on_trace, engine=engine)
+                            concurrency=args.concurrency, on_trace=_then(progress, features),
+                            engine=engine)
     finally:
         if gateway is not None:
             gateway.close()
@@ -242,6 +237,18 @@ def _audit(args) -> int:
     if stored is not None:
         _store_earlier(args, cases, stored)
     return gate.finish(cases, index) if gate is not None else 0
+
+
+def _then(first, second):
+    """``first(trace)`` then, when given, ``second(trace)``."""
+    if second is None:
+        return first
+
+    def both(trace) -> None:
+        first(trace)
+        second(trace)
+
+    return both
 
 
 def _feature_writer(args, batch, gateway, cases):

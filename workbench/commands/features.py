@@ -13,10 +13,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = command_group(
         sub, "features", dest="features_action",
         help="capture the judge's activations (hidden states) for a run's cases",
-        description="The judge's hidden states at the last prompt token, read from the same "
-        "weights that judge, kept beside the run (RUN.features/) and keyed by case, strategy "
-        "and prompt hash. A capture resumes where it stopped. Needs torch, transformers and "
-        "gguf (pip install '.[activations]').",
+        description="The judge's hidden states, read from the same weights that judge by "
+        "llama.cpp in this process (at the last prompt token and pooled over the reply's "
+        "tokens, every second layer), kept beside the run (RUN.features/) and keyed by case, "
+        "strategy and prompt hash. A capture resumes where it stopped. `workbench audit` keeps "
+        "them during the judge's own pass; this command is for runs made without them.",
     )
     p = action(actions, "capture", _capture,
                help="capture the judge's activations for the traces of a run",
@@ -30,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="capture at most N new cases")
     p.add_argument("--layers", default=None,
                    help="hidden-state indices to keep, comma-separated (default: every second layer)")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument("--reader", choices=["llama.cpp", "transformers"], default="llama.cpp",
+                   help="llama.cpp (default: the judge's own kernels, no torch) or transformers "
+                   "(the GGUF dequantised into torch, last prompt token only: how features were "
+                   "read before; needs pip install '.[activations]')")
     s = action(actions, "status", _status, help="how many of a run's cases have activations")
     s.add_argument("traces")
 
@@ -49,7 +54,8 @@ def _capture(args) -> int:
 
     # First, before any file is read or model loaded: without the extra the capture failed
     # only after "loading ...", gguf's absence as a failure to load the model.
-    require("activations", "workbench features capture (reading the judge's activations)")
+    if args.reader == "transformers":
+        require("activations", "workbench features capture --reader transformers")
     if not Path(args.traces).is_file():
         raise CliError(f"{args.traces}: no such traces file", "give the JSONL `workbench audit --out` wrote")
     traces, problems = read_traces(args.traces)
@@ -67,8 +73,14 @@ def _capture(args) -> int:
         except ValueError:
             raise CliError(f"--layers {args.layers!r}: give whole numbers, e.g. 8,16,24") from None
     folder = features_dir(Path(args.traces))
-    print(f"[features] loading {args.model} (about a minute) ...", file=sys.stderr)
-    reader = ActivationReader(args.model, layers=layers, threads=args.threads)
+    if args.reader == "transformers":
+        print(f"[features] loading {args.model} into transformers (about a minute) ...",
+              file=sys.stderr)
+        reader = ActivationReader(args.model, layers=layers, threads=args.threads)
+    else:
+        from workbench.llm.onepass import JudgeReader
+
+        reader = JudgeReader(args.model, layers=layers, threads=args.threads)
     summary = capture_run(traces, cases, folder, reader, limit=args.limit,
                           progress=lambda m: print(f"[features] {m}", file=sys.stderr))
     rate = f", {summary.prompt_tokens / summary.seconds:.0f} prompt tokens/s" if summary.seconds else ""

@@ -61,8 +61,14 @@ class Config:
     c: float = 0.0  # the probe's C (probe and combined)
 
     def label(self) -> str:
+        """"probe at layer 20, C=0.1" (the last prompt token), "probe at layer 20, the max
+        over the reply, C=0.1" (``layer`` is a feature id: ``features.feature_id``)."""
+        from workbench.decision.features import POOLING_WORDS, split_feature
+
+        pooling, layer = split_feature(self.layer)
+        how = "" if pooling == "last" else f", {POOLING_WORDS[pooling]}"
         extra = f", C={self.c:g}" if self.kind != "whitening" else ""
-        return f"{self.kind} at layer {self.layer}{extra}"
+        return f"{self.kind} at layer {layer}{how}{extra}"
 
 
 @dataclass

@@ -113,15 +113,16 @@ class JudgeReader:
         from workbench.llm.weights import DEFAULT_MODEL, assembled_path
         from workbench.llm.weights import cache_dir as model_cache
 
-        self.source = model
         if model == "embedded" or model.startswith("embedded:"):
             name = model.partition(":")[2] or DEFAULT_MODEL
             path = assembled_path(model_cache(cache_dir), model=name)
+            model = "embedded" if name == DEFAULT_MODEL else f"embedded:{name}"
         else:
             path = Path(model)
             if path.suffix != ".gguf" or not path.is_file():
                 raise NativeUnavailable(f"{model}: not a .gguf file",
                                         "give embedded, embedded:small or a .gguf path")
+        self.source = model  # as features records name it (one name per model)
         probe = NativeModel(path, layers=[1], n_seq=slots, threads=threads)
         n = probe.n_layer
         probe.close()
@@ -180,7 +181,6 @@ class OnePass:
                  cache_dir: str | None = None) -> None:
         """``slots``: the server's slot count (``[embedded].parallel``): a saved sequence
         restores only into a server with as many."""
-        self.source = model
         self._model, self._layers, self._threads, self._cache_dir = model, layers, threads, cache_dir
         self.slots = max(1, int(slots))
         self._reader: JudgeReader | None = None
@@ -191,6 +191,11 @@ class OnePass:
         self.restored = 0
         self.fallbacks = 0
         self.read_seconds = 0.0
+
+    @property
+    def source(self) -> str:
+        """The model's name as features records keep it (``embedded``, ``embedded:small``)."""
+        return self.reader().source
 
     def reader(self) -> JudgeReader:
         with self._made:
