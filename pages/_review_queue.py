@@ -17,7 +17,6 @@ from components.safe import md
 from components.trace_settings import show_trace_settings
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
-from pages._explain import find_rule_button
 from pages._policy_cache import policy_index
 from pages._review_auto import auto_panel, labelled_of
 from pages._review_decide import bulk_panel, decision_buttons, item_key
@@ -97,7 +96,9 @@ def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
     st.text("In the queue because: " + (", ".join(REASON_TEXT[r] for r in item.reasons)
                                         or "(no reason: filters cleared)"))
     if item.others:
-        st.text("Other strategies: " + " · ".join(f"{s}: {label}" for s, label in item.others.items()))
+        st.text("Other strategies: " + " · ".join(
+            f"{s}: {'violation' if v else 'compliant' if v is not None else 'no verdict'}"
+            for s, v in item.others.items()))
     st.text(f"Gold: {gold_word(item.label)}")
     extra_gold = (getattr(case, "extra", None) or {}).get("gold") if case is not None else None
     if isinstance(extra_gold, dict):
@@ -119,13 +120,12 @@ def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _queue(url: str, dataset: str, runs: tuple[str, ...] | None, versions: tuple,
-           _records: list, _cases: dict, _verdicts: dict) -> list[QueueItem]:
-    """The dataset's queue items with their decided records, built once per data version
-    (``pages._audit_cache``: traces, cases, the setting, explanations, decisions): a key press
-    reruns the page but finds the queue already built. Shared: read-only."""
+           _records: list, _cases: dict) -> list[QueueItem]:
+    """The dataset's queue items, built once per data version (``pages._audit_cache``):
+    a key press reruns the page but finds the queue already built. Shared: read-only."""
     labels = {cid: c.label for cid, c in _cases.items() if c.label}
     texts = {cid: c.said for cid, c in _cases.items()}
-    return build_queue(_records, labels, dataset, texts, _verdicts)
+    return build_queue(_records, labels, dataset, texts)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -167,13 +167,10 @@ def _position(shown: list[QueueItem], items: list[QueueItem], pos_key: str) -> N
 @st.fragment
 def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> None:
     picked = tuple(runs) or None
-    stamp = audit_cache.verdict_stamp(eng, dataset)
-    # read once: the queue is keyed on them
-    versions = (*audit_cache.versions(eng, dataset), stamp)
+    versions = audit_cache.versions(eng, dataset)  # read once: the queue is keyed on them
     cases = audit_cache.cases(eng, dataset, versions[1])
     items = _queue(str(eng.url), dataset, picked, versions,
-                   audit_cache.records(eng, dataset, picked, versions[0]), cases,
-                   audit_cache.verdicts(eng, dataset, stamp))
+                   audit_cache.records(eng, dataset, picked, versions[0]), cases)
     decisions = review_store.decisions_for(eng, dataset)
     view = view_controls(eng, reviewer, sorted({i.strategy for i in items}))
     queue = filter_queue(items, view.reasons)
@@ -209,13 +206,10 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     with left:
         show_case(case)
     with right:
-        cited = item.verdict.rules or (item.trace.verdict is not None
-                                       and item.trace.verdict.violated_rules)
+        cited = item.trace.verdict is not None and item.trace.verdict.violated_rules
         show_verdict(item.trace, policy_index(eng) if cited else None, key=item_key(item),
                      reply=case.model_response if case is not None else None, setting=setting,
-                     gold=item.label, verdict=item.verdict)
-        if find_rule_button(eng, dataset, item.verdict, item.trace, case, item_key(item)):
-            st.rerun()
+                     gold=item.label)
         advance = view.status != "not reviewed by me"  # there a decided verdict leaves the list
         decision_buttons(eng, item, reviewer, decisions, pos_key, pos, shown, advance)
         show_item(item, case, decisions)
