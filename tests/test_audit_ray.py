@@ -210,3 +210,56 @@ def test_an_audit_on_ray_leaves_no_process_of_its_own_behind(tmp_path):
             with contextlib.suppress(psutil.NoSuchProcess):
                 psutil.Process(int(line.split()[0])).kill()
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+class _FakeOnePass:
+    """A worker's OnePass stand-in (no model): every prompt reads as its length."""
+
+    source = "embedded"
+
+    def take(self, messages):
+        return None  # as if the answer came from the cache: the worker reads it itself
+
+    def reader(self):
+        return self
+
+    def read(self, messages):
+        import numpy as np
+
+        from workbench.llm.onepass import Reading
+
+        n = float(len(messages[-1]["content"]))
+        return Reading(np.full((2, 4), n, dtype=np.float32), (20, 120), int(n), 3, 0.01)
+
+    def wants(self, step):
+        return False
+
+
+def test_ray_workers_send_each_cases_activations_back_to_the_driver(ray_session, judge, cases,
+                                                                    tmp_path):
+    """Issue 57 item 7: activations on the Ray engine. Each worker reads its cases' judging
+    prompts (its own OnePass) and the driver keeps the readings beside the run through the
+    same FeatureWriter a local audit uses."""
+    import numpy as np
+
+    from workbench.audit.activations import FeatureWriter
+    from workbench.audit.judge import judge_messages
+    from workbench.audit.ray_engine import Readings
+    from workbench.decision import features as ff
+
+    config = load_config(env=role_env(judge.api_base, role="judge", retries=0))
+    index_data = json.loads((FIX / "merchant_index.json").read_text())
+    readings = Readings("embedded", lambda: pytest.fail("every worker sent its reading"))
+    engine = RayEngine(index_data, functools.partial(Gateway, config), workers=2,
+                       activations=_FakeOnePass, readings=readings)
+    by_id = {c.id: c for c in load_cases(cases)}
+    folder = tmp_path / "ray.features"
+    writer = FeatureWriter(folder, by_id, readings)
+    out = tmp_path / "ray.jsonl"
+    assert _run(cases, out, config, engine=engine, on_trace=writer).done == N
+    assert writer.summary.captured == N and writer.from_judge == N
+    traces = {t.id: t for t in read_traces(out)[0]}
+    fs = ff.load_features(folder, ids=sorted(traces))
+    for cid, arr in zip(fs.ids, fs.arrays, strict=True):
+        length = len(judge_messages(by_id[cid], traces[cid].context)[-1]["content"])
+        assert np.allclose(arr, length, rtol=1e-3)  # float16 on the way: the case's own reading

@@ -217,8 +217,9 @@ def _audit(args) -> int:
         if gate is not None:
             gate.collect(trace)
 
-    engine = _ray_engine(args, index, batch.needs_model) if args.engine == "ray" else None
-    features = _feature_writer(args, batch, gateway, cases) if engine is None else None
+    from workbench.commands import _activations
+
+    engine, features = _engine_and_features(args, batch, index, gateway, cases)
     try:
         summary = batch.run(cases, AuditIndex(index), sink, gateway,
                             concurrency=args.concurrency, on_trace=_then(progress, features),
@@ -227,7 +228,7 @@ def _audit(args) -> int:
         if gateway is not None:
             gateway.close()
         if features is not None:
-            _report_features(features)
+            _activations.report(features)
     print(
         f"[audit] {summary.done} audited ({summary.retried} of them retried after an earlier "
         f"error), {summary.skipped} already in {args.out or 'output'}, "
@@ -237,6 +238,22 @@ def _audit(args) -> int:
     if stored is not None:
         _store_earlier(args, cases, stored)
     return gate.finish(cases, index) if gate is not None else 0
+
+
+def _engine_and_features(args, batch, index, gateway, cases):
+    """The batch engine (None: local threads) and the activations' writer (None: not kept;
+    ``workbench.commands._activations``)."""
+    from workbench.commands import _activations
+
+    plan = _activations.activation_plan(args, batch.options.judge_mode,
+                                        gateway.config if gateway is not None else None)
+    if args.engine == "ray":
+        factory = readings = features = None
+        if plan is not None:
+            factory, readings, features = _activations.ray_parts(args, plan, cases)
+        return _ray_engine(args, index, batch.needs_model, factory, readings), features
+    features = _activations.local_writer(args, plan, gateway, cases) if plan is not None else None
+    return None, features
 
 
 def _then(first, second):
@@ -251,47 +268,7 @@ def _then(first, second):
     return both
 
 
-def _feature_writer(args, batch, gateway, cases):
-    """The activations kept beside ``--out`` (None when not wanted or not possible: see
-    ``--no-activations``). The gateway's judge calls then read their prompt in this process
-    (``workbench.llm.onepass``)."""
-    from pathlib import Path
-
-    from workbench.vocabulary import ModelRole
-
-    if not args.activations or args.out is None or gateway is None:
-        return None
-    if batch.options.judge_mode != JudgeMode.WHOLE:
-        return None
-    config = gateway.config
-    role = config.role(ModelRole.JUDGE)
-    from workbench.llm.config import attached_url_of
-
-    if role.embedded_model is None or attached_url_of(config, role):
-        return None  # another server: its hidden states cannot be read here
-    from workbench.audit.activations import FeatureWriter
-    from workbench.decision.features import features_dir
-    from workbench.llm.onepass import OnePass
-
-    onepass = OnePass(f"embedded:{role.embedded_model.name}", slots=config.embedded.parallel,
-                      threads=config.embedded.n_threads, cache_dir=config.embedded.cache_dir or None)
-    gateway.onepass = onepass
-    folder = features_dir(Path(args.out))
-    print(f"[audit] keeping the judge's activations in {folder} (--no-activations: off)",
-          file=sys.stderr)
-    return FeatureWriter(folder, {c.id: c for c in cases}, onepass)
-
-
-def _report_features(features) -> None:
-    s, onepass = features.summary, features.onepass
-    print(f"[audit] activations: {s.captured} kept ({features.from_judge} read in the judge's "
-          f"own pass, {s.captured - features.from_judge} read without an answer), "
-          f"{onepass.restored} prompts handed to the server, {onepass.fallbacks} read again "
-          f"by it; in {features.folder}", file=sys.stderr)
-    onepass.close()
-
-
-def _ray_engine(args, index, needs_model: bool):
+def _ray_engine(args, index, needs_model: bool, activations=None, readings=None):
     """The Ray engine for this command: each worker makes the gateway this process would
     (same configuration, recording mode and database cache) from the same environment."""
     import functools
@@ -311,7 +288,7 @@ def _ray_engine(args, index, needs_model: bool):
         raise CliError("--engine ray needs Ray Data: pip install 'ray[data]' "
                        "(or drop --engine ray to audit on local threads)") from None
     return RayEngine(index.to_dict(), factory, workers=args.concurrency, address=args.address,
-                     env=env)
+                     env=env, activations=activations, readings=readings)
 
 
 def _store_sink(args, cases):
