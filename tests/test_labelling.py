@@ -1,0 +1,62 @@
+"""Labels where they teach most (issue 57 item 5): which cases to label next, how many labels
+a promise still needs (binomial arithmetic worked by hand), and a guarantee certified on a
+split that needs fewer labels for the same promise."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.decision._guarantee import choose_level
+from workbench.decision._labelling import (
+    Candidate,
+    auto_cases_needed,
+    labels_needed,
+    propose,
+    split_guarantee,
+)
+
+
+def test_with_no_error_a_promise_at_ten_percent_needs_51_cases_bonferroni_or_29_alone():
+    # 0.9^50 = 0.00515 > 0.05/10 and 0.9^51 = 0.00464 <= 0.005; 0.9^28 = 0.0523, 0.9^29 = 0.0471
+    assert auto_cases_needed(0.10, 0.05, 0.0, tests=10) == 51
+    assert auto_cases_needed(0.10, 0.05, 0.0, tests=1) == 29
+    f = labels_needed(0.10, 0.0, coverage=0.5, have=40)
+    assert (f.auto_needed, f.labels_needed, f.more) == (51, 102, 62)
+
+
+def test_errors_raise_the_count_and_an_error_rate_at_alpha_never_passes():
+    few = auto_cases_needed(0.10, 0.05, 0.0, tests=10)
+    some = auto_cases_needed(0.10, 0.05, 0.03, tests=10)
+    assert some is not None and some > few
+    # the count found is the first that passes: one case fewer does not
+    from scipy.stats import binom
+
+    assert binom.cdf(int(0.03 * some), some, 0.10) <= 0.005
+    assert binom.cdf(int(0.03 * (some - 1)), some - 1, 0.10) > 0.005 or int(0.03 * (some - 1)) < int(0.03 * some)
+    assert labels_needed(0.10, 0.12, coverage=0.5).labels_needed is None
+
+
+def test_the_next_labels_are_the_doubtful_ones_spread_over_conversations_and_skills():
+    cands = [Candidate(("r", f"a{i}", "cdg"), "conv-a", "refunds", 0.5 + i / 100) for i in range(5)]
+    cands += [Candidate(("r", "b0", "cdg"), "conv-b", "refunds", 0.9),
+              Candidate(("r", "c0", "cdg"), "conv-c", "delays", 0.45),
+              Candidate(("r", "d0", "cdg"), "conv-d", "delays", None)]
+    got = [c.key[1] for c in propose(cands, 4)]
+    # one per conversation first, SKILLs in turn, most doubtful first (no score = least known)
+    assert got == ["d0", "a0", "c0", "b0"]
+    assert [c.key[1] for c in propose(cands, 6)][4:] == ["a1", "a2"]
+
+
+def test_a_level_chosen_on_one_half_and_certified_on_the_other_passes_where_bonferroni_cannot():
+    rng = np.random.default_rng(3)
+    n = 80  # 40 conversations of 2: each half holds ~40 cases
+    groups = [f"g{i // 2}" for i in range(n)]
+    conf = rng.uniform(0.5, 1.0, n)
+    correct = np.ones(n, dtype=bool)  # a scorer that is right wherever it is confident
+    correct[conf < 0.6] = False
+    g = split_guarantee(conf, correct, groups, alpha=0.10)
+    assert g.level is not None and g.decided >= 29 and g.errors == 0 and g.bound <= 0.10
+    # the Bonferroni learn-then-test needs 51 auto-decided cases: at most 80 here, it cannot
+    # pass at the coverages whose levels it may test with the errors below 0.6
+    b = choose_level(conf, correct, alpha=0.10)
+    assert b.level is None or b.decided >= 51
