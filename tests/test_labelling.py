@@ -32,7 +32,8 @@ def test_errors_raise_the_count_and_an_error_rate_at_alpha_never_passes():
     from scipy.stats import binom
 
     assert binom.cdf(int(0.03 * some), some, 0.10) <= 0.005
-    assert binom.cdf(int(0.03 * (some - 1)), some - 1, 0.10) > 0.005 or int(0.03 * (some - 1)) < int(0.03 * some)
+    fewer = some - 1
+    assert binom.cdf(int(0.03 * fewer), fewer, 0.10) > 0.005 or int(0.03 * fewer) < int(0.03 * some)
     assert labels_needed(0.10, 0.12, coverage=0.5).labels_needed is None
 
 
