@@ -202,12 +202,18 @@ def test_a_lab_command_without_the_lab_says_how_to_install_it(monkeypatch, capsy
 
 def test_features_capture_names_the_activations_extra_before_reading_anything(monkeypatch, capsys,
                                                                               tmp_path):
-    """`workbench features capture` stays a product command: without torch, transformers or
-    gguf it names the extra to install before it reads the traces or loads a model (it
-    failed after "loading ...", and without gguf as a model that could not load)."""
+    """`workbench features capture` stays a product command. It reads with llama.cpp by
+    default and needs no extra (issue 57); ``--reader transformers`` without torch,
+    transformers or gguf names the extra to install before it reads the traces or loads a
+    model (it failed after "loading ...", and without gguf as a model that could not load)."""
     from workbench.cli import main
 
-    argv = ["features", "capture", str(tmp_path / "none.jsonl"), "--cases", str(tmp_path / "c.jsonl")]
+    plain = ["features", "capture", str(tmp_path / "none.jsonl"), "--cases", str(tmp_path / "c.jsonl")]
+    missing_here(monkeypatch, "torch", "transformers", "gguf")
+    assert main(plain) == 2  # no extra needed: it goes on to find the traces file missing
+    err = capsys.readouterr().err
+    assert "no such traces file" in err and ".[activations]" not in err
+    argv = [*plain, "--reader", "transformers"]
     missing_here(monkeypatch, "gguf")
     assert main(argv) == 2
     err = capsys.readouterr().err
