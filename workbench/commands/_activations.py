@@ -28,6 +28,24 @@ def activation_plan(args: Any, judge_mode: str, config: Any) -> dict[str, Any] |
             "threads": e.n_threads, "cache_dir": e.cache_dir or None}
 
 
+def score_only_plan(args: Any) -> dict[str, Any]:
+    """The reading settings of ``--score-only`` (the judge's role must be an embedded model:
+    only its weights can be read here)."""
+    from workbench.commands._common import CliError
+    from workbench.llm.config import load_config
+
+    if args.out is None:
+        raise CliError("--score-only keeps each case's activations beside --out; give --out")
+    config = load_config()
+    role = config.role(ModelRole.JUDGE)
+    if role.embedded_model is None:
+        raise CliError(f"--score-only reads the judge's own weights, and the judge is "
+                       f"{role.model!r}", "set the judge to the embedded model, or drop --score-only")
+    e = config.embedded
+    return {"model": f"embedded:{role.embedded_model.name}", "slots": e.parallel,
+            "threads": e.n_threads, "cache_dir": e.cache_dir or None}
+
+
 def _folder(args: Any) -> Path:
     from workbench.decision.features import features_dir
 
@@ -38,12 +56,14 @@ def _folder(args: Any) -> Path:
 
 
 def local_writer(args: Any, plan: dict[str, Any], gateway: Any, cases: list) -> Any:
-    """A FeatureWriter fed by a OnePass on this process's gateway."""
+    """A FeatureWriter fed by a OnePass on this process's gateway (None: no judge calls,
+    every prompt read without an answer)."""
     from workbench.audit.activations import FeatureWriter
     from workbench.llm.onepass import OnePass
 
     onepass = OnePass(**plan)
-    gateway.onepass = onepass
+    if gateway is not None:
+        gateway.onepass = onepass
     return FeatureWriter(_folder(args), {c.id: c for c in cases}, onepass)
 
 

@@ -51,6 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-keywords", type=int, default=None,
                    help="keyword limit (default 4 for llm, 6 for lexical)")
     p.add_argument("--no-judge", action="store_true", help="build contexts only; no judge call")
+    p.add_argument("--score-only", action="store_true",
+                   help="score first: read each judging prompt with the embedded judge's weights "
+                   "and keep its activations (OUT.features/), without generating an answer; an "
+                   "activation scorer decides the cases, and the judge's reason is asked for "
+                   "only where a person will read it (`workbench verdicts --explain`, Replay). "
+                   "Needs --out")
     p.add_argument("--judge-mode", choices=JUDGED_MODES, default=JudgeMode.WHOLE,
                    help="whole: one verdict over the whole context; per-rule: one question per "
                    "rule; checklist: one call giving every rule a status, the verdict derived")
@@ -178,7 +184,7 @@ def _audit(args) -> int:
     opts = AuditOptions(
         keywords=args.keywords,
         max_keywords=args.max_keywords,
-        judge_mode=JudgeMode.NONE if args.no_judge else args.judge_mode,
+        judge_mode=JudgeMode.NONE if (args.no_judge or args.score_only) else args.judge_mode,
         context=ContextOptions(
             max_seeds=args.max_seeds, empty_seed=args.empty_seed, budget=args.budget, top_k=args.top_k,
             seeding=args.seeding, render=args.render, seed_target=args.target_tokens,
@@ -247,6 +253,8 @@ def _engine_and_features(args, batch, index, gateway, cases):
 
     plan = _activations.activation_plan(args, batch.options.judge_mode,
                                         gateway.config if gateway is not None else None)
+    if args.score_only:
+        plan = _activations.score_only_plan(args)
     if args.engine == "ray":
         factory = readings = features = None
         if plan is not None:
