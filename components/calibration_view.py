@@ -44,9 +44,12 @@ def fitted(fig, name: str):
 
 
 def show_calibration(report: dict, key: str, saved: tuple[int, float] | None = None,
-                     on_save: Callable[[], None] | None = None, save_refusal: str = "") -> None:
+                     on_save: Callable[[], None] | None = None, save_refusal: str = "",
+                     aurocs: dict[str, tuple[float, int]] | None = None) -> None:
     """Headline figures, the three plots, and (when ``on_save``) a save button. ``saved``:
-    (version, threshold) of the setting in force; ``save_refusal``: why saving is not allowed."""
+    (version, threshold) of the setting in force; ``save_refusal``: why saving is not allowed;
+    ``aurocs``: one AUROC per score of the dataset, named ("the judge's words", "activation
+    scorer"; ``workbench.decision.score_aurocs``), shown instead of the report's own."""
     setting = report["setting"]
     cv, about = setting["cross_validated"], setting["fitted_on"]
     st.caption(md(f"{about['cases']} labelled verdicts with a probability ({about['violations']} "
@@ -55,7 +58,10 @@ def show_calibration(report: dict, key: str, saved: tuple[int, float] | None = N
     # Metrics and figures sit in rows that wrap: five columns cut the metric labels and three
     # columns of figures cut their titles and axis labels at 1280 and 800 px (issue 44).
     tiles = st.container(horizontal=True, wrap=True, gap="small")
-    tiles.metric("AUROC", _f(cv.get("auroc")), help=help_for("AUROC"), width="content")
+    named = aurocs or {"the judge's words": (cv.get("auroc"), about["cases"])}
+    for name, (value, n) in named.items():
+        tiles.metric(f"AUROC, {name}", _f(value), help=f"{help_for('AUROC')} On {n} labelled "
+                     "cases of this dataset.", width="content")
     tiles.metric("Violation-F1, bare verdict", _f(cv.get("bare_f1")), help=help_for("violation-F1"),
                  width="content")
     tiles.metric("Violation-F1 at threshold", _f(cv.get("f1")),

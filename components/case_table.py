@@ -16,35 +16,41 @@ import pandas as pd
 import streamlit as st
 
 from components.links import replay_link
-from components.verdict import decided_word
 from workbench import words
 from workbench.audit.trace import AuditTrace, latest_per_case
-from workbench.decision import judgement
-from workbench.vocabulary import COMPLIANT, VIOLATION, verdict_word
+from workbench.decision import DecidedVerdict, decided_verdict
+from workbench.vocabulary import COMPLIANT, VIOLATION
 from workbench.words import gold_word
+
+Verdicts = Mapping[tuple[str, str, str], DecidedVerdict]  # (run, case, strategy) -> record
 
 CASE_COLUMNS = ("case", "strategy", "run", "verdict", "gold", "agrees with gold", "open")
 
 
-def trace_verdict_word(trace: AuditTrace) -> str:
-    """What a stored trace says, in the analyst's words."""
+def trace_verdict_word(trace: AuditTrace, run: str = "", verdicts: Verdicts | None = None) -> str:
+    """What a stored trace's decided record says (violation, compliant, review), or "error" /
+    "not judged" without a verdict. ``verdicts``: the records already built (by key), else the
+    trace is read under the default setting."""
     if trace.error is not None:
         return "error"
     if trace.verdict is None:
         return "not judged"
-    return verdict_word(trace.verdict.violation)
+    record = (verdicts or {}).get((run, trace.id, trace.strategy))
+    return (record or decided_verdict(trace, run=run)).label
 
 
 def case_rows(dataset: str, records: Iterable[tuple[str, AuditTrace]],
-              labels: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
-    """One row per stored trace ``(run_id, trace)``: the case, its verdict and gold label
-    in plain words, whether they agree (``None`` when either is missing) and a Replay link
-    pinned to the trace's run."""
+              labels: Mapping[str, str | None] | None = None,
+              verdicts: Verdicts | None = None) -> list[dict[str, Any]]:
+    """One row per stored trace ``(run_id, trace)``: the case, its decided label (the record
+    every card shows, from ``verdicts``) and gold label in plain words, whether they agree
+    (``None`` when either is missing or the case is to review) and a Replay link pinned to
+    the trace's run."""
     labels = labels or {}
     rows = []
     for run_id, t in records:
         case_id = t.id
-        verdict = trace_verdict_word(t)
+        verdict = trace_verdict_word(t, run_id, verdicts)
         gold = gold_word(labels.get(case_id, t.label))
         words = (VIOLATION, COMPLIANT)
         agrees = (verdict == gold) if verdict in words and gold in words else None
@@ -56,16 +62,22 @@ def case_rows(dataset: str, records: Iterable[tuple[str, AuditTrace]],
 
 def picker_rows(dataset: str, case_ids: Sequence[str],
                 records: Iterable[tuple[str, AuditTrace]],
-                labels: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
+                labels: Mapping[str, str | None] | None = None,
+                verdicts: Verdicts | None = None) -> list[dict[str, Any]]:
     """One row per case of a dataset for Replay's case picker, in the dataset's order: its
     newest stored trace (any strategy) when there is one, else "not judged"; a case with no
     trace is still listed, since it can be audited from Replay."""
-    # records oldest first: the last one seen per case (any strategy) is the newest
+    # records oldest first: the last one seen per case (any strategy) is the newest, and a
+    # newer trace without a verdict does not hide a judged one (as the card beside it reads)
+    records = list(records)
     newest = {t.id: (run, t) for run, t in latest_per_case(records, key=lambda r: r[1].id)}
+    judged = {t.id: (run, t) for run, t in latest_per_case(
+        [r for r in records if r[1].verdict is not None], key=lambda r: r[1].id)}
+    newest.update(judged)
     rows = []
     for case_id in case_ids:
         if case_id in newest:
-            row = case_rows(dataset, [newest[case_id]], labels)[0]
+            row = case_rows(dataset, [newest[case_id]], labels, verdicts)[0]
             row["open"] = replay_link(dataset, case_id)  # the picker opens the newest trace
         else:
             row = {"case": case_id, "strategy": "", "run": "", "verdict": "not judged",
@@ -124,8 +136,9 @@ QUEUE_COLUMNS = ("#", "case", "strategy", "run", "verdict", "how sure", "gold", 
 def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
                reason_text: Mapping[str, str], setting: Any = None) -> list[dict[str, Any]]:
     """One row per Review queue item (``workbench.review.queue.QueueItem``), numbered as the queue
-    shows them, with how sure the judge is (read through ``setting``, the dataset's saved
-    threshold), its decisions so far (``ReviewDecision``) and a Replay link."""
+    shows them, with its decided record's label and how sure it is (the card's words), its
+    decisions so far (``ReviewDecision``) and a Replay link. ``setting`` is kept for the
+    callers' cache keys; the record already holds what it decided."""
     decided: dict[tuple, list[str]] = {}
     for d in decisions:
         decided.setdefault((d.run_id, d.case_id, d.strategy), []).append(
@@ -133,10 +146,10 @@ def queue_rows(dataset: str, items: Sequence[Any], decisions: Sequence[Any],
     rows = []
     for n, item in enumerate(items, 1):
         rows.append({"#": n, "case": item.case_id, "strategy": item.strategy, "run": item.run_id,
-                     # the decision the card shows, so a row never says otherwise
-                     "verdict": decided_word(item.trace, setting)
-                     or trace_verdict_word(item.trace),
-                     "how sure": words.probability(judgement(item.trace, setting)),
+                     # the record the card shows, so a row never says otherwise
+                     "verdict": item.verdict.label,
+                     "how sure": words.probability(item.verdict.decided)
+                     if item.verdict.score is not None else words.MISSING,
                      "gold": gold_word(item.label),
                      "why queued": ", ".join(reason_text.get(r, r) for r in item.reasons),
                      "decisions": "; ".join(decided.get(item.key, [])) or "none yet",

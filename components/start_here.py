@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from components.activation_study import BUNDLED, study_results
 from workbench.words import plural
@@ -85,6 +86,17 @@ def decided_line(dataset: str, labels: Iterable[str], agree: int, with_gold: int
     return text + ". Replay and Review show each case's label, rule and words."
 
 
+def step_link(url_path: str, title: str) -> None:
+    """A link to the app's page ``url_path`` that opens in this tab, in this session (a
+    Markdown link opened a new tab, issue 56): ``st.page_link`` where the app's navigation
+    knows the page; a plain relative link where a page runs on its own (tests, embedding),
+    which has no navigation to link through."""
+    try:
+        st.page_link(f"pages/{url_path}.py", label=f"**{title}**")
+    except StreamlitAPIException:  # StreamlitPageNotFoundError: no navigation here
+        st.markdown(f"**[{title}]({url_path})**")
+
+
 def show_start_here(first_visit: bool, decided: str = "") -> None:
     """``decided``: :func:`decided_line` of a stored dataset (the page reads its records)."""
     with st.expander("Start here: what this workbench does", expanded=first_visit):
@@ -95,9 +107,7 @@ def show_start_here(first_visit: bool, decided: str = "") -> None:
         cols = st.columns(len(STEPS))
         for col, (url_path, title, text) in zip(cols, STEPS, strict=True):
             with col:
-                # A plain relative link (a sibling page's address): st.page_link needs the
-                # app's navigation, which a page run on its own (tests, embedding) lacks.
-                st.markdown(f"**[{title}]({url_path})**")
+                step_link(url_path, title)
                 st.caption(text)
         for line in (judge_figures_line(), demo_line(), decided):
             if line:  # plain text: the page's own notices keep st.info for themselves

@@ -1,12 +1,13 @@
-"""The verdict card: violation or not and how likely, the judge's reason, the words of the
-reply it rests on (highlighted in the reply), and each violated rule with its source span
-highlighted in the SKILL text.
+"""The verdict card: the decided label (violation, compliant, to review) and how likely, the
+reason, the words of the reply it rests on (highlighted in the reply), and each rule behind a
+violation with its source span highlighted in the SKILL text.
 
-The card cannot contradict itself: its header, its words and the colour of its evidence all
-come from one :class:`~workbench.decision.Decided` (``workbench.decision.judgement`` under the
-dataset's saved setting). Only a verdict without a score under that setting shows the judge's
-bare yes/no, and the card says so. Where the judge's own answer differs from the decision, one
-plain line says which way each went; where the gold label differs, a warning says that too."""
+The card cannot contradict itself, nor any list beside it: its header, words, reason, rules
+and the colour of its evidence all come from one decided record
+(:class:`~workbench.decision.DecidedVerdict`, what every surface reads). Only a verdict
+without a score under the dataset's setting shows the judge's bare yes/no, and the card says
+so. Where the judge's own answer differs from the decision, one plain line says which way each
+went; a case to review says why; where the gold label differs, a warning says that too."""
 
 from __future__ import annotations
 
@@ -19,11 +20,19 @@ from workbench import words
 from workbench.audit.evidence import with_quotes
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.decision import (
+    BY_EXPLAIN,
+    BY_JUDGE,
+    BY_WORKBENCH,
+    COMPLIANT,
     MIN_RANKING_AUROC,
+    REVIEW,
+    VIOLATION,
     Decided,
+    DecidedVerdict,
     DecisionSetting,
     ScoreSource,
     decide,
+    decided_verdict,
     judgement,
 )
 from workbench.graph import PolicyIndex, Span
@@ -68,21 +77,36 @@ def show_evidence(reply: str, evidence: list[dict], violation: bool = True) -> N
 
 def verdict_decision(subject: AuditTrace | Verdict | None,
                      setting: DecisionSetting | None) -> Decided | None:
-    """How the card reads a trace's (or a bare verdict's) verdict under ``setting``: its
-    score decided (the one rule, ``workbench.decision.decide``; a trace brings its activation
-    score from the setting's ``case_scores``), or, without a score under the setting, the
-    judge's yes/no as it stands (``source`` VERDICT). None without a verdict."""
+    """How a trace's (or a bare verdict's) score is decided under ``setting`` (the one rule,
+    ``workbench.decision.decide``; a trace brings its activation score from the setting's
+    ``case_scores``), or, without a score under the setting, the judge's yes/no as it stands
+    (``source`` VERDICT). None without a verdict. The card itself reads the decided record."""
     verdict = subject.verdict if isinstance(subject, AuditTrace) else subject
     if verdict is None:
         return None
     return judgement(subject, setting) or decide(setting, verdict=bool(verdict.violation))
 
 
-def decided_word(verdict: AuditTrace | Verdict | None, setting: DecisionSetting | None) -> str | None:
-    """"violation" / "compliant" as the card says it, or None without a verdict: lists
-    beside the card use it so a row never says otherwise."""
-    d = verdict_decision(verdict, setting)
-    return None if d is None else verdict_word(d.violation)
+def record_of(trace: AuditTrace, setting: DecisionSetting | None,
+              verdict: DecidedVerdict | None = None) -> DecidedVerdict:
+    """The decided record the card shows: ``verdict`` when the page has it (with the stored
+    explanation and decisions), else built from the trace under ``setting``."""
+    if verdict is not None:
+        return verdict
+    return decided_verdict(trace, saved=(0, setting) if setting is not None else None)
+
+
+def decided_word(trace: AuditTrace | Verdict | None, setting: DecisionSetting | None,
+                 verdict: DecidedVerdict | None = None) -> str | None:
+    """"violation" / "compliant" / "review" as the card says it, or None without a verdict:
+    lists beside the card use it so a row never says otherwise. A bare ``Verdict`` (no trace,
+    so no rule to check) is read by its score's decision alone."""
+    if isinstance(trace, Verdict):
+        d = verdict_decision(trace, setting)
+        return None if d is None else verdict_word(d.violation)
+    if trace is None or trace.verdict is None:
+        return None
+    return record_of(trace, setting, verdict).label
 
 
 def disagreement_line(verdict: Verdict, decided: Decided) -> str | None:
@@ -94,13 +118,15 @@ def disagreement_line(verdict: Verdict, decided: Decided) -> str | None:
             f"{score} decides {verdict_word(decided.violation)}.")
 
 
-def gold_line(gold: str | None, violation: bool) -> str | None:
+def gold_line(gold: str | None, label: str | bool) -> str | None:
     """"Gold label: violation — the verdict says compliant" when the gold label disagrees
-    with the decision shown, else None (no label, or they agree)."""
+    with the label shown, else None (no label, they agree, or the case is to review)."""
     truth = label_violation(gold)
-    if truth is None or truth == violation:
+    if isinstance(label, bool):
+        label = verdict_word(label)
+    if truth is None or label not in (VIOLATION, COMPLIANT) or truth == (label == VIOLATION):
         return None
-    return f"Gold label: {gold_word(gold)} — the verdict says {verdict_word(violation)}"
+    return f"Gold label: {gold_word(gold)} — the verdict says {label}"
 
 
 def no_ranking_line(setting: DecisionSetting | None) -> str | None:
@@ -116,60 +142,85 @@ def no_ranking_line(setting: DecisionSetting | None) -> str | None:
             "verdict yourself.")
 
 
+REASON_CAPTIONS = {
+    BY_JUDGE: "Reason given by the judge",
+    BY_EXPLAIN: "Rule and words found for the score's decision (the judge, asked again)",
+    BY_WORKBENCH: "Why",
+}
+
+
 def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: str | None = None,
-                 setting: DecisionSetting | None = None, gold: str | None = None) -> None:
-    """``reply``: the audited reply, to mark the evidence in; ``setting``: the saved
-    decision setting that reads the score (none: 0.5, uncalibrated); ``gold``: the case's
-    gold label, to say when it disagrees with the decision."""
-    verdict, error = trace.verdict, trace.error
+                 setting: DecisionSetting | None = None, gold: str | None = None,
+                 verdict: DecidedVerdict | None = None) -> None:
+    """The card of ``trace``'s decided record (``verdict``, the page's; else built under
+    ``setting``, the saved setting that reads the score — none: 0.5, uncalibrated).
+    ``reply``: the audited reply, to mark the evidence in; ``gold``: the case's gold label, to
+    say when it disagrees with the label."""
+    error = trace.error
     with st.container(border=True, key=f"verdict_{key}"):
         if error is not None:
             st.error(f"No verdict — {md(error.kind)}: {md(error.message)}")
             return
-        decided = verdict_decision(trace, setting)
-        if verdict is None or decided is None:
+        if trace.verdict is None:
             st.info("Not judged (run with a judge to get a verdict).")
             return
-        _header(verdict, decided, setting)
-        if line := gold_line(gold, decided.violation):
+        record = record_of(trace, setting, verdict)
+        _header(trace.verdict, record, setting)
+        if line := gold_line(gold, record.label):
             st.warning(line, icon=":material/balance:")
-        if reply is not None and verdict.evidence:
-            show_evidence(reply, verdict.evidence, decided.violation)
+        if reply is not None and record.evidence:
+            show_evidence(reply, list(record.evidence), record.violation)
         if trace.parts:
             st.caption(f"Judged in {len(trace.parts)} parts: the context did not fit the "
                        "judge's window whole (parts listed with the trace steps).")
-        st.caption("Reason given by the judge")
-        st.text(verdict.reason)
-        if verdict.unknown_rule_ids:
-            st.warning("Cited ids not in the judged context (flagged): "
-                       + md(", ".join(verdict.unknown_rule_ids)))
-        if verdict.violation and not verdict.reason_cites:
-            st.warning("The reason cites none of the violated rule ids.")
-        # Under a compliant decision the judge's citations are not "violated rules".
-        cited_as = "Violated rule" if decided.violation else "Rule the judge cited"
-        for rid in verdict.violated_rules:
-            skill, rule = locate_rule(index, trace.closure, rid) if index else (None, None)
-            # The id is md-escaped text; the link's values are percent-encoded (no ")" or
-            # space can end the markdown link early).
-            st.markdown(f"**{cited_as} [{md(rid)}]({graph_link(skill.name, rid)})**" if rule
-                        else f"**Cited {md(rid)}**")
-            if rule is None:
-                st.caption("(not a rule of the loaded index — a passage id or an unknown id)")
-                continue
-            st.text(f"{skill.name} · {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}")
-            if rule.spans:
-                show_source(skill.source, rule.spans, context_chars=250)
-        if verdict.per_rule:
-            with st.expander(f"Per-rule answers ({len(verdict.per_rule)})"):
-                st.dataframe(verdict.per_rule, hide_index=True, width="stretch")
+        if record.label != REVIEW:  # a case to review says why in its header
+            st.caption(REASON_CAPTIONS.get(record.reason_by, "Reason"))
+            st.text(record.reason)
+        _rules(trace, record, index)
 
 
-def _header(verdict: Verdict, decided: Decided, setting: DecisionSetting | None) -> None:
-    """The coloured header and the words under it, both from ``decided``."""
-    if decided.violation:
-        st.error("Violation", icon=":material/error:")
+def _rules(trace: AuditTrace, record: DecidedVerdict, index: PolicyIndex | None) -> None:
+    verdict = trace.verdict
+    assert verdict is not None
+    if verdict.unknown_rule_ids:
+        st.warning("Cited ids not in the judged context (flagged): "
+                   + md(", ".join(verdict.unknown_rule_ids)))
+    if record.violation and record.reason_by == BY_JUDGE and not verdict.reason_cites:
+        st.warning("The reason cites none of the violated rule ids.")
+    # The rules behind a violation; under any other label the judge's citations are not
+    # "violated rules", only what the judge named.
+    shown = [("Violated rule", rid) for rid in record.rules] if record.violation else [
+        ("Rule the judge cited", rid) for rid in verdict.violated_rules]
+    for cited_as, rid in shown:
+        skill, rule = locate_rule(index, trace.closure, rid) if index else (None, None)
+        # The id is md-escaped text; the link's values are percent-encoded (no ")" or
+        # space can end the markdown link early).
+        st.markdown(f"**{cited_as} [{md(rid)}]({graph_link(skill.name, rid)})**" if rule
+                    else f"**Cited {md(rid)}**")
+        if rule is None:
+            st.caption("(not a rule of the loaded index — a passage id or an unknown id)")
+            continue
+        st.text(f"{skill.name} · {rule.modality}\nWhen: {rule.condition}\nThen: {rule.action}")
+        if rule.spans:
+            show_source(skill.source, rule.spans, context_chars=250)
+    if verdict.per_rule:
+        with st.expander(f"Per-rule answers ({len(verdict.per_rule)})"):
+            st.dataframe(verdict.per_rule, hide_index=True, width="stretch")
+
+
+LABEL_WORDS = {VIOLATION: "Violation", COMPLIANT: "Compliant", REVIEW: "To review"}
+
+
+def _header(verdict: Verdict, record: DecidedVerdict, setting: DecisionSetting | None) -> None:
+    """The coloured header and the words under it, both from ``record``."""
+    decided = record.decided
+    assert decided is not None  # a judged trace's record
+    if record.label == VIOLATION:
+        st.error(LABEL_WORDS[VIOLATION], icon=":material/error:")
+    elif record.label == COMPLIANT:
+        st.success(LABEL_WORDS[COMPLIANT], icon=":material/check_circle:")
     else:
-        st.success("Compliant", icon=":material/check_circle:")
+        st.warning(LABEL_WORDS[REVIEW], icon=":material/help:")
     if decided.source is ScoreSource.VERDICT:
         st.caption("No score for this verdict under the dataset's setting"
                    + (" (it scores the judge's activations, not captured for this case)"
@@ -180,6 +231,8 @@ def _header(verdict: Verdict, decided: Decided, setting: DecisionSetting | None)
                     help=_probability_help(verdict, decided, setting))
         if line := disagreement_line(verdict, decided):
             st.markdown(md(line))
+    if record.label == REVIEW and record.doubt:
+        st.markdown(md(record.doubt))
     if line := no_ranking_line(setting):
         st.warning(line)
     elif decided.automatic:

@@ -24,10 +24,14 @@ from sqlalchemy.engine import Engine
 
 from components.case_table import CASE_COLUMNS, HIDDEN_TEXT, picker_rows
 from store import audit_repo
+from store.explanations import explanation_version, explanations_for
+from store.review import decisions_for
 from workbench.audit.cases import AuditCase
 from workbench.audit.trace import AuditTrace
+from workbench.decision import DecidedVerdict, decided_verdicts
 
 Record = tuple[str, AuditTrace]
+Key = tuple[str, str, str]  # (run, case, strategy)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -90,10 +94,39 @@ def newer_unjudged(engine: Engine, dataset: str, case_id: str, shown: AuditTrace
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
+def _verdicts(url: str, dataset: str, stamp: tuple, _engine: Engine, _saved) -> dict[Key, DecidedVerdict]:
+    decisions = decisions_for(_engine, dataset)
+    return {v.key: v for v in decided_verdicts(records(_engine, dataset, None, stamp[0]), _saved,
+                                               explanations_for(_engine, dataset), decisions)}
+
+
+def verdict_stamp(engine: Engine, dataset: str) -> tuple:
+    """What the decided records of ``dataset`` depend on: traces, the saved setting's version,
+    the stored explanations and the review decisions (each a count and a newest id)."""
+    from pages._thresholds import dataset_setting
+    from store.review import decision_version
+
+    saved = dataset_setting(engine, dataset)
+    return (audit_repo.trace_version(engine, dataset), saved[0] if saved else None,
+            explanation_version(engine, dataset), decision_version(engine, dataset))
+
+
+def verdicts(engine: Engine, dataset: str, stamp: tuple | None = None) -> dict[Key, DecidedVerdict]:
+    """The decided record of every stored trace of ``dataset`` by (run, case, strategy)
+    (``workbench.decision.decided_verdicts`` under the dataset's setting, with the stored
+    explanations and review decisions), built once per :func:`verdict_stamp`. Shared: do not
+    modify. Every page's card, list and table reads these."""
+    from pages._thresholds import dataset_setting
+
+    stamp = stamp or verdict_stamp(engine, dataset)
+    return _verdicts(str(engine.url), dataset, stamp, engine, dataset_setting(engine, dataset))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _picker(url: str, dataset: str, versions: tuple, _engine: Engine) -> pd.DataFrame:
     found = cases(_engine, dataset, versions[1])
     rows = picker_rows(dataset, list(found), records(_engine, dataset, None, versions[0]),
-                       {i: c.label for i, c in found.items()})
+                       {i: c.label for i, c in found.items()}, verdicts(_engine, dataset, versions[2]))
     frame = pd.DataFrame(rows, columns=list(CASE_COLUMNS))
     frame[HIDDEN_TEXT] = [found[r["case"]].said for r in rows]  # searched, never shown
     return frame
@@ -103,7 +136,8 @@ def picker_frame(engine: Engine, dataset: str) -> pd.DataFrame:
     """Replay's case list (``components.case_table.picker_rows``) with each case's
     conversation as searchable text, built once per data version (1,000 cases cost ~75 ms
     a rerun otherwise). Shared: do not modify."""
-    return _picker(str(engine.url), dataset, versions(engine, dataset), engine)
+    return _picker(str(engine.url), dataset,
+                   (*versions(engine, dataset), verdict_stamp(engine, dataset)), engine)
 
 
 def clear() -> None:
@@ -111,3 +145,4 @@ def clear() -> None:
     _cases.clear()
     _records.clear()
     _picker.clear()
+    _verdicts.clear()

@@ -14,7 +14,7 @@ from components.safe import md
 from store.labelled import labelled_traces
 from store.review import decisions_for
 from store.thresholds import save_threshold, scope_name
-from workbench.decision import DecisionSetting, calibration_report, scored_traces
+from workbench.decision import DecisionSetting, calibration_report, score_aurocs, scored_traces
 from workbench.errors import WorkbenchError
 
 FLASH = "ev_cal_flash"
@@ -32,6 +32,16 @@ def _report(url: str, dataset: str, runs: tuple[str, ...], version: tuple) -> di
     modes = sorted({t.judge_mode for t in traces if t.id in truth})
     strategies = sorted({t.strategy for t in traces if t.id in truth})
     return calibration_report(scored, bare, judge_mode=",".join(modes), strategy=",".join(strategies))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _aurocs(url: str, dataset: str, version: tuple, setting_version: int | None,
+            _saved) -> dict[str, tuple[float, int]]:
+    """One AUROC per score on the dataset's labelled cases, named (``score_aurocs``)."""
+    from store.db import make_engine
+
+    traces, truth = labelled_traces(make_engine(url), dataset)
+    return score_aurocs(traces, truth, _saved[1] if _saved else None)
 
 
 def _save(eng: Engine, dataset: str, report: dict, base: int | None) -> None:
@@ -59,6 +69,7 @@ def calibration_section(eng: Engine, datasets: list[str], versions) -> None:
         stamp = (versions(eng, dataset), len(decisions_for(eng, dataset)))
         report = _report(str(eng.url), dataset, (), stamp)
         saved = dataset_setting(eng, dataset)
+        aurocs = _aurocs(str(eng.url), dataset, stamp, saved[0] if saved else None, saved)
     except (WorkbenchError, ValueError) as exc:
         show_error(exc)
         return
@@ -72,7 +83,7 @@ def calibration_section(eng: Engine, datasets: list[str], versions) -> None:
     refusal = ("" if identity.allowed("decide reviews") else
                "Saving a threshold decides how verdicts are read: it needs an analyst, reviewer "
                "or admin (sign in on the sidebar).")
-    show_calibration(report, key=f"ev_cal_{dataset}",
+    show_calibration(report, key=f"ev_cal_{dataset}", aurocs=aurocs,
                      saved=(saved[0], saved[1].threshold) if saved else None,
                      on_save=lambda: _save(eng, dataset, report, saved[0] if saved else None),
                      save_refusal=refusal or "")

@@ -27,8 +27,10 @@ from workbench.review.queue import (
     DECISIONS,
     QueueItem,
     ReviewDecision,
+    decision_on,
     item_text,
     plan_bulk,
+    shown_stands,
 )
 
 CONFIRM_KEY, OVERTURN_KEY, WRONG_RULE_KEY, UNDO_KEY = "y", "n", "w", "u"
@@ -66,11 +68,20 @@ def record_decisions(eng: Engine, decisions: list[ReviewDecision], reviewer: str
     return True
 
 
+def _shown_words(item: QueueItem) -> tuple[str, str]:
+    """What confirm and overturn say of this card: (confirm's label, overturn's label)."""
+    stands = shown_stands(item.verdict)
+    if stands is None:
+        return "the verdict stands", "it does not"
+    return ("violation", "compliant") if stands else ("compliant", "violation")
+
+
 def _decide(eng: Engine, item: QueueItem, decision: str, reviewer: str, pos_key: str, size: int,
             advance: bool) -> None:
     note = st.session_state.get(f"rv_note_{item_key(item)}", "") or ""
-    made = ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy, reviewer,
-                          decision, note, item.violation)
+    # What the card showed and what the analyst says: confirm, overturn and wrong rule stand
+    # for or against the label shown (workbench.review.queue.decision_on).
+    made = decision_on(item.verdict, item.dataset, reviewer, decision, note)
     if not record_decisions(eng, [made], reviewer):
         return
     queue_nav.leave_flash(FLASH, "success", f"{VERB[decision]} the {item.strategy} verdict on "
@@ -113,18 +124,20 @@ def decision_buttons(eng: Engine, item: QueueItem, reviewer: str, decisions: lis
     # 800 px and to "Confirm ver…" at 1280 (issue 44). The full meaning and the key are in
     # each button's tooltip; the key also shows on the button.
     buttons = st.container(horizontal=True, wrap=True, gap="small", key="rv_decisions")
+    said = _shown_words(item)
     buttons.button("Confirm", key="rv_confirm", shortcut=CONFIRM_KEY, type="primary",
                    on_click=_decide, args=(eng, item, "confirm", *args), disabled=off,
-                   help=f"Confirm the verdict ({CONFIRM_KEY.upper()}).")
+                   help=f"Confirm the verdict ({CONFIRM_KEY.upper()}): you say {said[0]}.")
     buttons.button("Overturn", key="rv_overturn", shortcut=OVERTURN_KEY,
                    on_click=_decide, args=(eng, item, "overturn", *args), disabled=off,
-                   help=f"Overturn the verdict ({OVERTURN_KEY.upper()}); write the note first.")
+                   help=f"Overturn the verdict ({OVERTURN_KEY.upper()}): you say {said[1]}; "
+                        "write the note first.")
     buttons.button("Wrong rule", key="rv_wrong_rule", shortcut=WRONG_RULE_KEY,
                    on_click=_decide, args=(eng, item, WRONG_RULE, *args),
-                   disabled=off or not item.violation,
+                   disabled=off or shown_stands(item.verdict) is not True,
                    help=f"Right verdict, wrong rule ({WRONG_RULE_KEY.upper()}): the violation is "
-                        "real but the cited rule is not the one broken; the note names the right "
-                        "one. Only a violation cites rules.")
+                        "real but the rule behind it is not the one broken; the note names the "
+                        "right one. Only a violation rests on rules.")
     queue_nav.show_flash(FLASH)
     action = last_action(decisions, reviewer, item.dataset) if reviewer else []
     expected = tuple(sorted(d.id for d in action if d.id is not None))

@@ -1,7 +1,7 @@
 """Review → *Export verdicts*: the dataset's verdicts (newest per case and strategy, of the
 chosen runs) as OpenTelemetry evaluation events, Langfuse scores or Phoenix span annotations,
-decided under the dataset's saved setting — the same files `workbench export-verdicts`
-writes. Page-private: it reads the store."""
+each the decided record the cards show (label, rule, words, reason, review) — the same files
+`workbench export-verdicts` writes. Page-private: it reads the store."""
 
 from __future__ import annotations
 
@@ -56,12 +56,15 @@ def _payload(eng: Engine, dataset: str, runs: list[str], fmt: str) -> tuple[byte
     from workbench.export import judged_cases, langfuse_payload, otlp_json, otlp_request, phoenix_payload
 
     records = audit_cache.records(eng, dataset, runs or None)  # cached per data version
-    traces = latest_per_case([t for _run, t in records])
+    newest = latest_per_case(records, key=lambda r: r[1].id)
+    traces = [t for _run, t in newest]
     saved = dataset_setting(eng, dataset)
     setting = saved[1] if saved else None
-    scores = ({t.id: s for t in traces if (s := setting.score_of(t.id, t.strategy)) is not None}
-              if setting is not None else None)
-    chosen = judged_cases(traces, audit_cache.cases(eng, dataset), setting, scores)
+    # The decided records the cards show: the file says what the pages say.
+    stored = audit_cache.verdicts(eng, dataset)
+    verdicts = {(t.id, t.strategy): v for run, t in newest
+                if (v := stored.get((run, t.id, t.strategy))) is not None}
+    chosen = judged_cases(traces, audit_cache.cases(eng, dataset), setting, verdicts=verdicts)
     notes, count = chosen.notes(), len(chosen.cases)
     if fmt == "otlp":
         body = otlp_json(otlp_request(chosen.cases))

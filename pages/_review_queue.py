@@ -17,6 +17,7 @@ from components.safe import md
 from components.trace_settings import show_trace_settings
 from components.verdict import show_verdict
 from pages import _audit_cache as audit_cache
+from pages._explain import find_rule_button
 from pages._policy_cache import policy_index
 from pages._review_auto import auto_panel, labelled_of
 from pages._review_decide import bulk_panel, decision_buttons, item_key
@@ -74,7 +75,8 @@ def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> N
                         + agreement_text(a.analysts_alpha, "Krippendorff's α"))
             rows = [{"when (UTC)": d.created_at.isoformat(), "reviewer": d.reviewer,
                      "run": d.run_id, "case": d.case_id, "strategy": d.strategy,
-                     "decision": d.decision, "note": d.note, "record": d.id,
+                     "decision": d.decision, "shown": d.shown, "analyst_label": d.analyst_label,
+                     "note": d.note, "record": d.id,
                      "undoes": d.undoes} for d in decisions]
             st.download_button("Download all decisions (CSV)",
                                frame_csv(pd.DataFrame(rows)).encode("utf-8"),
@@ -96,9 +98,7 @@ def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
     st.text("In the queue because: " + (", ".join(REASON_TEXT[r] for r in item.reasons)
                                         or "(no reason: filters cleared)"))
     if item.others:
-        st.text("Other strategies: " + " · ".join(
-            f"{s}: {'violation' if v else 'compliant' if v is not None else 'no verdict'}"
-            for s, v in item.others.items()))
+        st.text("Other strategies: " + " · ".join(f"{s}: {label}" for s, label in item.others.items()))
     st.text(f"Gold: {gold_word(item.label)}")
     extra_gold = (getattr(case, "extra", None) or {}).get("gold") if case is not None else None
     if isinstance(extra_gold, dict):
@@ -113,19 +113,21 @@ def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
         st.caption("Decisions on this verdict (newest last)")
         st.dataframe(pd.DataFrame([
             {"when (UTC)": d.created_at.strftime("%Y-%m-%d %H:%M"), "reviewer": d.reviewer,
-             "decision": d.words + (" (undone)" if d.id in undone else ""), "note": d.note}
+             "decision": d.words + (" (undone)" if d.id in undone else ""),
+             "shown": d.shown or "–", "analyst's label": d.analyst_label or "–", "note": d.note}
             for d in mine]), hide_index=True)
     show_trace_settings(item.trace)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _queue(url: str, dataset: str, runs: tuple[str, ...] | None, versions: tuple,
-           _records: list, _cases: dict) -> list[QueueItem]:
-    """The dataset's queue items, built once per data version (``pages._audit_cache``):
-    a key press reruns the page but finds the queue already built. Shared: read-only."""
+           _records: list, _cases: dict, _verdicts: dict) -> list[QueueItem]:
+    """The dataset's queue items with their decided records, built once per data version
+    (``pages._audit_cache``: traces, cases, the setting, explanations, decisions): a key press
+    reruns the page but finds the queue already built. Shared: read-only."""
     labels = {cid: c.label for cid, c in _cases.items() if c.label}
     texts = {cid: c.said for cid, c in _cases.items()}
-    return build_queue(_records, labels, dataset, texts)
+    return build_queue(_records, labels, dataset, texts, _verdicts)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -167,10 +169,13 @@ def _position(shown: list[QueueItem], items: list[QueueItem], pos_key: str) -> N
 @st.fragment
 def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> None:
     picked = tuple(runs) or None
-    versions = audit_cache.versions(eng, dataset)  # read once: the queue is keyed on them
+    stamp = audit_cache.verdict_stamp(eng, dataset)
+    # read once: the queue is keyed on them
+    versions = (*audit_cache.versions(eng, dataset), stamp)
     cases = audit_cache.cases(eng, dataset, versions[1])
     items = _queue(str(eng.url), dataset, picked, versions,
-                   audit_cache.records(eng, dataset, picked, versions[0]), cases)
+                   audit_cache.records(eng, dataset, picked, versions[0]), cases,
+                   audit_cache.verdicts(eng, dataset, stamp))
     decisions = review_store.decisions_for(eng, dataset)
     view = view_controls(eng, reviewer, sorted({i.strategy for i in items}))
     queue = filter_queue(items, view.reasons)
@@ -206,10 +211,13 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     with left:
         show_case(case)
     with right:
-        cited = item.trace.verdict is not None and item.trace.verdict.violated_rules
+        cited = item.verdict.rules or (item.trace.verdict is not None
+                                       and item.trace.verdict.violated_rules)
         show_verdict(item.trace, policy_index(eng) if cited else None, key=item_key(item),
                      reply=case.model_response if case is not None else None, setting=setting,
-                     gold=item.label)
+                     gold=item.label, verdict=item.verdict)
+        if find_rule_button(eng, dataset, item.verdict, item.trace, case, item_key(item)):
+            st.rerun()
         advance = view.status != "not reviewed by me"  # there a decided verdict leaves the list
         decision_buttons(eng, item, reviewer, decisions, pos_key, pos, shown, advance)
         show_item(item, case, decisions)

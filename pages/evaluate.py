@@ -25,9 +25,11 @@ from workbench.words import help_for
 COMPARE = {"each run": "run", "newest trace per case and strategy": "latest"}
 
 st.title("Evaluate")
-st.caption("ACC counts a case without a verdict as wrong; violation-F1 measures how well "
-           "violations are found, on judged cases only. Gold labels and governing rules come "
-           "from the stored cases. Hover a column header for what it means, or see the Glossary.")
+st.caption("ACC and violation-F1 are those of the labels every page shows (the dataset's "
+           "saved setting decides them). ACC counts a case without a verdict, or to review, as "
+           "wrong; violation-F1 measures how well violations are found, on decided cases only. "
+           "Gold labels and governing rules come from the stored cases. Hover a column header "
+           "for what it means, or see the Glossary.")
 eng = engine()
 datasets = audit_repo.trace_datasets(eng)
 if not datasets:
@@ -43,9 +45,11 @@ rows: list[dict] = []
 case_list: list[dict] = []  # the per-case list below, from the same cases and traces
 for dataset in chosen:
     labels, gold_rules = gold_of(audit_repo.load_cases(eng, dataset))
+    # The decided records every page shows: the headline and the per-case list read them.
+    verdicts = audit_cache.verdicts(eng, dataset)
     rows += metrics_rows(dataset, audit_cache.records(eng, dataset), labels or None,
-                         gold_rules or None, by=COMPARE[compare])
-    case_list += case_rows(dataset, audit_cache.records(eng, dataset), labels)
+                         gold_rules or None, by=COMPARE[compare], verdicts=verdicts)
+    case_list += case_rows(dataset, audit_cache.records(eng, dataset), labels, verdicts)
 table = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
 if table.empty:
     st.info("Choose at least one dataset.")

@@ -18,11 +18,13 @@ from components.trace_view import show_steps
 from components.verdict import decided_word, show_verdict
 from pages import _audit_cache as audit_cache
 from pages import _replay_rerun as rerun_steps
+from pages._explain import find_rule_button
 from pages._policy_cache import audit_index, policy_index
 from pages._state import engine, model_gateway
 from pages._thresholds import dataset_setting
 from store import audit_repo
 from workbench.audit import AuditTrace, CaseFormatError, case_from_dict
+from workbench.decision import DecidedVerdict
 from workbench.errors import WorkbenchError
 from workbench.inputs import InputError, loads_json
 from workbench.llm import load_config
@@ -111,6 +113,10 @@ def preview_key(strategy: str) -> str:
 # Unpinned, a newer trace without a verdict (a contexts-only run) does not hide the judged one.
 stored_traces = {} if dataset == PASTE else audit_cache.case_traces(
     eng, dataset, case.id, pinned_run or None, prefer_judged=not pinned_run)
+stored_verdicts = {} if dataset == PASTE else audit_cache.verdicts(eng, dataset)
+# Which run each shown trace was stored in (the record's key holds the run).
+_run_of = {} if dataset == PASTE else {
+    id(t): run for run, t in audit_cache.records(eng, dataset) if t.id == case.id}
 
 
 def stored(strategy: str) -> AuditTrace | None:
@@ -121,6 +127,14 @@ def stored(strategy: str) -> AuditTrace | None:
 
 def preview(strategy: str) -> AuditTrace | None:
     return None if dataset == PASTE else st.session_state.get(preview_key(strategy))
+
+
+def record(trace: AuditTrace | None) -> DecidedVerdict | None:
+    """The stored trace's decided record, as Review and every list read it (None for a
+    preview or a pasted case: the card builds one from the trace under the setting)."""
+    if trace is None or id(trace) not in _run_of:
+        return None
+    return stored_verdicts.get((_run_of[id(trace)], trace.id, trace.strategy))
 
 
 def model_config():
@@ -202,8 +216,12 @@ with right:
         saved = None if dataset == PASTE else dataset_setting(eng, dataset)
         setting = saved[1] if saved else None
         # The gold label's disagreement with the decision is a warning on the card itself.
+        shown_a = record(stored(strategy_a))
         show_verdict(trace_a, index, key="a", reply=case.model_response, setting=setting,
-                     gold=case.label)
+                     gold=case.label, verdict=shown_a)
+        if dataset != PASTE and find_rule_button(eng, dataset, shown_a, stored(strategy_a), case,
+                                                 "a"):
+            st.rerun()
         show_trace_settings(trace_a)
         newer = None if dataset == PASTE or stored(strategy_a) is None else \
             audit_cache.newer_unjudged(eng, dataset, case.id, trace_a)
@@ -225,8 +243,9 @@ if trace_a is not None:
                     continue
                 c1, c2 = st.columns(2)
                 c1.metric("Context tokens", t.context_tokens)
-                c2.metric("Verdict", decided_word(t, setting) or "–")
+                shown_t = record(stored(s))
+                c2.metric("Verdict", decided_word(t, setting, shown_t) or "–")
                 show_verdict(t, index, key=f"side_{s}", reply=case.model_response, setting=setting,
-                             gold=case.label)
+                             gold=case.label, verdict=shown_t)
     st.subheader("Trace")
     show_steps(trace_a, index, key="a")

@@ -16,6 +16,7 @@ from components.glossary import column_help
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.start_here import show_start_here
+from pages._start import start_summary
 from pages._state import engine, model_gateway, user_name
 from store import edge_decisions, repo
 from store.extraction import SqlStepStore
@@ -56,7 +57,8 @@ DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / 
 
 st.title("Skills")
 eng = engine()
-show_start_here(first_visit=not st.session_state.setdefault("start_here_seen", False))
+show_start_here(first_visit=not st.session_state.setdefault("start_here_seen", False),
+                decided=start_summary(eng))  # what is decided now (issue 53)
 st.session_state["start_here_seen"] = True
 queue_nav.show_flash("skills_deleted")  # a deletion says what it did, above everything else
 

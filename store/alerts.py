@@ -255,10 +255,10 @@ def check_audited(engine: Engine, dataset: str, traces: Sequence[AuditTrace]) ->
                     col(AlertRuleRow.removed).is_(False), col(AlertRuleRow.paused).is_(False))).all():
                 rule = _rule(row)
                 if rule.kind == RuleKind.VIOLATION:
-                    fired = new_violations(rule, traces, dataset)
+                    fired = new_violations(rule, traces, dataset, saved)
                 else:
                     one, row.above = share_fired(rule, _recent(session, dataset, rule.window),
-                                                 dataset, row.above)
+                                                 dataset, row.above, saved)
                     session.add(row)
                     fired = [one] if one else []
                 silenced = row.silenced_until is not None and row.silenced_until > now
@@ -275,6 +275,9 @@ def check_audited(engine: Engine, dataset: str, traces: Sequence[AuditTrace]) ->
                                                       col(AlertRuleRow.paused).is_(False))
                         .limit(1)).first() is None:
             return []
+    from store.verdicts import dataset_setting  # alerts decide from the decided record (issue 53)
+
+    saved = dataset_setting(engine, dataset)  # read by write(), once rules are known to exist
     keys = retry_conflicts(write)
     if keys:
         deliverer(engine).wake()

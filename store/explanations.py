@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable
 from datetime import datetime
 
+from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
@@ -64,3 +65,11 @@ def explanations_for(engine: Engine, dataset: str) -> dict[Key, Explanation]:
             out[(r.run_id, r.case_id, r.strategy)] = Explanation.from_dict(
                 json.loads(r.explanation_json))
     return out
+
+
+def explanation_version(engine: Engine, dataset: str) -> tuple[int, int]:
+    """(rows, newest id) of ``dataset``'s explanations: a key for what is derived from them."""
+    with Session(engine) as session:
+        n, newest = session.exec(select(func.count(), func.max(VerdictExplanationRow.id))
+                                 .where(VerdictExplanationRow.dataset == dataset)).one()
+    return int(n or 0), int(newest or 0)

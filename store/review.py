@@ -180,3 +180,14 @@ def last_decision(engine: Engine, dataset: str, reviewer: str) -> list[ReviewDec
     """What :func:`undo_last` would take back now (for the page's Undo button)."""
     return last_action(decisions_for(engine, dataset, reviewer=reviewer.strip()),
                        reviewer.strip(), dataset)
+
+
+def decision_version(engine: Engine, dataset: str) -> tuple[int, int]:
+    """(records, newest id) of ``dataset``'s decisions: decisions are only ever added, so the
+    pair identifies their state (a key for the decided records built from them)."""
+    from sqlalchemy import func
+
+    with Session(engine) as session:
+        n, newest = session.exec(select(func.count(), func.max(ReviewDecisionRow.id))
+                                 .where(ReviewDecisionRow.dataset == dataset)).one()
+    return int(n or 0), int(newest or 0)

@@ -42,7 +42,8 @@ def seed_labelled(eng, dataset: str = DATASET, run: str = "run-1") -> None:
                                label="negative" if violation else "positive",
                                context=f"user: where is my refund for order {n}?"))
         traces.append(AuditTrace(id=cid, strategy="cdg", session=f"conv-{n}",
-                                 verdict=Verdict(p >= 0.5, f"hand-set at {p:.2f}", [],
+                                 verdict=Verdict(p >= 0.5, f"hand-set at {p:.2f}",
+                                                 ["R1"] if p >= 0.5 else [],
                                                  probability=p, probability_source="logprobs",
                                                  evidence=[{"start": 8, "end": 36,
                                                             "quote": REPLY[8:36]}])))

@@ -69,5 +69,7 @@ def test_pages_decide_a_dataset_from_its_stored_activations(tmp_path, db, capsys
     # the card's words and header come from the same decision
     from components.verdict import decided_word, verdict_decision
 
-    assert decided_word(violation, setting) == "violation"
+    # The score decided violation over the judge's "compliant" and no rule was found for it
+    # yet: the card and every list say "review" (issue 53), never a violation without a rule.
+    assert decided_word(violation, setting) == "review"
     assert verdict_decision(violation, setting).confidence == decided.confidence

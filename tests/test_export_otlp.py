@@ -111,7 +111,9 @@ def test_a_threshold_and_a_guarantee_reach_the_event(demo):
         d = decide(setting, probability=t.verdict.probability, verdict=t.verdict.violation)
         r = by_case[t.id]
         a = attrs(r)
-        assert a["gen_ai.evaluation.score.label"] == str(d.outcome)
+        # The decided record: a violation 0.3 decides over the judge's "compliant" has no rule
+        # behind it yet, so it is to review (never a violation explained by "complies").
+        assert a["gen_ai.evaluation.score.label"] == ("review" if d.violation else "compliant")
         assert a["skillcdg.decision.automatic"] is d.automatic
         assert a["skillcdg.decision.threshold"] == 0.3 and a["skillcdg.decision.guarantee.alpha"] == 0.1
         assert r.severity_text == ("WARN" if d.violation else "INFO")
@@ -140,6 +142,7 @@ def test_violated_rules_carry_their_skill_and_source_span(demo):
     t = traces[0]
     rule = t.closure["airline-policy"][0]
     t.verdict.violation, t.verdict.violated_rules = True, [rule]
+    t.verdict.probability, t.verdict.reason = 0.9, f"Breaks {rule}."
     start, end = t.unit_spans[rule]["spans"][0]
     a = attrs(records(decode(otlp_json(otlp_request(judged_cases([t], cases).cases))))[0])
     assert a["skillcdg.violated_rules"] == [rule]

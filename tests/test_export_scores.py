@@ -28,7 +28,7 @@ from workbench.audit.cases import load_cases
 from workbench.audit.importers import ImportOptions, read_cases_file
 from workbench.audit.trace_file import read_traces
 from workbench.cli import main
-from workbench.decision import DecisionSetting, decide
+from workbench.decision import DecisionSetting, decide, decided_verdict
 from workbench.export import (
     ExportError,
     judged_cases,
@@ -139,7 +139,12 @@ def test_demo_langfuse_payload_follows_the_ingestion_schema(demo):
     for t in traces:
         d = decide(setting, probability=t.verdict.probability, verdict=t.verdict.violation)
         label = by[(t.id, "skillcdg.compliance")]  # not from OTel: the case id names the trace
-        assert label["value"] == str(d.outcome) and label["comment"] == t.verdict.reason
+        # The decided record's label: the demo's judge said compliant everywhere, so a case
+        # 0.3 decides a violation has no rule behind it yet and is to review, saying why.
+        record = decided_verdict(t, saved=(0, setting))
+        assert label["value"] == record.label == ("review" if d.violation else "compliant")
+        assert label["comment"] == record.reason
+        assert (label["comment"] == t.verdict.reason) is not d.violation
         assert label["metadata"]["threshold"] == 0.3 and "observationId" not in label
         assert by[(t.id, "skillcdg.violation_probability")]["value"] == pytest.approx(d.probability)
     # Exporting again updates the same scores (the body id upserts), with new envelopes.

@@ -37,11 +37,12 @@ def db(tmp_path, monkeypatch):
         for case, violation in zip(cases, verdicts, strict=True):
             t = audit_case(case, index, strategy, None, AuditOptions(judge_mode="none"))
             t.judge_mode = "whole"
-            t.verdict = Verdict(violation, "r", [])
+            # A violation names a rule of its context, as the whole-mode judge must.
+            t.verdict = Verdict(violation, "r", (t.closure_ids or t.units)[:1] if violation else [])
             traces.append(t)
         audit_repo.save_traces(eng, traces, run, "demo", actor=COMMAND_LINE)
     audit_repo.save_traces(eng, [AuditTrace(id="x", strategy="cdg", label="negative",
-                                            verdict=Verdict(True, "", []))], "r<script>", ODD,
+                                            verdict=Verdict(True, "", ["R1"]))], "r<script>", ODD,
                             actor=COMMAND_LINE)
     yield eng
     eng.dispose()

@@ -41,7 +41,9 @@ def seed_traces(eng, index: PolicyIndex, cases) -> None:
         for cid, violation in verdicts.items():
             t = audit_case(by_id[cid], aindex, strategy, None, AuditOptions(judge_mode="none"))
             t.judge_mode = "whole"
-            t.verdict = Verdict(violation, f"judge says {violation} {INJECTION}", [])
+            # A violation names a rule of its context, as the whole-mode judge must.
+            t.verdict = Verdict(violation, f"judge says {violation} {INJECTION}",
+                                (t.closure_ids or t.units)[:1] if violation else [])
             traces.append(t)
         audit_repo.save_traces(eng, traces, f"run-{strategy}", "demo", actor=COMMAND_LINE)
 
@@ -89,7 +91,7 @@ def test_queue_lists_flagged_disagreeing_and_gold_mismatched_verdicts(db):
     at = open_page()
     # ret-002 (compliant everywhere, gold compliant) has no reason to be in the queue.
     assert card(at) == "1/6 · case mor-001-delay-not-yet-late · cdg · run run-cdg"
-    assert "In the queue because: judge flagged a violation" in [t.value for t in at.text]
+    assert "In the queue because: decided violation" in [t.value for t in at.text]
     assert at.get("progress")[0].proto.text == "0 of 6 reviewed (0 by you)"
     at.multiselect(key="rv_reasons").set_value(["strategies-disagree"]).run()
     assert card(at).startswith("1/2 · case air-001-compensation-regular-economy · cdg")
@@ -97,7 +99,7 @@ def test_queue_lists_flagged_disagreeing_and_gold_mismatched_verdicts(db):
     at.multiselect(key="rv_reasons").set_value(["gold-mismatch"]).run()
     assert card(at).startswith("1/3 · case mor-003-delay-premier-credit · cdg")
     # Search reaches the conversation text: only the skillet case mentions a skillet.
-    at.multiselect(key="rv_reasons").set_value(["flagged", "strategies-disagree", "gold-mismatch"])
+    at.multiselect(key="rv_reasons").set_value(["decided-violation", "strategies-disagree", "gold-mismatch"])
     at.text_input(key="rv_query").set_value("SKILLET raw").run()
     assert card(at) == "1/1 · case mor-001-delay-not-yet-late · raw · run run-raw"
     at.text_input(key="rv_query").set_value("no such words").run()
@@ -223,11 +225,13 @@ def test_batch_audit_with_the_recorded_judge_feeds_the_queue(merchant_db):
     assert run == "replayed" and trace.verdict.violation is False  # the 1.5B judge misses it
     # The gold label says violation: the miss waits in the queue for an analyst.
     assert card(at) == "1/1 · case merchant-delay-violation · cdg · run replayed"
-    assert "In the queue because: judge disagrees with the gold label" in [t.value for t in at.text]
+    why = next(t.value for t in at.text if t.value.startswith("In the queue because:"))
+    assert "gold disagrees with the decision" in why
     at.text_input(key=note_key(at)).set_value("7-day tier paid for a 2-day delay")
     at.button(key="rv_overturn").click().run()
     [d] = decisions_for(merchant_db, "merchant")
     assert (d.decision, d.judge_violation, d.implied_violation) == ("overturn", False, True)
+    assert (d.shown, d.analyst_label) == ("compliant", "violation")
 
 
 def test_missing_recording_stops_the_run_with_advice(merchant_db, tmp_path, monkeypatch):

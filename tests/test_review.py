@@ -37,8 +37,9 @@ def trace(cid, strategy, violation, label=None, reason="", **extra):
     return AuditTrace.from_dict(trace_json(cid, strategy, violation, label, reason, **extra))
 
 
-# c1: both strategies flag it, gold says violation -> flagged only.
-# c2: cdg compliant, raw flags it, gold compliant -> raw: flagged + disagree + mismatch;
+# c1: both strategies decide violation, gold says violation -> decided violation only.
+# c2: cdg compliant, raw decides violation, gold compliant -> raw: decided violation +
+#     disagree + mismatch;
 #     cdg: disagree only.
 # c3: cdg compliant, gold violation -> mismatch only; raw failed (no verdict).
 # c4: cdg compliant, gold compliant -> no reason.
@@ -61,16 +62,16 @@ def reasons_of(items):
 def test_queue_reasons_use_the_newest_trace_per_case_and_strategy():
     items = build_queue(RECORDS, dataset="demo")
     assert reasons_of(items) == {
-        ("c1", "cdg"): ("flagged",),
+        ("c1", "cdg"): ("decided-violation",),
         ("c2", "cdg"): ("strategies-disagree",),
         ("c3", "cdg"): ("gold-mismatch",),
         ("c4", "cdg"): (),
-        ("c1", "raw"): ("flagged",),
-        ("c2", "raw"): ("flagged", "strategies-disagree", "gold-mismatch"),
+        ("c1", "raw"): ("decided-violation",),
+        ("c2", "raw"): ("decided-violation", "strategies-disagree", "gold-mismatch"),
     }  # c3/raw has no verdict: nothing to confirm, so it is not queued
     first = items[0]
     assert first.key == ("run-c", "c1", "cdg") and first.dataset == "demo"
-    assert first.others == {"raw": True}
+    assert first.others == {"raw": "violation"}
 
 
 def test_gold_labels_given_override_those_in_traces():

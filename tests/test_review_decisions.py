@@ -41,7 +41,7 @@ def test_three_decisions_and_what_each_implies():
 @pytest.mark.parametrize("bad, message", [
     (dict(what="overturn"), "needs a note saying why"),
     (dict(what="wrong-rule"), "needs a note naming the rule"),
-    (dict(what="wrong-rule", note="C1", judge=False), "cited no rule to be wrong"),
+    (dict(what="wrong-rule", note="C1", judge=False), "no rule stands behind it to be wrong"),
     (dict(what="maybe"), "decision must be one of confirm, overturn, wrong-rule"),
     (dict(what="undo"), "names the decision it withdraws"),
     (dict(what="confirm", undoes=3), "only an undo record does"),
@@ -79,7 +79,7 @@ def _items():
     traces = [("r1", AuditTrace("c1", "cdg", label="negative", verdict=Verdict(True, "r", ["R1"]))),
               ("r1", AuditTrace("c2", "cdg", label="positive", verdict=Verdict(True, "r", ["R2"]))),
               ("r1", AuditTrace("c3", "cdg", label="negative", verdict=Verdict(False, "r", []))),
-              ("r1", AuditTrace("c3", "raw", label="negative", verdict=Verdict(True, "r", [])))]
+              ("r1", AuditTrace("c3", "raw", label="negative", verdict=Verdict(True, "r", ["R3"])))]
     texts = {"c1": "the customer asks for a refund", "c2": "a skillet arrived broken",
              "c3": "the order was late"}
     return build_queue(traces, None, "demo", texts)
@@ -107,17 +107,19 @@ def test_bulk_plan_previews_what_it_records_and_skips_compliant_for_wrong_rule()
 
 
 def test_a_view_round_trips_through_url_parameters_and_names_what_it_ignores():
-    view = ReviewView(reasons=("flagged",), query="skillet", verdict=("violation",),
+    view = ReviewView(reasons=("decided-violation",), query="skillet", verdict=("violation",),
                       strategies=("cdg",), sort="case", descending=True)
     params = view.to_params()
-    assert params == {"reasons": "flagged", "q": "skillet", "verdict": "violation",
+    assert params == {"reasons": "decided-violation", "q": "skillet", "verdict": "violation",
                       "strategy_in": "cdg", "sort": "case", "desc": "1"}
     assert ReviewView.from_params(params) == (view, [])
+    # An address or saved view written before the decided record keeps its meaning.
+    assert ReviewView.from_params({**params, "reasons": "flagged"}) == (view, [])
     assert ReviewView().to_params() == {}  # the plain queue has a clean address
     assert ReviewView.from_params({"reasons": "none"})[0].reasons == ()
     back, problems = ReviewView.from_params({"verdict": "violation,maybe", "sort": "vibes"})
     assert back.verdict == ("violation",) and back.sort == "uncertainty"  # the default: most doubtful first
-    assert problems == ["verdict: maybe (use violation, compliant)",
+    assert problems == ["verdict: maybe (use violation, compliant, review)",
                         "sort: vibes (use " + ", ".join(SORTS) + ")"]
 
 

@@ -23,7 +23,8 @@ REPLY = "Your order is running late. We will refund you."
 
 
 def judged(violation: bool, p: float | None) -> Verdict:
-    return Verdict(violation, "hand-set", [], probability=p, probability_source="logprobs",
+    return Verdict(violation, "hand-set", ["R1"] if violation else [], probability=p,
+                   probability_source="logprobs",
                    evidence=[{"start": 0, "end": 26, "quote": REPLY[:26]}])
 
 
@@ -67,7 +68,9 @@ def _card(violation: bool, p: float | None, setting: dict | None, gold: str | No
         from workbench.decision import DecisionSetting
 
         reply = "Your order is running late. We will refund you."
-        verdict = Verdict(violation, "hand-set", [], probability=p, probability_source="logprobs",
+        # A violation names a rule, as the whole-mode judge must.
+        verdict = Verdict(violation, "hand-set", ["R1"] if violation else [], probability=p,
+                          probability_source="logprobs",
                           evidence=[{"start": 0, "end": 26, "quote": reply[:26]}])
         show_verdict(AuditTrace(id="c1", strategy="cdg", verdict=verdict), None, key="t",
                      reply=reply, setting=DecisionSetting(**setting) if setting else None, gold=gold)
@@ -93,9 +96,12 @@ def test_the_header_and_the_words_under_it_agree(setting, header, words):
     said_otherwise = ("The judge answered violation; at this dataset's setting its probability "
                       "decides compliant.")
     assert (said_otherwise in shown) == (header == "Compliant")
-    # Evidence of a compliant decision is not painted like a violation's.
-    kind = "compliant" if header == "Compliant" else "violation"
-    assert f'class="wb-{kind}"' in _html(at) and f'data-kind="{kind}"' in _html(at)
+    # The judge's words for a violation are not shown as what a compliant decision rests on;
+    # a violation's are marked as a violation's.
+    if header == "Compliant":
+        assert "wb-evidence" not in _html(at)
+    else:
+        assert 'class="wb-violation"' in _html(at) and 'data-kind="violation"' in _html(at)
 
 
 def test_the_gold_label_disagreeing_is_a_warning_on_the_card():

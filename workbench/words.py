@@ -60,6 +60,18 @@ TERMS: tuple[Term, ...] = (
     Term("violation", "The agent's reply breaks at least one rule of the policy. As a gold "
          "label: the dataset's reference answer says so.", "labels"),
     Term("compliant", "The agent's reply breaks no rule of the policy.", "labels"),
+    Term("to review", "A case the workbench does not decide on its own: its score decided a "
+         "violation but no rule of the judged closure stands behind it yet (\"Find the rule\" "
+         "asks the judge), or it was not judged. Counted apart, never as a violation or as "
+         "compliant.", "labels"),
+    Term("in doubt", "Why a case is in the Review queue: it is to review, or its decision is "
+         "less than \"likely\" (the card reads \"possible violation\" or \"probably "
+         "compliant\").", "Review"),
+    Term("Find the rule", "Asks the judge, on the same conversation, which rule of the judged "
+         "closure the reply most likely breaks and which of its words break it, when a score "
+         "decided a violation the judge's own words did not name. The rule must be one of the "
+         "closure's and the words must be in the reply; otherwise none is shown and the case "
+         "stays to review.", "Review"),
     Term("violation probability", "How likely the judge finds a violation, from its own "
          "token probabilities for the verdict (or the share of several sampled answers). Shown "
          "calibrated when a threshold was saved for the dataset from labelled cases.", "verdicts"),
@@ -144,11 +156,12 @@ TERMS: tuple[Term, ...] = (
          "0.61–0.80 substantial, 0.81–1 almost perfect. Beside an α: Krippendorff's "
          "(Content Analysis, 2nd ed., 2004, p. 241): from 0.80 reliable, 0.667–0.80 enough "
          "for tentative conclusions only, below 0.667 unreliable.", "Review, Annotate"),
-    Term("right verdict, wrong rule", "An analyst's decision that the judge's violation is "
-         "real but the rule it cites is not the one broken; the note names the rule that is. "
+    Term("right verdict, wrong rule", "An analyst's decision that the violation shown is "
+         "real but the rule behind it is not the one broken; the note names the rule that is. "
          "Counts as agreeing with the verdict.", "Review"),
-    Term("analysts vs gold", "Share of reviewed verdicts where the analysts' decision "
-         "matches the gold label.", "Review"),
+    Term("analysts vs gold", "Share of reviewed verdicts where the analyst's own label (the "
+         "label shown when confirmed, its opposite when overturned) matches the gold label.",
+         "Review"),
     # -- procedures (Contracts)
     Term("PCR", "Protocol completion rate: share of conversations that reached an accepted "
          "end of the procedure.", "Contracts"),

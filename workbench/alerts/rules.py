@@ -1,12 +1,15 @@
 """The two kinds of alert rule and what fires them.
 
-- ``violation``: a newly audited case decided a violation at probability ``probability`` or
-  more, on policy ``policy`` (any policy when empty). The decision is
-  ``workbench.decision.decide`` with the rule's probability as the threshold on the
-  judge's P(violation); a verdict without a probability stands as the judge gave it.
+- ``violation``: a newly audited case whose decided record
+  (``workbench.decision.decided_verdict`` under the dataset's saved setting, what every page
+  shows) is a violation — or is to review because its score decided violation and no rule was
+  found yet, which the alert says — at a calibrated probability of ``probability`` or more
+  (``workbench.decision.violates``), on policy ``policy`` (any policy when empty). A record
+  without a score (the judge's bare yes/no) fires on its label alone.
 - ``share``: among the last ``window`` audited cases of the dataset (newest trace per case),
-  the share decided a violation is above ``share``. It fires when the share crosses above
-  (not again while it stays there), so a run of bad batches makes one alert, not one each.
+  the share whose decided record is a violation (or to review with a violation decided) is
+  above ``share``. It fires when the share crosses above (not again while it stays there), so
+  a run of bad batches makes one alert, not one each.
 
 Pure: the store (``store.alerts``) hands in the traces and keeps what fired.
 """
@@ -19,8 +22,10 @@ from enum import StrEnum
 from typing import Any
 
 from workbench.audit.trace import AuditTrace
-from workbench.decision import DecisionSetting, decide
+from workbench.decision import DecidedVerdict, DecisionSetting, decided_verdict, violates
 from workbench.errors import WorkbenchError
+
+Saved = tuple[int, DecisionSetting]  # a dataset's saved setting and its version
 
 
 class RuleKind(StrEnum):
@@ -88,13 +93,19 @@ class Fired:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-def decided_violation(trace: AuditTrace, threshold: float | None = None):
-    """The decision on ``trace`` (``decide``; None when it was not judged)."""
-    v = trace.verdict
-    if v is None:
+def decided_violation(trace: AuditTrace, saved: Saved | None = None,
+                      at_least: float | None = None) -> DecidedVerdict | None:
+    """``trace``'s decided record when it counts as a violation for an alert (see the module
+    doc): a violation, or to review with a violation decided, its calibrated probability at
+    or above ``at_least`` when it has one; None otherwise (compliant, not judged)."""
+    if trace.verdict is None:
         return None
-    setting = DecisionSetting(threshold) if threshold is not None else None
-    return decide(setting, probability=v.probability, verdict=v.violation)
+    record = decided_verdict(trace, saved=saved)
+    if not record.outcome_violation:
+        return None
+    if at_least is not None and record.score is not None and not violates(record.score, at_least):
+        return None
+    return record
 
 
 def _on_policy(rule: AlertRule, trace: AuditTrace) -> bool:
@@ -103,42 +114,46 @@ def _on_policy(rule: AlertRule, trace: AuditTrace) -> bool:
     return rule.policy in trace.skills
 
 
-def new_violations(rule: AlertRule, traces: Iterable[AuditTrace], dataset: str) -> list[Fired]:
-    """The alerts a ``violation`` rule fires on newly audited ``traces``."""
+def new_violations(rule: AlertRule, traces: Iterable[AuditTrace], dataset: str,
+                   saved: Saved | None = None) -> list[Fired]:
+    """The alerts a ``violation`` rule fires on newly audited ``traces`` of ``dataset``,
+    decided under its saved setting (``saved``, with its case scores; None: the default)."""
     if rule.kind != RuleKind.VIOLATION or (rule.dataset and rule.dataset != dataset):
         return []
     out = []
     for trace in traces:
-        decided = decided_violation(trace, rule.probability)
-        if decided is None or not decided.violation or not _on_policy(rule, trace):
+        record = decided_violation(trace, saved, rule.probability)
+        if record is None or not _on_policy(rule, trace):
             continue
-        p = decided.probability
+        p = record.score
         said = f"probability {p:.2f}" if p is not None else "no probability (the verdict stands)"
-        summary = f"{rule.name}: violation in case {trace.id} ({said}) on {', '.join(trace.skills)}"
+        what = "violation" if record.violation else "likely violation, to review (no rule found yet)"
+        summary = f"{rule.name}: {what} in case {trace.id} ({said}) on {', '.join(trace.skills)}"
         payload = _payload(rule, dataset, summary, {
             "case_id": trace.id, "strategy": trace.strategy, "skills": list(trace.skills),
-            "probability": p, "violated_rules": list(trace.verdict.violated_rules),
-            "reason": trace.verdict.reason[:500]})
+            "label": record.label, "probability": p, "score_source": record.score_source,
+            "setting_version": record.setting_version, "violated_rules": list(record.rules),
+            "reason": record.reason[:500]})
         out.append(Fired(rule, f"trace:{trace.id}:{trace.strategy}", dataset, trace.id, summary,
                          payload))
     return out
 
 
-def violation_share(recent: Sequence[AuditTrace]) -> tuple[int, int]:
-    """(violations, judged) among ``recent``, each decided by ``decide`` (default setting)."""
-    decided = [d for d in (decided_violation(t) for t in recent) if d is not None]
-    return sum(d.violation for d in decided), len(decided)
+def violation_share(recent: Sequence[AuditTrace], saved: Saved | None = None) -> tuple[int, int]:
+    """(violations, judged) among ``recent``, each by its decided record under ``saved``."""
+    judged = [t for t in recent if t.verdict is not None]
+    return sum(decided_violation(t, saved) is not None for t in judged), len(judged)
 
 
 def share_fired(rule: AlertRule, recent: Sequence[AuditTrace], dataset: str,
-                was_above: bool) -> tuple[Fired | None, bool]:
+                was_above: bool, saved: Saved | None = None) -> tuple[Fired | None, bool]:
     """(the alert, whether the share is above now) for a ``share`` rule over the dataset's
     ``recent`` traces (newest last, at most ``rule.window``). Fires on crossing above only;
     too few judged cases (fewer than the window) never fire."""
     if rule.kind != RuleKind.SHARE or (rule.dataset and rule.dataset != dataset):
         return None, was_above
     recent = [t for t in recent if _on_policy(rule, t)][-rule.window:]
-    bad, judged = violation_share(recent)
+    bad, judged = violation_share(recent, saved)
     above = judged >= rule.window and bad > rule.share * judged
     if not above or was_above:
         return None, above

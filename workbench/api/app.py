@@ -244,7 +244,8 @@ def create_app(service: AuditService, settings: ApiSettings,
                             "use the trace_id a POST /v1/audit answered")
         case, t = found
         return {"trace_id": trace_id, "case": None if case is None else case.to_dict(),
-                "trace": t.to_dict(), "summary": response_body(t, service.index)}
+                "trace": t.to_dict(),
+                "summary": response_body(t, service.index, service.decision_setting())}
 
     # POST /v1/contracts/{name}/check: may an agent make this tool call now (workbench.api.contracts)
     app.include_router(contract_routes(contracts or ContractGuard.from_env(), authorised, actor,

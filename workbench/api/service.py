@@ -30,6 +30,7 @@ from workbench.audit.policy import AuditIndex
 from workbench.audit.runner import audit_one
 from workbench.audit.strategies import get_strategy
 from workbench.audit.trace import AuditTrace
+from workbench.decision import decided_verdict
 from workbench.errors import WorkbenchError
 from workbench.identity.roles import Actor, require
 from workbench.vocabulary import verdict_word
@@ -132,9 +133,15 @@ class AuditService:
         case = case or self.case_of(body)
         trace = audit_one(case, self.index, self._strategy, self.gateway, self.options)
         self.save(case, trace, actor=actor)
-        out = response_body(trace, self.index)
+        out = response_body(trace, self.index, self.decision_setting())
         out["timings_ms"]["request"] = round((time.perf_counter() - started) * 1000.0, 3)
         return out
+
+    def decision_setting(self) -> Any:
+        """The (version, setting) the served dataset's cases are decided under, when the store
+        knows one (``decision_setting()`` of the store: the database's does), else None."""
+        read = getattr(self.store, "decision_setting", None)
+        return read() if callable(read) else None
 
     def save(self, case: AuditCase, trace: AuditTrace, *, actor: Actor) -> None:
         if self.store_takes_actor:
@@ -176,13 +183,20 @@ def cited_rules(trace: AuditTrace, index: AuditIndex) -> list[dict[str, Any]]:
     return out
 
 
-def response_body(trace: AuditTrace, index: AuditIndex) -> dict[str, Any]:
+def response_body(trace: AuditTrace, index: AuditIndex, saved: Any = None) -> dict[str, Any]:
+    """The answer to one audit: ``verdict`` and ``violation`` are the decided record's
+    (``workbench.decision.decided_verdict`` under ``saved``, the served dataset's setting: what
+    every page shows; "review" when no rule stands behind a violation), ``decided`` the whole
+    record, ``judge`` the judge's own yes/no; the rest is the trace's."""
     v = trace.verdict
     probability = v.probability if v is not None else None
+    record = decided_verdict(trace, saved=saved) if v is not None else None
     return {
         "trace_id": trace.id,
-        "verdict": None if v is None else verdict_word(v.violation),
-        "violation": None if v is None else v.violation,
+        "verdict": None if record is None else record.label,
+        "violation": None if record is None or record.label == "review" else record.violation,
+        "decided": None if record is None else record.to_json(),
+        "judge": None if v is None else verdict_word(v.violation),
         "probability": probability,
         "probability_source": "" if v is None else v.probability_source,
         "evidence": [] if v is None else [dict(e) for e in v.evidence],

@@ -1,10 +1,13 @@
 """The CI gate of ``workbench audit --fail-on violation[=P] --junit FILE``: which audited
 cases fail, the exit code, and a JUnit XML report CI systems show natively.
 
-A case **fails** when it is judged a violation: with ``=P`` and a verdict that carries a
-probability (``Verdict.probability``, P(violation) in [0, 1]), when that probability is at
-least P; a verdict without one is decided by its bare violation flag. A case whose audit
-ended in an error (no route, a model that failed, ...) was not checked: it is an **error**,
+A case **fails** when its decided record (``workbench.decision.decided_verdict``, what every
+page shows) is a violation — or is to review because its score decided violation and no rule
+stands behind it yet: the gate does not pass what a person must still check. The record is
+read under the dataset's saved setting when the caller gives one, else under ``=P`` (a
+threshold on the judge's probability, ``Verdict.probability``), else under the default (0.5
+on that probability); a verdict without a probability is decided by its bare violation flag.
+A case whose audit ended in an error (no route, a model that failed, ...) was not checked: it is an **error**,
 not a pass. Exit codes: 0 every case passed; 1 a case failed; 3 none failed but some could
 not be judged (the gate cannot say the run is clean). 2 stays the CLI's usage/input error.
 
@@ -25,7 +28,7 @@ from typing import Any
 
 from workbench.audit.trace import AuditTrace
 from workbench.clock import utcnow
-from workbench.decision import DecisionSetting, decide
+from workbench.decision import DecisionSetting, decided_verdict
 from workbench.errors import WorkbenchError
 from workbench.vocabulary import ErrorKind
 
@@ -78,31 +81,37 @@ def probability_of(trace: AuditTrace) -> float | None:
     return float(p) if isinstance(p, int | float) and not isinstance(p, bool) else None
 
 
-def outcome(case_id: str, trace: AuditTrace | None, rule: FailOn) -> Outcome:
-    """What the gate makes of one case's newest trace (None: the case was not audited)."""
+def outcome(case_id: str, trace: AuditTrace | None, rule: FailOn,
+            saved: tuple[int, DecisionSetting] | None = None) -> Outcome:
+    """What the gate makes of one case's newest trace (None: the case was not audited),
+    under ``saved`` (a dataset's setting with its case scores) or the gate's own threshold."""
     if trace is None:
         return Outcome(case_id, "error", "not audited: no trace for this case")
     if trace.error is not None:
         return Outcome(case_id, "error", f"{trace.error.kind}: {trace.error.message}", trace)
     if trace.verdict is None:
         return Outcome(case_id, "error", "not judged (the audit ran without a judge)", trace)
-    p = probability_of(trace)
-    rules = ", ".join(trace.verdict.violated_rules) or "no rule named"
+    gate = rule.threshold is not None and saved is None and probability_of(trace) is not None
+    if saved is None and rule.threshold is not None:
+        saved = (0, DecisionSetting(rule.threshold))
+    record = decided_verdict(trace, saved=saved)
+    p = record.score
+    rules = ", ".join(record.rules or trace.verdict.violated_rules) or "no rule named"
     shown = "" if p is None else f" (P(violation) = {p:.3f})"
-    if rule.threshold is not None and p is not None:
-        failed = decide(DecisionSetting(rule.threshold), probability=p).violation
-        why = f"{'at or above' if failed else 'below'} the gate's {rule.threshold:g}"
-        if failed:
-            return Outcome(case_id, "failed", f"violation of {rules}{shown}, {why}", trace)
-        word = "violation" if trace.verdict.violation else "compliant"
-        return Outcome(case_id, "passed", f"{word}{shown}, {why}", trace)
-    if trace.verdict.violation:
-        return Outcome(case_id, "failed", f"violation of {rules}{shown}", trace)
-    return Outcome(case_id, "passed", f"compliant{shown}", trace)
+    why = ""
+    if gate:
+        why = f", {'at or above' if record.outcome_violation else 'below'} the gate's {rule.threshold:g}"
+    if record.violation:
+        return Outcome(case_id, "failed", f"violation of {rules}{shown}{why}", trace)
+    if record.outcome_violation:
+        return Outcome(case_id, "failed", f"likely violation, to review (no rule found yet)"
+                       f"{shown}{why}", trace)
+    return Outcome(case_id, "passed", f"{record.label}{shown}{why}", trace)
 
 
-def outcomes(case_ids: Iterable[str], traces: Mapping[str, AuditTrace], rule: FailOn) -> list[Outcome]:
-    return [outcome(cid, traces.get(cid), rule) for cid in dict.fromkeys(case_ids)]
+def outcomes(case_ids: Iterable[str], traces: Mapping[str, AuditTrace], rule: FailOn,
+             saved: tuple[int, DecisionSetting] | None = None) -> list[Outcome]:
+    return [outcome(cid, traces.get(cid), rule, saved) for cid in dict.fromkeys(case_ids)]
 
 
 def exit_code(results: list[Outcome]) -> int:

@@ -1,7 +1,10 @@
 """Metrics over audit traces, per strategy, as in the SkillCDG papers.
 
 - ``acc``: correct verdicts / labelled cases. A case without a usable verdict (judge failure,
-  EmptySeed, BudgetExceeded, ...) counts as incorrect.
+  EmptySeed, BudgetExceeded, ...) counts as incorrect. The verdict is the judge's own yes/no
+  (the papers' figure) unless decided records are given (``verdicts``, or a saved setting as
+  ``threshold``): then it is the record's label (``workbench.decision.DecidedVerdict``, what
+  every page shows), and a case "to review" is no decision (counted in ``to_review``).
 - ``f1``: violation-F1 (violation is the positive class) over the cases with a parsed
   verdict only, 2TP / (2TP + FP + FN): a judge that never flags a violation scores 0 on
   cases that hold some (as weak judges do; Recovery needs that 0); NaN only when there is no
@@ -31,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.audit.trace import AuditTrace
-from workbench.decision import DecisionSetting, decide
+from workbench.decision import DecidedVerdict, DecisionSetting, decide, decided_verdict
 from workbench.vocabulary import ErrorKind, StrategyName, label_violation
 
 NAN = float("nan")
@@ -58,6 +61,7 @@ class StrategyMetrics:
     mean_online_tokens: float = NAN
     mean_latency_ms: float = NAN
     errors: dict[str, int] = field(default_factory=dict)
+    to_review: int = 0  # judged cases whose decided record is "to review" (records given)
     with_probability: int = 0  # labelled cases whose verdict has a probability
     auroc: float = NAN
     threshold: float = NAN
@@ -112,6 +116,7 @@ def compute_metrics(
     gold_spans: Mapping[str, list[tuple[str, list[tuple[int, int]]]]] | None = None,
     threshold: float | DecisionSetting | None = None,
     activations: Mapping[str, float] | None = None,
+    verdicts: Mapping[tuple[str, str], DecidedVerdict] | None = None,
 ) -> list[StrategyMetrics]:
     """Metrics per strategy (in first-seen order) of ``traces`` (read from files with
     ``workbench.audit.trace_file.read_traces``, from the store with ``store.audit_repo``).
@@ -120,9 +125,12 @@ def compute_metrics(
     ``gold_rules`` (case id -> governing rule id or ids) enables ``coverage``; ``gold_spans``
     (case id -> [(SKILL, spans of one gold rule), ...]) extends it to passage and document
     contexts. ``threshold``: the number or saved setting that decides for the ``*_at_threshold`` figures
-    (default: cross-validated, see the module doc).
+    (default: cross-validated, see the module doc). ``verdicts``: the decided records by
+    (case id, strategy); with a saved setting and none given, they are built under it.
     """
     traces = list(traces)
+    if verdicts is None and isinstance(threshold, DecisionSetting):
+        verdicts = _records(traces, threshold, activations)
     modes = {(t.judge_mode, t.keywords_method) for t in traces}
     with_mode = len(modes) > 1
     groups: dict[str, list[AuditTrace]] = {}
@@ -137,13 +145,16 @@ def compute_metrics(
             verdict, error = t.verdict, t.error
             if error:
                 m.errors[error.kind] = m.errors.get(error.kind, 0) + 1
+            record = verdicts.get((t.id, t.strategy)) if verdicts is not None else None
             if verdict is not None:
                 m.judged += 1
+                m.to_review += record is not None and record.in_doubt
             actual = label_violation(_label(t, labels))
             if actual is not None:
                 m.labelled += 1
-                if verdict is not None:
-                    predicted = bool(verdict.violation)
+                decided = verdict is not None and (record is None or not record.in_doubt)
+                if decided:
+                    predicted = record.violation if record is not None else bool(verdict.violation)
                     m.correct += predicted == actual
                     m.tp += predicted and actual
                     m.fp += predicted and not actual
@@ -177,6 +188,18 @@ def compute_metrics(
 
 
 MIN_FOR_CROSS_VALIDATION = 10
+
+
+def _records(traces: list[AuditTrace], setting: DecisionSetting,
+             activations: Mapping[str, float] | None) -> dict[tuple[str, str], DecidedVerdict]:
+    """The decided records of ``traces`` under a saved ``setting`` (its scorer's outputs by
+    case id in ``activations``); no explanation is known here."""
+    from dataclasses import replace
+
+    if setting.scorer is not None and activations:
+        setting = replace(setting, case_scores={(t.id, t.strategy): activations[t.id]
+                                                for t in traces if t.id in activations})
+    return {(t.id, t.strategy): decided_verdict(t, saved=(0, setting)) for t in traces}
 
 
 def _probability_metrics(m: StrategyMetrics, items: list[AuditTrace],

@@ -70,7 +70,11 @@ def _trace_schema(pa: Any) -> Any:
         ("probability", pa.float64()),  # P(violation) as the judge gave it
         ("probability_source", pa.string()),
         ("threshold", pa.float64()),  # the decision threshold applied, when one was given
-        ("decided_violation", pa.bool_()),  # workbench.decision.decide (else the verdict)
+        ("decided_violation", pa.bool_()),  # the decided record's score outcome (else the verdict)
+        ("decided_label", pa.string()),  # the decided record: violation | compliant | review
+        ("score", pa.float64()),  # its calibrated P(violation)
+        ("score_source", pa.string()),  # judge | activations
+        ("rules", pa.list_(pa.string())),  # the closure's rules behind the label
         ("error_kind", pa.string()),
         ("context_tokens", pa.int64()),
         ("online_tokens", pa.int64()),
@@ -93,10 +97,11 @@ def _case_row(case: Any) -> dict[str, Any]:
     }
 
 
-def _trace_row(t: AuditTrace, threshold: Any = None) -> dict[str, Any]:
+def _trace_row(t: AuditTrace, threshold: Any = None, record: Any = None) -> dict[str, Any]:
     trace = t.to_dict()
     verdict = trace.get("verdict") if isinstance(trace.get("verdict"), dict) else None
     error = trace.get("error") if isinstance(trace.get("error"), dict) else None
+    record = record if record is not None else _record(t, threshold)
     return {
         "id": str(trace.get("id", "")),
         "strategy": _text(trace.get("strategy")),
@@ -107,7 +112,11 @@ def _trace_row(t: AuditTrace, threshold: Any = None) -> dict[str, Any]:
         "probability": _float(verdict.get("probability")) if verdict else None,
         "probability_source": _text(verdict.get("probability_source")) if verdict else None,
         "threshold": getattr(threshold, "threshold", threshold),
-        "decided_violation": _decided(verdict, threshold),
+        "decided_violation": None if record is None else record.outcome_violation,
+        "decided_label": None if record is None or t.verdict is None else record.label,
+        "score": None if record is None else record.score,
+        "score_source": None if record is None else record.score_source,
+        "rules": None if record is None else list(record.rules),
         "error_kind": _text(error.get("kind")) if error else None,
         "context_tokens": _int(trace.get("context_tokens")),
         "online_tokens": _int(trace.get("online_tokens")),
@@ -116,21 +125,15 @@ def _trace_row(t: AuditTrace, threshold: Any = None) -> dict[str, Any]:
     }
 
 
-def _decided(verdict: dict[str, Any] | None, threshold: Any) -> bool | None:
-    """The decision a threshold (a number, or a saved ``DecisionSetting``) makes of a
-    verdict's probability (``workbench.decision.decide``; the bare verdict where it has
-    none, or no threshold is given)."""
-    from workbench.decision import DecisionSetting, decide
+def _record(trace: AuditTrace, threshold: Any) -> Any:
+    """The decided record of ``trace`` under ``threshold`` (a number, or a saved
+    ``DecisionSetting`` with its case scores attached; None: the default setting)."""
+    from workbench.decision import DecisionSetting, decided_verdict
 
-    if not verdict or "violation" not in verdict:
-        return None
-    p = verdict.get("probability")
-    if threshold is None or p is None:
-        return bool(verdict["violation"])
+    if threshold is None:
+        return decided_verdict(trace)
     setting = threshold if isinstance(threshold, DecisionSetting) else DecisionSetting(float(threshold))
-    if setting.scorer is not None:  # activations are not in a Parquet row: the verdict stands
-        return bool(verdict["violation"])
-    return decide(setting, probability=float(p)).violation
+    return decided_verdict(trace, saved=(0, setting))
 
 
 def write_cases(cases: Iterable[Any], path: str | Path) -> int:
@@ -138,11 +141,15 @@ def write_cases(cases: Iterable[Any], path: str | Path) -> int:
     return _write((_case_row(c) for c in cases), path, "cases")
 
 
-def write_traces(traces: Iterable[AuditTrace], path: str | Path,
-                 threshold: Any = None) -> int:
-    """Write traces to Parquet (their JSON form in one column); returns how many.
-    ``threshold``: also write the decision it makes of each probability."""
-    return _write((_trace_row(t, threshold) for t in traces), path, "traces")
+def write_traces(traces: Iterable[AuditTrace], path: str | Path, threshold: Any = None,
+                 verdicts: Any = None) -> int:
+    """Write traces to Parquet (their JSON form in one column); returns how many. Each row
+    also holds its decided record (``workbench.decision.DecidedVerdict``: label, score and
+    its source, the rules): ``verdicts`` by (case id, strategy) when the caller has them, else
+    read under ``threshold`` (a number, or a saved setting with its activation scores
+    attached: an activation setting decides the cases whose scores it holds)."""
+    return _write((_trace_row(t, threshold, (verdicts or {}).get((t.id, t.strategy)))
+                   for t in traces), path, "traces")
 
 
 def _write(rows: Iterable[dict[str, Any]], path: str | Path, kind: str) -> int:

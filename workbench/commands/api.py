@@ -52,6 +52,12 @@ class StoreTraces:
 
         save_case_and_trace(self.engine, self.dataset, case, trace, self.run_id, actor=actor)
 
+    def decision_setting(self):
+        """The served dataset's saved setting with its case scores (``store.verdicts``)."""
+        from store.verdicts import dataset_setting
+
+        return dataset_setting(self.engine, self.dataset)
+
     def get(self, trace_id: str):
         from store.audit_repo import load_case, load_traces
 

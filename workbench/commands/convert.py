@@ -58,9 +58,7 @@ def _convert(args) -> int:
             else:
                 traces = latest_per_case(read_traces(args.source)[0], key=trace_key)
             if parquet.is_parquet(args.target):
-                from workbench.commands._common import threshold_arg
-
-                n = parquet.write_traces(traces, args.target, threshold_arg(args.threshold))
+                n = parquet.write_traces(traces, args.target, _setting(args, traces))
             else:
                 with open(args.target, "w", encoding="utf-8") as out:
                     out.writelines(encode_trace(t) + "\n" for t in traces)
@@ -69,3 +67,22 @@ def _convert(args) -> int:
         raise CliError(str(exc)) from None
     print(f"wrote {n} {args.kind} to {args.target}")
     return 0
+
+
+def _setting(args, traces):
+    """``--threshold`` as the setting each row's decided record is read under; a saved
+    activation setting brings its scorer's outputs for the features captured beside a JSONL
+    source (none beside it: those cases are read under the default, as every page reads a
+    case without activation scores)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from workbench.commands._common import activation_scores_beside, threshold_arg
+    from workbench.decision.features import features_dir
+
+    setting = threshold_arg(args.threshold)
+    if getattr(setting, "scorer", None) is None or not features_dir(Path(args.source)).is_dir():
+        return setting
+    scores = activation_scores_beside(setting, [args.source], traces) or {}
+    return replace(setting, case_scores={(t.id, t.strategy): scores[t.id]
+                                         for t in traces if t.id in scores})

@@ -85,7 +85,8 @@ def _export(args) -> int:
     cases = _cases(args) if args.cases else []
     setting = _setting(args.threshold)
     selection = judged_cases(traces, cases, setting,
-                            activation_scores_beside(setting, [args.traces], traces))
+                            activation_scores_beside(setting, [args.traces], traces),
+                            **_stored(args.threshold))
     for note in selection.notes():
         print(f"note: {note}", file=sys.stderr)
     if not selection.cases:
@@ -160,6 +161,25 @@ def _push(fmt: str, cases, payload: dict, url: str, timeout: float) -> str:
     from workbench.export import push_phoenix
 
     return plural(push_phoenix(payload, url, timeout=timeout), "span annotation")
+
+
+def _stored(value: str | None) -> dict:
+    """With ``--threshold dataset:NAME``: that dataset's setting version, the rules found for
+    its score-decided verdicts and its review decisions (``store``), so the file says what the
+    pages say of the same traces."""
+    if not value or not value.startswith("dataset:"):
+        return {}
+    from store.db import make_engine
+    from store.explanations import explanations_for
+    from store.review import decisions_for
+    from store.verdicts import saved_setting
+
+    engine, name = make_engine(), value.partition(":")[2]
+    found = saved_setting(engine, name)
+    return {"setting_version": found[0] if found else None,
+            "explanations": {(cid, s): e for (_r, cid, s), e in
+                             explanations_for(engine, name).items()},
+            "decisions": decisions_for(engine, name)}
 
 
 def _setting(value: str | None):

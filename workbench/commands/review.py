@@ -62,9 +62,14 @@ def _who(parser: argparse.ArgumentParser) -> None:
 
 
 def _verdict(engine, args):
-    """The queue item ``--case``/``--strategy`` names (the newest judged trace)."""
+    """The queue item ``--case``/``--strategy`` names (the newest judged trace), with the
+    decided record the Review card shows for it (``store.verdicts``)."""
     from store.audit_repo import load_cases, run_traces
-    from workbench.review.queue import build_queue
+    from store.explanations import explanations_for
+    from store.review import decisions_for
+    from store.verdicts import dataset_setting
+    from workbench.decision import decided_verdicts
+    from workbench.review.queue import build_queue, latest_records
 
     records = run_traces(engine, args.dataset, args.run)
     if not records:
@@ -73,7 +78,11 @@ def _verdict(engine, args):
                        "check the name with `workbench review decisions` or audit with "
                        "`workbench audit --store DATASET`")
     labels = {c.id: c.label for c in load_cases(engine, args.dataset) if c.label}
-    items = [i for i in build_queue(records, labels, args.dataset) if i.case_id == args.case]
+    verdicts = {v.key: v for v in decided_verdicts(
+        latest_records(records), dataset_setting(engine, args.dataset),
+        explanations_for(engine, args.dataset), decisions_for(engine, args.dataset))}
+    items = [i for i in build_queue(records, labels, args.dataset, verdicts=verdicts)
+             if i.case_id == args.case]
     if args.strategy:
         items = [i for i in items if i.strategy == args.strategy]
     if not items:
@@ -90,17 +99,16 @@ def _verdict(engine, args):
 def run_decide(args: argparse.Namespace) -> int:
     from store.db import make_engine
     from store.review import add_decision
-    from workbench.review.queue import ReviewDecision
+    from workbench.review.queue import decision_on
 
     engine = make_engine(args.db)
     name, actor = acting(args, engine, args.reviewer)
     item = _verdict(engine, args)
-    decision = ReviewDecision(item.dataset, item.run_id, item.case_id, item.strategy,
-                              name, args.decision, args.note, item.violation)
+    decision = decision_on(item.verdict, item.dataset, name, args.decision, args.note)
     record = add_decision(engine, decision, actor=actor)
-    verdict = "violation" if item.violation else "compliant"
+    said = f"; your label: {decision.analyst_label}" if decision.analyst_label else ""
     print(f"recorded #{record}: {name} {decision.words} the {item.strategy} "
-          f"verdict ({verdict}) on {item.case_id} in run {item.run_id}")
+          f"verdict ({decision.shown}) on {item.case_id} in run {item.run_id}{said}")
     return 0
 
 
@@ -127,13 +135,17 @@ def run_decisions(args: argparse.Namespace) -> int:
     for d in rows:
         record = {"id": d.id, "when": d.created_at.isoformat(), "reviewer": d.reviewer,
                   "run": d.run_id, "case": d.case_id, "strategy": d.strategy,
-                  "decision": d.decision, "note": d.note, "judge_violation": d.judge_violation,
+                  "decision": d.decision, "note": d.note, "shown": d.shown,
+                  "shown_source": d.shown_source, "setting_version": d.setting_version,
+                  "analyst_label": d.analyst_label, "judge_violation": d.judge_violation,
                   "batch": d.batch, "undoes": d.undoes}
         if args.json:
             print(json.dumps(record, ensure_ascii=False))
         else:
             undo = f" (undoes #{d.undoes})" if d.undoes is not None else ""
-            print(f"#{d.id} {record['when']} {d.reviewer}: {d.decision}{undo} "
+            said = (f" (shown {d.shown}, says {d.analyst_label})"
+                    if d.shown and d.analyst_label else "")
+            print(f"#{d.id} {record['when']} {d.reviewer}: {d.decision}{undo}{said} "
                   f"{d.strategy}/{d.case_id} [{d.run_id}] {d.note}")
     if not rows and not args.json:
         print(f"no decisions in {args.dataset}" + (f" on {args.case}" if args.case else ""))

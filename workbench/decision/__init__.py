@@ -59,7 +59,14 @@ from workbench.decision._guarantee import (
     smallest_testable,
     upper_bound,
 )
-from workbench.decision._labelled import Scored, reviewed_truth, scored_traces
+from workbench.decision._labelled import (
+    ACTIVATION_SCORER,
+    JUDGES_WORDS,
+    Scored,
+    reviewed_truth,
+    score_aurocs,
+    scored_traces,
+)
 from workbench.decision._measures import (
     Counts,
     accuracy_at_coverage,
@@ -73,6 +80,9 @@ from workbench.decision._report import REPORT_KIND, calibration_report
 from workbench.decision._selective import AutoDecidePreview, auto_decide_preview, order_by_uncertainty
 from workbench.decision._verdict import (
     ACTIVATIONS,
+    BY_EXPLAIN,
+    BY_JUDGE,
+    BY_WORKBENCH,
     COMPLIANT,
     JUDGE,
     LABELS,
@@ -89,7 +99,9 @@ from workbench.decision._verdict import (
 from workbench.decision.learn import DEFAULT_FOLDS, auroc, grouped_splits
 
 __all__ = [
-    "ACTIVATIONS", "COMPLIANT", "JUDGE", "LABELS", "REVIEW", "VIOLATION", "DecidedVerdict",
+    "ACTIVATION_SCORER", "JUDGES_WORDS", "score_aurocs",
+    "ACTIVATIONS", "BY_EXPLAIN", "BY_JUDGE", "BY_WORKBENCH", "COMPLIANT", "JUDGE", "LABELS",
+    "REVIEW", "VIOLATION", "DecidedVerdict",
     "Explanation", "ReviewState", "decided_verdict", "decided_verdicts", "says_complies",
     "setting_for",
     "DEFAULT_DELTA", "DEFAULT_FOLDS", "DEFAULT_SETTING", "DEFAULT_THRESHOLD", "GRID",

@@ -53,3 +53,29 @@ def scored_traces(traces: Sequence[Any], truth: Mapping[str, bool]) -> tuple[lis
         scored.append(Scored(float(v.probability), bool(truth[t.id]), t.session or t.id, t.id))
         bare.append(bool(v.violation))
     return scored, bare
+
+
+JUDGES_WORDS, ACTIVATION_SCORER = "the judge's words", "activation scorer"
+
+
+def score_aurocs(traces: Sequence[Any], truth: Mapping[str, bool],
+                 setting: Any = None) -> dict[str, tuple[float, int]]:
+    """One AUROC per score on a dataset's labelled cases, named: "the judge's words" (its
+    verbal probability) and, when ``setting`` has an activation scorer, "activation scorer"
+    (its outputs attached as ``case_scores``). Name -> (AUROC, cases it was measured on);
+    a score known for no labelled case is left out. ``learn.auroc``, the one AUROC."""
+    from workbench.decision.learn import auroc
+
+    scores: dict[str, tuple[list[float], list[bool]]] = {}
+    for t in traces:
+        if t.id not in truth or t.verdict is None:
+            continue
+        found = {JUDGES_WORDS: t.verdict.probability}
+        if setting is not None and getattr(setting, "scorer", None) is not None:
+            found[ACTIVATION_SCORER] = setting.score_of(t.id, t.strategy)
+        for name, value in found.items():
+            if value is not None:
+                s, y = scores.setdefault(name, ([], []))
+                s.append(float(value))
+                y.append(bool(truth[t.id]))
+    return {name: (auroc(s, y), len(s)) for name, (s, y) in scores.items()}

@@ -190,7 +190,9 @@ def setting_for(saved: Saved | None, trace: Any) -> Saved | None:
 
 
 def _review_state(key: Key, decisions: Iterable[ReviewDecision]) -> ReviewState | None:
-    mine = [d for (k, _who), d in current_decisions(decisions).items() if k == key]
+    # A record read from a file knows no run (""): its decisions are those on its case.
+    mine = [d for (k, _who), d in current_decisions(decisions).items()
+            if k == key or (not key[0] and k[1:] == key[1:])]
     if not mine:
         return None
     d = max(mine, key=lambda x: (x.created_at, x.id or 0))
@@ -244,11 +246,12 @@ def decided_verdict(trace: Any, *, run: str = "", saved: Saved | None = None,
                     f"{_score_words(source)} decides compliant."), **common)
     closure = _in_closure(trace)
     if v.violation:
-        rules = tuple(r for r in v.violated_rules if r in closure)
+        # A trace that kept no context ids (an older or hand-written one) cannot be checked.
+        rules = tuple(r for r in v.violated_rules if not closure or r in closure)
         if rules and not says_complies(v.reason):
             return DecidedVerdict(label=VIOLATION, rules=rules, evidence=tuple(v.evidence),
                                   reason=v.reason, **common)
-    if explanation is not None and explanation.rule and explanation.rule in closure:
+    if explanation is not None and explanation.rule and (not closure or explanation.rule in closure):
         reason = explanation.reason
         if not reason or says_complies(reason):
             reason = f"{explanation.rule} is the policy item most likely broken."
@@ -279,12 +282,13 @@ def decided_verdicts(records: Iterable[tuple[str, Any]], saved: Saved | None = N
                      explanations: Mapping[Key, Explanation] | None = None,
                      decisions: Iterable[ReviewDecision] = ()) -> list[DecidedVerdict]:
     """:func:`decided_verdict` of each ``(run, trace)`` in ``records`` (in their order)."""
-    decisions = list(decisions)
+    by_key: dict[Key, list[ReviewDecision]] = {}
+    for d in decisions:
+        by_key.setdefault(d.key, []).append(d)
     explanations = explanations or {}
     out = []
     for run, trace in records:
         key = (run, trace.id, trace.strategy)
-        mine = [d for d in decisions if d.key == key]
         out.append(decided_verdict(trace, run=run, saved=saved, explanation=explanations.get(key),
-                                   decisions=mine))
+                                   decisions=by_key.get(key, ())))
     return out

@@ -1,11 +1,12 @@
 """The verdicts to export: one :class:`JudgedCase` per judged case, decided once.
 
 Every format (OpenTelemetry evaluation events, Langfuse scores, Phoenix span annotations)
-writes the same facts, so they are gathered here: the case's decision (from
-``workbench.decision.decide``, the one home of the rule), the judge's reason, the
-violated rules with the SKILL and source spans they come from, and — when the case was
-imported from OpenTelemetry GenAI spans (``workbench.audit.importers.otel`` keeps
-``extra["otel"]``) — the trace and span it judges.
+writes the same facts, so they are gathered here from the case's decided record
+(``workbench.decision.DecidedVerdict``, what every page shows): its label (violation,
+compliant or review), score, reason, and the rules behind it with the SKILL and source spans
+they come from, the review state — and, when the case was imported from OpenTelemetry GenAI
+spans (``workbench.audit.importers.otel`` keeps ``extra["otel"]``), the trace and span it
+judges.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from typing import Any
 
 from workbench.audit.cases import AuditCase
 from workbench.audit.trace import AuditTrace
-from workbench.decision import Decided, DecisionSetting, decide
+from workbench.decision import (
+    Decided,
+    DecidedVerdict,
+    DecisionSetting,
+    Explanation,
+    decided_verdict,
+)
+from workbench.review.decisions import ReviewDecision
 
 EVALUATION_NAME = "skillcdg.compliance"  # what every format calls the evaluation
 PROBABILITY_NAME = "skillcdg.violation_probability"  # the numeric score, where one is known
@@ -54,11 +62,12 @@ class JudgedCase:
     session: str = ""
     link: OtelLink | None = None
     response_id: str | None = None  # gen_ai.response.id when known without a span
+    verdict: DecidedVerdict | None = None  # the record the case's facts come from
 
     @property
     def label(self) -> str:
-        """``violation`` or ``compliant``: the decision (``Outcome``)."""
-        return str(self.decided.outcome)
+        """``violation``, ``compliant`` or ``review``: the decided record's label."""
+        return self.verdict.label if self.verdict is not None else str(self.decided.outcome)
 
     @property
     def guarantee(self) -> dict[str, Any]:
@@ -83,6 +92,12 @@ class JudgedCase:
             out["session"] = self.session
         if self.link is not None:
             out["otel"] = {"trace_id": self.link.trace_id, "span_id": self.link.span_id}
+        v = self.verdict
+        if v is not None:
+            out.update(score_source=v.score_source, setting_version=v.setting_version,
+                       evidence=[dict(e) for e in v.evidence], reason_by=v.reason_by)
+            if v.review is not None:
+                out["review"] = v.review.to_dict()
         return out
 
 
@@ -111,22 +126,38 @@ class Selection:
 
 def judged_cases(traces: Iterable[AuditTrace], cases: Sequence[AuditCase] | Mapping[str, AuditCase] = (),
                  setting: DecisionSetting | None = None,
-                 activations: Mapping[str, float] | None = None) -> Selection:
-    """The judged cases among ``traces`` (those with a verdict), each decided under
-    ``setting`` (None: the default, threshold 0.5 on the judge's probability) with
-    ``activations`` (case id -> the setting's scorer output) where the setting scores
-    activations. ``cases`` (by id) give each trace its origin: OpenTelemetry ids, the
+                 activations: Mapping[str, float] | None = None, *,
+                 verdicts: Mapping[tuple[str, str], DecidedVerdict] | None = None,
+                 setting_version: int | None = None,
+                 explanations: Mapping[tuple[str, str], Explanation] | None = None,
+                 decisions: Iterable[ReviewDecision] = ()) -> Selection:
+    """The judged cases among ``traces`` (those with a verdict), each as its decided record:
+    ``verdicts`` (by (case id, strategy)) where the caller has them, else built here under
+    ``setting`` (None: the default, threshold 0.5 on the judge's probability; its version
+    ``setting_version``) with ``activations`` (case id -> the setting's scorer output) where
+    the setting scores activations, the stored ``explanations`` (by (case id, strategy)) and
+    review ``decisions``. ``cases`` (by id) give each trace its origin: OpenTelemetry ids, the
     session. Traces are taken as given: pass the newest per case (``latest_per_case``)."""
     by_id = cases if isinstance(cases, Mapping) else {c.id: c for c in cases}
+    traces = list(traces)
     s = setting or DecisionSetting()
+    if setting is not None and setting.scorer is not None and activations:
+        from dataclasses import replace
+
+        s = replace(s, case_scores={**s.case_scores, **{
+            (t.id, t.strategy): activations[t.id] for t in traces if t.id in activations}})
+    decisions = list(decisions)
     out = Selection()
     for t in traces:
         v = t.verdict
         if v is None:
             out.not_judged.append(t.id)
             continue
-        decided = decide(s, probability=v.probability, verdict=v.violation,
-                         activation=(activations or {}).get(t.id))
+        record = (verdicts or {}).get((t.id, t.strategy)) or decided_verdict(
+            t, saved=(setting_version or 0, s) if setting is not None else None,
+            explanation=(explanations or {}).get((t.id, t.strategy)),
+            decisions=[d for d in decisions if d.case_id == t.id and d.strategy == t.strategy])
+        decided = record.decided
         if decided is None:  # unreachable with a verdict; kept for the type checker
             out.not_judged.append(t.id)
             continue
@@ -136,13 +167,13 @@ def judged_cases(traces: Iterable[AuditTrace], cases: Sequence[AuditCase] | Mapp
         link, response_id = _link(case)
         if case is not None and "otel" in case.extra and link is None:
             out.bad_link.append(t.id)
-        rules = list(v.violated_rules)
+        rules = list(record.rules)
         out.cases.append(JudgedCase(
             case_id=t.id, strategy=t.strategy, decided=decided, setting=s,
-            explanation=(v.reason or "")[:MAX_EXPLANATION],
+            explanation=(record.reason or "")[:MAX_EXPLANATION],
             skills=list(t.skills), violated_rules=rules, source_spans=_spans(t, rules),
             judge_violation=bool(v.violation), session=t.session or (case.session if case else ""),
-            link=link, response_id=response_id,
+            link=link, response_id=response_id, verdict=record,
         ))
     return out
 

@@ -4,11 +4,18 @@ which decision is current. Pure Python (no UI, no database); ``store.review`` ke
 An analyst decides one verdict (one trace of one case under one strategy) in one of three
 ways (:data:`DECISIONS`):
 
-- ``confirm``: the verdict and the rule it cites are right;
-- ``overturn``: the verdict is wrong (a note says why);
-- ``wrong-rule``: the verdict (violation) is right but the judge cited the wrong rule (a
-  note says which rule applies). Only a violation cites rules, so only a violation can be
-  decided this way.
+- ``confirm``: the label shown and the rule it rests on are right;
+- ``overturn``: the label shown is wrong (a note says why);
+- ``wrong-rule``: the label shown (violation) is right but the rule behind it is not (a note
+  says which rule applies). Only a violation rests on rules, so only a violation — whatever
+  decided it, the judge's words or a score — can be decided this way.
+
+Each is defined against the label the analyst was shown (the decided record's,
+``workbench.decision.DecidedVerdict``), not against the judge's hidden words: a decision
+stores that label (``shown``), where its score came from (``shown_source``), the setting's
+version, and the analyst's own label (``analyst_label``: the shown label for confirm and
+wrong rule, its opposite for an overturn). What the analyst says is ``analyst_label``;
+decisions stored before it existed were given it by migration 0008.
 
 Decisions are append-only. A changed mind is a newer record; the newest per (verdict,
 reviewer) is current. **Undo** is a record too (decision ``undo``, ``undoes`` = the record
@@ -27,6 +34,9 @@ from workbench.clock import utcnow
 from workbench.errors import WorkbenchError
 
 CONFIRM, OVERTURN, WRONG_RULE, UNDO = "confirm", "overturn", "wrong-rule", "undo"
+VIOLATION, COMPLIANT, REVIEW = "violation", "compliant", "review"  # labels shown / said
+SHOWN = (VIOLATION, COMPLIANT, REVIEW)
+SAID = (VIOLATION, COMPLIANT)
 DECISIONS = (CONFIRM, OVERTURN, WRONG_RULE)
 # What each decision is called on screen (the codes stay in the store, the CLI and exports).
 DECISION_TEXT = {
@@ -100,6 +110,14 @@ class ReviewDecision:
         return (not self.judge_violation) if self.decision == OVERTURN else self.judge_violation
 
     @property
+    def shown_violation(self) -> bool | None:
+        """The label the analyst was shown, as violation or not: ``shown`` ("review": None);
+        for a decision without one, the judge's verdict it was made about."""
+        if self.shown in (VIOLATION, COMPLIANT):
+            return self.shown == VIOLATION
+        return self.judge_violation if self.shown is None else None
+
+    @property
     def analyst_violation(self) -> bool | None:
         """What the analyst says the reply is: their ``analyst_label``; for a decision that
         has none (made in memory, or by a caller that did not say), the old meaning
@@ -134,9 +152,15 @@ def validate_decision(d: ReviewDecision) -> ReviewDecision:
         raise ReviewError(NOTE_NEEDED[d.decision])
     if d.judge_violation is not None and not isinstance(d.judge_violation, bool):
         raise ReviewError("judge_violation must be true, false or absent")
-    if d.decision == WRONG_RULE and d.judge_violation is False:
-        raise ReviewError("the judge found no violation, so it cited no rule to be wrong; "
-                          "confirm or overturn this verdict instead")
+    if d.shown is not None and d.shown not in SHOWN:
+        raise ReviewError(f"shown must be one of {', '.join(SHOWN)} or absent, got {d.shown!r}")
+    if d.analyst_label is not None and d.analyst_label not in SAID:
+        raise ReviewError(f"analyst_label must be one of {', '.join(SAID)} or absent, "
+                          f"got {d.analyst_label!r}")
+    if d.decision == WRONG_RULE and (d.shown == COMPLIANT
+                                     or (d.shown is None and d.judge_violation is False)):
+        raise ReviewError("the verdict shown is compliant, so no rule stands behind it to be "
+                          "wrong; confirm or overturn this verdict instead")
     if (d.decision == UNDO) != (d.undoes is not None):
         raise ReviewError("an undo record names the decision it withdraws (undoes), and only "
                           "an undo record does")

@@ -22,8 +22,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from workbench.review.decisions import DECISION_TEXT, ReviewDecision, current_decisions
-from workbench.review.queue import REASONS, STATUSES, QueueItem, filter_queue
-from workbench.vocabulary import verdict_word
+from workbench.review.queue import OLD_REASONS, REASONS, STATUSES, QueueItem, filter_queue
 from workbench.words import gold_word
 
 NOT_DECIDED = "no decision yet"
@@ -59,19 +58,12 @@ DEFAULT_SORT = "uncertainty"
 
 
 def _confidence(item: QueueItem, context: Mapping[str, Any]) -> Any:
-    from workbench.decision import judgement
-
-    j = judgement(item.trace, context.get("setting"))
-    return None if j is None else (j.confidence, context["position"][item.key])
-
-
-def _shown_violation(item: QueueItem, setting: Any) -> bool:
-    """The item's verdict as the card shows it: its score decided under ``setting``, else
-    the judge's own answer."""
-    from workbench.decision import judgement
-
-    j = judgement(item.trace, setting)
-    return bool(item.violation) if j is None else j.violation
+    """The decided record's confidence (a case to review first: nothing decided it), with
+    the queue position to keep ties in order; None without a score."""
+    v = item.verdict
+    if v.label == "review":
+        return (0.0, context["position"][item.key])
+    return None if v.confidence is None else (v.confidence, context["position"][item.key])
 
 
 def _newest(item: QueueItem, context: Mapping[str, Any]) -> Any:
@@ -88,7 +80,7 @@ def sort_label(name: str) -> str:
     return SORTS[name].label if name in SORTS else name
 
 
-VERDICT_CHOICES = ("violation", "compliant")
+VERDICT_CHOICES = ("violation", "compliant", "review")
 GOLD_CHOICES = ("violation", "compliant", "no gold label")
 DECISION_CHOICES = (NOT_DECIDED, *(DECISION_TEXT[d] for d in ("confirm", "overturn", "wrong-rule")))
 
@@ -146,6 +138,8 @@ class ReviewView:
             if name in ("reasons", "verdict", "gold", "strategies", "decided"):
                 values = () if raw in ("", "none") else tuple(
                     v.strip() for v in raw.split(",") if v.strip())
+                if name == "reasons":  # codes saved before the decided record
+                    values = tuple(dict.fromkeys(OLD_REASONS.get(v, v) for v in values))
                 if name in allowed:
                     bad = [v for v in values if v not in allowed[name]]
                     if bad:
@@ -202,8 +196,8 @@ def apply_view(items: Sequence[QueueItem], view: ReviewView, reviewer: str = "",
     decisions = list(decisions)
     shown = filter_queue(items, view.reasons, view.query, view.status, reviewer, decisions)
     current = current_decisions(decisions)
-    if view.verdict:  # the verdict as the card shows it: decided by the setting's score
-        shown = [i for i in shown if verdict_word(_shown_violation(i, setting)) in view.verdict]
+    if view.verdict:  # the label the card shows: the decided record's
+        shown = [i for i in shown if i.verdict.label in view.verdict]
     if view.gold:
         shown = [i for i in shown if gold_word(i.label) in view.gold]
     if view.strategies:

@@ -4,11 +4,12 @@ page (or with ``workbench review decide``), turned into the labels a judge shoul
 
 For each verdict (the newest judged trace of a case under the chosen strategy, as the
 Review queue shows it), the analysts' current decisions (undone ones do not count) give
-the label they stand behind (``ReviewDecision.implied_violation``):
+the label they say the reply has (``ReviewDecision.analyst_violation``: the analyst's own
+label, stored with each decision; the meaning of the day for decisions made before it):
 
-- **confirmed**: the judge's verdict is the label;
-- **overturned**: the label is the opposite of the judge's verdict;
-- **right verdict, wrong rule**: the judge's verdict is the label, and the record is marked
+- **confirmed**: the label shown on the card is the label;
+- **overturned**: the label is the opposite of the label shown;
+- **right verdict, wrong rule**: the label shown is the label, and the record is marked
   ``wrong_rule`` (the rules it cited are not the ones broken, so the target verdict does not
   cite them; it cites the gold violated rules when the case has them);
 - analysts who disagree with each other: the majority's label; a tie is left out.
@@ -95,12 +96,12 @@ def reviewed_labels(items: Sequence[QueueItem], decisions: Iterable[ReviewDecisi
             else:
                 out.left_out["not reviewed"] += 1
             continue
-        votes = Counter(bool(d.implied_violation) for d in mine)
+        votes = Counter(bool(d.analyst_violation) for d in mine)
         if len(votes) > 1 and votes[True] == votes[False]:
             out.left_out["analysts split evenly"] += 1
             continue
         violation = votes.most_common(1)[0][0]
-        side = [d for d in mine if bool(d.implied_violation) == violation]
+        side = [d for d in mine if bool(d.analyst_violation) == violation]
         kinds = {d.decision for d in side}
         decision = kinds.pop() if len(kinds) == 1 and len(side) == len(mine) else "mixed"
         out.labels.append(ReviewedLabel(
