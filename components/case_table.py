@@ -33,10 +33,8 @@ def trace_verdict_word(trace: AuditTrace, run: str = "", verdicts: Verdicts | No
     trace is read under the default setting."""
     if trace.error is not None:
         return "error"
-    if trace.verdict is None:
-        return "not judged"
-    record = (verdicts or {}).get((run, trace.id, trace.strategy))
-    return (record or decided_verdict(trace, run=run)).label
+    record = (verdicts or {}).get((run, trace.id, trace.strategy)) or decided_verdict(trace, run=run)
+    return "not judged" if record.decided is None else record.label
 
 
 def case_rows(dataset: str, records: Iterable[tuple[str, AuditTrace]],
@@ -72,7 +70,8 @@ def picker_rows(dataset: str, case_ids: Sequence[str],
     records = list(records)
     newest = {t.id: (run, t) for run, t in latest_per_case(records, key=lambda r: r[1].id)}
     judged = {t.id: (run, t) for run, t in latest_per_case(
-        [r for r in records if r[1].verdict is not None], key=lambda r: r[1].id)}
+        [r for r in records if trace_verdict_word(r[1], r[0], verdicts) != "not judged"],
+        key=lambda r: r[1].id)}
     newest.update(judged)
     rows = []
     for case_id in case_ids:

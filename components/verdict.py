@@ -161,10 +161,10 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
         if error is not None:
             st.error(f"No verdict — {md(error.kind)}: {md(error.message)}")
             return
-        if trace.verdict is None:
+        record = record_of(trace, setting, verdict)
+        if record.decided is None:
             st.info("Not judged (run with a judge to get a verdict).")
             return
-        record = record_of(trace, setting, verdict)
         _header(trace.verdict, record, setting)
         if line := gold_line(gold, record.label):
             st.warning(line, icon=":material/balance:")
@@ -180,8 +180,7 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
 
 
 def _rules(trace: AuditTrace, record: DecidedVerdict, index: PolicyIndex | None) -> None:
-    verdict = trace.verdict
-    assert verdict is not None
+    verdict = trace.verdict or Verdict(False, "", [])  # scored only: no judge's answer
     if verdict.unknown_rule_ids:
         st.warning("Cited ids not in the judged context (flagged): "
                    + md(", ".join(verdict.unknown_rule_ids)))
@@ -211,8 +210,10 @@ def _rules(trace: AuditTrace, record: DecidedVerdict, index: PolicyIndex | None)
 LABEL_WORDS = {VIOLATION: "Violation", COMPLIANT: "Compliant", REVIEW: "To review"}
 
 
-def _header(verdict: Verdict, record: DecidedVerdict, setting: DecisionSetting | None) -> None:
-    """The coloured header and the words under it, both from ``record``."""
+def _header(verdict: Verdict | None, record: DecidedVerdict,
+            setting: DecisionSetting | None) -> None:
+    """The coloured header and the words under it, both from ``record`` (``verdict``: the
+    judge's answer, None for a case scored only)."""
     decided = record.decided
     assert decided is not None  # a judged trace's record
     if record.label == VIOLATION:
@@ -229,7 +230,7 @@ def _header(verdict: Verdict, record: DecidedVerdict, setting: DecisionSetting |
     else:
         st.markdown(f"**{md(words.probability(decided))}**",
                     help=_probability_help(verdict, decided, setting))
-        if line := disagreement_line(verdict, decided):
+        if verdict is not None and (line := disagreement_line(verdict, decided)):
             st.markdown(md(line))
     if record.label == REVIEW and record.doubt:
         st.markdown(md(record.doubt))
@@ -240,8 +241,9 @@ def _header(verdict: Verdict, record: DecidedVerdict, setting: DecisionSetting |
                    "guaranteed error rate.")
 
 
-def _probability_help(verdict: Verdict, decided: Decided, setting: DecisionSetting | None) -> str:
-    source = verdict.probability_source or "unknown"
+def _probability_help(verdict: Verdict | None, decided: Decided,
+                      setting: DecisionSetting | None) -> str:
+    source = (verdict.probability_source if verdict is not None else "") or "unknown"
     how = ("the judge's own probability for its verdict token" if source == "logprobs"
            else f"the share of {source.split(':')[-1]} sampled answers that found a violation"
            if source.startswith("sampled") else source)

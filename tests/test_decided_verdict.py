@@ -388,3 +388,33 @@ def test_lists_beside_the_card_say_what_the_card_says():
     assert decided_line("demo", [VIOLATION, COMPLIANT, REVIEW], 1, 2).startswith(
         "On the stored dataset demo the workbench decides 1 violation and 1 compliant reply "
         "and sends 1 to review; 1 of the 2")
+
+
+def test_a_case_scored_only_is_decided_by_its_activation_score_and_explained():
+    """``workbench audit --score-only`` keeps no answer, only the activations: the score
+    decides, a violation goes to review until its rule is found, and "Find the rule" asks on
+    the prompt the score read (the judge's question with the rule question appended)."""
+    from workbench.audit.judge.explain import explain_messages, explain_violation, to_explain
+    from workbench.audit.judge.whole import judge_messages
+    from workbench.export import judged_cases
+
+    t = _judged()
+    t.verdict = None
+    assert decided_verdict(t).label == REVIEW and decided_verdict(t).decided is None
+    v = decided_verdict(t, run="r", saved=saved(c1=2.0))
+    assert (v.label, v.score_source, v.judge_violation) == (REVIEW, ACTIVATIONS, None)
+    assert "was not asked" in v.doubt and to_explain([v]) == [v]
+    calm = decided_verdict(t, run="r", saved=saved(c1=-3.0))
+    assert calm.label == COMPLIANT and "was not asked" in calm.reason
+    msgs = explain_messages(_case(), t, 0.88)
+    judge = judge_messages(_case(), t.context)
+    assert len(msgs) == 2 and msgs[0] == judge[0]
+    assert msgs[1]["content"].startswith(judge[1]["content"]) and "88 %" in msgs[1]["content"]
+    found = explain_violation(Scripted({"rule": "R2", "evidence": [], "reason": "Skips R2."}),
+                              _case(), t, 0.88).explanation
+    v = decided_verdict(t, run="r", saved=saved(c1=2.0), explanation=found)
+    assert (v.label, v.rules) == (VIOLATION, ("R2",))
+    [item] = build_queue([("r", t)], None, "demo", verdicts={v.key: v})
+    assert item.reasons == ("decided-violation",)
+    [case] = judged_cases([t], [], saved(c1=2.0)[1], explanations={("c1", "cdg"): found}).cases
+    assert case.label == VIOLATION and case.judge_violation is None

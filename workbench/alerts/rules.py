@@ -98,8 +98,6 @@ def decided_violation(trace: AuditTrace, saved: Saved | None = None,
     """``trace``'s decided record when it counts as a violation for an alert (see the module
     doc): a violation, or to review with a violation decided, its calibrated probability at
     or above ``at_least`` when it has one; None otherwise (compliant, not judged)."""
-    if trace.verdict is None:
-        return None
     record = decided_verdict(trace, saved=saved)
     if not record.outcome_violation:
         return None
@@ -141,7 +139,7 @@ def new_violations(rule: AlertRule, traces: Iterable[AuditTrace], dataset: str,
 
 def violation_share(recent: Sequence[AuditTrace], saved: Saved | None = None) -> tuple[int, int]:
     """(violations, judged) among ``recent``, each by its decided record under ``saved``."""
-    judged = [t for t in recent if t.verdict is not None]
+    judged = [t for t in recent if decided_verdict(t, saved=saved).decided is not None]
     return sum(decided_violation(t, saved) is not None for t in judged), len(judged)
 
 

@@ -190,7 +190,8 @@ def response_body(trace: AuditTrace, index: AuditIndex, saved: Any = None) -> di
     record, ``judge`` the judge's own yes/no; the rest is the trace's."""
     v = trace.verdict
     probability = v.probability if v is not None else None
-    record = decided_verdict(trace, saved=saved) if v is not None else None
+    record = decided_verdict(trace, saved=saved)
+    record = record if record.decided is not None else None
     return {
         "trace_id": trace.id,
         "verdict": None if record is None else record.label,

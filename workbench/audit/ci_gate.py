@@ -89,14 +89,17 @@ def outcome(case_id: str, trace: AuditTrace | None, rule: FailOn,
         return Outcome(case_id, "error", "not audited: no trace for this case")
     if trace.error is not None:
         return Outcome(case_id, "error", f"{trace.error.kind}: {trace.error.message}", trace)
-    if trace.verdict is None:
+    if trace.verdict is None and saved is None:
         return Outcome(case_id, "error", "not judged (the audit ran without a judge)", trace)
     gate = rule.threshold is not None and saved is None and probability_of(trace) is not None
     if saved is None and rule.threshold is not None:
         saved = (0, DecisionSetting(rule.threshold))
     record = decided_verdict(trace, saved=saved)
+    if record.decided is None:  # neither an answer nor an activation score under the setting
+        return Outcome(case_id, "error", f"{record.doubt}", trace)
     p = record.score
-    rules = ", ".join(record.rules or trace.verdict.violated_rules) or "no rule named"
+    named = trace.verdict.violated_rules if trace.verdict is not None else []
+    rules = ", ".join(record.rules or named) or "no rule named"
     shown = "" if p is None else f" (P(violation) = {p:.3f})"
     why = ""
     if gate:

@@ -146,13 +146,15 @@ def compute_metrics(
             if error:
                 m.errors[error.kind] = m.errors.get(error.kind, 0) + 1
             record = verdicts.get((t.id, t.strategy)) if verdicts is not None else None
-            if verdict is not None:
+            # Judged: an answer, or (with records) a decision by an activation score alone.
+            judged = record.decided is not None if record is not None else verdict is not None
+            if judged:
                 m.judged += 1
                 m.to_review += record is not None and record.in_doubt
             actual = label_violation(_label(t, labels))
             if actual is not None:
                 m.labelled += 1
-                decided = verdict is not None and (record is None or not record.in_doubt)
+                decided = judged and (record is None or not record.in_doubt)
                 if decided:
                     predicted = record.violation if record is not None else bool(verdict.violation)
                     m.correct += predicted == actual

@@ -113,7 +113,7 @@ def _trace_row(t: AuditTrace, threshold: Any = None, record: Any = None) -> dict
         "probability_source": _text(verdict.get("probability_source")) if verdict else None,
         "threshold": getattr(threshold, "threshold", threshold),
         "decided_violation": None if record is None else record.outcome_violation,
-        "decided_label": None if record is None or t.verdict is None else record.label,
+        "decided_label": None if record is None or record.decided is None else record.label,
         "score": None if record is None else record.score,
         "score_source": None if record is None else record.score_source,
         "rules": None if record is None else list(record.rules),

@@ -216,36 +216,32 @@ def decided_verdict(trace: Any, *, run: str = "", saved: Saved | None = None,
     """The decided record of ``trace`` (an ``AuditTrace``) stored in ``run`` (see the module
     doc). ``saved``: the dataset's (version, setting), its activation scores attached;
     ``explanation``: the stored rule and words found for it; ``decisions``: review decisions
-    (any; those on this trace's key count, undone ones not)."""
+    (any; those on this trace's key count, undone ones not). A trace read without a judge's
+    answer (``workbench audit --score-only``) is decided by its activation score alone."""
     key = (run, trace.id, trace.strategy)
     review = _review_state(key, decisions) if decisions else None
     base = {"case": trace.id, "run": run, "strategy": trace.strategy, "review": review,
             "explanation": explanation}
     v = trace.verdict
-    if v is None:
+    applied = setting_for(saved, trace)
+    setting = applied[1] if applied else None
+    scored = judgement(trace, setting) if trace.error is None else None
+    if v is None and (scored is None or scored.source is not ScoreSource.ACTIVATIONS):
         why = (f"not judged: {trace.error.kind}: {trace.error.message}" if trace.error is not None
                else "not judged (audited without a judge)")
         return DecidedVerdict(label=REVIEW, score=None, score_source=None, setting_version=None,
                               doubt=why, **base)
-    applied = setting_for(saved, trace)
-    setting = applied[1] if applied else None
-    decided = judgement(trace, setting) or decide(setting, verdict=bool(v.violation))
+    decided = scored or decide(setting, verdict=bool(v.violation))
     source = ACTIVATIONS if decided.source is ScoreSource.ACTIVATIONS else JUDGE
-    judge = {"decided": decided, "judge_violation": bool(v.violation),
-             "judge_rules": tuple(v.violated_rules), "judge_reason": v.reason}
-    common = {**base, **judge, "score": decided.probability, "score_source": source,
+    common = {**base, "decided": decided, "score": decided.probability, "score_source": source,
               "setting_version": applied[0] if applied else None}
+    if v is not None:
+        common.update(judge_violation=bool(v.violation), judge_rules=tuple(v.violated_rules),
+                      judge_reason=v.reason)
     if not decided.violation:
-        if not v.violation:
-            return DecidedVerdict(label=COMPLIANT, evidence=tuple(v.evidence), reason=v.reason,
-                                  **common)
-        named = ", ".join(v.violated_rules) or "no rule"
-        return DecidedVerdict(
-            label=COMPLIANT, reason_by=BY_WORKBENCH,
-            reason=(f"The judge's words said violation ({named}); at this dataset's setting "
-                    f"{_score_words(source)} decides compliant."), **common)
+        return _compliant(v, source, common)
     closure = _in_closure(trace)
-    if v.violation:
+    if v is not None and v.violation:
         # A trace that kept no context ids (an older or hand-written one) cannot be checked.
         rules = tuple(r for r in v.violated_rules if not closure or r in closure)
         if rules and not says_complies(v.reason):
@@ -258,20 +254,44 @@ def decided_verdict(trace: Any, *, run: str = "", saved: Saved | None = None,
         return DecidedVerdict(label=VIOLATION, rules=(explanation.rule,),
                               evidence=tuple(explanation.evidence), reason=reason,
                               reason_by=BY_EXPLAIN, **common)
-    if explanation is not None:
-        doubt = ("No rule was found: asked which policy item the reply breaks, the judge named "
-                 + (f"{explanation.rejected_rule}, which is not in the judged rules"
-                    if explanation.rejected_rule else "none")
-                 + ". Check this case yourself.")
-    elif v.violation:
-        doubt = ("The judge's words said violation but named no rule of the judged closure; "
-                 "check this case yourself, or find the rule.")
-    else:
-        doubt = (f"The judge's words said compliant; at this dataset's setting "
-                 f"{_score_words(source)} decides violation. No rule has been found for it "
-                 "yet: find the rule, or check this case yourself.")
+    doubt = _doubt(v, source, explanation)
     return DecidedVerdict(label=REVIEW, reason_by=BY_WORKBENCH, reason=doubt, doubt=doubt,
                           **common)
+
+
+def _compliant(v: Any, source: str, common: dict[str, Any]) -> DecidedVerdict:
+    """A compliant decision: the judge's own reason and words where it said so too, else a
+    sentence saying which way each went."""
+    if v is not None and not v.violation:
+        return DecidedVerdict(label=COMPLIANT, evidence=tuple(v.evidence), reason=v.reason,
+                              **common)
+    if v is None:
+        reason = (f"{_score_words(source).capitalize()} decides compliant; the judge was not "
+                  "asked for an answer (scored only).")
+    else:
+        named = ", ".join(v.violated_rules) or "no rule"
+        reason = (f"The judge's words said violation ({named}); at this dataset's setting "
+                  f"{_score_words(source)} decides compliant.")
+    return DecidedVerdict(label=COMPLIANT, reason_by=BY_WORKBENCH, reason=reason, **common)
+
+
+def _doubt(v: Any, source: str, explanation: Explanation | None) -> str:
+    """Why a violation decided without a rule behind it is to review, in words."""
+    if explanation is not None:
+        return ("No rule was found: asked which policy item the reply breaks, the judge named "
+                + (f"{explanation.rejected_rule}, which is not in the judged rules"
+                   if explanation.rejected_rule else "none")
+                + ". Check this case yourself.")
+    if v is None:
+        return (f"{_score_words(source).capitalize()} decides violation; the judge was not asked "
+                "for an answer (scored only). No rule has been found for it yet: find the rule, "
+                "or check this case yourself.")
+    if v.violation:
+        return ("The judge's words said violation but named no rule of the judged closure; "
+                "check this case yourself, or find the rule.")
+    return (f"The judge's words said compliant; at this dataset's setting {_score_words(source)} "
+            "decides violation. No rule has been found for it yet: find the rule, or check this "
+            "case yourself.")
 
 
 def _score_words(source: str) -> str:

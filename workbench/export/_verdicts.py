@@ -58,7 +58,7 @@ class JudgedCase:
     # "SKILL:start-end" for each source span of each violated rule (character offsets
     # into the SKILL's text), in the order of ``violated_rules``.
     source_spans: list[str]
-    judge_violation: bool  # the judge's own yes/no, before the decision rule
+    judge_violation: bool | None  # the judge's own yes/no (None: scored only, no answer)
     session: str = ""
     link: OtelLink | None = None
     response_id: str | None = None  # gen_ai.response.id when known without a span
@@ -150,15 +150,12 @@ def judged_cases(traces: Iterable[AuditTrace], cases: Sequence[AuditCase] | Mapp
     out = Selection()
     for t in traces:
         v = t.verdict
-        if v is None:
-            out.not_judged.append(t.id)
-            continue
         record = (verdicts or {}).get((t.id, t.strategy)) or decided_verdict(
             t, saved=(setting_version or 0, s) if setting is not None else None,
             explanation=(explanations or {}).get((t.id, t.strategy)),
             decisions=[d for d in decisions if d.case_id == t.id and d.strategy == t.strategy])
         decided = record.decided
-        if decided is None:  # unreachable with a verdict; kept for the type checker
+        if decided is None:  # not judged, nor decided by an activation score
             out.not_judged.append(t.id)
             continue
         case = by_id.get(t.id)
@@ -172,7 +169,8 @@ def judged_cases(traces: Iterable[AuditTrace], cases: Sequence[AuditCase] | Mapp
             case_id=t.id, strategy=t.strategy, decided=decided, setting=s,
             explanation=(record.reason or "")[:MAX_EXPLANATION],
             skills=list(t.skills), violated_rules=rules, source_spans=_spans(t, rules),
-            judge_violation=bool(v.violation), session=t.session or (case.session if case else ""),
+            judge_violation=None if v is None else bool(v.violation),
+            session=t.session or (case.session if case else ""),
             link=link, response_id=response_id, verdict=record,
         ))
     return out

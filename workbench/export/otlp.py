@@ -62,8 +62,9 @@ def attributes(case: JudgedCase) -> dict[str, Any]:
         "skillcdg.decision.source": str(d.source),
         "skillcdg.decision.calibrated": d.calibrated,
         "skillcdg.decision.threshold": float(case.setting.threshold),
-        "skillcdg.judge.violation": case.judge_violation,
     })
+    if case.judge_violation is not None:  # None: scored only, the judge gave no answer
+        out["skillcdg.judge.violation"] = case.judge_violation
     if d.confidence is not None:
         out["skillcdg.decision.confidence"] = float(d.confidence)
     for key, value in case.guarantee.items():  # alpha, delta, level, coverage, bound, ...

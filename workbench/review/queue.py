@@ -155,12 +155,15 @@ def build_queue(
     (they override the label stored in a trace). ``texts``: extra searchable text per case
     (conversation, reply). ``verdicts``: the decided records by (run, case, strategy)
     (``workbench.decision.decided_verdicts`` under the dataset's setting); a trace without
-    one is read under the default setting. Traces without a verdict (errors, judge mode
-    ``none``) carry nothing to confirm and are left out.
+    one is read under the default setting. Traces nothing decided (errors, judge mode
+    ``none`` without an activation score) carry nothing to confirm and are left out.
     """
-    latest = [(run, t) for run, t in latest_records(records) if t.verdict is not None]
     decided = {(run, t.id, t.strategy): (verdicts or {}).get((run, t.id, t.strategy))
-               or decided_verdict(t, run=run) for run, t in latest}
+               or decided_verdict(t, run=run) for run, t in latest_records(records)}
+    # Judged, or decided by an activation score alone (a trace scored only, no answer).
+    latest = [(run, t) for run, t in latest_records(records)
+              if decided[(run, t.id, t.strategy)].decided is not None]
+    decided = {k: v for k, v in decided.items() if v.decided is not None}
     by_case: dict[str, dict[str, str]] = {}
     for (_run, cid, strategy), v in decided.items():
         by_case.setdefault(cid, {})[strategy] = v.label

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from workbench.llm.protocol import ModelGateway
 
 EXPLAIN_PROMPT = "explain_v1"
+SCORED_PROMPT = "explain_scored_v1"  # no judge's answer: the trace was scored only
 STEP = "explain"
 
 EXPLAIN_SCHEMA: dict[str, Any] = {
@@ -77,20 +78,27 @@ def known_ids(trace: AuditTrace) -> list[str]:
 
 
 def explain_messages(case: AuditCase, trace: AuditTrace, score: float | None) -> list[dict[str, str]]:
-    """The judge's conversation, its answer, and the question (see the module doc)."""
+    """The judge's conversation, its answer, and the question (see the module doc). A trace
+    scored only (``workbench audit --score-only``: no answer) gets the question appended to
+    the judge's own (``explain_scored_v1``), the prompt its activations were read from."""
     v = trace.verdict
-    if v is None or not trace.context:
-        raise CannotExplain(f"case {trace.id}: the trace has no verdict or no judged context",
-                            "audit the case with a judge first")
+    if not trace.context or trace.error is not None:
+        raise CannotExplain(f"case {trace.id}: the trace holds no judged context",
+                            "audit the case first")
     if trace.parts:
         raise CannotExplain(f"case {trace.id}: the context was judged in {len(trace.parts)} "
                             "parts (too long for the judge's window whole)",
                             "check this case yourself on Review")
+    said = "unknown" if score is None else f"{round(100 * score)} %"
+    if v is None:
+        asked = load_prompt(SCORED_PROMPT).render(score=said)
+        system, user = judge_messages(case, trace.context)
+        return [system, {"role": "user", "content": user["content"] + "\n\n"
+                         + asked[0]["content"] + "\n\n" + asked[1]["content"]}]
     answer = json.dumps({"violation": bool(v.violation), "violated_rules": list(v.violated_rules),
                          "evidence": [e.get("quote", "") for e in v.evidence],
                          "reason": v.reason}, ensure_ascii=False)
-    asked = load_prompt(EXPLAIN_PROMPT).render(
-        score="unknown" if score is None else f"{round(100 * score)} %")
+    asked = load_prompt(EXPLAIN_PROMPT).render(score=said)
     question = asked[0]["content"] + "\n\n" + asked[1]["content"]
     # The judge's answer is model output: defused like every value sent back to a model.
     return [*judge_messages(case, trace.context), {"role": "assistant", "content": defuse(answer)},
