@@ -62,6 +62,10 @@ demo: install-product
 	    --run-id "demo-$$(basename $$f .jsonl | sed 's/traces_//')"; done; true
 	$(VENV)/bin/workbench calibrate --from-setting fixtures/demo/decision_setting.json \
 	  --save dataset:demo --note "make demo: a probe learned on CompliBench airlines" >/dev/null
+	# The rule and words behind each violation the probe decides over the judge's "compliant"
+	# (Find the rule), replayed from the embedded judge's recorded answers: no model runs.
+	WORKBENCH_LLM_MODE=replay WORKBENCH_LLM_RECORDINGS=fixtures/recordings/demo_explain.jsonl \
+	  $(VENV)/bin/workbench verdicts --dataset demo --explain --no-cache >/dev/null
 	WORKBENCH_TRAIN_RUNS=$${WORKBENCH_TRAIN_RUNS:-fixtures/training} exec $(VENV)/bin/workbench ui --port $(PORT)
 
 # Debian's PostgreSQL server binaries: the store tests also run against a throw-away cluster
