@@ -17,8 +17,18 @@ verdicts, or ``--verbal``: JSONL rows ``{"instance", "params_b", "probability"}`
   detection rate, share of conversations judged entirely right;
 - at α = 0.10 (δ = 0.05) the auto-decide level chosen on each training fold with the binomial
   learn-then-test bound, and the realised error and coverage on the held-out folds;
-- the learning curve (AUROC on held-out conversations against the number of labelled cases);
-- leave-one-SKILL-out: a scorer fitted on the other SKILLs' cases, scored on the held-out one.
+- the learning curve (AUROC on held-out conversations against the number of labelled cases),
+  from 0 labels when ``--prior`` gives a setting whose probe was fitted without these cases
+  (the built-in scorer fitted on the other sources, ``bench/builtin_scorer.py``): at 0 labels
+  it decides alone, then it adapts from the labels (``workbench.decision._prior.adapt``);
+- leave-one-SKILL-out: a scorer fitted on the other SKILLs' cases, scored on the held-out one;
+- the labels a promise at α needs for 50 % coverage (``_labelling.labels_needed``), from the
+  error rate of the chosen scorer's most confident half.
+
+Features: every captured one (the last prompt token and the reply's mean, max and last token,
+at every second layer) or ``--features last`` (the last prompt token only, as captured before
+issue 57); the choice among them is made inside each fold. Paths are recorded
+repository-relative.
 """
 
 from __future__ import annotations
@@ -120,6 +130,46 @@ def guarantee_oof(data, scores, alpha, folds=5):
             "auto_decided": auto, "cases": n, "levels": levels}
 
 
+def _rel(arg: str) -> str:
+    """A path argument relative to the repository (``<runs>/NAME`` for one outside it)."""
+    root = Path(__file__).resolve().parents[1]
+    p = Path(arg)
+    if not p.exists():
+        return arg
+    try:
+        return str(p.resolve().relative_to(root))
+    except ValueError:
+        return f"<runs>/{p.name}"
+
+
+def prior_curve(data, prior, sizes, repeats=10, seed=0):
+    """AUROC on held-out conversations at 0 labels (the prior alone) and at each size (the
+    prior adapted from that many labelled cases of the other half)."""
+    from workbench.decision._prior import adapt
+
+    col = data.layers.index(prior.layer)
+    rng = np.random.default_rng(seed)
+    uniq = sorted(set(data.groups))
+    by_n = defaultdict(list)
+    for _ in range(repeats):
+        perm = [uniq[i] for i in rng.permutation(len(uniq))]
+        half = set(perm[: len(perm) // 2])
+        pool = [i for i, g in enumerate(data.groups) if g in half]
+        test = [i for i, g in enumerate(data.groups) if g not in half]
+        yt = data.violation[test]
+        xt = data.x[test][:, col, :]
+        by_n[0].append(auroc(prior.score(xt), yt))
+        for n in sizes:
+            pick = list(rng.permutation(pool)[:n])
+            yp = data.violation[pick]
+            if n > len(pool) or yp.sum() < 2 or (~yp).sum() < 2:
+                continue
+            ad = adapt(data.x[pick][:, col, :], yp, [data.groups[i] for i in pick], prior)
+            by_n[n].append(auroc(ad.scorer.score(xt), yt))
+    return [{"labelled": n, "auroc": float(np.mean(v)), "low": float(np.min(v)),
+             "high": float(np.max(v)), "repeats": len(v)} for n, v in sorted(by_n.items())]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--traces", required=True, type=Path)
@@ -132,6 +182,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="10,20,30,50,80,110")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--note", default="", help="what the sample is, stored with the figures")
+    ap.add_argument("--features-kept", dest="features_kept", default="all",
+                    help="all (every pooling) or last (the last prompt token only)")
+    ap.add_argument("--prior", type=Path, default=None,
+                    help="a saved setting (JSON) whose probe starts the learning curve at 0 labels")
     args = ap.parse_args()
 
     cases = {c.id: c for c in load_cases(args.cases)}
@@ -150,6 +204,9 @@ def main() -> None:
     ids = [c for c in captured if c in verbal and c in cases
            and label_violation(cases[c].label) is not None]
     fs = load_features(folder, ids=ids)
+    if args.features_kept == "last":
+        keep = [i for i, f in enumerate(fs.layers) if f < 100]
+        fs = type(fs)(fs.ids, tuple(fs.layers[i] for i in keep), fs.arrays[:, keep, :], fs.model)
     truth = np.array([bool(label_violation(cases[c].label)) for c in ids])
     groups = [cases[c].session or c for c in ids]
     data = Labelled(ids, groups, truth, [verbal[c] for c in ids], fs.arrays, fs.layers)
@@ -160,7 +217,7 @@ def main() -> None:
     secs = [r.seconds for r in read_index(folder) if r.case_id in set(ids)]
     toks = [r.prompt_tokens for r in read_index(folder) if r.case_id in set(ids)]
     print(f"capture: {np.mean(secs):.1f} s a case on average ({np.mean(toks):.0f} prompt tokens)")
-    out = {"kind": "activation-scorers", "command": " ".join(sys.argv),
+    out = {"kind": "activation-scorers", "command": " ".join(_rel(a) for a in sys.argv),
            "n": len(ids), "violations": int(truth.sum()), "conversations": n_conv,
            "layers": list(fs.layers), "capture_seconds_mean": float(np.mean(secs)),
            "prompt_tokens_mean": float(np.mean(toks)), "figures": {}}
@@ -199,6 +256,36 @@ def main() -> None:
     out["learning_curve"] = curve
     print(f"learning curve (probe, layer among {mid} and C chosen inside each draw):",
           ", ".join(f"{r['labelled']}: {r['auroc']:.3f}" for r in curve))
+
+    if args.prior:
+        from workbench.decision._decide import DecisionSetting
+        from workbench.decision._prior import prior_probe
+
+        raw = json.loads(args.prior.read_text())
+        prior = prior_probe(DecisionSetting.from_dict(raw.get("setting", raw)))
+        if prior is not None and prior.layer in fs.layers:
+            pc = prior_curve(data, prior, sizes)
+            out["learning_curve_from_prior"] = pc
+            print("learning curve from the prior (0 labels: the prior alone; then adapted):",
+                  ", ".join(f"{r['labelled']}: {r['auroc']:.3f}" for r in pc))
+
+    from workbench.decision._labelling import labels_needed
+
+    s_best = scored["chosen by CV"]
+    q = calibrated_oof(s_best, truth, groups)
+    okq = ~np.isnan(q)
+    conf = np.where(q[okq] >= 0.5, q[okq], 1 - q[okq])
+    right = (q[okq] >= 0.5) == truth[okq]
+    order = np.argsort(-conf, kind="stable")[: max(1, okq.sum() // 2)]
+    err = float((~right[order]).mean())
+    f = labels_needed(args.alpha, err, 0.5, have=len(ids))
+    out["labels_needed"] = {"alpha": args.alpha, "coverage": 0.5, "error_rate": err,
+                            "auto_needed": f.auto_needed, "labels_needed": f.labels_needed,
+                            "more": f.more}
+    print(f"labels needed at alpha {args.alpha} for 50 % coverage: error rate of the confident "
+          f"half {err:.3f} -> {f.labels_needed} labelled cases ({f.more} more than these)"
+          if f.labels_needed else f"labels needed at alpha {args.alpha}: the confident half errs "
+          f"{err:.3f} >= alpha, no number of labels makes the promise")
 
     # leave-one-SKILL-out with the whole-data choice of config
     cfg = choose(data, ("probe",)).config
