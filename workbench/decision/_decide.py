@@ -191,6 +191,12 @@ def violates_each(probabilities: Any, threshold: float) -> np.ndarray:
     return np.asarray(probabilities, dtype=float) >= float(threshold)
 
 
+def automatic_each(confidences: Any, level: float) -> np.ndarray:
+    """Which decisions an auto-decide ``level`` takes from people: confidence at or above it
+    (what :func:`decide` says of one case as ``automatic``), for the guarantee's sweeps."""
+    return np.asarray(confidences, dtype=float) >= float(level)
+
+
 def confidence_of(probability: Any, violation: Any) -> Any:
     """The calibrated probability that a decision is right: ``q`` for a violation, ``1 - q``
     for a compliant decision (scalars or arrays alike)."""

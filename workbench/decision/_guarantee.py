@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.decision._decide import automatic_each
+
 DEFAULT_DELTA = 0.05
 MIN_AUTO = 10  # never promise anything from fewer auto-decided cases
 GRID = tuple(i / 10 for i in range(1, 11))  # coverages whose levels are tested
@@ -86,7 +88,7 @@ def choose_level(confidences: Sequence[float], correct: Sequence[bool], alpha: f
                      if round(share * n_all) >= least}, reverse=True)
     chosen: tuple[float, int, int] | None = None
     for lam in levels:
-        above = c >= lam - 1e-12
+        above = automatic_each(c, lam - 1e-12)
         n = int(above.sum())
         k = int((~ok[above]).sum())
         if binom_pvalue(k, n, alpha) <= delta / len(GRID):
@@ -105,6 +107,6 @@ def realised(confidences: Sequence[float], correct: Sequence[bool],
         return 0.0, float("nan")
     c = np.asarray(confidences, dtype=float)
     ok = np.asarray(correct, dtype=bool)
-    above = c >= level - 1e-9
+    above = automatic_each(c, level - 1e-9)
     n = int(above.sum())
     return n / len(c) if len(c) else 0.0, (float((~ok[above]).mean()) if n else float("nan"))
