@@ -66,15 +66,24 @@ def card_label(page, key: str) -> str:
 
 def grid_labels(page, grid, cases) -> dict[str, str]:
     """case -> its verdict in a case table (``components.case_table``): the grid draws on a
-    canvas, its cells are in an accessibility table; in a row the verdict comes before gold."""
+    canvas, its cells are in an accessibility table that holds the rows in view only, so the
+    grid is scrolled until no new row comes; in a row the verdict comes before gold."""
     shown(page, lambda s: grid.locator("td"), timeout=60_000)
-    out = {}
-    for row in grid.locator("tr").all():
-        cells = [c.strip() for c in row.locator("td").all_text_contents()]
-        case = next((c for c in cells if c in cases), None)
-        label = next((c for c in cells if c in ("violation", "compliant", "review")), None)
-        if case and label:
-            out[case] = label
+    out: dict[str, str] = {}
+    for _ in range(12):
+        before = len(out)
+        for row in grid.locator("tr").all():
+            cells = [c.strip() for c in row.locator("td").all_text_contents()]
+            case = next((c for c in cells if c in cases), None)
+            label = next((c for c in cells if c in ("violation", "compliant", "review")), None)
+            if case and label:
+                out[case] = label
+        if len(out) == len(cases) or (len(out) == before and before):
+            break
+        box = grid.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.wheel(0, 300)
+        page.wait_for_timeout(400)
     return out
 
 
