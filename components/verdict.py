@@ -176,6 +176,9 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
         if record.label != REVIEW:  # a case to review says why in its header
             st.caption(REASON_CAPTIONS.get(record.reason_by, "Reason"))
             st.text(record.reason)
+        elif record.judge_reason:  # and what the judge's own words said, as they were
+            st.caption("The judge's own words (not the label)")
+            st.text(record.judge_reason)
         _rules(trace, record, index)
 
 

@@ -88,9 +88,17 @@ def test_no_violation_ever_shows_a_complies_reason():
     v = decided_verdict(t, saved=saved(c1=2.0),
                         explanation=Explanation(None, rejected_rule="R77"))
     assert v.label == REVIEW and "No rule was found" in v.doubt and "R77" in v.doubt
-    # The judge said violation but named no rule of the closure.
-    v = decided_verdict(trace(violation=True, rules=["R9"], p=0.9))
-    assert v.label == REVIEW and "named no rule of the judged closure" in v.doubt
+    # The judge said violation in words that say it complies: the label stands, the reason
+    # is the workbench's sentence naming the rule.
+    v = decided_verdict(trace(violation=True, rules=["R1"], p=0.9))
+    assert v.label == VIOLATION and v.reason == "The judge answered violation (R1)."
+    # The judge said violation but named only an id outside the closure: its label stands
+    # (the id stays flagged on the trace), no rule behind it until one is found.
+    v = decided_verdict(trace(violation=True, rules=["R9"], p=0.9, reason="Breaks R9."))
+    assert (v.label, v.rules, v.needs_rule) == (VIOLATION, (), True)
+    v = decided_verdict(trace(violation=True, rules=["R9"], p=0.9, reason="Breaks R9."),
+                        explanation=Explanation("R2", reason="Skips R2."))
+    assert (v.label, v.rules, v.reason_by) == (VIOLATION, ("R2",), "explain")
 
 
 def test_a_compliant_decision_over_the_judges_violation_says_which_way_each_went():

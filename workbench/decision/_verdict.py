@@ -17,11 +17,14 @@ The rules of the label:
   setting when its score is known for the trace (an activation setting needs the case's
   activation score attached, ``DecisionSetting.case_scores``), else none — the judge's
   probability at 0.5, uncalibrated, or its bare yes/no without one.
-- **A violation carries a rule.** A violation is labelled so only with at least one rule id of
-  the judged closure behind it: the judge's own, where the judge's words said violation; the
-  explanation's, where the score decided violation over the judge's "compliant" (or the judge
-  named no rule of the closure). Without one the case is labelled "review" and ``doubt`` says
-  why in words. A violation's reason is never the judge's "it complies".
+- **A score-decided violation carries a rule.** Where the judge's words said violation, the
+  label is the judge's, with the rules it named that are in the judged closure (the whole-mode
+  judge must name one; ids outside the closure stay flagged on the trace, never a rule behind
+  the label) or, where it named none of the closure, the explanation's. Where a score decided
+  violation over the judge's "compliant" (or with no answer at all, scored only), the label is
+  a violation only with the explanation's rule of the closure behind it; without one the case
+  is labelled "review" and ``doubt`` says why in words. A violation's reason is never "it
+  complies": such a reason gives way to the explanation's, or to a sentence naming the rule.
 - **A compliant decision over the judge's "violation"** gets a reason the workbench writes
   (which way each went), never the judge's case for a violation shown as the reason.
 - **Not judged** (an error, judge "none"): "review", with the error as the doubt.
@@ -154,9 +157,9 @@ class DecidedVerdict:
 
     @property
     def needs_rule(self) -> bool:
-        """The score decided violation but no rule of the closure stands behind it yet:
-        what "Find the rule" is for."""
-        return self.label == REVIEW and self.outcome_violation is True
+        """A violation was decided but no rule of the closure stands behind it yet (to review,
+        or the judge named only ids outside the closure): what "Find the rule" is for."""
+        return self.outcome_violation is True and not self.rules and self.label != COMPLIANT
 
     def to_json(self) -> dict[str, Any]:
         """The record as ``workbench verdicts --json`` prints it (one line per case)."""
@@ -241,13 +244,21 @@ def decided_verdict(trace: Any, *, run: str = "", saved: Saved | None = None,
     if not decided.violation:
         return _compliant(v, source, common)
     closure = _in_closure(trace)
+    found = (explanation is not None and bool(explanation.rule)
+             and (not closure or explanation.rule in closure))
     if v is not None and v.violation:
         # A trace that kept no context ids (an older or hand-written one) cannot be checked.
         rules = tuple(r for r in v.violated_rules if not closure or r in closure)
-        if rules and not says_complies(v.reason):
+        if (rules or not found) and not says_complies(v.reason):
             return DecidedVerdict(label=VIOLATION, rules=rules, evidence=tuple(v.evidence),
                                   reason=v.reason, **common)
-    if explanation is not None and explanation.rule and (not closure or explanation.rule in closure):
+        if not found:  # the judge said violation, in words that say it complies
+            named = ", ".join(rules) or "no rule of the judged closure"
+            return DecidedVerdict(label=VIOLATION, rules=rules, evidence=tuple(v.evidence),
+                                  reason=f"The judge answered violation ({named}).",
+                                  reason_by=BY_WORKBENCH, **common)
+    if found:
+        assert explanation is not None and explanation.rule
         reason = explanation.reason
         if not reason or says_complies(reason):
             reason = f"{explanation.rule} is the policy item most likely broken."
@@ -286,9 +297,6 @@ def _doubt(v: Any, source: str, explanation: Explanation | None) -> str:
         return (f"{_score_words(source).capitalize()} decides violation; the judge was not asked "
                 "for an answer (scored only). No rule has been found for it yet: find the rule, "
                 "or check this case yourself.")
-    if v.violation:
-        return ("The judge's words said violation but named no rule of the judged closure; "
-                "check this case yourself, or find the rule.")
     return (f"The judge's words said compliant; at this dataset's setting {_score_words(source)} "
             "decides violation. No rule has been found for it yet: find the rule, or check this "
             "case yourself.")
