@@ -157,9 +157,14 @@ def _text(v, gold, rules) -> str:
 
 def _measure(verdicts, cases, out) -> None:
     from workbench.audit.judge.explain import rule_finding
+    from workbench.vocabulary import label_violation
 
     gold = {}
-    for cid, c in cases.items():  # the violated rules where annotated, else the governing ones
+    for cid, c in cases.items():
+        if not label_violation(c.label):  # a compliant case has no rule broken to find
+            continue
+        # The violated rules where annotated, else the governing ones (CompliBench's import
+        # keeps the violated guideline there).
         extra = (c.extra or {}).get("gold")
         violated = extra.get("violated_rules") if isinstance(extra, dict) else None
         if ids := [str(r) for r in violated or []] or c.gold_rules:
