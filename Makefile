@@ -6,11 +6,13 @@ STAMP  := $(VENV)/.installed
 PRODUCT_STAMP := $(VENV)/.product
 GRAPHRAG_STAMP := $(VENV)/.graphrag
 PORT   ?= 8501
+DOCS_PORT ?= 8000
 # This machine kind keeps the CPU build of torch in /opt/wheels; say so even where PIP_FIND_LINKS
 # is not set, so pip never reaches for a multi-GB CUDA build.
 PIP_FIND := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
-.PHONY: install install-product install-graphrag chromium postgres demo test test-fast lint bench clean-db
+.PHONY: install install-product install-graphrag chromium postgres demo test test-fast lint bench clean-db \
+        docs docs-serve docs-screenshots
 
 # Everything: the product, the research lab (torch, training, baselines) and the test tools.
 install: $(STAMP) $(GRAPHRAG_STAMP)
@@ -87,3 +89,22 @@ lint: install
 
 bench: install
 	$(PY) bench/closure.py
+
+# The documentation site (issue 55): MkDocs with the Material theme from docs/, its reference pages
+# (CLI, settings, API, glossary) generated from the code by docs/_hooks/reference.py. --strict: a
+# broken link, a page left out of the nav or any other warning fails the build. Needs the full
+# install, so the CLI reference describes the lab's commands too. Offline: no font, script or
+# analytics is fetched (mkdocs.yml).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+
+# The pictures in docs/screenshots/, retaken from the browser tests' own run (the tests that
+# write a screenshot when WORKBENCH_SCREENSHOTS is set) and the Graph legibility bench, which
+# drives the same server harness (tests/e2e/conftest.py). Chromium and the demo workspace.
+SCREENSHOT_TESTS = $(shell grep -l WORKBENCH_SCREENSHOTS tests/e2e/test_*.py)
+docs-screenshots: install chromium
+	WORKBENCH_SCREENSHOTS=1 $(PY) -m pytest -q -p no:cacheprovider -m e2e $(SCREENSHOT_TESTS)
+	$(PY) bench/graph_legibility.py

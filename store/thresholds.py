@@ -4,7 +4,7 @@ a decision, per dataset or per policy.
 Each save is a new version of its scope (``dataset:NAME`` or ``policy:NAME``); the newest is
 current, older ones stay for the audit trail and are never changed. A save names the version
 it was made from (``base_version``, None for the first); a stale base raises
-``StaleVersion`` instead of silently replacing a newer choice. The value and the calibration
+``StaleThreshold`` instead of silently replacing a newer choice. The value and the calibration
 come from ``workbench.decision`` (chosen by grouped cross-validation).
 """
 

@@ -1,4 +1,4 @@
-"""The house plan of ``shared/design/ARCHITECTURE.md``, checked on the source: no module import
+"""The house plan of ``docs/architecture.md``, checked on the source: no module import
 cycles, and each layer imports only the layers below it.
 
 Every ``import`` statement counts, also one inside a function: a lazy import hides a cycle from
@@ -134,7 +134,7 @@ KNOWN_CYCLES: set[frozenset[str]] = set()
 def test_no_import_cycles():
     found = cycles(import_graph())
     new = [cycle for cycle in found if frozenset(cycle) not in KNOWN_CYCLES]
-    assert not new, "import cycles (break them along a seam, see ARCHITECTURE.md):\n" + "\n".join(
+    assert not new, "import cycles (break them along a seam, see docs/architecture.md):\n" + "\n".join(
         " -> ".join(cycle) for cycle in new
     )
     gone = KNOWN_CYCLES - {frozenset(cycle) for cycle in found}

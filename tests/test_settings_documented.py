@@ -1,6 +1,8 @@
 """Every ``WORKBENCH_*`` variable the workbench reads is documented, so the docs cannot drift
 (as datasette tests its settings docs): a name found in the source or in the registry of
-``workbench.settings`` must appear in README.md or workbench.toml.example."""
+``workbench.settings`` must appear in the settings reference the documentation site generates
+from that registry (``docs/_hooks/reference.py``), in a docs page, README.md or
+workbench.toml.example."""
 
 from __future__ import annotations
 
@@ -39,10 +41,21 @@ def _names_in_source() -> dict[str, str]:
     return found
 
 
+def _settings_reference() -> str:
+    """The generated settings page, as the documentation site shows it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_reference", ROOT / "docs" / "_hooks" / "reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.settings_markdown()
+
+
 def _docs() -> str:
     present = [ROOT / name for name in DOCS if (ROOT / name).is_file()]
+    present += sorted((ROOT / "docs").rglob("*.md"))
     assert present, f"none of {DOCS} exists: the variables have nowhere to be documented"
-    return "\n".join(path.read_text(encoding="utf-8") for path in present)
+    return "\n".join([_settings_reference(), *(path.read_text(encoding="utf-8") for path in present)])
 
 
 def _family_regex(pattern: str) -> re.Pattern[str]:
@@ -76,8 +89,8 @@ def test_every_variable_read_is_documented() -> None:
                if not _documented(name, docs, families)]
     assert not missing, (
         "undocumented WORKBENCH_* variables: " + "; ".join(missing)
-        + ". Add a row to README.md's 'Environment variables' table (or explain the setting "
-        "in workbench.toml.example)")
+        + ". Name it in workbench/settings.py (VARIABLES, or a family), which the settings "
+        "reference of the docs is generated from (or explain the setting in workbench.toml.example)")
 
 
 def test_the_registry_names_each_variable_once_with_a_doc() -> None:

@@ -17,8 +17,9 @@ generically, so the members are not listed one by one:
   ``SMALL_URL``, ``CTX_SIZE``, ...);
 - ``WORKBENCH_API_<KEY>``: the audit API's ``[api]`` settings (``workbench.api.settings``).
 
-``tests/test_settings_documented.py`` fails when a name read anywhere is documented neither
-in README.md ("Environment variables", under "Configuration") nor in workbench.toml.example.
+The documentation's settings reference (``docs/reference/settings.md``) is generated from this
+module when the site is built; ``tests/test_settings_documented.py`` fails when a name read
+anywhere is in neither this registry, a docs page nor workbench.toml.example.
 
 Numeric variables share one parser, :func:`env_number`: a bad value (not a number, or below
 the minimum) is a setup error that names the variable and what it accepts, instead of a

@@ -1,8 +1,8 @@
 """Alerts on new violations: saved rules checked after each batch and API call, each alert
 delivered to a webhook from a durable outbox, silenced and acknowledged by a person.
 
-- :mod:`workbench.alerts.rules`: the two kinds of rule and what fires them (decisions come
-  from ``workbench.decision.decide``);
+- :mod:`workbench.alerts.rules`: the two kinds of rule and what fires them (each case's
+  decided record, ``workbench.decision.decided_verdict``, under the dataset's saved setting);
 - :mod:`workbench.alerts.hooks`: ``audited(traces, where)``, called by the batch runner and
   the API after traces are stored; the store registers its checker with ``on_audited``;
 - :mod:`workbench.alerts.delivery`: the outbox drained by a pool of posting threads, one

@@ -3,10 +3,10 @@
 For each case we materialise, through the audit pipeline itself (no second copy of any
 template):
 
-- the **judge prompt** of a strategy: the chat messages ``judge_v1`` renders for the
+- the **judge prompt** of a strategy: the chat messages ``judge_v3`` renders for the
   context that strategy builds (for ``cdg``: the transitive ``require`` closure of the
   seeds found by the lexical keywords), conversation, state and reply;
-- the **keyword prompt** (``keywords_v1``) that the keyworder answers, which GRPO trains;
+- the **keyword prompt** (``keywords_v2``) that the keyworder answers, which GRPO trains;
 - the label, the gold governing rules (``gold.governing_rule(s)``), the pseudonymised
   session and the complexity ``C = I_d * I_c`` of the case's SKILLs.
 
