@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components import identity
+from components.narrow_window import fold_sidebar_when_narrow
 from pages._sign_in import backend
 from workbench import extras
 
@@ -51,4 +52,6 @@ navigation = st.navigation(PAGES)
 sign_in = backend()
 identity.establish(sign_in)  # who this run is for: before any page asks
 identity.sidebar(sign_in)  # after st.navigation, so the sign-in box sits below the page list
+with st.sidebar:
+    fold_sidebar_when_narrow()  # below 1,000 px the page gets the window (issue 56)
 navigation.run()

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.metric_row import metric_row
 from components.safe import md
-from workbench.words import plural
+from workbench.words import percent, plural
 
 
 def report_panel(report: dict, version: int) -> None:
@@ -15,17 +16,19 @@ def report_panel(report: dict, version: int) -> None:
     capped = [b for b in blocks if b.get("capped")]
     if capped:
         st.warning(md(
-            f"{len(capped)} block(s) of v{version} hit the extractor's rule cap and could not be "
+            f"{plural(len(capped), 'block')} of v{version} hit the extractor's rule cap and could not be "
             "split, so rules may be missing: " + ", ".join(str(b.get("key")) for b in capped[:8])
             + ". Re-extract with a larger max_tokens for the extractor."
         ))
     failed = [b for b in blocks if b.get("error")]
     if failed:
-        st.warning(md(f"{len(failed)} block(s) of v{version} are incomplete: "
+        st.warning(md(f"{plural(len(failed), 'block')} of v{version} "
+                      f"{'is' if len(failed) == 1 else 'are'} incomplete: "
                       + "; ".join(f"{b.get('key')}: {b.get('error')}" for b in failed[:5])))
     splits = sum(int(b.get("cap_splits", 0)) for b in blocks)
     if splits:
-        st.caption(md(f"{splits} answer(s) reached the rule cap and were asked again in halves."))
+        st.caption(md(f"{plural(splits, 'answer')} reached the rule cap and "
+                      f"{'was' if splits == 1 else 'were'} asked again in halves."))
     non_rules = report.get("non_rules", [])
     if non_rules:
         st.caption(md(f"{plural(len(non_rules), 'proposed rule')} carried no obligation "
@@ -37,7 +40,8 @@ def report_panel(report: dict, version: int) -> None:
                           for n in non_rules], hide_index=True, width="stretch")
     proposed = report.get("proposed_edges", 0)
     if proposed:
-        st.caption(md(f"{proposed} edge(s) suggested by the text wait for review on the Graph page."))
+        st.caption(md(f"{plural(proposed, 'edge')} suggested by the text "
+                      f"{'waits' if proposed == 1 else 'wait'} for review on the Graph page."))
     with st.expander(f"Extraction report of v{version}"):
         st.json(report, expanded=False)
 
@@ -64,19 +68,18 @@ def reference_panel(skill, reference_path: str) -> None:
     plain = evaluate_skill(skill, reference[skill.name])
     f, g = plain.figures(), ev.figures()
 
-    def pct(x: float | None) -> str:
-        return "n/a" if x is None else f"{100 * x:.0f}%"
-
+    pct = percent  # "83%", "–" where a figure does not apply
     st.markdown(md(f"Against the reference graph in {path.name}"))
-    cols = st.columns(6)
-    cols[0].metric("Rule recall", pct(f["rule_recall"]))
-    cols[1].metric("Rule precision", pct(f["rule_precision"]))
-    cols[2].metric("Span exactness", pct(f["span_exactness"]))
-    cols[3].metric("Modality agreement", pct(f["modality_agreement"]))
-    cols[4].metric("Edge F1", pct(f["edge_f1"]), help="over matched rule pairs; an edge counts "
-                   "when its two rules match the two rules of a reference edge")
-    cols[5].metric("Edge F1, paths", pct(g["edge_f1"]),
-                   help="an edge also counts when a reference path connects its rules")
+    metric_row([
+        ("Rule recall", pct(f["rule_recall"])),
+        ("Rule precision", pct(f["rule_precision"])),
+        ("Span exactness", pct(f["span_exactness"])),
+        ("Modality agreement", pct(f["modality_agreement"])),
+        ("Edge F1", pct(f["edge_f1"]), "Over matched rule pairs: an edge counts when its two "
+         "rules match the two rules of a reference edge."),
+        ("Edge F1, paths", pct(g["edge_f1"]),
+         "An edge also counts when a reference path connects its rules."),
+    ], key="skills_reference_figures")
     if plain.unmatched_reference:
         st.caption(md("Reference rules no extracted rule covers: "
                       + ", ".join(plain.unmatched_reference[:20])))

@@ -196,6 +196,10 @@ def legend(seeds_are: str = "seed rules (where the audit starts)") -> None:
 
 
 def provenance_legend() -> None:
+    # Every colour an edge can take, "unknown" included: an imported graph's edges have no
+    # provenance (the demo's 235), and the filter above listed "unknown (235)" that the legend
+    # did not explain (issue 56).
     st.caption("Edge colour = provenance: grey model · purple definition · orange cross-reference · "
-               "teal procedure · navy heading · ochre continuation · black author; "
-               "dashed = proposed, not yet used by the closure.")
+               "teal procedure · navy heading · ochre continuation · black author · light grey "
+               "unknown (no provenance recorded, e.g. imported); dashed = proposed, not yet used "
+               "by the closure.")

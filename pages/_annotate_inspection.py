@@ -29,6 +29,7 @@ from workbench.annotation.labels import (
 from workbench.annotation.resolution import current_labels, visible_labels
 from workbench.identity.roles import NotAllowed
 from workbench.inputs import InputError, decode_text
+from workbench.words import plural
 
 
 def _load_cases(eng: Engine):
@@ -113,4 +114,4 @@ def _submit_inspection(eng: Engine, items: list[str]) -> None:
     except (LabelError, NotAllowed) as exc:
         leave_flash("error", str(exc))
         return
-    leave_flash("success", f"Saved {len(answers)} criterion label(s).")
+    leave_flash("success", f"Saved {plural(len(answers), 'criterion label')}.")

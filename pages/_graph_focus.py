@@ -33,7 +33,7 @@ from workbench.graph.editing import apply_edits
 from workbench.graph.rule_graph import search_rules
 from workbench.graph.selection import EdgeWrite, select_options, write_key
 from workbench.identity.roles import NotAllowed
-from workbench.words import plural
+from workbench.words import arrows, plural
 
 FULL_GRAPH_LIMIT = 300  # a layered drawing of more than this is taller than anyone scrolls
 SECTIONS_FROM = 100  # a whole graph of this many rules is drawn by section
@@ -197,7 +197,8 @@ def _rule_panel(eng: Engine, skill: SkillGraph, rule_id: str, version: int, late
                             key=write_key("graph_remove_pick", skill.name, version, rule_id),
                             format_func=lambda p: f"{p[0]} requires {p[1]}")
         write = EdgeWrite("remove", *gone)
-        if st.button(write.label, key=write.key(skill.name, version), disabled=disabled):
+        if st.button(write.label, key=write.key(skill.name, version), disabled=disabled,
+                     wrap=True):
             saving.save(list(_rows(skill).values()),
                         [e for e in _edges(skill) if (e["source"], e["target"]) != gone],
                         write.note, FLASH_REMOVE)
@@ -225,7 +226,10 @@ def _add_edge(skill: SkillGraph, rule_id: str, version: int, disabled: bool,
                              format_func=_label(skill), placeholder="choose a rule",
                              key=write_key("graph_add_source", skill.name, version, rule_id))
         write = EdgeWrite("add", other, rule_id)
-    if not st.button(write.label, key=write.key(skill.name, version), disabled=disabled):
+    # wrap: the panel is narrow at 800 px; the words that say which edge a press writes
+    # ("Add edge MOR-C0…") were cut (issue 56).
+    if not st.button(write.label, key=write.key(skill.name, version), disabled=disabled,
+                     wrap=True):
         return
     if not write.complete:
         st.error("Choose the other rule of the edge first; nothing was saved.")
@@ -304,9 +308,10 @@ class _Saving:
             return
         except repo.StaleVersion as stale:
             st.error(md(f"Nothing was saved: this edit was made on version {stale.base}, but "
-                        f"version {stale.latest} is the latest (changed since: {stale.changes}). "
+                        f"version {stale.latest} is the latest (changed since: {arrows(stale.changes)}). "
                         f"Switch to version {stale.latest} and make the edit there."))
             return
-        queue_nav.leave_flash(flash, "success", f"Saved version {saved.version}: {result.summary}")
+        queue_nav.leave_flash(flash, "success",
+                              f"Saved version {saved.version}: {arrows(result.summary)}")
         st.session_state["graph_show_version"] = saved.version
         st.rerun(scope="app")

@@ -106,9 +106,10 @@ def summary(found: Sequence[AffectedCase], dataset: str, edits: dict[str, list[s
     moved = sum(1 for a in found if a.added or a.removed)
     parts = []
     if held:
+        which = rules if len(edits) == 1 else f"an edited rule ({rules})"
         parts.append(f"**{plural(held, 'case')}** of {md(dataset)} "
-                     f"{'holds' if held == 1 else 'hold'} {md(rules)} in {'its' if held == 1 else 'their'} "
-                     "closure")
+                     f"{'holds' if held == 1 else 'hold'} {md(which)} in "
+                     f"{'its' if held == 1 else 'their'} closure")
     if moved:
         parts.append(f"{'and ' if held else ''}**{plural(moved, 'case')}** "
                      f"{'changes' if moved == 1 else 'change'} closure")

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from components.safe import md
 from store import repo
 from workbench.graph.diff import GraphDiff, describe, diff_skills
+from workbench.words import arrows
 
 
 def compare(eng: Engine, name: str, numbers: list[int], shown: int) -> None:
@@ -25,7 +26,7 @@ def compare(eng: Engine, name: str, numbers: list[int], shown: int) -> None:
         old = c1.selectbox("Older version", older[::-1], key=f"graph_diff_from_{name}")
         change = diff_skills(repo.load_skill(eng, name, old), repo.load_skill(eng, name, new))
         st.session_state["graph_compare_open"] = True
-        st.markdown(f"**Version {old} → {new}:** " + md(change.summary()))
+        st.markdown(f"**Version {old} → {new}:** " + md(arrows(change.summary())))
         rows = change_rows(change)
         if rows:
             st.dataframe(rows, hide_index=True, width="stretch", key=f"graph_diff_table_{name}",
@@ -63,5 +64,5 @@ def history(eng: Engine, name: str) -> None:
         st.caption("What changed is computed from the versions themselves; the note is what "
                    "the author wrote about it.")
         st.dataframe([{"when": h.created_at, "who": h.author, "from": h.from_version,
-                       "to": h.to_version, "what changed": h.summary, "note": h.note}
+                       "to": h.to_version, "what changed": arrows(h.summary), "note": h.note}
                       for h in entries], hide_index=True, width="stretch")

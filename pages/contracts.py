@@ -7,16 +7,17 @@ with st.code / st.dataframe / st.text, which display text as is: never as Markdo
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from components.errors import show_error
+from components.metric_row import metric_row
 from workbench import contracts
+from workbench.contracts.metrics import outcome_class
 from workbench.inputs import InputError, decode_text
-from workbench.words import help_for
+from workbench.words import help_for, number, percent, plural
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_FILE = ROOT / "fixtures" / "contracts" / "airline.yaml"
@@ -42,7 +43,7 @@ def _read(path: str, mtime: float) -> str:
 
 
 def _pct(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.1%}"
+    return percent(value, 1)  # "66.7%", "–" when it does not apply
 
 
 st.title("Skill contracts")
@@ -78,7 +79,8 @@ with st.expander("Contract (YAML)", expanded=False):
 text = st.session_state["contract_yaml"]
 contract, issues = contracts.check_contract_text(text, "contract")
 if issues:
-    st.error(f"The contract has {len(issues)} problem(s); fix them to replay.")
+    st.error(f"The contract has {plural(len(issues), 'problem')}; fix "
+             f"{'it' if len(issues) == 1 else 'them'} to replay.")
     st.code("\n".join(str(i) for i in issues), language=None, wrap_lines=True)
     st.stop()
 assert contract is not None
@@ -125,21 +127,20 @@ if not reports:
 # -- dataset summary -----------------------------------------------------------------------
 summary = contracts.summarize(reports)
 st.subheader("Dataset summary")
-cols = st.columns(7)
-cols[0].metric("Trajectories", summary.n)
-cols[1].metric("PCR", _pct(summary.pcr), help=help_for("PCR"))
-cols[2].metric("RF-PCR", _pct(summary.rf_pcr), help=help_for("RF-PCR"))
-cols[3].metric("No-rejection PCR", _pct(summary.no_rejection_pcr),
-               help=help_for("no-rejection PCR"))
-cols[4].metric("Outcome rate", _pct(summary.outcome_rate), help=help_for("outcome rate"))
-cols[5].metric("Hint rate", _pct(summary.hint_rate), help=help_for("Hint rate"))
-cols[6].metric("Mean credit", "n/a" if math.isnan(summary.mean_credit) else f"{summary.mean_credit:.2f}",
-               help=help_for("mean credit"))
+metric_row([
+    ("Trajectories", number(summary.n)),
+    ("PCR", _pct(summary.pcr), help_for("PCR")),
+    ("RF-PCR", _pct(summary.rf_pcr), help_for("RF-PCR")),
+    ("No-rejection PCR", _pct(summary.no_rejection_pcr), help_for("no-rejection PCR")),
+    ("Outcome rate", _pct(summary.outcome_rate), help_for("outcome rate")),
+    ("Hint rate", _pct(summary.hint_rate), help_for("Hint rate")),
+    ("Mean credit", number(summary.mean_credit), help_for("mean credit")),
+], key="contracts_summary")
 st.caption("PCR × outcome (trajectory counts)")
 st.dataframe(pd.DataFrame(summary.table.rows()), hide_index=True, key="pcr_table")
 table = pd.DataFrame([{
     "id": r.trajectory_id, "accepted termination": r.accepted_termination,
-    "rejected": r.rejected, "credit": round(r.credit, 2), "outcome": r.outcome,
+    "rejected": r.rejected, "credit": number(r.credit), "outcome": outcome_class(r.outcome),
     "final phase": r.termination.phase,
 } for r in reports])
 with st.expander("All trajectories"):

@@ -17,5 +17,6 @@ rows = [{"term": t.name, "meaning": t.meaning, "where": t.area} for t in TERMS
 if not rows:
     st.info("No term matches; clear the search to see all terms.")
 else:
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="glossary_table",
-                 column_config={"meaning": st.column_config.TextColumn("meaning", width="large")})
+    # A table whose cells wrap: each meaning is read whole (a data grid cut it at ~55
+    # characters, a column too narrow for a sentence, issue 56).
+    st.table(pd.DataFrame(rows).set_index("term"))

@@ -18,6 +18,7 @@ from workbench.audit.policy_context import ContextOptions
 from workbench.graph.editing import apply_edits
 from workbench.identity.roles import NotAllowed
 from workbench.vocabulary import Seeding
+from workbench.words import arrows
 
 IMPACT_SEEDING = {"scored (as audits run)": Seeding.SCORED.value, "keyword match": Seeding.KEYWORDS.value}
 
@@ -128,10 +129,10 @@ if st.button("Save as new version", type="primary", key="graph_save", disabled=n
         except repo.StaleVersion as stale:
             st.error(md(f"Nothing was saved: this edit was made on version {stale.base}, but "
                         f"version {stale.latest} is the latest. Saving would undo what changed "
-                        f"since: {stale.changes}. Switch to version {stale.latest} and make the "
+                        f"since: {arrows(stale.changes)}. Switch to version {stale.latest} and make the "
                         "edit there."))
         else:
-            summary = (f"{restored}; " if restored else "") + result.summary
+            summary = (f"{restored}; " if restored else "") + arrows(result.summary)
             queue_nav.leave_flash("graph_table_saved", "success",
                                   f"Saved version {saved.version}: {summary}.{left_out}")
             st.session_state["graph_show_version"] = saved.version

@@ -9,7 +9,9 @@ import streamlit as st
 
 from components.errors import show_error
 from components.identity import warn_admins_without_password
+from components.metric_row import metric_row
 from components.role_settings import role_settings_editor
+from components.safe import md
 from pages._sign_in import admins_without_password
 from pages._state import engine, model_gateway
 from store import audit_repo
@@ -95,15 +97,15 @@ for status in embedded_status(config, {name: current_embedded_server(name) for n
 window = judge_window(config)
 if window is None:
     st.caption(
-        f"Judge context window: unknown for '{config.role('judge').model}' (litellm has no "
-        "information on it). Set [roles.judge] context_window so that audits fit contexts to "
-        "it; until then contexts are sent whole."
+        md(f"Judge context window: unknown for '{config.role('judge').model}' (litellm has no "
+           "information on it).") + " Set `context_window` under `[roles.judge]` in the "
+        "settings file so that audits fit contexts to it; until then contexts are sent whole."
     )
 else:
     st.caption(
-        f"Judge context window: {window.tokens} tokens per request ({window.source}). Audits "
-        f"keep {window.answer_tokens} for the answer, size the policy context to the rest and "
-        "judge a larger one in parts."
+        md(f"Judge context window: {words.plural(window.tokens, 'token')} per request "
+           f"({window.source}). Audits keep {words.plural(window.answer_tokens, 'token')} for "
+           "the answer, size the policy context to the rest and judge a larger one in parts.")
     )
 
 st.subheader("Test connection")
@@ -187,7 +189,8 @@ if traced:
                "shows them per case):")
     st.dataframe(pd.DataFrame(traced), hide_index=True, width="stretch")
 cache = SqlResponseCache(engine()).stats()
-c1, c2, c3 = st.columns(3)
-c1.metric("Cached answers", cache["entries"])
-c2.metric("Tokens behind them", cache["prompt_tokens"] + cache["completion_tokens"])
-c3.metric("Model time they saved per replay", words.duration_ms(cache["latency_ms"]))
+metric_row([
+    ("Cached answers", words.number(cache["entries"])),
+    ("Tokens behind them", words.number(cache["prompt_tokens"] + cache["completion_tokens"])),
+    ("Model time they saved per replay", words.duration_ms(cache["latency_ms"])),
+], key="settings_cache")

@@ -13,6 +13,7 @@ from components import identity, queue_nav
 from components.errors import show_error
 from components.extraction_report import reference_panel, report_panel
 from components.glossary import column_help
+from components.metric_row import metric_row
 from components.rules import RULE_LINK_CONFIG, rules_frame, with_rule_links
 from components.safe import md
 from components.start_here import show_start_here
@@ -34,7 +35,7 @@ from workbench.skill.upload import (
     public_text,
     screen_upload,
 )
-from workbench.words import help_for, plural
+from workbench.words import help_for, number, plural
 
 
 def extraction_estimate(uploads: list, max_block: int) -> str | None:
@@ -121,8 +122,9 @@ with st.expander("Upload SKILLs and extract their rule graphs", expanded=not rep
                 "upload a smaller SKILL (or raise the block size)."))
             st.rerun()
         if docs:
-            st.caption(f"{n_blocks} block(s) to read, {describe_duration(seconds)} on the embedded "
-                       "model. Stop halts it: finished blocks are kept and Extract again resumes.")
+            st.caption(f"{plural(n_blocks, 'block')} to read, {describe_duration(seconds)} on "
+                       "the embedded model. Stop halts it: finished blocks are kept and Extract "
+                       "again resumes.")
         gateway = model_gateway()
         steps = SqlStepStore(eng)
         for doc in docs:
@@ -172,20 +174,22 @@ for name in names:
     s = skill_stats(skill)
     rows.append({
         "skill": name, "version": latest.version, "rules": s.rules, "edges": s.edges,
-        "coupling I_c": round(s.coupling, 3), "max depth": s.max_depth, "cycle": s.has_cycle,
-        "density I_d": round(s.density, 3), "complexity C": round(s.complexity, 4),
-        "source tokens": s.source_tokens, "description": skill.description,
+        "coupling": number(s.coupling, 3), "max depth": s.max_depth,
+        "cycle": "yes" if s.has_cycle else "no", "density": number(s.density, 3),
+        "complexity": number(s.complexity, 3), "source tokens": s.source_tokens,
+        "description": skill.description,
     })
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
              column_config=column_help(rows[0] if rows else ()))
-st.caption("Density I_d = tokens of the rules' conditions and actions / tokens of the SKILL "
-           "source, counted with the cl100k tokenizer; coupling I_c = edges / rules; C = I_d × I_c.")
+st.caption("Density = tokens of the rules' conditions and actions ÷ tokens of the SKILL source "
+           "(cl100k tokenizer); coupling = edges ÷ rules; complexity = density × coupling.")
 total = skill_stats(list(skills.values()))
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("SKILLs", len(names))
-c2.metric("Rules", total.rules)
-c3.metric("Edges", total.edges)
-c4.metric("Complexity C (all)", f"{total.complexity:.4f}", help=help_for("complexity C"))
+metric_row([
+    ("SKILLs", number(len(names))),
+    ("Rules", number(total.rules)),
+    ("Edges", number(total.edges)),
+    ("Complexity, all SKILLs", number(total.complexity, 3), help_for("complexity")),
+], key="skills_totals")
 
 chosen = st.selectbox("Rules of", names, key="skills_pick")
 vers = repo.versions(eng, chosen)

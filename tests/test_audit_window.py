@@ -189,7 +189,7 @@ def test_window_comes_from_config_then_embedded_slot_then_litellm():
     assert judge_window(base.with_role("judge", context_window=9000)).tokens == 9000
     emb = LlmConfig(base.roles, EmbeddedConfig(ctx_size=32768, parallel=2))
     w = judge_window(emb)
-    assert (w.tokens, w.answer_tokens) == (16384, 512) and "ctx_size 32768" in w.source
+    assert (w.tokens, w.answer_tokens) == (16384, 512) and "32,768-token context" in w.source
     hosted = base.with_role("judge", model="gpt-4o-mini")
     assert judge_window(hosted).tokens >= 100_000  # litellm's bundled model information
     assert judge_window(base.with_role("judge", model="openai/some-local-name")) is None

@@ -30,7 +30,7 @@ def test_every_metric_column_and_named_metric_has_help():
                    "latency ms"}
     missing = [c for c in METRIC_COLUMNS if c not in identifiers and not help_for(c)]
     assert missing == []
-    for name in ("coupling I_c", "density I_d", "complexity C", "PCR", "RF-PCR", "hint rate",
+    for name in ("coupling", "density", "complexity", "PCR", "RF-PCR", "hint rate",
                  "mean credit", "Cohen's κ", "largest block", "a", "b", "gamma_retail"):
         assert help_for(name), name
     assert help_for("no such metric") is None
@@ -61,12 +61,14 @@ def test_replay_shows_the_gold_label_in_plain_words(demo_db, label, word):
 def test_glossary_page_lists_and_filters_terms():
     at = AppTest.from_file(str(ROOT / "pages" / "glossary.py"), default_timeout=30).run()
     assert not at.exception
-    assert len(at.dataframe[0].value) == len(TERMS)
+    # A table whose cells wrap (issue 56: a data grid cut each meaning at ~55 characters).
+    assert len(at.table[0].value) == len(TERMS) and not at.dataframe
+    assert list(at.table[0].value.columns) == ["meaning", "where"]
     # Searchable by the spelled-out name too, not only by the symbol on screen (κ).
     at.text_input(key="glossary_query").set_value("kappa").run()
-    assert list(at.dataframe[0].value["term"]) == ["Cohen's κ", "Fleiss' κ"]
+    assert list(at.table[0].value.index) == ["Cohen's κ", "Fleiss' κ"]
     at.text_input(key="glossary_query").set_value("no such word").run()
-    assert not at.dataframe and "No term matches" in at.info[0].value
+    assert not at.table and "No term matches" in at.info[0].value
 
 
 def test_glossary_page_is_registered():

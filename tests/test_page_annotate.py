@@ -234,7 +234,7 @@ def test_cdg_inspection_from_uploaded_traces(db):
     at.radio(key=f"insp/{inspection_item('c1', 'verdict_follows')}").set_value("fail")
     at.text_input(key=f"insp_note/{item}").set_value("refunds policy applies")
     at.button[-1].click().run()
-    assert "Saved 2 criterion label(s)." in unescaped(at.success[0].value)
+    assert "Saved 2 criterion labels." in unescaped(at.success[0].value)
     stored = {(lab.item, lab.value, lab.note) for lab in labels_for(db, CDG_INSPECTION)}
     assert stored == {(item, "pass", "refunds policy applies"),
                       (inspection_item("c1", "verdict_follows"), "fail", "")}

@@ -76,7 +76,7 @@ def test_an_old_version_shows_a_banner_and_its_save_is_refused_with_the_diff(db)
     assert not at.exception
     error = " ".join(e.value for e in at.error).replace("\\", "")
     assert "Nothing was saved" in error and "version 3 is the latest" in error
-    assert "removed edges R2->R1" in error and "edited rules R1" in error
+    assert "removed edges R2 → R1" in error and "edited rules R1" in error
     assert [v.version for v in repo.versions(db, "refunds")] == [1, 2, 3]
     latest = repo.load_skill(db, "refunds")
     assert EDGE_DROPPED_IN_V2 not in {(e.source, e.target) for e in latest.graph.edges}

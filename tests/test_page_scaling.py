@@ -38,7 +38,7 @@ def test_demo_analysis_shows_tables_and_figure():
     meanings = dict(zip(intervals["quantity"], intervals["meaning"], strict=True))
     assert all(meanings[q] for q in meanings if q in ("a", "b") or q.startswith("gamma_"))
     loso = at.dataframe[-1].value  # last: after the gains and the recovery tables
-    assert set(loso["params_b"]) == {0.5, 1.0, 2.0, 4.0, 9.0, 27.0}
+    assert set(loso["judge size"]) == {0.5, 1.0, 2.0, 4.0, 9.0, 27.0}  # params_b, in words
     assert len(at.get("plotly_chart")) == 2  # vs judge size, vs complexity
     # switching the inspected model reruns from the cache, not a new fit
     at.selectbox(key="scaling_model").set_value("full").run()

@@ -113,12 +113,13 @@ TERMS: tuple[Term, ...] = (
          "author. A rule kept by its wording ('must', 'never'...) although the model did not "
          "call it a rule says so in its tooltip.", "Graph"),
     # -- SKILL structure (Skills page)
-    Term("coupling I_c", "Require edges per rule: how much rules depend on each other. "
+    Term("coupling", "Require edges per rule: how much rules depend on each other. "
          "Higher means more rules must be judged together.", "Skills"),
-    Term("density I_d", "Rule text tokens per source-text token: how much of the SKILL's "
-         "text turns into rules. Higher means the text is packed with rules.", "Skills"),
-    Term("complexity C", "Density × coupling: one number for how hard a SKILL is to judge. "
-         "Higher is harder.", "Skills"),
+    Term("density", "Rule text tokens per source-text token (cl100k tokenizer; a rule's "
+         "condition and action): how much of the SKILL's text turns into rules. Higher means "
+         "the text is packed with rules.", "Skills"),
+    Term("complexity", "Density × coupling: one number for how hard a SKILL is to judge "
+         "(the papers' C). Higher is harder.", "Skills, Scaling"),
     Term("max depth", "The longest chain of require edges.", "Skills"),
     Term("cycle", "Whether some rules require each other in a loop.", "Skills"),
     Term("source tokens", "Length of the SKILL's source text in tokens.", "Skills"),
@@ -176,13 +177,13 @@ TERMS: tuple[Term, ...] = (
     Term("mean credit", "Average verified progress per conversation, from 0 (none) to 1 "
          "(all milestones).", "Contracts"),
     # -- scaling (Scaling)
-    Term("params_b", "Judge model size in billions of parameters.", "Scaling"),
+    Term("judge size", "Judge model size in billions of parameters.", "Scaling"),
     Term("a", "How fast the log-odds of a correct verdict grow with judge size (the "
          "coefficient of ln N; positive: bigger judges are right more often).", "Scaling"),
     Term("b", "How the log-odds of a correct verdict change with complexity (negative: "
          "harder policies are judged worse).", "Scaling"),
-    Term("gamma", "Baseline log-odds of a correct verdict on one dataset (gamma_retail: on "
-         "the retail dataset).", "Scaling"),
+    Term("gamma", "Baseline log-odds of a correct verdict on one dataset (a column per "
+         "dataset, named after it).", "Scaling"),
     Term("CV log loss", "Cross-validated log loss: how surprised the model is by correctness "
          "on sessions it was not fitted on (lower is better).", "Scaling"),
     Term("log loss above the best", "How much worse this model's CV log loss is than the "
@@ -209,7 +210,7 @@ SCALING_NAMES = {
     "complexity_effect": "complexity effect", "gain_q10": "gain, C at 10th pct",
     "gain_q90": "gain, C at 90th pct", "delta_gain": "gain difference", "log_loss": "log loss",
     "mean_predicted": "mean predicted", "calibration_gap": "calibration gap",
-    "ece": "calibration error (ECE)", "n": "rows",
+    "ece": "calibration error (ECE)", "n": "rows", "params_b": "judge size",
 }
 # Columns of the annotation dataset report (``workbench.annotation.report.TABLE_COLUMNS``,
 # kept raw in its CSV/JSONL) -> the words on screen.
@@ -285,6 +286,13 @@ LABELS: Mapping[str, str] = {
     "cache_key": "cache key",
     "request_key": "request key",
 }
+
+
+def arrows(summary: str) -> str:
+    """A computed change summary as it reads on screen: an edge "R5->R3" (how summaries are
+    stored and printed by the CLI) as "R5 → R3", the arrow of every button and caption.
+    For computed text only: an author's note is shown as written."""
+    return summary.replace("->", " → ")
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:

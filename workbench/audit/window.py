@@ -87,7 +87,8 @@ def judge_window(config: Any, role: str = ModelRole.JUDGE) -> JudgeWindow | None
         if server is not None and server.info is not None and server.info.slot_ctx:
             return JudgeWindow(server.info.slot_ctx, "embedded server slot (running)", answer)
         return JudgeWindow(
-            emb.slot_ctx, f"embedded slot: ctx_size {emb.ctx_size} / parallel {emb.parallel}",
+            emb.slot_ctx, f"one of {emb.parallel} parallel slots of the embedded model's "
+                          f"{emb.ctx_size:,}-token context",
             answer,
         )
     found = _litellm_window(rc.model)
