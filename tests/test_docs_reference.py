@@ -40,9 +40,9 @@ CODE_FILES = ("app.py",)
 REPO_TOPS = ("workbench", "store", "pages", "components", "tests", "bench", "fixtures", "docs",
              ".ci", ".streamlit", "app.py", "Makefile", "pyproject.toml", "requirements.lock",
              "requirements-graphrag.txt", "workbench.toml.example", "mkdocs.yml", "README.md")
-# Written by a command or a person, not kept in the repository: the site's generated reference,
-# and the secrets file a person writes (gitignored).
-GENERATED_PATHS = ("docs/reference/", ".streamlit/secrets.toml")
+# Written by a person, not kept in the repository (gitignored); the site's generated pages
+# (``docs/reference/cli.md``, ...) come from the hook's GENERATED.
+GENERATED_PATHS = (".streamlit/secrets.toml",)
 
 # Names in double backticks that resolve to nothing in the code, on purpose: name -> why.
 EXCEPTIONS: dict[str, str] = {
@@ -417,7 +417,7 @@ def _path(text: str) -> bool | None:
         return None
     if not text.startswith(tuple(t + "/" for t in REPO_TOPS)) and text not in REPO_TOPS:
         return None
-    if text.startswith(GENERATED_PATHS):
+    if text in GENERATED_PATHS or text in {f"docs/{uri}" for uri in reference().GENERATED}:
         return True
     if any(ch in text for ch in " <>|"):
         return None  # a pattern written for a person ("docs/evaluations/<name>.json")
