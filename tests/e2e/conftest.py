@@ -16,6 +16,8 @@ import pytest
 
 from workbench.identity.roles import COMMAND_LINE
 
+from .screen import IDLE_CEILING_MS, PAGE_CEILING_MS, new_page  # noqa: F401 (re-exported)
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -96,22 +98,12 @@ def browser():
         b.close()
 
 
-# The page's ceiling for every Playwright wait without its own (a page from a fresh context
-# of a test's own sets it too, or it gets Playwright's 30 s).
-PAGE_CEILING_MS = 90_000
-
-
 @pytest.fixture
 def page(browser):
-    from playwright.sync_api import expect
-
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
-    # Every wait is on what the user sees; these are only ceilings, high enough for a machine
-    # whose two cores are shared with a model server and another test run (a Streamlit rerun
-    # there can take tens of seconds).
-    pg.set_default_timeout(PAGE_CEILING_MS)
-    expect.set_options(timeout=30_000)
+    """A page in a fresh context, read through ``tests/e2e/screen.py`` (its hook installed);
+    every wait is on what the user sees, with ceilings high enough for a machine whose two
+    cores are shared with a model server and another test run."""
+    pg = new_page(browser)
     pg.external_requests = []  # type: ignore[attr-defined]
 
     def on_request(req):
@@ -122,7 +114,7 @@ def page(browser):
 
     pg.on("request", on_request)
     yield pg
-    context.close()
+    pg.context.close()
 
 
 def make_server(tmp_path: Path, index_data: dict) -> Server:
@@ -131,18 +123,6 @@ def make_server(tmp_path: Path, index_data: dict) -> Server:
     server = Server(db, tmp_path / "server.log")
     server.wait()
     return server
-
-
-# A page run after a model call can take over a minute on two cores shared with a model
-# server and the rest of the suite (seen: the Replay re-run with a judge); the ceiling only
-# bounds a hang, the wait ends as soon as the page is idle.
-IDLE_CEILING_MS = 150_000
-
-
-def wait_idle(page, timeout: float = IDLE_CEILING_MS) -> None:
-    """Wait until Streamlit has finished running the script after an action."""
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
-                           timeout=timeout)
 
 
 def demo_index() -> dict:

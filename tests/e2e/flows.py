@@ -19,7 +19,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from workbench.identity.roles import COMMAND_LINE
 
-from .conftest import IDLE_CEILING_MS, ROOT, Server, wait_idle
+from .conftest import ROOT, Server
+from .screen import idle, screen, shown, until
 
 RECORDINGS = ROOT / "fixtures" / "recordings"
 DEMO = ROOT / "fixtures" / "demo"
@@ -88,46 +89,34 @@ def demo_cases():
 
 # -- the page --------------------------------------------------------------------------------
 
-def settle(page, timeout: float = IDLE_CEILING_MS) -> None:
-    """Wait until the script run is over and the elements of the previous run are gone
-    (for a moment after a rerun Streamlit shows both, marked ``data-stale``)."""
-    wait_idle(page, timeout)
-    page.wait_for_function("!document.querySelector(\"[data-stale='true']\")", timeout=timeout)
-
-
 def goto(page, server: Server, url_path: str) -> None:
+    """Open ``url_path`` and wait for its first idle render (a heading drawn)."""
     page.goto(f"{server.url}/{url_path}")
-    settle(page)
-    page.locator("h1").first.wait_for()
+    shown(page, lambda s: s.locator("h1"))
 
 
 def submit(page, label: str, text: str) -> None:
     """Type ``text`` into the text field labelled ``label`` and press Enter (a Streamlit text
     input applies its value on Enter), then wait for the rerun."""
-    box = page.get_by_label(label)
+    box = screen(page).get_by_label(label)
     box.fill(text)
     box.press("Enter")
-    settle(page)
+    idle(page)
 
 
 def choose(page, label: str, option: str) -> None:
-    """Pick ``option`` in the select box labelled ``label`` with the keyboard."""
-    wanted = page.get_by_role("option", name=option, exact=True)
-    for _ in range(3):  # a rerun that redraws the box can swallow the key: open it again
-        box = page.get_by_role("combobox", name=label, exact=True)
-        box.focus()
-        box.press("ArrowDown")  # opens the list
-        try:
-            wanted.wait_for(timeout=10_000)
-            break
-        except Exception:  # playwright's TimeoutError: the list did not open
-            settle(page)
-    wanted.click()
-    settle(page)
+    """Pick ``option`` in the select box labelled ``label`` with the keyboard: the box is
+    focused and opened once the page is idle (no rerun can redraw it meanwhile), and the
+    option is read from the list that opened."""
+    box = screen(page).get_by_role("combobox", name=label, exact=True)
+    box.focus()
+    box.press("ArrowDown")  # opens the list
+    shown(page, lambda s: s.get_by_role("option", name=option, exact=True)).click()
+    idle(page)
 
 
 def assert_no_exception(page, server: Server | None = None) -> None:
-    errors = page.locator("[data-testid='stException']")
+    errors = screen(page).locator("[data-testid='stException']")
     if errors.count():
         detail = errors.first.inner_text()
         if server is not None:
@@ -137,6 +126,7 @@ def assert_no_exception(page, server: Server | None = None) -> None:
 
 def assert_nothing_ran(page) -> None:
     """No payload script ran: in the page and in every frame (st.html, st.iframe, ...)."""
+    idle(page)
     assert page.evaluate("window.__pwned") is None, "a payload ran in the page"
     for frame in page.frames:
         assert frame.evaluate("window.__pwned") is None, f"a payload ran in frame {frame.url}"
@@ -146,8 +136,7 @@ def assert_nothing_ran(page) -> None:
 
 def editor(page, key: str):
     """The data editor whose widget key is ``key``, scrolled to the middle of the window."""
-    box = page.locator(f".st-key-{key}")
-    box.locator("[data-testid='data-grid-canvas']").wait_for()
+    box = shown(page, lambda s: s.locator(f".st-key-{key}:has([data-testid='data-grid-canvas'])"))
     box.evaluate("e => e.scrollIntoView({block: 'center'})")
     return box
 
@@ -155,7 +144,7 @@ def editor(page, key: str):
 def grid_cell(page, key: str, row: int, col: int):
     """The accessibility cell of a data cell: ``row`` 0 is the first data row, ``col`` 0 the
     first data column (the grid's own column 0 is the row marker)."""
-    return page.locator(_cell_css(key, row, col))
+    return screen(page).locator(_cell_css(key, row, col))
 
 
 def _cell_css(key: str, row: int, col: int) -> str:
@@ -164,13 +153,13 @@ def _cell_css(key: str, row: int, col: int) -> str:
 
 def _wait_selected(page, key: str, row: int, col: int, timeout: float) -> None:
     # A fresh query each time: the grid re-creates these cells as it redraws.
-    page.locator(_cell_css(key, row, col) + "[aria-selected='true']").wait_for(
+    screen(page).locator(_cell_css(key, row, col) + "[aria-selected='true']").wait_for(
         state="attached", timeout=timeout)
 
 
 def _wait_text(page, key: str, row: int, col: int, text: str) -> None:
-    page.wait_for_function("([css, text]) => document.querySelector(css)?.textContent === text",
-                           arg=[_cell_css(key, row, col), text])
+    until(page, "([css, text]) => document.querySelector(css)?.textContent === text",
+          [_cell_css(key, row, col), text])
 
 
 def select_cell(page, key: str, row: int, col: int) -> None:
@@ -178,9 +167,9 @@ def select_cell(page, key: str, row: int, col: int) -> None:
     arrow right. (Column widths are not in the DOM; row heights follow from the canvas
     height and the row count, header and a dynamic editor's empty row for adding included.)"""
     # The row marker column is ~30 px wide; +50 px lands in the first data column. The
-    # first click on a grid can be taken by the focus moving in from another grid, and late
-    # drawing above the grid can move it: measure again and retry (never clicking a selected
-    # cell again: that would open its editor).
+    # first click on a grid can be taken by the focus moving in from another grid: the cell's
+    # aria-selected says whether it landed; if not, measure the idle page again and click
+    # once more (never a selected cell: that would open its editor).
     first = grid_cell(page, key, row, 0)
     for _ in range(4):
         if first.get_attribute("aria-selected") == "true":
@@ -206,8 +195,7 @@ def type_into_cell(page, key: str, row: int, col: int, text: str) -> None:
     """Replace a text cell's value: select it, type (which opens the cell editor), Enter."""
     select_cell(page, key, row, col)
     page.keyboard.type(text[0])
-    box = page.locator("#portal textarea.gdg-input")
-    box.wait_for()
+    box = shown(page, lambda s: s.locator("#portal textarea.gdg-input"))
     box.fill(text)
     box.press("Enter")
     box.wait_for(state="detached")
@@ -218,8 +206,7 @@ def choose_in_cell(page, key: str, row: int, col: int, option: str) -> None:
     """Set a select-box cell: select it, Enter opens its menu, click the option."""
     select_cell(page, key, row, col)
     page.keyboard.press("Enter")
-    menu = page.locator("#portal [role='listbox']")
-    menu.wait_for()
+    menu = shown(page, lambda s: s.locator("#portal [role='listbox']"))
     menu.get_by_role("option", name=option, exact=True).click()
     menu.wait_for(state="detached")
     _wait_text(page, key, row, col, option)

@@ -1,7 +1,10 @@
 """The Graph page's drawing (``components.rule_graph``, vis-network in the app's own page) as
-a test sees it: where each rule is drawn, and a real mouse click on one."""
+a test sees it: where each rule is drawn, and a real mouse click on one. Read through
+``tests/e2e/screen.py``: on an idle page, re-read after each rerun."""
 
 from __future__ import annotations
+
+from .screen import screen, until
 
 DRAWING = "graph_drawing"
 
@@ -15,19 +18,20 @@ _POSITIONS = """(key) => {
                            return {id: String(id), x: box.left + d.x, y: box.top + d.y}; });
 }"""
 
+_DRAWN = """([key, n]) => { const g = document.querySelector("[data-testid='wb-rule-graph']");
+  return window.__wbRuleGraphs && window.__wbRuleGraphs[key] && g
+    && (n === null || Number(g.dataset.rules) === n); }"""
+
 
 def wait_drawn(page, rules: int | None = None, key: str = DRAWING, timeout: float = 60_000) -> None:
-    """Until the drawing is made (of ``rules`` rules when given)."""
-    page.wait_for_function(
-        "([key, n]) => { const g = document.querySelector(\"[data-testid='wb-rule-graph']\");"
-        " return window.__wbRuleGraphs && window.__wbRuleGraphs[key] && g"
-        " && (n === null || Number(g.dataset.rules) === n); }",
-        arg=[key, rules], timeout=timeout)
+    """Until the drawing is made (of ``rules`` rules when given), on an idle page."""
+    until(page, _DRAWN, [key, rules], timeout=timeout)
 
 
 def positions(page, key: str = DRAWING) -> dict[str, tuple[float, float]]:
-    """Each drawn rule's centre in the window's coordinates (as the mouse sees it)."""
-    return {p["id"]: (p["x"], p["y"]) for p in page.evaluate(_POSITIONS, key) or []}
+    """Each drawn rule's centre in the window's coordinates (as the mouse sees it), read on
+    an idle page."""
+    return {p["id"]: (p["x"], p["y"]) for p in screen(page).evaluate(_POSITIONS, key) or []}
 
 
 # Streamlit scrolls its main area, not the window: find the drawing's scrolling ancestor.
@@ -38,14 +42,14 @@ _SCROLL = """([key, y]) => {
   (el || document.scrollingElement).scrollBy(0, y - window.innerHeight / 2);
 }"""
 
+_HAS = """([key, id]) => { const n = (window.__wbRuleGraphs || {})[key];
+  return !!n && n.body.data.nodes.getIds().map(String).includes(id); }"""
 
-def click_rule(page, rule_id: str, key: str = DRAWING) -> None:
-    """Scroll the rule into the middle of the window and click it with the mouse (waiting up
-    to 30 s for it to be drawn: a rerun may redraw the graph just after ``wait_drawn``)."""
-    for _ in range(60):
-        if rule_id in positions(page, key):
-            break
-        page.wait_for_timeout(500)
+
+def click_rule(page, rule_id: str, key: str = DRAWING, timeout: float = 30_000) -> None:
+    """Scroll the rule into the middle of the window and click it with the mouse, once it is
+    drawn on an idle page (a rerun may redraw the graph just after ``wait_drawn``)."""
+    until(page, _HAS, [key, rule_id], timeout=timeout)
     _, y = positions(page, key)[rule_id]
     page.evaluate(_SCROLL, [key, y])
     x, y = positions(page, key)[rule_id]

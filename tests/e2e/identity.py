@@ -1,59 +1,50 @@
 """Signing in through the sidebar (``components.identity``'s local sign-in) in real Chromium,
-as a person would: open the "Sign in" box, type a name, pick a role, submit."""
+as a person would: open the "Sign in" box, type a name, pick a role, submit. Every step acts
+on an idle page's newest render (``tests/e2e/screen.py``): the submits that once landed while
+a rerun was replacing the sidebar, and were tried again, cannot happen."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .flows import settle
+from .screen import idle, new_page, screen, shown
 
 
 def sign_in(page, name: str, role: str) -> None:
     """Sign ``name`` in with ``role`` on the page that is open; waits for the sidebar to say
-    who is signed in."""
-    signed_in = page.locator("[data-testid='stSidebar']").get_by_text(f"Signed in as {name} ({role})")
-    for attempt in range(2):
-        _submit_sign_in(page, name, role)
-        try:
-            signed_in.wait_for(timeout=30_000)
-            break
-        except Exception:
-            # Beside CPU burners the submit once landed while a rerun was replacing the
-            # sidebar, and nothing was signed in: fill the form and submit once more.
-            if attempt == 1:
-                raise
-    settle(page)
-
-
-def _submit_sign_in(page, name: str, role: str) -> None:
-    settle(page)  # a rerun still in flight re-renders the sidebar under the clicks below
-    sidebar = page.locator("[data-testid='stSidebar']")
+    who is signed in. A window narrower than 1,000 px opens on a folded sidebar: it is
+    opened first, as a person would."""
+    open_sidebar(page)
+    sidebar = screen(page).sidebar
     form = sidebar.locator("[data-testid='stForm']")
     if not form.is_visible():
         sidebar.locator("[data-testid='stExpander'] summary", has_text="Sign in").click()
+        idle(page)
+    form = shown(page, lambda s: s.sidebar.locator("[data-testid='stForm']"))
     form.get_by_label("Sign-in name").fill(name)
     box = form.get_by_role("combobox", name="Role")
-    option = page.get_by_role("option", name=role, exact=True)
-    # The list opens in a portal that React may re-render while it opens: a click can find it
-    # shut, or the option detached before the click lands. Open and pick again (three tries);
-    # the "Signed in as" check proves which role was taken.
-    for attempt in range(3):
-        try:
-            box.click()
-            option.click(timeout=5_000)
-            break
-        except Exception:
-            if attempt == 2:
-                raise
-            page.keyboard.press("Escape")
-            settle(page)
-    form.get_by_role("button", name="Sign in").click()
+    box.focus()
+    box.press("ArrowDown")  # opens the list (a click on the box did not always)
+    # The list opens in a portal outside the sidebar.
+    shown(page, lambda s: s.get_by_role("option", name=role, exact=True)).click()
+    screen(page).sidebar.get_by_role("button", name="Sign in").click()
+    shown(page, lambda s: s.sidebar.get_by_text(f"Signed in as {name} ({role})"))
+
+
+def open_sidebar(page) -> None:
+    """Open the sidebar with its arrow when the window folded it (``components.narrow_window``)."""
+    expand = screen(page).get_by_test_id("stExpandSidebarButton")
+    if expand.count() and expand.first.is_visible():
+        expand.first.click()
+        shown(page, lambda s: s.locator("[data-testid='stSidebarCollapseButton'] "
+                                        "button[aria-expanded='true']"))
 
 
 def sign_out(page) -> None:
-    page.locator("[data-testid='stSidebar']").get_by_role("button", name="Sign out").click()
-    settle(page)
+    open_sidebar(page)
+    screen(page).sidebar.get_by_role("button", name="Sign out").click()
+    idle(page)
 
 
 @contextmanager
@@ -61,12 +52,11 @@ def signed_in_elsewhere(browser, server, url_path: str, name: str, role: str) ->
     """A second person in a browser of their own (a fresh context: no session shared with
     the test's page), on ``url_path`` and signed in as ``name`` with ``role``; yields the
     page and closes that browser after."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = new_page(browser)
     try:
-        page = context.new_page()
         page.goto(f"{server.url}/{url_path}")
-        settle(page)
+        idle(page)
         sign_in(page, name, role)
         yield page
     finally:
-        context.close()
+        page.context.close()

@@ -9,8 +9,9 @@ from typing import Any
 
 from workbench.identity.roles import COMMAND_LINE
 
-from .conftest import ROOT, Server, demo_index, make_server, wait_idle
+from .conftest import ROOT, Server, demo_index, make_server
 from .flows import submit
+from .screen import idle, screen, shown
 
 NOTE = "Note (required to overturn)"
 
@@ -50,8 +51,8 @@ def review_server(tmp_path, seed: Callable[[str], None]) -> Iterator[Server]:
 
 
 def expect_card(page, text: str) -> None:
-    page.locator(".st-key-rv_card", has_text=text).wait_for(timeout=30_000)
-    wait_idle(page)
+    """Until the card holding ``text`` is the one shown, in an idle page."""
+    shown(page, lambda s: s.locator(".st-key-rv_card", has_text=text))
 
 
 def leave_fields(page) -> None:
@@ -62,7 +63,7 @@ def leave_fields(page) -> None:
 def open_queue(page, server: Server, query: str, card: str) -> None:
     """Open ``/review{query}``, sign the reviewer ada in, and wait for the card ``card``."""
     page.goto(f"{server.url}/review{query}")
-    wait_idle(page)
+    idle(page)
     submit(page, "Reviewer", "ada")
     expect_card(page, card)
 
@@ -70,7 +71,7 @@ def open_queue(page, server: Server, query: str, card: str) -> None:
 def type_note(page, text: str) -> None:
     """Type the decision note key by key (letters that are shortcuts stay in the field) and
     commit it with Tab."""
-    page.get_by_label(NOTE).click()
+    screen(page).get_by_label(NOTE).click()
     page.keyboard.type(text)
     page.keyboard.press("Tab")
-    wait_idle(page)
+    idle(page)

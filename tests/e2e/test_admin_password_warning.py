@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from .conftest import Server
-from .flows import assert_no_exception, settle
+from .flows import assert_no_exception
+from .screen import screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -42,24 +43,21 @@ def server(tmp_path):
 
 def test_a_password_less_admin_is_said_on_the_sidebar_and_settings(server, page):
     page.goto(f"{server.url}/settings")
-    settle(page)
-    page.locator("h1", has_text="Settings").wait_for()
+    shown(page, lambda s: s.locator("h1", has_text="Settings"))
     assert_no_exception(page, server)
-    sidebar = page.locator("[data-testid='stSidebar']")
-    main = page.locator("[data-testid='stMain']")
-    for area in (sidebar, main):
-        alert = area.locator("[data-testid='stAlertContentWarning']", has_text=WARNING)
-        alert.wait_for()
+    for area in ("sidebar", "main"):
+        alert = shown(page, lambda s, a=area: getattr(s, a).locator(
+            "[data-testid='stAlertContentWarning']", has_text=WARNING))
         assert FIX in alert.inner_text()
         assert alert.locator("code", has_text=FIX).count() == 1  # the command, as code
-    assert "bo is an admin" not in page.content()  # bo has no password, but is no admin
+    assert "bo is an admin" not in screen(page).content()  # bo has no password, but is no admin
 
     # What the warning says is so: the name alone signs in as admin.
-    sidebar.locator("[data-testid='stExpander'] summary", has_text="Sign in").click()
-    form = sidebar.locator("[data-testid='stForm']")
+    screen(page).sidebar.locator("[data-testid='stExpander'] summary", has_text="Sign in").click()
+    form = shown(page, lambda s: s.sidebar.locator("[data-testid='stForm']"))
     form.get_by_label("Sign-in name").fill("ada")
     form.get_by_role("button", name="Sign in").click()
-    settle(page)
-    sidebar.get_by_text("Signed in as ada (admin)").wait_for()
-    sidebar.locator("[data-testid='stAlertContentWarning']", has_text=WARNING).wait_for()
+    shown(page, lambda s: s.sidebar.get_by_text("Signed in as ada (admin)"))
+    shown(page, lambda s: s.sidebar.locator("[data-testid='stAlertContentWarning']",
+                                            has_text=WARNING))
     assert page.external_requests == []

@@ -11,7 +11,8 @@ import pytest
 
 from workbench.identity.roles import COMMAND_LINE
 
-from .conftest import demo_index, wait_idle
+from .conftest import demo_index
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,14 +56,17 @@ def test_page_opens(server, page, url_path):
     # The default page (Skills) is served at the root, not at its url_path.
     path = "" if url_path == DEFAULT_PAGE else url_path
     page.goto(f"{server.url}/{path}")
-    wait_idle(page)
-    page.locator("h1").first.wait_for()
-    assert page.get_by_text("Page not found").count() == 0
-    assert page.locator("[data-testid='stException']").count() == 0, page.locator(
-        "[data-testid='stException']").first.inner_text()
-    # Let canvases, charts and graph iframes finish loading: a late off-machine request would
-    # otherwise slip past the check below (and a screenshot would catch half-drawn tables).
-    page.wait_for_timeout(2500)
+    shown(page, lambda s: s.locator("h1"))
+    view = screen(page)
+    assert view.get_by_text("Page not found").count() == 0
+    errors = view.locator("[data-testid='stException']")
+    assert errors.count() == 0, errors.first.inner_text()
+    # Canvases, charts and graph iframes loaded (after the first load, no request for
+    # 500 ms) and drawn (the page idle: nothing drawn for screen.QUIET_MS): a late
+    # off-machine request would otherwise slip past the check below (and a screenshot would
+    # catch half-drawn tables).
+    page.wait_for_load_state("networkidle")
+    idle(page)
     if os.environ.get("WORKBENCH_SCREENSHOTS"):  # refresh README screenshots on request only
         page.screenshot(path=str(ROOT / "docs" / "screenshots" / f"{url_path}.png"))
     assert page.external_requests == []

@@ -22,10 +22,10 @@ from .flows import (
     demo_index_data,
     goto,
     import_index,
-    settle,
     start_server,
     submit,
 )
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -100,7 +100,7 @@ def test_replay_a_violation_then_confirm_it_in_the_queue(flow, page):
     # -- replay ---------------------------------------------------------------------------
     goto(page, server, "replay")
     choose(page, "Case", f"{case.id} — gold: {gold_word(case.label)}")
-    card = page.locator(".st-key-verdict_a")
+    card = screen(page).locator(".st-key-verdict_a")
     expect(card.locator("[data-testid='stAlertContentError'] p")).to_have_text("Violation")
     expect(card).to_contain_text(verdict.reason)
     expect(card).to_contain_text(f"Violated rule {rid}")
@@ -109,21 +109,21 @@ def test_replay_a_violation_then_confirm_it_in_the_queue(flow, page):
     expect(mark).to_be_visible()
     assert words(mark.inner_text()) == words(cited_span_text(index, trace))
     # The stored trace is replayed, not re-run: the button offers a re-run.
-    expect(page.get_by_role("button", name="Re-run audit")).to_be_visible()
+    expect(screen(page).get_by_role("button", name="Re-run audit")).to_be_visible()
     assert_no_exception(page, server)
 
     # -- confirm in the review queue ------------------------------------------------------------
     goto(page, server, "review")
     submit(page, "Reviewer", "ada")
-    card = page.locator(".st-key-rv_card")
+    card = screen(page).locator(".st-key-rv_card")
     expect(card).to_contain_text(f"1/1 · case {case.id} · cdg · run {RUN}")
-    page.get_by_text("0 of 1 reviewed (0 by you)").wait_for()
+    shown(page, lambda s: s.get_by_text("0 of 1 reviewed (0 by you)"))
     # Keys act only outside text fields.
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("y")
-    page.get_by_text("1 of 1 reviewed (1 by you)").wait_for(timeout=30_000)
-    page.get_by_text(f"Confirmed the cdg verdict on {case.id}.").wait_for()
-    settle(page)
+    shown(page, lambda s: s.get_by_text("1 of 1 reviewed (1 by you)"), timeout=30_000)
+    shown(page, lambda s: s.get_by_text(f"Confirmed the cdg verdict on {case.id}."))
+    idle(page)
     assert_no_exception(page, server)
     assert page.external_requests == []
 

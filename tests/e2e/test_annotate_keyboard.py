@@ -12,8 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
-from .conftest import make_server, wait_idle  # noqa: E402
+from .conftest import make_server  # noqa: E402
 from .identity import sign_in  # noqa: E402
+from .screen import idle, screen, shown  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -25,6 +26,8 @@ def server(tmp_path):
 
 
 def focused_label(page) -> str:
+    # Where the keyboard focus is: browser state, not the render (a Tab reruns nothing), so
+    # read at once rather than through screen(), which waits out each key press.
     return page.evaluate("document.activeElement && (document.activeElement.getAttribute("
                          "'aria-label') || document.activeElement.textContent || '')")
 
@@ -41,34 +44,34 @@ def tab_to(page, label: str, limit: int = 60) -> None:
 def press(page, key: str, expect: str) -> None:
     """Press one key, then wait for the rule card to show ``expect`` and the app to settle."""
     page.keyboard.press(key)
-    page.locator("[data-testid='wb-rule-card']", has_text=expect).wait_for(timeout=30_000)
-    wait_idle(page)
+    shown(page, lambda s: s.locator("[data-testid='wb-rule-card']", has_text=expect), timeout=30_000)
+    idle(page)
 
 
 def test_an_annotator_session_by_keyboard_only(server, page):
     page.goto(f"{server.url}/annotate")
-    wait_idle(page)
+    idle(page)
     sign_in(page, "ada", "annotator")  # the sidebar identity; the page has no name field
-    page.get_by_text("Annotating as ada").wait_for()
-    page.locator("[data-testid='wb-key-legend']").wait_for()
-    wait_idle(page)
-    card = page.locator("[data-testid='wb-rule-card']")
+    shown(page, lambda s: s.get_by_text("Annotating as ada"))
+    shown(page, lambda s: s.locator("[data-testid='wb-key-legend']"))
+    idle(page)
+    card = screen(page).locator("[data-testid='wb-rule-card']")
     assert card.inner_text().startswith("1/4")
 
     press(page, "y", "2/4")  # R1 correct, moves on
     press(page, "3", "3/4")  # R2 incorrect: wrong action
     press(page, "k", "2/4")  # back to R2: its label is shown
-    page.get_by_text("Your label: incorrect (wrong action)").wait_for()
+    shown(page, lambda s: s.get_by_text("Your label: incorrect (wrong action)"))
     press(page, "j", "3/4")
     # A note: Tab into the field, type, Tab out (committing it), then the label's key.
     tab_to(page, "Note (optional)")
     page.keyboard.type("closure needs the coupon rule")
     page.keyboard.press("Tab")
-    wait_idle(page)
+    idle(page)
     press(page, "7", "4/4")  # R3 incorrect: duplicate, with the note
     page.keyboard.press("y")  # R4 correct; the last rule stays in view
-    page.get_by_text("Your label: correct").wait_for()
-    wait_idle(page)
+    shown(page, lambda s: s.get_by_text("Your label: correct"))
+    idle(page)
     assert page.external_requests == []
 
     from store.annotation import labels_for

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
 from .conftest import Server  # noqa: E402
-from .flows import assert_no_exception, settle  # noqa: E402
+from .flows import assert_no_exception  # noqa: E402
 from .identity import sign_in, signed_in_elsewhere  # noqa: E402
+from .screen import idle, screen, shown  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -39,49 +39,35 @@ def server(tmp_path):
 
 
 def task(page, name: str) -> None:
-    page.get_by_text(name, exact=True).click()
-    settle(page)
+    screen(page).get_by_text(name, exact=True).click()
+    idle(page)
 
 
 def label_first_rule(page) -> None:
     """Label the rule the queue opens on (R1) correct with its key; the card moves to 2/4."""
-    card = page.locator("[data-testid='wb-rule-card']")
-    expect(card).to_contain_text("1/4", timeout=30_000)
-    settle(page)
+    shown(page, lambda s: s.locator("[data-testid='wb-rule-card']", has_text="1/4"))
     page.keyboard.press("y")
-    expect(card).to_contain_text("2/4", timeout=30_000)
-    settle(page)
+    shown(page, lambda s: s.locator("[data-testid='wb-rule-card']", has_text="2/4"))
 
 
 def progress_view(page) -> str:
     """What Progress & agreement shows: the main area's text, and every table cell (the
-    grids draw on a canvas; their cells are in an accessibility table)."""
+    grids draw on a canvas; their cells are in an accessibility table). Read once the page
+    is idle: that includes the grids having attached their cells (they do so after the run
+    ends, one after another; a read taken mid-way missed the agreement table)."""
     task(page, "Rule correctness")  # leave and come back: a fresh run reads the store again
     task(page, "Progress & agreement")
-    main = page.locator("[data-testid='stMain']")
-    main.get_by_role("heading", name="Your progress").or_(
-        main.get_by_role("heading", name="Progress per annotator")).wait_for()
-    page.locator("[data-testid='stDataFrame'] td").first.wait_for(state="attached")
-
-    def read() -> str:
-        cells = page.locator("[data-testid='stDataFrame'] td").all_text_contents()
-        return main.inner_text() + "\n" + " | ".join(cells)
-
-    # The grids attach their accessibility cells one after another after the run ends: read
-    # until two reads 0.5 s apart agree (a read taken mid-way missed the agreement table).
-    seen = read()
-    for _ in range(20):
-        page.wait_for_timeout(500)
-        now = read()
-        if now == seen:
-            return now
-        seen = now
-    return seen
+    shown(page, lambda s: s.main.get_by_role("heading", name="Your progress").or_(
+        s.main.get_by_role("heading", name="Progress per annotator")))
+    shown(page, lambda s: s.locator("[data-testid='stDataFrame'] td"))
+    view = screen(page)
+    cells = view.locator("[data-testid='stDataFrame'] td").all_text_contents()
+    return view.main.inner_text() + "\n" + " | ".join(cells)
 
 
 def test_ann_sees_no_count_move_when_bea_labels(server, page, browser):
     page.goto(f"{server.url}/annotate")
-    settle(page)
+    idle(page)
     sign_in(page, "ann", "annotator")
     label_first_rule(page)  # ann labels R1 correct
     before = progress_view(page)

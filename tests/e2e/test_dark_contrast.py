@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from .flows import assert_no_exception, demo_index_data, import_index, settle, start_server
+from .flows import assert_no_exception, demo_index_data, import_index, start_server
+from .screen import new_page, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -46,17 +47,15 @@ def server(tmp_path):
 
 @pytest.mark.parametrize("scheme", ["dark", "light"])
 def test_source_span_boxes_have_readable_contrast(server, browser, tmp_path, scheme):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme=scheme)
-    page = context.new_page()
+    page = new_page(browser, color_scheme=scheme)
     try:
         page.goto(f"{server.url}/graph")
-        settle(page)
-        box = page.locator("[data-testid='wb-source']").first
-        box.wait_for(timeout=60_000)
+        box = shown(page, lambda s: s.locator("[data-testid='wb-source']"), timeout=60_000).first
         assert_no_exception(page, server)
         box.scroll_into_view_if_needed()
         page.screenshot(path=str(tmp_path / f"graph-{scheme}.png"))
-        results = page.evaluate(_CONTRAST_JS, "[data-testid='wb-source'], [data-testid='wb-source'] mark")
+        results = screen(page).evaluate(
+            _CONTRAST_JS, "[data-testid='wb-source'], [data-testid='wb-source'] mark")
         assert len(results) >= 2, "expected a source box with at least one highlighted span"
         page_bg = results[0]["page"]
         if scheme == "dark":
@@ -66,4 +65,4 @@ def test_source_span_boxes_have_readable_contrast(server, browser, tmp_path, sch
         for r in results:
             assert r["ratio"] >= 4.5, f"{scheme}: text {r['fg']} on {r['bg']} is only {r['ratio']:.2f}:1"
     finally:
-        context.close()
+        page.context.close()

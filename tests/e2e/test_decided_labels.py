@@ -83,7 +83,7 @@ def grid_labels(page, grid, cases) -> dict[str, str]:
         box = grid.bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.mouse.wheel(0, 300)
-        page.wait_for_timeout(400)
+        idle(page)  # until the grid has drawn the rows scrolled in (nothing drawn for a while)
     return out
 
 

@@ -17,10 +17,10 @@ from .flows import (
     demo_cases,
     demo_index_data,
     import_index,
-    settle,
     start_server,
 )
 from .graph_drawing import click_rule, positions, wait_drawn
+from .screen import idle, new_page, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -41,13 +41,11 @@ def server(tmp_path_factory):
 
 def _cold(browser, server, path: str):
     """A brand-new browser context (as a colleague opening a pasted link) on ``path``."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    page = new_page(browser)
     page.goto(f"{server.url}{path}")
-    settle(page)
-    page.locator("h1").first.wait_for()
+    shown(page, lambda s: s.locator("h1"))
     assert_no_exception(page, server)
-    return context, page
+    return page.context, page
 
 
 @pytest.mark.parametrize("path, heading", [("/skills", "Skills"), ("/glossary", "Glossary"),
@@ -55,8 +53,8 @@ def _cold(browser, server, path: str):
 def test_page_paths_resolve(browser, server, path, heading):
     context, page = _cold(browser, server, path)
     try:
-        expect(page.locator("h1").first).to_have_text(heading)
-        expect(page.get_by_text("Page not found")).to_have_count(0)
+        expect(screen(page).locator("h1").first).to_have_text(heading)
+        expect(screen(page).get_by_text("Page not found")).to_have_count(0)
     finally:
         context.close()
 
@@ -66,14 +64,14 @@ def test_replay_case_link_opens_cold_and_survives_reload(browser, server):
     target, other = cases[3].id, cases[6].id
     context, page = _cold(browser, server, f"/replay?dataset=demo&case={target}")
     try:
-        case_box = page.get_by_role("combobox", name="Case", exact=True)
+        case_box = screen(page).get_by_role("combobox", name="Case", exact=True)
         expect(case_box).to_have_value(re.compile(re.escape(target)))
         gold = "violation" if cases[6].label == "negative" else "compliant"
         choose(page, "Case", f"{other} — gold: {gold}")
         expect(page).to_have_url(re.compile(rf"case={re.escape(other)}"))
         page.reload()
-        settle(page)
-        expect(page.get_by_role("combobox", name="Case", exact=True)).to_have_value(
+        idle(page)
+        expect(screen(page).get_by_role("combobox", name="Case", exact=True)).to_have_value(
             re.compile(re.escape(other)))
         assert_no_exception(page, server)
     finally:
@@ -85,9 +83,9 @@ def test_graph_rule_link_opens_cold(browser, server):
     rule = skill["rules"][1]["id"]
     context, page = _cold(browser, server, f"/graph?skill={skill['name']}&rule={rule}")
     try:
-        expect(page.get_by_role("combobox", name="Rule", exact=True)).to_have_value(
+        expect(screen(page).get_by_role("combobox", name="Rule", exact=True)).to_have_value(
             re.compile(rf"^{re.escape(rule)} "))
-        expect(page.get_by_role("heading", name=f"Rule {rule}")).to_be_visible()
+        expect(screen(page).get_by_role("heading", name=f"Rule {rule}")).to_be_visible()
     finally:
         context.close()
 
@@ -104,14 +102,14 @@ def test_clicking_a_graph_node_opens_that_rule(browser, server):
         others = [r for r in positions(page) if r != current]
         assert others, "the closure drawn has a rule besides the chosen one"
         target = others[0]
-        page.evaluate("window.__sameDocument = true")  # gone if the window loads again
+        screen(page).evaluate("window.__sameDocument = true")  # gone if the window loads again
         click_rule(page, target)
         expect(page).to_have_url(re.compile(rf"[?&]rule={re.escape(target)}(&|$)"))
-        settle(page)
-        expect(page.get_by_role("heading", name=f"Rule {target}")).to_be_visible()
-        expect(page.get_by_role("combobox", name="Rule", exact=True)).to_have_value(
+        idle(page)
+        expect(screen(page).get_by_role("heading", name=f"Rule {target}")).to_be_visible()
+        expect(screen(page).get_by_role("combobox", name="Rule", exact=True)).to_have_value(
             re.compile(rf"^{re.escape(target)} "))
-        assert page.evaluate("window.__sameDocument === true"), "the click reloaded the page"
+        assert screen(page).evaluate("window.__sameDocument === true"), "the click reloaded the page"
         assert_no_exception(page, server)
     finally:
         context.close()
@@ -124,20 +122,21 @@ def test_choosing_a_row_of_the_case_list_opens_that_case(browser, server):
     target = cases[3].id
     context, page = _cold(browser, server, f"/replay?dataset=demo&case={cases[0].id}")
     try:
-        page.get_by_text(re.compile(r"^Browse the \d+ cases of demo")).click()
+        screen(page).get_by_text(re.compile(r"^Browse the \d+ cases of demo")).click()
         # Narrow the list to one row (filtering is part of the picker), then tick its marker:
         # the last row of a one-row grid sits just above the canvas's bottom edge.
-        page.get_by_label("Filter cases").fill(target)
-        page.get_by_label("Filter cases").press("Enter")
-        expect(page.get_by_text(re.compile(r"^1 of \d+ rows match"))).to_be_visible()
-        box = page.locator(".st-key-replay_cases_table")
-        canvas = box.locator("[data-testid='data-grid-canvas']")
-        canvas.wait_for()
+        screen(page).get_by_label("Filter cases").fill(target)
+        screen(page).get_by_label("Filter cases").press("Enter")
+        idle(page)
+        expect(screen(page).get_by_text(re.compile(r"^1 of \d+ rows match"))).to_be_visible()
+        box = screen(page).locator(".st-key-replay_cases_table")
+        canvas = shown(page, lambda s: s.locator(
+            ".st-key-replay_cases_table [data-testid='data-grid-canvas']"))
         box.evaluate("e => e.scrollIntoView({block: 'center'})")
         bb = canvas.bounding_box()
         page.mouse.click(bb["x"] + 15, bb["y"] + bb["height"] - 12)
         expect(page).to_have_url(re.compile(rf"case={re.escape(target)}(&|$)"))
-        expect(page.get_by_role("combobox", name="Case", exact=True)).to_have_value(
+        expect(screen(page).get_by_role("combobox", name="Case", exact=True)).to_have_value(
             re.compile(re.escape(target)))
         assert_no_exception(page, server)
     finally:

@@ -12,7 +12,8 @@ import socket
 import pytest
 from playwright.sync_api import expect
 
-from .flows import assert_no_exception, choose, goto, server_output, settle, start_server
+from .flows import assert_no_exception, choose, goto, server_output, start_server
+from .screen import screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -48,25 +49,24 @@ def server(tmp_path):
 
 def visible_and_typed(page) -> str:
     """The page's HTML (tables' accessibility cells included) and every field's value."""
-    values = page.eval_on_selector_all("input, textarea", "els => els.map(e => e.value)")
-    return page.content() + "\n".join(values)
+    view = screen(page)
+    values = view.evaluate("() => [...document.querySelectorAll('input, textarea')].map(e => e.value)")
+    return view.content() + "\n".join(values)
 
 
 def test_settings_never_shows_a_password_in_an_endpoint(server, page):
     goto(page, server, "settings")
-    main = page.locator("[data-testid='stMain']")
-    roles = main.locator("[data-testid='stDataFrame']").first
+    main = screen(page).main
     # The judge's endpoint is in the table, masked (so the check below read real cells).
-    roles.locator("td", has_text="api-key=***").first.wait_for(state="attached")
+    shown(page, lambda s: s.main.locator("[data-testid='stDataFrame']").first.locator(
+        "td", has_text="api-key=***"))
     expect(main.get_by_text("http://***@127.0.0.1", exact=False).first).to_be_attached()
     assert CANARY not in visible_and_typed(page)
 
     # A failed connection test names where it went, masked.
     # The button with a help tooltip is drawn inside its tooltip wrapper: the first is the one
     main.locator(".st-key-settings_test_judge button").first.click()
-    settle(page)
-    failed = main.locator("[data-testid='stCode']").first
-    failed.wait_for()
+    failed = shown(page, lambda s: s.main.locator("[data-testid='stCode']")).first
     expect(failed).to_contain_text("***@127.0.0.1")
     # The change form with the judge's settings: its address field is masked too.
     choose(page, "Role to change", "judge")

@@ -17,8 +17,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .flows import assert_no_exception, demo_cases, demo_index_data, settle, start_server
+from .flows import assert_no_exception, demo_cases, demo_index_data, start_server
 from .graph_drawing import click_rule, wait_drawn
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -60,26 +61,26 @@ def _store(server):
 
 def _pick(page, label: str, rule_id: str) -> None:
     """Choose ``rule_id`` in the select box ``label`` by typing it (225 options)."""
-    box = page.get_by_role("combobox", name=label, exact=True)
+    box = screen(page).get_by_role("combobox", name=label, exact=True)
     box.click()
     box.fill(rule_id)
-    page.get_by_role("option", name=re.compile(rf"^{re.escape(rule_id)}\b")).first.click()
-    settle(page)
+    shown(page, lambda s: s.get_by_role("option", name=re.compile(rf"^{re.escape(rule_id)}\b"))
+          ).first.click()
+    idle(page)
 
 
 def _shows(page, rule_id: str) -> None:
     """The page shows ``rule_id`` as the selected rule: heading, select box and address."""
-    expect(page.get_by_role("heading", name=f"Rule {rule_id}")).to_be_visible()
-    expect(page.get_by_role("combobox", name="Rule", exact=True)).to_have_value(
+    expect(screen(page).get_by_role("heading", name=f"Rule {rule_id}")).to_be_visible()
+    expect(screen(page).get_by_role("combobox", name="Rule", exact=True)).to_have_value(
         re.compile(rf"^{re.escape(rule_id)} "))
     expect(page).to_have_url(re.compile(rf"[?&]rule={re.escape(rule_id)}(&|$)"))
 
 
 def _confirmed_beside(page, text: str, button) -> None:
     """``text`` appears in a success box within a few lines of ``button`` (not 750 px away)."""
-    note = page.locator("[data-testid='stAlertContentSuccess']", has_text=text)
-    note.wait_for(timeout=60_000)
-    settle(page)
+    note = shown(page, lambda s: s.locator("[data-testid='stAlertContentSuccess']", has_text=text),
+                 timeout=60_000)
     note.scroll_into_view_if_needed()
     near, there = note.bounding_box(), button.bounding_box()
     assert near and there, "the confirmation or its button is not drawn"
@@ -90,43 +91,41 @@ def test_an_edge_lands_on_the_clicked_rule_after_a_save_and_find_cases(server, p
     from store import repo
 
     page.goto(f"{server.url}/graph?skill={SKILL}")
-    settle(page)
-    page.get_by_text("whole graph", exact=True).click()
-    settle(page)
+    idle(page)
+    screen(page).get_by_text("whole graph", exact=True).click()
+    idle(page)
     # The 225 rules are drawn by section (item 6): open MOR-S006's with a click on its box.
     wait_drawn(page)
     click_rule(page, _section_node(CLICKED))
-    settle(page)
-    page.wait_for_function("(id) => window.__wbRuleGraphs.graph_drawing.body.data.nodes.get(id)",
-                           arg=CLICKED)
-    click_rule(page, CLICKED)
-    settle(page)
+    click_rule(page, CLICKED)  # once its section is open and drawn
+    idle(page)
     _shows(page, CLICKED)
 
     # Save rule, with a note: the confirmation is beside the button, the note is cleared.
-    form = page.locator("[data-testid='stForm']", has_text=f"Edit {CLICKED}")
+    form = screen(page).locator("[data-testid='stForm']", has_text=f"Edit {CLICKED}")
     form.get_by_label("Then (action)").fill(NEW_ACTION)
     form.get_by_label("What and why (optional)").fill("clearer wording")
-    save = page.get_by_role("button", name=f"Save rule {CLICKED}")
+    save = screen(page).get_by_role("button", name=f"Save rule {CLICKED}")
     save.click()
-    _confirmed_beside(page, "Saved version 2", page.get_by_role("button", name=f"Save rule {CLICKED}"))
+    _confirmed_beside(page, "Saved version 2",
+                      screen(page).get_by_role("button", name=f"Save rule {CLICKED}"))
     _shows(page, CLICKED)
-    expect(page.locator("[data-testid='stForm']", has_text=f"Edit {CLICKED}")
+    expect(screen(page).locator("[data-testid='stForm']", has_text=f"Edit {CLICKED}")
            .get_by_label("What and why (optional)")).to_have_value("")
 
     # Edit impact's full rerun: the selection used to jump to the default rule here.
-    page.get_by_role("button", name="Find cases whose closure changes").click()
-    settle(page)
+    screen(page).get_by_role("button", name="Find the cases version 2 reaches").click()
+    idle(page)
     assert_no_exception(page, server)
     _shows(page, CLICKED)
 
     # Add an edge: the button names both ends before the press.
     _pick(page, "Prerequisite (target)", TARGET)
-    add = page.get_by_role("button", name=f"Add edge {CLICKED} → {TARGET}")
+    add = screen(page).get_by_role("button", name=f"Add edge {CLICKED} → {TARGET}")
     expect(add).to_be_visible()
     add.click()
-    _confirmed_beside(page, f"Saved version 3: added edges {CLICKED}->{TARGET}",
-                      page.get_by_role("button", name=re.compile(r"^Add edge ")))
+    _confirmed_beside(page, f"Saved version 3: added edges {CLICKED} → {TARGET}",
+                      screen(page).get_by_role("button", name=re.compile(r"^Add edge ")))
     _shows(page, CLICKED)
     eng = _store(server)
     try:
@@ -142,23 +141,23 @@ def test_an_edge_lands_on_the_clicked_rule_after_a_save_and_find_cases(server, p
         eng.dispose()
 
     # The other direction: a rule that requires the selected one.
-    page.get_by_text(f"… requires {CLICKED}", exact=True).click()
-    settle(page)
+    screen(page).get_by_text(f"… requires {CLICKED}", exact=True).click()
+    idle(page)
     _pick(page, "Rule that requires it (source)", "MOR-G001")
-    page.get_by_role("button", name=f"Add edge MOR-G001 → {CLICKED}").click()
-    page.get_by_text("Saved version 4: added edges MOR-G001->" + CLICKED).wait_for(timeout=60_000)
-    settle(page)
+    screen(page).get_by_role("button", name=f"Add edge MOR-G001 → {CLICKED}").click()
+    shown(page, lambda s: s.get_by_text("Saved version 4: added edges MOR-G001 → " + CLICKED),
+          timeout=60_000)
     _shows(page, CLICKED)
 
     # Remove an edge of the selected rule: the button names the edge.
-    remove_box = page.get_by_role("combobox", name="Remove an edge of this rule", exact=True)
+    remove_box = screen(page).get_by_role("combobox", name="Remove an edge of this rule", exact=True)
     remove_box.click()
-    page.get_by_role("option", name=f"{CLICKED} requires {TARGET}").click()
-    settle(page)
-    remove = page.get_by_role("button", name=f"Remove edge {CLICKED} → {TARGET}")
+    shown(page, lambda s: s.get_by_role("option", name=f"{CLICKED} requires {TARGET}")).click()
+    idle(page)
+    remove = screen(page).get_by_role("button", name=f"Remove edge {CLICKED} → {TARGET}")
     remove.click()
-    _confirmed_beside(page, f"Saved version 5: removed edges {CLICKED}->{TARGET}",
-                      page.get_by_role("button", name=re.compile(r"^Remove edge ")))
+    _confirmed_beside(page, f"Saved version 5: removed edges {CLICKED} → {TARGET}",
+                      screen(page).get_by_role("button", name=re.compile(r"^Remove edge ")))
     _shows(page, CLICKED)
     eng = _store(server)
     try:

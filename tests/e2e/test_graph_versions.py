@@ -12,7 +12,8 @@ from playwright.sync_api import expect
 
 from workbench.identity.roles import COMMAND_LINE
 
-from .flows import assert_no_exception, choose, goto, settle, start_server, type_into_cell
+from .flows import assert_no_exception, choose, goto, start_server, type_into_cell
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -53,9 +54,9 @@ def server(tmp_path, refund_index_data):
 
 def test_graph_page_never_edits_an_old_version_silently(server, page):
     goto(page, server, "graph")
-    version = page.get_by_role("combobox", name="Version", exact=True)
+    version = screen(page).get_by_role("combobox", name="Version", exact=True)
     expect(version).to_have_value("3")
-    banner = page.locator("[data-testid='stAlertContentWarning']", has_text="not the latest")
+    banner = screen(page).locator("[data-testid='stAlertContentWarning']", has_text="not the latest")
     expect(banner).to_have_count(0)
 
     choose(page, "Version", "1")
@@ -68,14 +69,13 @@ def test_graph_page_never_edits_an_old_version_silently(server, page):
     choose(page, "Version", "1")
     expect(banner).to_be_visible()
     type_into_cell(page, "rules_editor_refunds_1", 3, ACTION, "refund to the original card only")
-    settle(page)
-    page.get_by_role("button", name="Save as new version").click()
-    error = page.locator("[data-testid='stAlertContentError']", has_text="Nothing was saved")
-    error.wait_for(timeout=30_000)
-    settle(page)
+    idle(page)
+    screen(page).get_by_role("button", name="Save as new version").click()
+    error = shown(page, lambda s: s.locator("[data-testid='stAlertContentError']",
+                                            has_text="Nothing was saved"))
     assert_no_exception(page, server)
     expect(error).to_contain_text("version 3 is the latest")
-    expect(error).to_contain_text("removed edges R2->R1")
+    expect(error).to_contain_text("removed edges R2 → R1")
 
     from store import repo
     from store.db import make_engine

@@ -23,11 +23,11 @@ from .flows import (
     choose,
     goto,
     import_index,
-    settle,
     start_server,
 )
 from .graph_drawing import positions, wait_drawn
 from .identity import sign_in
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -101,8 +101,9 @@ def watched(page):
 
 def assert_inert(page, server) -> None:
     """No payload ran or loaded anything; the page did not fail."""
-    settle(page)
-    page.wait_for_timeout(500)  # an onerror fires as soon as the broken image is tried
+    # An onerror fires as soon as a broken image is tried, which is when it is drawn: once
+    # the page is idle (nothing drawn for screen.QUIET_MS), a payload would have run.
+    idle(page)
     assert_no_exception(page, server)
     assert_nothing_ran(page)
     for frame in page.frames:  # the payload never became an element
@@ -122,12 +123,12 @@ def shows_as_text(locator) -> None:
 def grid_holds(page, text: str) -> None:
     """A data grid (drawn on a canvas) holds ``text`` in a cell: the DOM has it only in the
     grid's accessibility table."""
-    page.locator("[data-testid='stDataFrame'] td", has_text=text).first.wait_for(state="attached")
+    shown(page, lambda s: s.locator("[data-testid='stDataFrame'] td", has_text=text))
 
 
 def test_skills_page(server, watched):
     goto(watched, server, "")
-    watched.get_by_text("v1 by import (imported)").wait_for()
+    shown(watched, lambda s: s.get_by_text("v1 by import (imported)"))
     grid_holds(watched, f"verify the customer's identity {PAYLOAD}")
     grid_holds(watched, f"Refunds, with markup {PAYLOAD}")
     assert_inert(watched, server)
@@ -139,9 +140,9 @@ def test_graph_page(server, watched):
     # It opens on R2 (it has a prerequisite); focus R1, the hostile rule.
     action = hostile_index()["skills"][0]["rules"][0]["action"]
     choose(page, "Rule", f"R1 — {action[:80]}")
-    shows_as_text(page.locator("[data-testid='stText']", has_text="When: a customer asks"))
-    shows_as_text(page.locator("[data-testid='wb-source']"))
-    mark = page.locator("[data-testid='wb-source'] mark").first
+    shows_as_text(screen(page).locator("[data-testid='stText']", has_text="When: a customer asks"))
+    shows_as_text(screen(page).locator("[data-testid='wb-source']"))
+    mark = screen(page).locator("[data-testid='wb-source'] mark").first
     expect(mark).to_contain_text(SCRIPT_PAYLOADS[1])
     grid_holds(page, f"a customer asks for a refund {PAYLOAD}")
     # The drawing's tooltip for R1 (vis-network, in the app's page) shows the rule as text.
@@ -149,7 +150,7 @@ def test_graph_page(server, watched):
     x, y = _scrolled_to(page, "R1")
     page.mouse.move(x - 30, y - 30)
     page.mouse.move(x, y, steps=4)
-    tip = page.locator(".vis-tooltip")
+    tip = screen(page).locator(".vis-tooltip")
     expect(tip).to_be_visible(timeout=10_000)
     # vis-network shows a string title as text (innerText): verbatim, not entity-escaped.
     expect(tip).to_contain_text("Then: verify the customer's identity")
@@ -160,7 +161,7 @@ def test_graph_page(server, watched):
 def _scrolled_to(page, rule_id: str) -> tuple[float, float]:
     from .graph_drawing import _SCROLL, DRAWING
 
-    page.evaluate(_SCROLL, [DRAWING, positions(page)[rule_id][1]])
+    screen(page).evaluate(_SCROLL, [DRAWING, positions(page)[rule_id][1]])
     return positions(page)[rule_id]
 
 
@@ -168,17 +169,18 @@ def test_replay_page(server, watched):
     page = watched
     goto(page, server, "replay")
     choose(page, "Case", f"{CASE_ID} — gold: violation")
-    shows_as_text(page.locator("[data-testid='stChatMessage']"))
-    shows_as_text(page.locator("[data-testid='stText']", has_text="Refund issued to your gift card"))
-    card = page.locator(".st-key-verdict_a")
+    shows_as_text(screen(page).locator("[data-testid='stChatMessage']"))
+    shows_as_text(screen(page).locator("[data-testid='stText']",
+                                       has_text="Refund issued to your gift card"))
+    card = screen(page).locator(".st-key-verdict_a")
     expect(card.locator("[data-testid='stAlertContentError'] p")).to_have_text("Violation")
     shows_as_text(card.locator("[data-testid='stText']", has_text="R1 is violated"))
     shows_as_text(card.locator("[data-testid='stText']", has_text="When: a customer asks"))
     shows_as_text(card.locator("[data-testid='wb-source'] mark"))
     # why each rule is in context: one plain-text line per rule, its require path
-    expect(page.locator("[data-testid='stText']", has_text="R1: seed").first).to_be_visible()
-    page.get_by_text("Environment state").first.click()
-    state = page.locator("[data-testid='stJson']").first
+    expect(screen(page).locator("[data-testid='stText']", has_text="R1: seed").first).to_be_visible()
+    screen(page).get_by_text("Environment state").first.click()
+    state = shown(page, lambda s: s.locator("[data-testid='stJson']")).first
     state.locator(".node-ellipsis").first.click()  # opened one level: {"note": ...}
     shows_as_text(state)
     assert_inert(page, server)
@@ -187,10 +189,10 @@ def test_replay_page(server, watched):
 def test_review_page(server, watched):
     page = watched
     goto(page, server, "review")
-    page.locator(".st-key-rv_card", has_text=CASE_ID).wait_for()
-    shows_as_text(page.locator("[data-testid='stText']", has_text="R1 is violated"))
-    shows_as_text(page.locator("[data-testid='stChatMessage']"))
-    shows_as_text(page.locator("[data-testid='wb-source'] mark"))
+    shown(page, lambda s: s.locator(".st-key-rv_card", has_text=CASE_ID))
+    shows_as_text(screen(page).locator("[data-testid='stText']", has_text="R1 is violated"))
+    shows_as_text(screen(page).locator("[data-testid='stChatMessage']"))
+    shows_as_text(screen(page).locator("[data-testid='wb-source'] mark"))
     assert_inert(page, server)
 
 
@@ -199,15 +201,16 @@ def test_annotate_page(server, watched):
     goto(page, server, "annotate")
     sign_in(page, "ada", "annotator")
     # Rule correctness opens on R1: its card and its highlighted span.
-    card = page.locator("[data-testid='wb-rule-card']")
+    card = screen(page).locator("[data-testid='wb-rule-card']")
     expect(card).to_contain_text("R1")
     shows_as_text(card)
-    shows_as_text(page.locator("[data-testid='wb-source'] mark"))
+    shows_as_text(screen(page).locator("[data-testid='wb-source'] mark"))
     assert_inert(page, server)
     # CDG inspection shows the stored case: the interaction and the judge's reason.
-    page.get_by_text("CDG inspection", exact=True).click()
-    settle(page)
-    shows_as_text(page.locator("[data-testid='stText']", has_text="Refund issued to your gift card"))
-    shows_as_text(page.locator("[data-testid='stText']", has_text="R1 is violated"))
+    screen(page).get_by_text("CDG inspection", exact=True).click()
+    idle(page)
+    shows_as_text(screen(page).locator("[data-testid='stText']",
+                                       has_text="Refund issued to your gift card"))
+    shows_as_text(screen(page).locator("[data-testid='stText']", has_text="R1 is violated"))
     grid_holds(page, f"verify the customer's identity {PAYLOAD}")
     assert_inert(page, server)

@@ -26,9 +26,9 @@ from .flows import (
     demo_cases,
     demo_index_data,
     goto,
-    settle,
     start_server,
 )
+from .screen import idle, new_page, screen, shown, until
 from .test_analyst_flow import seed_demo, violation_trace
 
 pytestmark = pytest.mark.e2e
@@ -77,7 +77,7 @@ class _Drawing:
 
     def __init__(self, page, where: str):
         key = "graph_drawing" if where == "graph" else "closure_graph_a_0"
-        page.wait_for_function("(k) => window.__wbRuleGraphs && window.__wbRuleGraphs[k]", arg=key)
+        until(page, "(k) => window.__wbRuleGraphs && window.__wbRuleGraphs[k]", key)
         self.el = page.evaluate_handle(
             "(k) => window.__wbRuleGraphs[k].body.container.closest(\"[data-testid='wb-rule-graph']\")",
             key).as_element()
@@ -120,15 +120,14 @@ def _wheel_over_graph(page, where: str) -> tuple[float, float, float, float]:
 @pytest.mark.parametrize("where", ["graph", "replay"])
 def test_wheel_over_a_graph_scrolls_the_page_not_the_zoom(browser, server, where):
     """Issue #16 item 5: the wheel zoomed the graph and trapped the page's scrolling."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
+    page = new_page(browser, 1400, 900)
     try:
         if where == "graph":
             goto(page, server, "graph?skill=airline-policy")
         else:
             case = violation_trace(demo_index_data(), {c.id for c in demo_cases()}).id
             goto(page, server, f"replay?dataset=demo&case={case}")
-            page.get_by_text(re.compile(r"^4 · Closure")).wait_for()
+            shown(page, lambda s: s.get_by_text(re.compile(r"^4 · Closure")))
         top_before, top_after, scale_before, scale_after = _wheel_over_graph(page, where)
         assert scale_after == pytest.approx(scale_before, rel=1e-9), (
             f"the wheel zoomed the graph: scale {scale_before} -> {scale_after}")
@@ -136,7 +135,7 @@ def test_wheel_over_a_graph_scrolls_the_page_not_the_zoom(browser, server, where
             f"the page did not scroll: the graph stayed at y={top_after:.0f} (was {top_before:.0f})")
         assert_no_exception(page, server)
     finally:
-        context.close()
+        page.context.close()
 
 
 # -- the rule search narrows the rules table ------------------------------------------------
@@ -172,61 +171,57 @@ def test_rule_search_narrows_the_rules_table(browser, server):
     hits = search_rules(skill, query)
     first = next(iter(skill.graph.rules))
     assert 0 < len(hits) < 10 and first not in hits  # the data this test relies on
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    page = new_page(browser)
     try:
         goto(page, server, "graph?skill=airline-policy")
-        page.get_by_text("whole graph", exact=True).click()
-        settle(page)
-        page.get_by_text("Rules shown", exact=True).click()
-        table = page.locator("[data-testid='stExpander']", has_text="Rules shown").locator(
-            "[data-testid='stDataFrame']")
-        table.locator("table[role='grid']").wait_for(state="attached")
+        screen(page).get_by_text("whole graph", exact=True).click()
+        idle(page)
+        screen(page).get_by_text("Rules shown", exact=True).click()
+        table = shown(page, lambda s: s.locator("[data-testid='stExpander']", has_text="Rules shown")
+                      .locator("[data-testid='stDataFrame']:has(table[role='grid'])"))
         _expect_rows(table, len(skill.graph))
         assert first in _column(table, "id")
 
-        search = page.get_by_label("Search rules")
+        search = screen(page).get_by_label("Search rules")
         search.fill(query)
         search.press("Enter")
-        settle(page)
-        expect(page.get_by_text(f"{len(hits)} of {len(skill.graph)} rules match.")).to_be_visible()
+        idle(page)
+        expect(screen(page).get_by_text(f"{len(hits)} of {len(skill.graph)} rules match.")
+               ).to_be_visible()
         _expect_rows(table, len(hits))
         assert _column(table, "id") == hits  # only the matching rules; the first one is gone
 
         search.fill("")
         search.press("Enter")
-        settle(page)
+        idle(page)
         _expect_rows(table, len(skill.graph))
         assert first in _column(table, "id")
         assert_no_exception(page, server)
     finally:
-        context.close()
+        page.context.close()
 
 
 # -- the Review queue's list view -------------------------------------------------------------
 
-def _first_cell(table, name: str, value: str, timeout: float = 15) -> None:
-    """Wait until the first row's cell of column ``name`` reads ``value``."""
-    deadline = time.time() + timeout
-    while (cells := _column(table, name))[:1] != [value]:
-        if time.time() > deadline:
-            raise AssertionError(f"first {name!r} cell is {cells[:1]}, expected {value!r}")
-        time.sleep(0.2)
+def _first_cell(page, table, name: str, value: str) -> None:
+    """The first row's cell of column ``name`` reads ``value`` on the idle page."""
+    idle(page)
+    cells = _column(table, name)
+    assert cells[:1] == [value], f"first {name!r} cell is {cells[:1]}, expected {value!r}"
 
 
 @contextmanager
 def _queue_list(browser, server, width: int, height: int):
     """The big queue's Review page in a fresh browser of ``width`` x ``height`` with its
     "Queue list" open: yields the page and that expander; the browser closes after."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+    page = new_page(browser, width, height)
     try:
-        page = context.new_page()
         goto(page, server, f"review?dataset={BIG}")
-        page.get_by_text(re.compile(r"^Queue list \(")).click()
-        settle(page)
-        yield page, page.locator("[data-testid='stExpander']", has_text="Queue list")
+        screen(page).get_by_text(re.compile(r"^Queue list \(")).click()
+        idle(page)
+        yield page, screen(page).locator("[data-testid='stExpander']", has_text="Queue list")
     finally:
-        context.close()
+        page.context.close()
 
 
 def test_review_list_pages_and_filters(browser, server):
@@ -234,31 +229,32 @@ def test_review_list_pages_and_filters(browser, server):
     with _queue_list(browser, server, 1400, 1000) as (page, listing):
         table = listing.locator("[data-testid='stDataFrame']")
         next_page = listing.get_by_role("button", name="Next page")
-        table.locator("table[role='grid']").wait_for(state="attached")
-        counter = page.get_by_text(re.compile(r"rows match · page \d+ of \d+"))
+        shown(page, lambda s: s.locator("[data-testid='stExpander']", has_text="Queue list")
+              .locator("[data-testid='stDataFrame'] table[role='grid']"))
+        counter = screen(page).get_by_text(re.compile(r"rows match · page \d+ of \d+"))
         expect(counter).to_have_text(f"{QUEUE} of {QUEUE} rows match · page 1 of 3")
         _expect_rows(table, 50)
-        _first_cell(table, "#", "1")
+        _first_cell(page, table, "#", "1")
         first_page = _column(table, "case")
 
         next_page.click()
-        settle(page)
+        idle(page)
         expect(counter).to_have_text(f"{QUEUE} of {QUEUE} rows match · page 2 of 3")
         _expect_rows(table, 50)
-        _first_cell(table, "#", "51")
+        _first_cell(page, table, "#", "51")
         assert not set(_column(table, "case")) & set(first_page)
 
         next_page.click()
-        settle(page)
+        idle(page)
         expect(counter).to_have_text(f"{QUEUE} of {QUEUE} rows match · page 3 of 3")
         _expect_rows(table, QUEUE - 100)
         expect(next_page).to_be_disabled()
 
         # Filter by verdict: only the compliant half; page 3 is clamped to the 2 there are.
-        box = page.get_by_label("Filter cases")
+        box = screen(page).get_by_label("Filter cases")
         box.fill("compliant")
         box.press("Enter")
-        settle(page)
+        idle(page)
         expect(counter).to_have_text(f"{QUEUE // 2} of {QUEUE} rows match · page 2 of 2")
         _expect_rows(table, QUEUE // 2 - 50)
         verdicts = _column(table, "verdict")
@@ -267,7 +263,7 @@ def test_review_list_pages_and_filters(browser, server):
         # Filter by decision: the verdicts "rev" confirmed, on one page.
         box.fill("rev: confirm")
         box.press("Enter")
-        settle(page)
+        idle(page)
         expect(counter).to_have_text(f"{DECIDED} of {QUEUE} rows match · page 1 of 1")
         _expect_rows(table, DECIDED)
         assert sorted(_column(table, "case")) == [f"case-{i:04d}" for i in range(DECIDED)]
@@ -300,15 +296,14 @@ _CLIPPED_JS = """(root) => {
 def _case_list(browser, server, width: int, height: int):
     """Replay's list of the big dataset's cases, open, in a fresh browser of ``width`` x
     ``height``: yields the page and that expander; the browser closes after."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+    page = new_page(browser, width, height)
     try:
-        page = context.new_page()
         goto(page, server, f"replay?dataset={BIG}")
-        page.get_by_text(re.compile(r"^Browse the \d+ cases")).click()
-        settle(page)
-        yield page, page.locator("[data-testid='stExpander']", has_text="Browse the")
+        screen(page).get_by_text(re.compile(r"^Browse the \d+ cases")).click()
+        idle(page)
+        yield page, screen(page).locator("[data-testid='stExpander']", has_text="Browse the")
     finally:
-        context.close()
+        page.context.close()
 
 
 def test_descending_toggle_label_is_readable_at_1024_px(browser, server):
@@ -317,8 +312,8 @@ def test_descending_toggle_label_is_readable_at_1024_px(browser, server):
     width with overflow hidden) and the text lies inside the toggle's own box. (Replay's case
     list: Review's queue list has no sort of its own since issue 44, it keeps the queue's.)"""
     with _case_list(browser, server, 1024, 900) as (page, listing):
-        toggle = listing.locator("[data-testid='stCheckbox']", has_text="Descending")
-        toggle.wait_for()
+        toggle = shown(page, lambda s: s.locator("[data-testid='stExpander']", has_text="Browse the")
+                       .locator("[data-testid='stCheckbox']", has_text="Descending"))
         toggle.screenshot(path=str(server.log.parent / "descending-1024.png"))
         listing.locator("[data-testid='stHorizontalBlock']").first.screenshot(
             path=str(server.log.parent / "list-controls-1024.png"))

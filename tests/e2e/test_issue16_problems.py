@@ -23,6 +23,7 @@ from playwright.sync_api import expect
 from workbench.identity.roles import COMMAND_LINE
 
 from . import flows
+from .screen import idle, screen, shown
 from .test_analyst_flow import RUN, violation_trace
 
 pytestmark = pytest.mark.e2e
@@ -53,7 +54,7 @@ def demo(tmp_path_factory):  # one server per test: test 2 stores a trace
 
 
 def main_text(page) -> str:
-    return page.locator("[data-testid='stMain']").inner_text()
+    return screen(page).locator("[data-testid='stMain']").inner_text()
 
 
 @pytest.fixture
@@ -84,9 +85,9 @@ def test_2_rerun_on_replay_is_a_preview_until_stored(judged, page):
     before = stored_runs(server)
     assert before == [RUN]
     flows.choose(page, "Judge", "none")  # no model call: the preview builds the context only
-    page.get_by_role("button", name="Re-run audit (preview)").click()
-    flows.settle(page)
-    preview = page.locator(".st-key-preview_cdg")
+    screen(page).get_by_role("button", name="Re-run audit (preview)").click()
+    idle(page)
+    preview = screen(page).locator(".st-key-preview_cdg")
     expect(preview).to_contain_text("Preview of a new audit")
     expect(preview).to_contain_text("Stored")
     expect(preview).to_contain_text("New (not stored)")
@@ -97,15 +98,13 @@ def test_2_rerun_on_replay_is_a_preview_until_stored(judged, page):
     assert stored_runs(server) == before  # nothing stored, no run mixed into
     flows.assert_no_exception(page, server)
     flows.choose(page, "Judge", "whole")  # the scripted judge answers "compliant"
-    page.get_by_role("button", name="Re-run audit (preview)").click()
-    flows.settle(page)
-    # The judged run can outlast settle's start on a loaded machine: wait for its verdict.
-    expect(preview.locator("[data-testid='stMetricValue']").nth(1)).to_have_text(
-        "compliant", timeout=flows.IDLE_CEILING_MS)
+    screen(page).get_by_role("button", name="Re-run audit (preview)").click()
+    idle(page)  # the judged run: over a minute on a loaded machine
+    expect(preview.locator("[data-testid='stMetricValue']").nth(1)).to_have_text("compliant")
     assert len(judge.requests) == 1 and stored_runs(server) == before
     preview.get_by_role("button", name="Store this result").click()
-    page.get_by_text("Stored the new cdg result as run").wait_for(timeout=30_000)
-    flows.settle(page)
+    shown(page, lambda s: s.get_by_text("Stored the new cdg result as run"), timeout=30_000)
+    idle(page)
     after = stored_runs(server)
     assert len(after) == 2 and after[0] == RUN
     assert after[1].startswith(f"replay-{case.id}-cdg-")  # a run of its own
@@ -130,11 +129,11 @@ def test_3_gold_labels_read_violation_or_compliant_everywhere(demo, page):
     word = gold_word(case.label)
     assert word in ("violation", "compliant")
     flows.goto(page, server, f"replay?dataset=demo&case={case.id}")
-    page.get_by_text(f"Gold label: {word}").wait_for()
+    shown(page, lambda s: s.get_by_text(f"Gold label: {word}"))
     assert not RAW_GOLD.search(main_text(page)), main_text(page)
     flows.goto(page, server, "review")
-    page.locator(".st-key-rv_card").wait_for()
-    page.get_by_text(f"Gold: {word}").first.wait_for()
+    shown(page, lambda s: s.locator(".st-key-rv_card"))
+    shown(page, lambda s: s.get_by_text(f"Gold: {word}"))
     assert not RAW_GOLD.search(main_text(page))
     flows.goto(page, server, "evaluate")
     flows.assert_no_exception(page, server)
@@ -152,9 +151,9 @@ def big_skill() -> bytes:
 
 
 def upload(page, files: list[tuple[str, bytes]]) -> None:
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+    screen(page).locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
         [{"name": name, "mimeType": "text/markdown", "buffer": data} for name, data in files])
-    flows.settle(page)
+    idle(page)
 
 
 def skill_names(server) -> list[str]:
@@ -172,25 +171,25 @@ def open_upload(page, server) -> list[str]:
     """The Skills page with its upload box open; returns the SKILLs stored before."""
     before = skill_names(server)
     flows.goto(page, server, "skills")
-    page.get_by_text("Upload SKILLs and extract their rule graphs").click()
-    flows.settle(page)
+    screen(page).get_by_text("Upload SKILLs and extract their rule graphs").click()
+    idle(page)
     return before
 
 
 def test_6_a_long_extraction_gives_an_estimate_and_waits(demo, page):
     server, _ = demo
     before = open_upload(page, server)
-    block = page.get_by_role("spinbutton", name="Block size (tokens per extractor call)")
+    block = screen(page).get_by_role("spinbutton", name="Block size (tokens per extractor call)")
     block.fill("200")
     block.press("Enter")
-    flows.settle(page)
+    idle(page)
     upload(page, [("HUGE.md", big_skill())])
-    page.get_by_role("button", name="Extract", exact=True).click()
-    flows.settle(page)
-    warning = page.locator("[data-testid='stAlertContentWarning']", has_text="This extraction is big")
+    screen(page).get_by_role("button", name="Extract", exact=True).click()
+    idle(page)
+    warning = screen(page).locator("[data-testid='stAlertContentWarning']", has_text="This extraction is big")
     expect(warning).to_contain_text("blocks")
     expect(warning).to_contain_text("about")
-    expect(page.get_by_role("checkbox", name="Extract anyway")).to_be_attached()
+    expect(screen(page).get_by_role("checkbox", name="Extract anyway")).to_be_attached()
     assert skill_names(server) == before  # nothing started, nothing saved
     flows.assert_no_exception(page, server)
 
@@ -199,12 +198,13 @@ def test_7_junk_uploads_are_refused_by_name(demo, page):
     server, _ = demo
     before = open_upload(page, server)
     upload(page, [("empty.md", b""), ("noise.md", bytes(range(256)) * 8)])
-    errors = page.locator("[data-testid='stAlertContentError']")
+    errors = screen(page).locator("[data-testid='stAlertContentError']")
     expect(errors.filter(has_text="empty.md is empty")).to_have_count(1)
     expect(errors.filter(has_text="noise.md")).to_have_count(1)
     for text in errors.all_inner_texts():
         assert "Nothing was saved" in text and "/tmp" not in text, text
-    assert page.get_by_role("button", name="Extract", exact=True).count() == 0  # nothing left to extract
+    # nothing left to extract
+    assert screen(page).get_by_role("button", name="Extract", exact=True).count() == 0
     assert skill_names(server) == before
 
 
@@ -213,19 +213,18 @@ def test_9_metrics_have_plain_word_help_and_a_glossary(demo, page):
 
     server, _ = demo
     flows.goto(page, server, "skills")
-    metric = page.locator("[data-testid='stMetric']", has_text="Complexity C (all)")
+    metric = screen(page).locator("[data-testid='stMetric']", has_text="Complexity, all SKILLs")
     metric.locator("[data-testid='stTooltipIcon']").hover()
-    expect(page.get_by_text(help_for("complexity C")).first).to_be_visible()
+    expect(screen(page).get_by_text(help_for("complexity")).first).to_be_visible()
     flows.goto(page, server, "glossary")
-    find = page.get_by_label("Find a term")
-    for query, term in (("coupling", "coupling I_c"), ("kappa", "Cohen's κ"), ("PCR", "RF-PCR")):
+    find = screen(page).get_by_label("Find a term")
+    for query, term in (("coupling", "coupling"), ("kappa", "Cohen's κ"), ("PCR", "RF-PCR")):
         find.fill(query)
         find.press("Enter")
-        flows.settle(page)
-        page.locator("[data-testid='stDataFrame'] td", has_text=term).first.wait_for(
-            state="attached")
+        # The glossary is a table whose cells wrap (issue 56): the term heads its row.
+        shown(page, lambda s, t=term: s.locator("[data-testid='stTable'] th", has_text=t))
     flows.goto(page, server, "review")
-    kappa = page.locator("[data-testid='stMetric']", has_text="Cohen's κ")
+    kappa = screen(page).locator("[data-testid='stMetric']", has_text="Cohen's κ")
     expect(kappa).to_contain_text("too few decisions to measure")  # no κ of 1.00 after one
     flows.assert_no_exception(page, server)
     assert page.external_requests == []

@@ -13,8 +13,9 @@ from playwright.sync_api import expect
 
 from workbench.identity.roles import COMMAND_LINE
 
-from .flows import assert_no_exception, goto, settle, start_server
+from .flows import assert_no_exception, goto, start_server
 from .identity import sign_in, sign_out
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -81,36 +82,38 @@ def roster_server(tmp_path):
 
 
 def _sidebar(page):
-    return page.locator("[data-testid='stSidebar']")
+    return screen(page).sidebar
+
+
+def _says(page, text: str) -> None:
+    """The sidebar says ``text`` (an idle page's newest render)."""
+    shown(page, lambda s: s.sidebar.get_by_text(text).first)
 
 
 def _save(page):
-    return page.get_by_role("button", name="Save as new version")
+    return screen(page).get_by_role("button", name="Save as new version")
 
 
 def test_sign_in_survives_a_reload_a_pasted_link_and_a_new_tab(server, page):
     goto(page, server, "graph")
-    expect(page.locator("[data-testid='stAppDeployButton']")).to_have_count(0)  # item 10
-    expect(page.get_by_role("button", name="Deploy")).to_have_count(0)
+    expect(screen(page).locator("[data-testid='stAppDeployButton']")).to_have_count(0)  # item 10
+    expect(screen(page).get_by_role("button", name="Deploy")).to_have_count(0)
     sign_in(page, "alice", "annotator")
-    signed_in = _sidebar(page).get_by_text("Signed in as alice (annotator)")
     page.reload()  # F5: a new session; the browser's cookie brings the sign-in back
-    settle(page)
-    signed_in.wait_for()
+    _says(page, "Signed in as alice (annotator)")
     expect(_save(page)).to_be_disabled()
-    page.get_by_text("to edit graphs you need the role author or admin").first.wait_for()
+    shown(page, lambda s: s.get_by_text("to edit graphs you need the role author or admin"))
 
     pasted = page.context.new_page()  # a pasted link, in a new tab of the same browser
     pasted.goto(f"{server.url}/graph?skill=desk&rule=D03")
-    settle(pasted)
-    _sidebar(pasted).get_by_text("Signed in as alice (annotator)").wait_for()
-    expect(pasted.get_by_role("heading", name="Rule D03")).to_be_visible()
+    _says(pasted, "Signed in as alice (annotator)")
+    expect(screen(pasted).get_by_role("heading", name="Rule D03")).to_be_visible()
     expect(_save(pasted)).to_be_disabled()
 
     sign_out(pasted)  # revokes the token: the first tab is signed out at its next load
-    _sidebar(pasted).get_by_text("Sign in").first.wait_for()
+    _says(pasted, "Sign in")
     page.reload()
-    settle(page)
+    idle(page)
     expect(_sidebar(page).get_by_text("Signed in as alice")).to_have_count(0)
     assert_no_exception(page, server)
     assert page.external_requests == []
@@ -118,37 +121,35 @@ def test_sign_in_survives_a_reload_a_pasted_link_and_a_new_tab(server, page):
 
 def _roster_sign_in(page, name: str, password: str) -> None:
     sidebar = _sidebar(page)
-    form = sidebar.locator("[data-testid='stForm']")
-    if not form.is_visible():
+    if not sidebar.locator("[data-testid='stForm']").is_visible():
         sidebar.locator("[data-testid='stExpander'] summary", has_text="Sign in").click()
+    form = shown(page, lambda s: s.sidebar.locator("[data-testid='stForm']"))
     expect(form.get_by_role("combobox", name="Role")).to_have_count(0)  # the roster decides
     form.get_by_label("Sign-in name").fill(name)
     form.get_by_role("textbox", name="Password").fill(password)
     form.get_by_role("button", name="Sign in").click()
-    settle(page)
+    idle(page)
 
 
 def test_an_annotator_can_never_save_a_graph_after_a_reload(roster_server, page):
     server = roster_server
     goto(page, server, "graph")
     # A roster exists: nobody signed in reads and changes nothing (it was single-user mode).
-    _sidebar(page).get_by_text("Not signed in: you can read everything and change nothing").wait_for()
+    _says(page, "Not signed in: you can read everything and change nothing")
     expect(_save(page)).to_be_disabled()
-    expect(page.get_by_role("button", name="Save rule")).to_be_disabled()
+    expect(screen(page).get_by_role("button", name="Save rule")).to_be_disabled()
     _roster_sign_in(page, "ann", "wrong")
-    _sidebar(page).get_by_text("that name and password do not sign anyone in").wait_for()
+    _says(page, "that name and password do not sign anyone in")
     _roster_sign_in(page, "ann", "ann-pass-1")
-    _sidebar(page).get_by_text("Signed in as ann (annotator)").wait_for()
+    _says(page, "Signed in as ann (annotator)")
     for _ in range(2):  # a reload, and another
         page.reload()
-        settle(page)
-        _sidebar(page).get_by_text("Signed in as ann (annotator)").wait_for()
+        _says(page, "Signed in as ann (annotator)")
         for button in ("Save as new version", "Save rule", "Add edge"):
-            expect(page.get_by_role("button", name=button)).to_be_disabled()
+            expect(screen(page).get_by_role("button", name=button)).to_be_disabled()
     sign_out(page)
     page.reload()
-    settle(page)
-    _sidebar(page).get_by_text("Not signed in: you can read everything and change nothing").wait_for()
+    _says(page, "Not signed in: you can read everything and change nothing")
     expect(_save(page)).to_be_disabled()
     assert_no_exception(page, server)
 
@@ -157,10 +158,10 @@ def test_the_imported_proposals_and_provenance_are_on_the_graph_page(server, pag
     goto(page, server, "graph")
     # Imported with `workbench import`: it showed "No proposed edge is waiting" and
     # "Edges from: unknown (12)".
-    page.get_by_text(f"{N_PROPOSED} waiting. Press a to accept, x to reject.").wait_for()
-    page.get_by_text("D11 requires D09 — continuation, confidence 0.41").wait_for()
-    expect(page.get_by_text("No proposed edge is waiting")).to_have_count(0)
-    edges_from = page.locator("[data-testid='stMultiSelect']").filter(has_text="Edges from")
+    shown(page, lambda s: s.get_by_text(f"{N_PROPOSED} waiting. Press a to accept, x to reject."))
+    shown(page, lambda s: s.get_by_text("D11 requires D09 — continuation, confidence 0.41"))
+    expect(screen(page).get_by_text("No proposed edge is waiting")).to_have_count(0)
+    edges_from = screen(page).locator("[data-testid='stMultiSelect']").filter(has_text="Edges from")
     expect(edges_from).to_contain_text("procedure (4)")
     expect(edges_from).not_to_contain_text("unknown")
     assert_no_exception(page, server)
@@ -176,16 +177,16 @@ def test_ten_proposals_accepted_make_one_version(server, page):
     from store import edge_decisions, repo
 
     goto(page, server, "graph")
-    page.get_by_text(f"Decide several at once ({N_PROPOSED} proposals waiting)").click()
-    settle(page)
-    page.get_by_text(f"Choose all {N_PROPOSED} waiting proposals").click()
-    settle(page)
-    page.get_by_text("Accepting saves one new version: added edges").wait_for()
-    page.get_by_role("button", name=f"Accept {N_PROPOSED} proposals").click()
-    page.get_by_text(f"Saved version 2 ({N_PROPOSED} accepted proposals)").wait_for(timeout=60_000)
-    settle(page)
-    expect(page.get_by_role("combobox", name="Version", exact=True)).to_have_value("2")
-    page.get_by_text("No proposed edge is waiting").wait_for()
+    screen(page).get_by_text(f"Decide several at once ({N_PROPOSED} proposals waiting)").click()
+    idle(page)
+    screen(page).get_by_text(f"Choose all {N_PROPOSED} waiting proposals").click()
+    idle(page)
+    shown(page, lambda s: s.get_by_text("Accepting saves one new version: added edges"))
+    screen(page).get_by_role("button", name=f"Accept {N_PROPOSED} proposals").click()
+    shown(page, lambda s: s.get_by_text(f"Saved version 2 ({N_PROPOSED} accepted proposals)"),
+          timeout=60_000)
+    expect(screen(page).get_by_role("combobox", name="Version", exact=True)).to_have_value("2")
+    shown(page, lambda s: s.get_by_text("No proposed edge is waiting"))
     assert_no_exception(page, server)
     eng = _store(server)
     try:
@@ -216,17 +217,22 @@ def test_a_version_diff_names_rules_fields_and_edges(server, page):
     finally:
         eng.dispose()
     goto(page, server, "graph")
-    page.get_by_text("Compare versions").click()
-    settle(page)
-    box = page.locator("[data-testid='stExpander']", has_text="Compare versions")
-    box.get_by_text("Version 1 → 2: edited rules D03; removed edges D01->D00").wait_for()
-    table = box.locator("[data-testid='stDataFrame']")
-    table.locator("td", has_text="check item 3 twice").first.wait_for(state="attached")
-    table.locator("td", has_text="D01 requires D00").first.wait_for(state="attached")
-    page.get_by_text("Edit history").click()
-    history = page.locator("[data-testid='stExpander']", has_text="Edit history")
+    screen(page).get_by_text("Compare versions").click()
+    idle(page)
+    def compared(s):
+        return s.locator("[data-testid='stExpander']", has_text="Compare versions")
+
+    shown(page, lambda s: compared(s).get_by_text(
+        "Version 1 → 2: edited rules D03; removed edges D01 → D00"))
+    for cell in ("check item 3 twice", "D01 requires D00"):
+        shown(page, lambda s, c=cell: compared(s).locator("[data-testid='stDataFrame'] td",
+                                                           has_text=c))
+    screen(page).get_by_text("Edit history").click()
+    idle(page)
+    history = screen(page).locator("[data-testid='stExpander']", has_text="Edit history")
     cells = history.locator("tbody tr").first.locator("td")
-    expect(cells.nth(4)).to_have_text("edited rules D03; removed edges D01->D00")
+    # The computed summary with the screen's arrow; the author's note as written.
+    expect(cells.nth(4)).to_have_text("edited rules D03; removed edges D01 → D00")
     expect(cells.nth(5)).to_have_text("added an edge D05->D00")  # the note, as a note
-    expect(page.get_by_text(re.compile("1 rules"))).to_have_count(0)
+    expect(screen(page).get_by_text(re.compile("1 rules"))).to_have_count(0)
     assert_no_exception(page, server)

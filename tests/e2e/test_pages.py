@@ -10,8 +10,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import refund_index_dict  # noqa: E402
 
-from .conftest import make_server, wait_idle  # noqa: E402
-from .flows import submit  # noqa: E402
+from .conftest import make_server  # noqa: E402
+from .flows import assert_nothing_ran, submit  # noqa: E402
+from .screen import idle, screen, shown  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -31,47 +32,53 @@ def server(tmp_path):
 
 def test_skills_and_graph_pages_render_offline(server, page):
     page.goto(f"{server.url}/")  # Skills is the default page, served at /
-    wait_idle(page)
-    page.get_by_role("heading", name="Skills").wait_for()
-    page.get_by_text("Complexity C (all)").wait_for()
-    # st.dataframe draws on a canvas; the metrics and the picker are DOM text. On a loaded
-    # machine the columns' metrics can arrive one by one: wait for all four first.
-    page.wait_for_function("document.querySelectorAll(\"[data-testid='stMetricValue']\").length >= 4")
-    metrics = page.locator("[data-testid='stMetricValue']").all_inner_texts()
-    assert metrics[:3] == ["1", "4", "3"]
-    page.get_by_text("v1 by import (imported)").wait_for()
+    shown(page, lambda s: s.get_by_role("heading", name="Skills"))
+    # st.dataframe draws on a canvas; the metrics and the picker are DOM text.
+    metrics = shown(page, lambda s: s.locator("[data-testid='stMetric']", has_text="Complexity"))
+    assert metrics.count() == 1
+    values = screen(page).locator("[data-testid='stMetricValue']").all_inner_texts()
+    assert values[:3] == ["1", "4", "3"]
+    shown(page, lambda s: s.get_by_text("v1 by import (imported)"))
 
     page.goto(f"{server.url}/graph")
-    wait_idle(page)
-    page.get_by_role("heading", name="Graph").wait_for()
-    page.get_by_text("4 of 4 rules match.").wait_for()
+    shown(page, lambda s: s.get_by_role("heading", name="Graph"))
+    shown(page, lambda s: s.get_by_text("4 of 4 rules match."))
     # The drawing (vis-network in the page, a Components-v2 component) holds its canvas.
-    page.locator("[data-testid='wb-rule-graph'] canvas").first.wait_for(timeout=30_000)
+    shown(page, lambda s: s.locator("[data-testid='wb-rule-graph'] canvas"))
     # The rule's source span is highlighted.
-    page.locator("[data-testid='wb-source'] mark").first.wait_for()
+    mark = shown(page, lambda s: s.locator("[data-testid='wb-source'] mark")).first
     # It opens on R3 (most prerequisites); its closure is R3, R2, R4, R1.
-    page.get_by_text("4 rules shown.").wait_for()
-    assert "Refund the amount paid" in page.locator("[data-testid='wb-source'] mark").first.inner_text()
+    shown(page, lambda s: s.get_by_text("4 rules shown."))
+    assert "Refund the amount paid" in mark.inner_text()
     assert page.external_requests == []
 
 
 def test_search_and_closure_focus(server, page):
     page.goto(f"{server.url}/graph")
-    wait_idle(page)
+    idle(page)
     submit(page, "Search rules", "coupon")
-    page.get_by_text("1 of 4 rules matches.").wait_for()
+    shown(page, lambda s: s.get_by_text("1 of 4 rules matches."))
     # Rule R3's closure is R3, R2, R4, R1.
-    page.get_by_text("4 rules shown.").wait_for()
+    shown(page, lambda s: s.get_by_text("4 rules shown."))
 
 
 def test_hostile_text_renders_as_text(server, page):
     page.goto(f"{server.url}/")  # Skills is the default page, served at /
-    wait_idle(page)
+    idle(page)
     page.goto(f"{server.url}/graph")
-    wait_idle(page)
-    page.locator("[data-testid='wb-source']").first.wait_for()
-    page.wait_for_timeout(1500)
-    assert page.evaluate("window.__pwned") is None
-    for frame in page.frames:
-        assert frame.evaluate("window.__pwned") is None
-    assert "<script>window.__pwned=2</script>" in page.locator("[data-testid='wb-source']").inner_text()
+    source = shown(page, lambda s: s.locator("[data-testid='wb-source']"))
+    assert_nothing_ran(page)
+    assert "<script>window.__pwned=2</script>" in source.inner_text()
+
+
+def test_start_here_links_open_the_page_in_this_tab(server, page):
+    """Issue 56: the Start panel's links opened a new tab (a Markdown link); they move this
+    tab, in this session, to the page they name."""
+    page.goto(f"{server.url}/skills")
+    shown(page, lambda s: s.get_by_text("Start here: what this workbench does"))
+    page.evaluate("window.__sameDocument = true")  # gone if the window loads again
+    screen(page).get_by_role("link", name="3. Check the rules").click()
+    shown(page, lambda s: s.get_by_role("heading", name="Graph"))
+    assert page.url.rstrip("/").endswith("/graph")
+    assert page.context.pages == [page], "the link opened another tab"
+    assert screen(page).evaluate("window.__sameDocument === true"), "the link reloaded the page"

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from .conftest import ROOT, Server, demo_index, seed_database
 from .flows import assert_no_exception, goto
+from .screen import new_page, screen, until
 from .test_all_pages import seed_demo_run
 
 pytestmark = pytest.mark.e2e
@@ -71,31 +72,30 @@ def test_replay_closure_is_legible_with_its_legend(browser, server, width):
     trace = _trace()
     skills = list(trace["closure"])
     keys = [f"closure_graph_a_{i}" for i in range(len(skills))]
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(90_000)
+    page = new_page(browser, width, 900)
     try:
         started = time.monotonic()
         goto(page, server, f"replay?dataset=demo&case={CASE}")
-        page.wait_for_function(
-            "(keys) => window.__wbRuleGraphs && keys.every((k) => window.__wbRuleGraphs[k])", arg=keys)
+        until(page, "(keys) => window.__wbRuleGraphs && keys.every((k) => window.__wbRuleGraphs[k])",
+              keys)
         drawn_s = time.monotonic() - started
         load = os.getloadavg()[0]
         print(f"\nReplay closure at {width} px: {len(skills)} drawings, "
               f"{sum(len(v) for v in trace['closure'].values())} rules, drawn {drawn_s:.1f} s after "
               f"the page was opened (page load included; load average {load:.1f})")
         assert_no_exception(page, server)
-        main = page.locator("[data-testid='stMain']")
+        main = screen(page).locator("[data-testid='stMain']")
         expect(main.get_by_text("Colour = modality", exact=False)).to_be_visible()
         expect(main.get_by_text("Edge colour = provenance", exact=False)).to_be_visible()
         # The old drawing was an iframe of its own: none is left for the closure.
-        assert page.locator("iframe[title*='graph_view']").count() == 0
+        assert screen(page).locator("iframe[title*='graph_view']").count() == 0
         for key, skill in zip(keys, skills, strict=True):
-            page.evaluate("(k) => window.__wbRuleGraphs[k].body.container.scrollIntoView()", key)
-            got = page.evaluate(_MEASURE, key)
+            view = screen(page)
+            view.evaluate("(k) => window.__wbRuleGraphs[k].body.container.scrollIntoView()", key)
+            got = view.evaluate(_MEASURE, key)
             assert got["rules"] == len(trace["closure"][skill])
             assert got["min_label_px"] >= MIN_LABEL_PX, got
             assert got["covered"] == [], f"the zoom bar covers {got['covered']}"
             assert len(got["seeds"]) == len(trace["seeds"][skill]), got["seeds"]
     finally:
-        context.close()
+        page.context.close()

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from .review_queue import expect_card, leave_fields, open_queue, review_server, seed_verdicts, type_note
+from .screen import screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -36,14 +37,14 @@ def server(tmp_path):
 
 def test_confirm_by_key_and_overturn_with_a_note(server, page):
     open_queue(page, server, "", "1/3 · case mor-001-delay-not-yet-late")
-    legend = page.locator("[data-testid='wb-key-legend']")
+    legend = screen(page).locator("[data-testid='wb-key-legend']")
     # expect() polls: right after a rerun the previous run's legend can still be on screen.
     for word in ("confirm", "overturn", "next", "previous"):
         expect(legend.get_by_text(word)).to_have_count(1, timeout=30_000)
     # The judge's reason with markup is shown as text, and its markup never ran.
-    page.get_by_text("judge on mor-001-delay-not-yet-late: <img src=x").wait_for()
-    assert page.locator("img[src='x']").count() == 0
-    assert page.evaluate("window.__pwned") is None
+    shown(page, lambda s: s.get_by_text("judge on mor-001-delay-not-yet-late: <img src=x"))
+    assert screen(page).locator("img[src='x']").count() == 0
+    assert screen(page).evaluate("window.__pwned") is None
 
     leave_fields(page)
     page.keyboard.press("y")  # confirm
@@ -54,13 +55,12 @@ def test_confirm_by_key_and_overturn_with_a_note(server, page):
     leave_fields(page)
     page.keyboard.press("n")  # overturn
     expect_card(page, "3/3 · case air-001-compensation-regular-economy")
-    page.get_by_text("2 of 3 reviewed (2 by you)").wait_for()
+    shown(page, lambda s: s.get_by_text("2 of 3 reviewed (2 by you)"))
     page.keyboard.press("k")  # back: the decision is listed under the verdict
     expect_card(page, "2/3 ")
     # (a data grid drawn on a canvas: its cells are in the DOM for accessibility only)
-    page.locator("[data-testid='stDataFrame'] td", has_text="jolly okay").first.wait_for(
-        state="attached")
-    assert page.evaluate("window.__pwned") is None
+    shown(page, lambda s: s.locator("[data-testid='stDataFrame'] td", has_text="jolly okay"))
+    assert screen(page).evaluate("window.__pwned") is None
     assert page.external_requests == []
 
     from store.db import make_engine

@@ -10,9 +10,10 @@ from playwright.sync_api import expect
 
 from tests.review_seed import DATASET, MOST_DOUBTFUL, save_setting, seed_labelled
 
-from .conftest import PAGE_CEILING_MS, demo_index, make_server, wait_idle
+from .conftest import demo_index, make_server
 from .flows import submit
 from .review_queue import expect_card
+from .screen import idle, new_page, screen
 
 pytestmark = pytest.mark.e2e
 FOLD = 800
@@ -39,38 +40,36 @@ def server(tmp_path):
 
 @pytest.fixture
 def laptop(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": FOLD})
-    pg = context.new_page()
-    pg.set_default_timeout(PAGE_CEILING_MS)
+    pg = new_page(browser, 1280, FOLD)
     yield pg
-    context.close()
+    pg.context.close()
 
 
 def pick(page, label: str, option: str) -> None:
     """Pick ``option`` by typing it into the select box: clicking an option of a list that
     opened near the window's edge raced the scroll that brought it into view (the list
     closed, the option was detached)."""
-    box = page.get_by_role("combobox", name=label, exact=True)
+    box = screen(page).get_by_role("combobox", name=label, exact=True)
     box.scroll_into_view_if_needed()
     box.click()
     page.keyboard.type(option)
     page.keyboard.press("Enter")
-    wait_idle(page)
+    idle(page)
 
 
 def test_review_at_alpha_with_a_card_that_agrees_above_the_fold(server, laptop):
     page = laptop
     page.goto(f"{server.url}/review?dataset={DATASET}")
-    wait_idle(page)
+    idle(page)
     submit(page, "Reviewer", "ada")
     expect_card(page, f"case {MOST_DOUBTFUL} ")
-    page.evaluate("window.scrollTo(0, 0)")
-    top = page.locator(".st-key-rv_card").bounding_box()
+    screen(page).evaluate("window.scrollTo(0, 0)")
+    top = screen(page).locator(".st-key-rv_card").bounding_box()
     assert top is not None and top["y"] + top["height"] <= FOLD, top
     # One sort control, most doubtful first.
-    expect(page.get_by_role("combobox", name="Sort by", exact=True)).to_have_count(1)
+    expect(screen(page).get_by_role("combobox", name="Sort by", exact=True)).to_have_count(1)
     # The header and the words agree: p = 0.62 at 2/3 is compliant, 38 % sure.
-    card = page.locator("[class*='st-key-verdict_']").first
+    card = screen(page).locator("[class*='st-key-verdict_']").first
     expect(card.get_by_text("Compliant", exact=True)).to_be_visible()
     expect(card.get_by_text("Violation", exact=True)).to_have_count(0)
     expect(card.get_by_text("probably compliant — 38 %")).to_be_visible()
@@ -79,20 +78,20 @@ def test_review_at_alpha_with_a_card_that_agrees_above_the_fold(server, laptop):
     expect(card.get_by_text("Gold label: violation — the verdict says compliant")).to_be_visible()
     expect(card.locator("mark.wb-compliant")).to_have_count(1)
     # α = 5 %: the guarantee in words, then the press records the verdicts above the level.
-    page.get_by_text("Auto-decide with a guaranteed error rate").click()
+    screen(page).get_by_text("Auto-decide with a guaranteed error rate").click()
     pick(page, "Wrong automatic decisions, at most", "5 %")
-    words = page.get_by_text("at most 5 % of those wrong, with 95 % confidence")
+    words = screen(page).get_by_text("at most 5 % of those wrong, with 95 % confidence")
     expect(words).to_be_visible()
     assert "On the 120 labelled verdicts of this dataset it decides 108 of 120 (90 %)" \
         in words.inner_text()
-    button = page.get_by_role("button", name="Auto-decide ")
+    button = screen(page).get_by_role("button", name="Auto-decide ")
     expect(button).to_be_enabled()
     label = button.inner_text()
     button.click()
-    wait_idle(page)
+    idle(page)
     n = int(label.split(" ")[1])
-    expect(page.get_by_text(f"Auto-decided {n} verdicts as one action")).to_be_visible()
+    expect(screen(page).get_by_text(f"Auto-decided {n} verdicts as one action")).to_be_visible()
     # The doubtful verdict was left to people: still first, its card unchanged.
     expect_card(page, f"case {MOST_DOUBTFUL} ")
-    expect(page.locator("[class*='st-key-verdict_']").first.get_by_text("Compliant", exact=True)
+    expect(screen(page).locator("[class*='st-key-verdict_']").first.get_by_text("Compliant", exact=True)
            ).to_be_visible()

@@ -9,8 +9,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import wait_idle
 from .review_queue import expect_card, leave_fields, open_queue, review_server, type_note
+from .screen import idle, screen, shown
 from .test_review_flow import seed_review
 
 pytestmark = pytest.mark.e2e
@@ -39,17 +39,17 @@ def _decisions(server):
 
 def test_a_case_link_and_a_search_survive_a_reload(server, page):
     open_queue(page, server, f"?dataset=demo&case={PREMIER}", f"2/3 · case {PREMIER}")
-    search = page.get_by_role("textbox", name="Search")
+    search = screen(page).get_by_role("textbox", name="Search")
     search.fill("premier")
     search.press("Enter")
-    wait_idle(page)
+    idle(page)
     expect_card(page, f"1/1 · case {PREMIER}")
     expect(page).to_have_url(re.compile(r"[?&]q=premier(&|$)"), timeout=30_000)
     expect(page).to_have_url(re.compile(rf"[?&]case={PREMIER}(&|$)"), timeout=30_000)
     page.reload()
-    wait_idle(page)
+    idle(page)
     # A new session from the address alone: the search box, the filtered queue, the case.
-    expect(page.get_by_role("textbox", name="Search")).to_have_value("premier", timeout=30_000)
+    expect(screen(page).get_by_role("textbox", name="Search")).to_have_value("premier", timeout=30_000)
     expect_card(page, f"1/1 · case {PREMIER}")
     assert page.external_requests == []
 
@@ -58,25 +58,23 @@ def test_wrong_rule_by_key_then_undo_by_key(server, page):
     open_queue(page, server, "?dataset=demo", "1/3 · case mor-001-delay-not-yet-late")
     leave_fields(page)
     page.keyboard.press("w")  # "wrong rule" without a note: refused beside the buttons
-    refusal = page.get_by_text("needs a note naming the rule")
-    refusal.wait_for(timeout=30_000)
-    wait_idle(page)
-    buttons = page.get_by_role("button", name="Wrong rule").bounding_box()
+    refusal = shown(page, lambda s: s.get_by_text("needs a note naming the rule"))
+    buttons = screen(page).get_by_role("button", name="Wrong rule").bounding_box()
     said = refusal.bounding_box()
     assert 0 < said["y"] - buttons["y"] < 200  # right under the buttons, not at the top
     type_note(page, "MOR-R003 is the rule broken")
     leave_fields(page)
     page.keyboard.press("w")
     expect_card(page, f"2/3 · case {PREMIER}")
-    undo = page.get_by_role("button", name=re.compile("Undo: right verdict, wrong rule"))
+    undo = screen(page).get_by_role("button", name=re.compile("Undo: right verdict, wrong rule"))
     expect(undo).to_be_visible(timeout=30_000)
     assert _decisions(server) == [("mor-001-delay-not-yet-late", "wrong-rule",
                                    "MOR-R003 is the rule broken", False)]
     leave_fields(page)
     page.keyboard.press("u")
     expect_card(page, "1/3 · case mor-001-delay-not-yet-late")  # back to the undone verdict
-    page.get_by_text("Undone: right verdict, wrong rule").wait_for(timeout=30_000)
-    expect(page.get_by_role("button", name="Undo (nothing to undo)")).to_be_disabled()
+    shown(page, lambda s: s.get_by_text("Undone: right verdict, wrong rule"), timeout=30_000)
+    expect(screen(page).get_by_role("button", name="Undo (nothing to undo)")).to_be_disabled()
     assert [d[1] for d in _decisions(server)] == ["wrong-rule", "undo"]
 
 
@@ -84,14 +82,14 @@ def test_question_mark_shows_every_key_and_agreement_reads_in_words(server, page
     open_queue(page, server, "?dataset=demo", "1/3 ")
     leave_fields(page)
     page.keyboard.press("?")
-    overlay = page.get_by_test_id("wb-key-help")
+    overlay = screen(page).get_by_test_id("wb-key-help")
     expect(overlay).to_be_visible()
     for words in ("confirm the verdict", "right verdict, wrong rule cited", "undo your last decision",
                   "next verdict", "show or hide this help"):
         expect(overlay.get_by_text(words)).to_be_visible()
     page.keyboard.press("Escape")
     expect(overlay).to_have_count(0)
-    page.get_by_test_id("wb-key-help-open").click()  # the button opens it too
+    screen(page).get_by_test_id("wb-key-help-open").click()  # the button opens it too
     expect(overlay).to_be_visible()
     page.keyboard.press("?")
     expect(overlay).to_have_count(0)
@@ -102,8 +100,8 @@ def test_question_mark_shows_every_key_and_agreement_reads_in_words(server, page
     type_note(page, "premier credit is allowed")
     leave_fields(page)
     page.keyboard.press("n")
-    page.get_by_text("2 of 3 reviewed (2 by you)").wait_for(timeout=30_000)
-    kappa = page.get_by_test_id("stMetric").filter(has_text="Cohen's κ")
+    shown(page, lambda s: s.get_by_text("2 of 3 reviewed (2 by you)"), timeout=30_000)
+    kappa = screen(page).get_by_test_id("stMetric").filter(has_text="Cohen's κ")
     expect(kappa).to_contain_text("too few decisions to measure", timeout=30_000)
     expect(kappa).to_contain_text("only 2 decisions so far")
     assert page.external_requests == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from . import flows
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -37,37 +38,36 @@ def server(tmp_path):
 
 
 def upload(page, judge: str, name: str, data: bytes) -> None:
-    page.locator(f".st-key-scaling_eval_{judge} [data-testid='stFileUploaderDropzoneInput']"
+    screen(page).locator(f".st-key-scaling_eval_{judge} [data-testid='stFileUploaderDropzoneInput']"
                  ).set_input_files([{"name": name, "mimeType": "application/json", "buffer": data}])
-    flows.settle(page)
+    idle(page)
 
 
 def test_recovery_from_bundled_and_uploaded_evaluations(page, server):
     flows.goto(page, server, "scaling")
     for label, value in (("Bootstrap replicates", "0"), ("Search generations", "10")):
-        box = page.get_by_role("spinbutton", name=label)  # the fit is not what this is about
+        box = screen(page).get_by_role("spinbutton", name=label)  # the fit is not what this is about
         box.fill(value)
         box.press("Enter")
-        flows.settle(page)
-    page.get_by_role("button", name="Fit models").click()
-    page.get_by_text("Distillation recovery").wait_for()
+        idle(page)
+    screen(page).get_by_role("button", name="Fit models").click()
+    shown(page, lambda s: s.get_by_text("Distillation recovery"))
     # the bundled real runs: Recovery with its interval, and the caution about flagging more
-    page.get_by_text("95 % intervals: 2000 bootstrap draws of whole conversations").wait_for()
-    page.get_by_text("Student of the headroom-selected set: F1 rose but accuracy").wait_for()
+    shown(page, lambda s: s.get_by_text("95 % intervals: 2000 bootstrap draws of whole conversations"))
+    shown(page, lambda s: s.get_by_text("Student of the headroom-selected set: F1 rose but accuracy"))
     flows.assert_no_exception(page, server)
 
-    page.get_by_text("Upload evaluations").click()
-    flows.settle(page)
-    page.get_by_text("Upload the base and teacher evaluations").wait_for()
+    screen(page).get_by_text("Upload evaluations").click()
+    idle(page)
+    shown(page, lambda s: s.get_by_text("Upload the base and teacher evaluations"))
     for judge, said in SAID.items():
         upload(page, judge, f"{judge}.jsonl", traces(said))
-    page.get_by_text("1000 bootstrap draws of whole conversations (6 conversations, 12 cases)"
-                     ).wait_for()
+    shown(page, lambda s: s.get_by_text(
+        "1000 bootstrap draws of whole conversations (6 conversations, 12 cases)"))
     flows.assert_no_exception(page, server)
 
     upload(page, "teacher", "teacher.json", b"\xff\xfe\x00binary")
-    error = page.locator("[data-testid='stAlert']").filter(
-        has_text="Recovery cannot be read from these evaluations")
-    error.wait_for()
+    error = shown(page, lambda s: s.locator("[data-testid='stAlert']").filter(
+        has_text="Recovery cannot be read from these evaluations"))
     assert "teacher.json" in error.inner_text() and "UTF-8" in error.inner_text()
     flows.assert_no_exception(page, server)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from .flows import settle, start_server
+from .flows import start_server
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -19,19 +20,19 @@ def server(tmp_path):
 
 
 def background(page) -> str:
-    return page.locator("[data-testid='stApp']").evaluate("e => getComputedStyle(e).backgroundColor")
+    return screen(page).locator("[data-testid='stApp']").evaluate(
+        "e => getComputedStyle(e).backgroundColor")
 
 
 def test_a_dark_theme_chosen_on_one_page_holds_on_another(server, page):
     page.goto(f"{server.url}/review")
-    settle(page)
-    page.wait_for_selector("html[data-wb-theme-shared='yes']", state="attached")
+    shown(page, lambda s: s.locator("html[data-wb-theme-shared='yes']"))
     light = background(page)
     # What Streamlit's frontend writes when the menu's theme is set to Dark on this page.
-    page.evaluate("localStorage.setItem('stActiveTheme-/review-v2', JSON.stringify('Dark'))")
-    assert page.evaluate("localStorage.getItem('stActiveTheme-/settings-v2')") == '"Dark"'
+    screen(page).evaluate("localStorage.setItem('stActiveTheme-/review-v2', JSON.stringify('Dark'))")
+    assert screen(page).evaluate("localStorage.getItem('stActiveTheme-/settings-v2')") == '"Dark"'
     page.goto(f"{server.url}/settings")  # a fresh load by its own address
-    settle(page)
-    page.locator("h1").first.wait_for()
+    idle(page)
+    shown(page, lambda s: s.locator("h1"))
     dark = background(page)
     assert dark != light and dark == "rgb(20, 23, 28)", (light, dark)  # [theme.dark] backgroundColor

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import wait_idle
 from .review_queue import expect_card, leave_fields, open_queue, review_server, seed_verdicts
+from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
 
@@ -42,9 +42,9 @@ def server(tmp_path):
 
 def test_replay_shows_the_probability_and_marks_the_reply_sentence(server, page):
     page.goto(f"{server.url}/replay?dataset=demo&case=mor-001-delay-not-yet-late")
-    wait_idle(page)
-    page.get_by_text("likely violation — 95 % (uncalibrated)").wait_for(timeout=60_000)
-    mark = page.get_by_test_id("wb-evidence").locator("mark")
+    idle(page)
+    shown(page, lambda s: s.get_by_text("likely violation — 95 % (uncalibrated)"), timeout=60_000)
+    mark = screen(page).get_by_test_id("wb-evidence").locator("mark")
     expect(mark).to_have_count(1, timeout=30_000)
     expect(mark).to_have_text("your order is running late")
     assert page.external_requests == []
@@ -52,8 +52,9 @@ def test_replay_shows_the_probability_and_marks_the_reply_sentence(server, page)
 
 def test_review_sorted_by_uncertainty_shows_the_most_doubtful_verdict_first(server, page):
     # Confidence at 0.5: 0.55 for mor-003, 0.90 for air-001, 0.95 for mor-001.
-    open_queue(page, server, "?dataset=demo&sort=uncertainty", "1/3 · case mor-003-delay-premier-credit")
-    page.get_by_text("possible violation — 55 % (uncalibrated)").first.wait_for(timeout=30_000)
+    open_queue(page, server, "?dataset=demo&sort=uncertainty",
+               "1/3 · case mor-003-delay-premier-credit")
+    shown(page, lambda s: s.get_by_text("possible violation — 55 % (uncalibrated)"), timeout=30_000)
     leave_fields(page)
     page.keyboard.press("j")
     expect_card(page, "2/3 · case air-001-compensation-regular-economy")
