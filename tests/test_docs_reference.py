@@ -287,6 +287,57 @@ def _class_members(cls: ast.ClassDef) -> set[str]:
     return names
 
 
+def _module_level(found: Symbols, module: str, path: Path, tree: ast.Module) -> None:
+    """What a module defines and imports at its top level (``TYPE_CHECKING`` imports too)."""
+    top: dict[str, ast.AST] = {}
+    imports: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            top[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                top.update(dict.fromkeys(_targets(target), node))
+        elif isinstance(node, ast.ImportFrom) and (node.module or node.level):
+            source = _absolute(module, path, node)
+            for alias in node.names:
+                if alias.name == "*":
+                    found.stars.setdefault(module, []).append(source)
+                else:
+                    imports[alias.asname or alias.name] = f"{source}.{alias.name}"
+        elif isinstance(node, ast.If):  # TYPE_CHECKING imports and guarded definitions
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and inner.module:
+                    for alias in inner.names:
+                        imports[alias.asname or alias.name] = f"{inner.module}.{alias.name}"
+    found.top[module] = top
+    found.imports[module] = imports
+    found.words |= set(top) | set(imports)
+    found.words.update(module.split("."))
+
+
+def _names_used(node: ast.AST) -> Iterator[str]:
+    """The names one node defines or uses: an attribute, a keyword, an import, a definition
+    and its parameters."""
+    if isinstance(node, ast.Attribute):  # what the code calls on others' objects
+        yield node.attr
+    elif isinstance(node, ast.keyword) and node.arg:
+        yield node.arg
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield from ((a.asname or a.name).split(".")[-1] for a in node.names)
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield node.name
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        yield from (a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                    args.vararg, args.kwarg) if a)
+
+
+def _docstring_nodes(tree: ast.Module) -> set[int]:
+    return {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
 @cache
 def symbols() -> Symbols:
     found = Symbols()
@@ -294,55 +345,20 @@ def symbols() -> Symbols:
         module = _module_name(path)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         found.modules[module] = path
-        top: dict[str, ast.AST] = {}
-        imports: dict[str, str] = {}
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                top[node.name] = node
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                    top.update(dict.fromkeys(_targets(target), node))
-            elif isinstance(node, ast.ImportFrom) and (node.module or node.level):
-                source = _absolute(module, path, node)
-                for alias in node.names:
-                    if alias.name == "*":
-                        found.stars.setdefault(module, []).append(source)
-                    else:
-                        imports[alias.asname or alias.name] = f"{source}.{alias.name}"
-            elif isinstance(node, ast.If):  # TYPE_CHECKING imports and guarded definitions
-                for inner in ast.walk(node):
-                    if isinstance(inner, ast.ImportFrom) and inner.module:
-                        for alias in inner.names:
-                            imports[alias.asname or alias.name] = f"{inner.module}.{alias.name}"
-        found.top[module] = top
-        found.imports[module] = imports
-        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
-                      if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                      and n.body and isinstance(n.body[0], ast.Expr)
-                      and isinstance(n.body[0].value, ast.Constant)}
+        _module_level(found, module, path, tree)
+        docstrings = _docstring_nodes(tree)
+        # Strings of the product are values the docs may name; a test's or bench's, only in
+        # their own docstrings; this file's lists (EXCEPTIONS, the examples) never.
+        strings = found.test_strings if module.split(".")[0] in ("tests", "bench") else found.strings
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute):  # what the code calls on others' objects
-                found.words.add(node.attr)
-            elif isinstance(node, ast.keyword) and node.arg:
-                found.words.add(node.arg)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                found.words.update((a.asname or a.name).split(".")[-1] for a in node.names)
+            found.words.update(_names_used(node))
             if isinstance(node, ast.ClassDef):
                 found.classes.setdefault(node.name, []).append(node)
                 found.members[id(node)] = _class_members(node)
                 found.words |= found.members[id(node)]
-            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 80
-                    and id(node) not in docstrings and path != Path(__file__)):  # not our own lists
-                kept = found.test_strings if module.split(".")[0] in ("tests", "bench") else found.strings
-                kept.update(re.findall(r"[A-Za-z_][\w.-]*", node.value))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.words.add(node.name)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                args = node.args
-                found.words.update(a.arg for a in (*args.posonlyargs, *args.args,
-                                                   *args.kwonlyargs, args.vararg, args.kwarg) if a)
-        found.words |= set(top) | set(imports)
-        found.words.update(module.split("."))
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 80
+                    and id(node) not in docstrings and path != Path(__file__)):
+                strings.update(re.findall(r"[A-Za-z_][\w.-]*", node.value))
     return found
 
 
@@ -622,7 +638,8 @@ def test_every_link_and_repository_path_of_a_page_exists() -> None:
             if re.match(r"^[a-z]+:", target) or target.startswith("#"):
                 continue  # another site, or an anchor checked by mkdocs --strict
             file = (page.parent / target.split("#")[0]).resolve()
-            generated = file.is_relative_to(DOCS) and file.relative_to(DOCS).as_posix() in reference().GENERATED
+            generated = (file.is_relative_to(DOCS)
+                         and file.relative_to(DOCS).as_posix() in reference().GENERATED)
             if not (file.exists() or generated):
                 broken.append(f"{page.relative_to(ROOT)}:{number}: {target}")
         text = page.read_text(encoding="utf-8")
