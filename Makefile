@@ -94,7 +94,8 @@ bench: install
 # (CLI, settings, API, glossary) generated from the code by docs/_hooks/reference.py. --strict: a
 # broken link, a page left out of the nav or any other warning fails the build. Needs the full
 # install, so the CLI reference describes the lab's commands too. Offline: no font, script or
-# analytics is fetched (mkdocs.yml).
+# analytics is fetched (mkdocs.yml). NO_MKDOCS_2_WARNING: Material prints a banner about its
+# successor on every build; it is not a warning about this site, which has none.
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
