@@ -63,14 +63,15 @@ def locate_rule(index: PolicyIndex, closure: dict[str, list[str]], rule_id: str)
     return None, None
 
 
-def show_evidence(reply: str, evidence: list[dict], violation: bool = True) -> None:
+def show_evidence(reply: str, evidence: list[dict], violation: bool = True,
+                  caption: str = "Words of the reply the verdict rests on") -> None:
     """The reply with the verdict's evidence spans marked (escaped text, our marks only);
     red for a violation's, neutral for a compliant decision's."""
     spans = [Span(e["start"], e["end"]) for e in with_quotes(reply, evidence)]
     if not spans:
         return
     kind = "violation" if violation else "compliant"
-    st.caption("Words of the reply the verdict rests on")
+    st.caption(caption)
     st.html(_REPLY_STYLE + f'<div class="wb-reply" data-testid="wb-evidence" data-kind="{kind}">'
             f"{highlighted_html(reply, spans, mark_class=f'wb-{kind}')}</div>")
 
@@ -170,6 +171,12 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
             st.warning(line, icon=":material/balance:")
         if reply is not None and record.evidence:
             show_evidence(reply, list(record.evidence), record.violation)
+        elif reply is not None and record.label == COMPLIANT and trace.verdict is not None \
+                and trace.verdict.evidence:
+            # Decided compliant over the judge's "violation": the words it quoted are shown,
+            # unpainted, as what the judge pointed at — not what the label rests on.
+            show_evidence(reply, trace.verdict.evidence, False,
+                          "Words of the reply the judge quoted for its own answer")
         if trace.parts:
             st.caption(f"Judged in {len(trace.parts)} parts: the context did not fit the "
                        "judge's window whole (parts listed with the trace steps).")

@@ -96,12 +96,13 @@ def test_the_header_and_the_words_under_it_agree(setting, header, words):
     said_otherwise = ("The judge answered violation; at this dataset's setting its probability "
                       "decides compliant.")
     assert (said_otherwise in shown) == (header == "Compliant")
-    # The judge's words for a violation are not shown as what a compliant decision rests on;
-    # a violation's are marked as a violation's.
-    if header == "Compliant":
-        assert "wb-evidence" not in _html(at)
-    else:
-        assert 'class="wb-violation"' in _html(at) and 'data-kind="violation"' in _html(at)
+    # Evidence of a compliant decision is not painted like a violation's (under a compliant
+    # decision the judge's quotes are shown unpainted, as what the judge pointed at).
+    kind = "compliant" if header == "Compliant" else "violation"
+    assert f'class="wb-{kind}"' in _html(at) and f'data-kind="{kind}"' in _html(at)
+    said = [c.value for c in at.caption if c.value.startswith("Words of the reply")]
+    assert said == (["Words of the reply the judge quoted for its own answer"]
+                    if header == "Compliant" else ["Words of the reply the verdict rests on"])
 
 
 def test_the_gold_label_disagreeing_is_a_warning_on_the_card():
