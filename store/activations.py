@@ -87,3 +87,12 @@ def feature_count(engine: Engine, dataset: str) -> int:
     with Session(engine) as session:
         return int(session.exec(select(func.count()).select_from(ActivationRow)
                                 .where(ActivationRow.dataset == dataset)).one())
+
+
+def holds_feature(engine: Engine, dataset: str, layer: int) -> bool:
+    """Whether some stored activations of ``dataset`` hold feature ``layer`` (reads the few
+    distinct layer lists, not the vectors)."""
+    with Session(engine) as session:
+        kinds = session.exec(select(ActivationRow.layers_json)
+                             .where(ActivationRow.dataset == dataset).distinct()).all()
+    return any(layer in json.loads(k) for k in kinds)

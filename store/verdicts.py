@@ -16,12 +16,12 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy.engine import Engine
 
 from store import audit_repo
-from store.activations import layer_vectors
+from store.activations import holds_feature, layer_vectors
 from store.explanations import explanations_for
 from store.review import decisions_for
 from store.thresholds import current_threshold, scope_name
 from workbench.audit.trace import AuditTrace, case_and_strategy, latest_per_case
-from workbench.decision import DecidedVerdict, DecisionSetting, decided_verdicts
+from workbench.decision import DecidedVerdict, DecisionSetting, decided_verdicts, default_setting
 from workbench.decision.apply import scorer_layer, with_scores
 
 Key = tuple[str, str, str]  # (run, case, strategy)
@@ -45,12 +45,15 @@ def case_scores(engine: Engine, dataset: str, setting: DecisionSetting,
 
 def saved_setting(engine: Engine, dataset: str | None) -> Saved | None:
     """(version, setting) that decides ``dataset``'s cases, before any case score is attached:
-    the newest setting saved for the dataset, or None (the default then decides). The one
+    the newest setting saved for the dataset; with none saved, the built-in activation scorer
+    (version 0) when the dataset's stored activations hold the feature it reads
+    (``workbench.decision.default_setting``); else None (the judge's words decide). The one
     place that chooses a dataset's setting: the pages (``pages/_thresholds``) and every other
     face read it through here."""
     if not dataset:
         return None
-    return current_threshold(engine, scope_name("dataset", dataset))
+    saved = current_threshold(engine, scope_name("dataset", dataset))
+    return default_setting(saved, lambda layer: holds_feature(engine, dataset, layer))
 
 
 def dataset_setting(engine: Engine, dataset: str | None) -> Saved | None:

@@ -66,6 +66,8 @@ class StrategyMetrics:
     auroc: float = NAN
     threshold: float = NAN
     threshold_source: str = ""  # "given", "saved", "saved, activation scorer", "calibrated out of fold"
+    score_source: str = ""  # what ``auroc`` ranks by: "judge" (its words) or "activations"
+    scorer: str = ""  # "built-in" when the built-in activation scorer decides (no saved setting)
     f1_at_threshold: float = NAN
     acc_at_threshold: float = NAN
     acc_confident_half: float = NAN
@@ -221,14 +223,15 @@ def _probability_metrics(m: StrategyMetrics, items: list[AuditTrace],
     scores, truth, groups, decisions = [], [], [], []
     for t in items:
         actual, verdict = label_violation(_label(t, labels)), t.verdict
-        if actual is None or verdict is None:
+        if actual is None or (verdict is None and not by_activation):
             continue
-        if by_activation:
+        if by_activation:  # a trace scored only (no judge's answer) counts too
             a = (activations or {}).get(t.id)
             if a is None:
                 continue
             scores.append(float(a))
-            decisions.append(decide(setting, activation=a, probability=verdict.probability))
+            p = verdict.probability if verdict is not None else None
+            decisions.append(decide(setting, activation=a, probability=p))
         elif verdict.probability is not None:
             scores.append(logit(verdict.probability))  # the one-feature scorer of the words
             if setting is not None:
@@ -240,6 +243,9 @@ def _probability_metrics(m: StrategyMetrics, items: list[AuditTrace],
     m.with_probability = len(scores)
     if not scores:
         return
+    m.score_source = "activations" if by_activation else "judge"
+    if setting is not None and setting.fitted_on.get("builtin"):
+        m.scorer = "built-in"
     m.auroc = auroc(scores, truth)
     if setting is not None:
         m.threshold = setting.threshold

@@ -203,6 +203,25 @@ def threshold_arg(value: str | None):
     return saved_threshold(value)
 
 
+def default_beside(paths) -> tuple[int, Any] | None:
+    """With no ``--threshold``: the built-in activation scorer (version 0) when every traces
+    file has activations beside it holding the feature it reads, else None (the judge's words
+    decide) — ``workbench.decision.default_setting``, as the store decides a dataset."""
+    from pathlib import Path
+
+    from workbench.decision import default_setting
+    from workbench.decision.features import features_dir, read_index
+
+    def holds(layer: int) -> bool:
+        for path in paths:
+            records = read_index(features_dir(Path(path)))
+            if not records or not any(layer in r.layers for r in records):
+                return False
+        return True
+
+    return default_setting(None, holds)
+
+
 def activation_scores_beside(setting, paths, traces) -> dict[str, float] | None:
     """A saved setting's activation scorer applied to the features captured beside each
     traces file (no model runs); None when the setting reads the judge's probability."""

@@ -341,7 +341,12 @@ def _metrics(args) -> int:
     from workbench.audit.metrics import compute_metrics, format_table
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
-    from workbench.commands._common import CliError, activation_scores_beside, threshold_arg
+    from workbench.commands._common import (
+        CliError,
+        activation_scores_beside,
+        default_beside,
+        threshold_arg,
+    )
 
     traces, skipped, empty = [], [], []
     for path in args.traces:
@@ -363,21 +368,10 @@ def _metrics(args) -> int:
         cases = load_cases_or_fail(args.cases)
         labels = {c.id: c.label for c in cases}
         gold = {c.id: ids for c in cases if (ids := c.gold_rules)}
-    spans = None
-    if gold and args.index:
-        index = load_index_or_fail(args.index)
-        spans = {}
-        for c in cases:
-            found = []
-            for rid in gold.get(c.id, []):
-                for name in c.skills or []:
-                    if name in index.skills and rid in index[name].graph.rules:
-                        rule = index[name].graph.rules[rid]
-                        found.append((name, [(sp.start, sp.end) for sp in rule.spans]))
-                        break
-            if found and len(found) == len(gold[c.id]):
-                spans[c.id] = found
+    spans = _gold_spans(args.index, cases, gold) if gold and args.index else None
     threshold = threshold_arg(args.threshold)
+    if threshold is None and (found := default_beside(args.traces)) is not None:
+        threshold = found[1]  # the built-in scorer: these traces' activations are beside them
     activations = activation_scores_beside(threshold, args.traces, traces)
     rows = compute_metrics(traces, labels, gold or None, spans, threshold, activations)
     if args.json:
@@ -385,6 +379,23 @@ def _metrics(args) -> int:
     else:
         print(format_table(rows))
     return 0
+
+
+def _gold_spans(index_path, cases, gold):
+    """Case id -> [(SKILL, spans of each gold rule)], for cases whose every gold rule is found."""
+    index = load_index_or_fail(index_path)
+    spans = {}
+    for c in cases:
+        found = []
+        for rid in gold.get(c.id, []):
+            for name in c.skills or []:
+                if name in index.skills and rid in index[name].graph.rules:
+                    rule = index[name].graph.rules[rid]
+                    found.append((name, [(sp.start, sp.end) for sp in rule.spans]))
+                    break
+        if found and len(found) == len(gold[c.id]):
+            spans[c.id] = found
+    return spans
 
 
 def _import_complibench(args) -> int:

@@ -60,7 +60,7 @@ def _export(args) -> int:
 
     from workbench.audit.trace import latest_per_case, trace_key
     from workbench.audit.trace_file import no_valid_trace, read_traces
-    from workbench.commands._common import CliError, activation_scores_beside
+    from workbench.commands._common import CliError, activation_scores_beside, default_beside
     from workbench.export import judged_cases
 
     if not args.out and not args.push:
@@ -84,9 +84,12 @@ def _export(args) -> int:
     traces = latest_per_case(traces, key=trace_key)
     cases = _cases(args) if args.cases else []
     setting = _setting(args.threshold)
+    stored = _stored(args.threshold)
+    if setting is None and (found := default_beside([args.traces])) is not None:
+        setting = found[1]  # the built-in scorer: the run's activations are beside it
+        stored.setdefault("setting_version", found[0])
     selection = judged_cases(traces, cases, setting,
-                            activation_scores_beside(setting, [args.traces], traces),
-                            **_stored(args.threshold))
+                            activation_scores_beside(setting, [args.traces], traces), **stored)
     for note in selection.notes():
         print(f"note: {note}", file=sys.stderr)
     if not selection.cases:

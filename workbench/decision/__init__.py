@@ -17,6 +17,10 @@ surface reads.
 - ``_verdict``: the decided record of a case (:class:`DecidedVerdict`, built by
   :func:`decided_verdict` only; :func:`setting_for` chooses the setting that applies), what
   every surface reads;
+- ``_prior``: the built-in activation scorer that decides a dataset with no saved setting
+  (:func:`default_setting`), and the adaptation from it as labels arrive (:func:`adapt`);
+- ``_labelling``: which cases to label next (:func:`propose`) and how many labels a promise
+  needs (:func:`labels_needed`); a guarantee certified on a split (:func:`split_guarantee`);
 - ``features``, ``scorers``, ``learn``, ``apply``: the judge's activations kept beside a run,
   the scorers learned from them (``learn.auroc`` and ``learn.grouped_splits`` are the one
   AUROC and the one grouped fold splitter), and a saved scorer applied to other traces.
@@ -67,6 +71,14 @@ from workbench.decision._labelled import (
     score_aurocs,
     scored_traces,
 )
+from workbench.decision._labelling import (
+    Candidate,
+    Forecast,
+    auto_cases_needed,
+    labels_needed,
+    propose,
+    split_guarantee,
+)
 from workbench.decision._measures import (
     Counts,
     accuracy_at_coverage,
@@ -75,6 +87,16 @@ from workbench.decision._measures import (
     reliability,
     risk_coverage,
     threshold_curve,
+)
+from workbench.decision._prior import (
+    BUILTIN_VERSION,
+    Adapted,
+    adapt,
+    builtin_about,
+    builtin_layer,
+    builtin_setting,
+    default_setting,
+    fit_prior_probe,
 )
 from workbench.decision._report import REPORT_KIND, calibration_report
 from workbench.decision._selective import AutoDecidePreview, auto_decide_preview, order_by_uncertainty
@@ -99,6 +121,9 @@ from workbench.decision._verdict import (
 from workbench.decision.learn import DEFAULT_FOLDS, auroc, grouped_splits
 
 __all__ = [
+    "BUILTIN_VERSION", "Adapted", "adapt", "builtin_about", "builtin_layer", "builtin_setting",
+    "default_setting", "fit_prior_probe",
+    "Candidate", "Forecast", "auto_cases_needed", "labels_needed", "propose", "split_guarantee",
     "ACTIVATION_SCORER", "JUDGES_WORDS", "score_aurocs",
     "ACTIVATIONS", "BY_EXPLAIN", "BY_JUDGE", "BY_WORKBENCH", "COMPLIANT", "JUDGE", "LABELS",
     "REVIEW", "VIOLATION", "DecidedVerdict",

@@ -22,7 +22,7 @@ scorer rank worse than 0 labels did (measured in ``docs/evaluations``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -61,6 +61,29 @@ def builtin_about() -> dict[str, Any]:
 
 
 BUILTIN_VERSION = 0  # the built-in setting's version (saved settings count from 1)
+
+
+def builtin_layer() -> int | None:
+    """The feature id the built-in scorer reads (None without a built-in scorer)."""
+    data = _builtin_data()
+    if data is None:
+        return None
+    return int(scorer_from_dict(data["setting"]["scorer"]).layer)
+
+
+def default_setting(saved: tuple[int, Any] | None,
+                    holds: Callable[[int], bool]) -> tuple[int, Any] | None:
+    """Which setting decides a dataset or a run: the one saved for it, else the built-in
+    scorer (version :data:`BUILTIN_VERSION`) where its activations hold the feature it reads
+    (``holds(feature_id)``), else None — the judge's words at 0.5. The one place that makes
+    the built-in scorer the default; ``store.verdicts.saved_setting`` and the commands that
+    read runs from files ask it."""
+    if saved is not None:
+        return saved
+    layer = builtin_layer()
+    if layer is None or not holds(layer):
+        return None
+    return BUILTIN_VERSION, builtin_setting()
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
