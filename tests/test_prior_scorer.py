@@ -78,3 +78,20 @@ def test_few_labels_keep_the_builtin_scorer_and_many_that_disagree_replace_it():
     # too few of one answer to cross-validate: the built-in stays, saying so
     few = adapt(x[:6], y[:6], g[:6], prior)
     assert not few.replaced and math.isnan(few.adapted_auroc)
+
+
+def test_a_policys_setting_starts_from_the_builtin_and_is_calibrated_on_its_own_scores():
+    from workbench.decision import DecisionSetting, fit_adapted_setting
+    from workbench.decision.learn import Labelled
+
+    prior = Probe(20, np.zeros(4), np.ones(4), np.array([1.0, 0, 0, 0]), 0.0, 0.1)
+    builtin = DecisionSetting(threshold=0.5, scorer=prior.to_dict(), fitted_on={"builtin": True})
+    x, y, g = _data(10, 2, signal=0)
+    data = Labelled([f"c{i}" for i in range(len(y))], g, y, [None] * len(y), x[:, None, :], (20,))
+    s = fit_adapted_setting(data, builtin)
+    assert s.scorer == prior.to_dict()  # 20 labels that agree with it: the built-in stays
+    assert s.fitted_on["prior"] == "built-in" and not s.cross_validated["replaced"]
+    assert s.calibration is not None and s.calibration["a"] > 0 and s.ranks
+    assert s.cross_validated["auroc"] == pytest.approx(s.cross_validated["builtin_auroc"])
+    with pytest.raises(ValueError):  # a prior over a feature these cases do not hold
+        fit_adapted_setting(Labelled(data.ids, g, y, data.verbal, data.x, (22,)), builtin)

@@ -46,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--miss-cost", type=float, default=1.0,
                    help="cost of a missed violation against --false-alarm-cost (default 1:1)")
     p.add_argument("--false-alarm-cost", type=float, default=1.0)
+    p.add_argument("--from-scratch", action="store_true",
+                   help="with activations: fit a scorer from these labels alone instead of "
+                   "starting from the built-in scorer (which is replaced only where the labels "
+                   "show, out of fold, that an adapted one ranks them better)")
     p.add_argument("--from-setting", metavar="FILE", default=None,
                    help="with --save: save the setting of a `calibrate --json` file (fitted "
                    "elsewhere, e.g. a scorer learned on another policy) instead of fitting one")
@@ -200,11 +204,14 @@ def _activation_setting(args, traces, truth):
     data = Labelled(ids, [by_id[c].session or c for c in ids], truth_arr,
                     [by_id[c].verdict.probability if by_id[c].verdict else None for c in ids],
                     np.concatenate(arrays), next(iter(layers)))
+    from workbench.decision import builtin_layer, builtin_setting, fit_adapted_setting
+
+    costs = {"alpha": args.alpha, "miss_cost": args.miss_cost,
+             "false_alarm_cost": args.false_alarm_cost, "model": next(iter(models))}
     try:
-        return fit_activation_setting(data, folds=args.folds, alpha=args.alpha,
-                                      miss_cost=args.miss_cost,
-                                      false_alarm_cost=args.false_alarm_cost,
-                                      model=next(iter(models)))
+        if not args.from_scratch and builtin_layer() in data.layers:
+            return fit_adapted_setting(data, builtin_setting(), folds=args.folds, **costs)
+        return fit_activation_setting(data, folds=args.folds, **costs)
     except ValueError as exc:
         raise CliError(str(exc), "label more cases of the rarer answer") from None
 

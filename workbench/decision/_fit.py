@@ -46,6 +46,7 @@ from workbench.decision.learn import (
     calibrated_oof,
     choose,
     fit_config,
+    grouped_splits,
     nested_scores,
     oof_scores,
 )
@@ -183,6 +184,47 @@ def fit_activation_setting(data: Labelled, *, folds: int = DEFAULT_FOLDS,
                    measured={"nested": True, "verbal_auroc": verbal_auroc,
                              "chosen_per_fold": [c.label() for c in configs],
                              "choice_auroc": choice.auroc})
+
+
+def fit_adapted_setting(data: Labelled, prior: DecisionSetting, *, folds: int = DEFAULT_FOLDS,
+                        alpha: float | None = None, miss_cost: float = 1.0,
+                        false_alarm_cost: float = 1.0, **about: Any) -> DecisionSetting:
+    """A setting that starts from ``prior``'s probe (the built-in scorer) and adapts to these
+    labels only where grouped cross-validation says the adapted probe ranks them better
+    (``_prior.adapt``). Its calibration and figures are fitted on scores each case got without
+    its own label: the prior's own (it never saw these cases), or the adapted probe's out of
+    fold. ValueError when ``prior`` is not a probe over a feature these cases hold."""
+    from workbench.decision._prior import adapt, fit_prior_probe, prior_probe
+
+    probe = prior_probe(prior)
+    if probe is None or probe.layer not in data.layers:
+        raise ValueError("the prior's scorer reads a feature these activations do not hold")
+    x = data.at(probe.layer)
+    chosen = adapt(x, data.violation, data.groups, probe, folds=folds)
+    if chosen.replaced:
+        scores = np.full(len(data), np.nan)
+        for tr, te in grouped_splits(data.groups, folds, 0):
+            if len(set(data.violation[tr].tolist())) == 2:
+                scores[te] = fit_prior_probe(x[tr], data.violation[tr], probe,
+                                             chosen.c).score(x[te])
+    else:
+        scores = probe.score(x)
+    verbal_known = all(p is not None for p in data.verbal)
+    verbal_auroc = (auroc(np.array([logit(p) for p in data.verbal]), data.violation)
+                    if verbal_known else float("nan"))
+    how = (f"adapted from the built-in scorer (C={chosen.c:g}): it ranks these labels better "
+           f"in {chosen.p_better:.0%} of conversation-bootstrap draws" if chosen.replaced else
+           "the built-in scorer, recalibrated on these labels (an adapted one did not rank them "
+           "better)")
+    return _settle(scores, scores, data.violation, data.groups, folds=folds, miss_cost=miss_cost,
+                   false_alarm_cost=false_alarm_cost, alpha=alpha,
+                   scorer=chosen.scorer.to_dict(),
+                   fitted_on={"scorer": how, "layers": list(data.layers), "prior": "built-in",
+                              **about},
+                   measured={"verbal_auroc": verbal_auroc, "builtin_auroc": chosen.builtin_auroc,
+                             "adapted_auroc": chosen.adapted_auroc,
+                             "p_better": chosen.p_better, "replaced": chosen.replaced,
+                             "tried": chosen.tried})
 
 
 def add_verbal_guarantee(setting: DecisionSetting, probabilities: list[float], truth: list[bool],
