@@ -57,6 +57,11 @@ PENDING: tuple[tuple[str, str, str], ...] = (
                                 "their tables' raw floats"),
     ("studies", r"reward_mean|zero_advantage_share|\w+_\w+",
      "components/lab/training_runs.py: the training chart's metric names"),
+    # Found once the scan read grids after they had drawn their cells (issue 56's idle
+    # helper; the scan used to read some tables before their cells were attached):
+    ("replay", r"prompt_tokens|completion_tokens|latency_ms",
+     "components/trace_view.py: the Model calls table's raw field names (asdict of ModelCall)"),
+    ("studies", r"0\.\d{4,}", "components/lab/ (the bundled studies' tables): raw floats"),
 )
 
 # The visible text of the main area and the sidebar, one entry per text node, with the
