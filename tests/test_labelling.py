@@ -61,3 +61,21 @@ def test_a_level_chosen_on_one_half_and_certified_on_the_other_passes_where_bonf
     # pass at the coverages whose levels it may test with the errors below 0.6
     b = choose_level(conf, correct, alpha=0.10)
     assert b.level is None or b.decided >= 51
+
+
+def test_a_setting_can_carry_the_split_guarantee():
+    from workbench.decision import guarantee_dict
+
+    rng = np.random.default_rng(3)
+    n = 120
+    groups = [f"g{i // 2}" for i in range(n)]
+    q = rng.uniform(0.0, 1.0, n)
+    truth = q >= 0.5  # calibrated and right wherever it decides
+    split = guarantee_dict(q, truth, 0.5, 0.10, method="split", groups=groups)
+    assert split["method"] == "split" and split["level"] is not None and split["errors"] == 0
+    levels = guarantee_dict(q, truth, 0.5, 0.10)
+    assert levels["method"] == "levels"
+    import pytest
+
+    with pytest.raises(ValueError):
+        guarantee_dict(q, truth, 0.5, 0.10, method="split")  # no conversations given

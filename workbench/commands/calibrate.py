@@ -43,6 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=None, metavar="A",
                    help="decide automatically only where the error rate is at most A (e.g. 0.05) "
                    "with 95%% confidence; the rest goes to review")
+    p.add_argument("--guarantee", choices=("levels", "split"), default="levels",
+                   help="with --alpha: test ten confidence levels at once (levels, default), or "
+                   "choose the level on half the conversations and certify it on the other half "
+                   "(split): the same promise, from fewer labels (29 auto-decided cases at "
+                   "--alpha 0.1 instead of 51)")
     p.add_argument("--miss-cost", type=float, default=1.0,
                    help="cost of a missed violation against --false-alarm-cost (default 1:1)")
     p.add_argument("--false-alarm-cost", type=float, default=1.0)
@@ -125,7 +130,7 @@ def _calibrate(args) -> int:
         if args.alpha is not None:
             add_verbal_guarantee(setting, [s.probability for s in scored],
                                  [s.violation for s in scored], [s.group for s in scored],
-                                 args.alpha, args.folds)
+                                 args.alpha, args.folds, method=args.guarantee)
             report["setting"] = setting.to_dict()
         _print_rows(setting, len(scored), sum(s.violation for s in scored))
     if args.json:
@@ -206,7 +211,7 @@ def _activation_setting(args, traces, truth):
                     np.concatenate(arrays), next(iter(layers)))
     from workbench.decision import builtin_layer, builtin_setting, fit_adapted_setting
 
-    costs = {"alpha": args.alpha, "miss_cost": args.miss_cost,
+    costs = {"alpha": args.alpha, "miss_cost": args.miss_cost, "guarantee": args.guarantee,
              "false_alarm_cost": args.false_alarm_cost, "model": next(iter(models))}
     try:
         if not args.from_scratch and builtin_layer() in data.layers:
@@ -246,7 +251,9 @@ def _print_rows(setting, n: int, violations: int) -> None:
                      "calibration that would run backwards): nothing is decided automatically"))
     if setting.auto:
         a = setting.auto
-        rows.append((f"auto-decide at error <= {a['alpha']:g} (95 %)",
+        how = (", level chosen on half the conversations, certified on the other"
+               if a.get("method") == "split" else "")
+        rows.append((f"auto-decide at error <= {a['alpha']:g} (95 %{how})",
                      "nothing: no confidence level passes on these labels" if a["level"] is None
                      else f"confidence >= {a['level']:.3f}: {a['coverage']:.0%} of cases, "
                      f"{a['errors']} of {a['decided']} wrong, bound {a['bound']:.3f}"))

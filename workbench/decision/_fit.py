@@ -101,22 +101,41 @@ def figures(oof: OutOfFold) -> dict[str, Any]:
                 list(oof.confidences), list(oof.correct), 0.5)}
 
 
+GUARANTEES = ("levels", "split")
+
+
 def guarantee_dict(q_oof: np.ndarray, truth: np.ndarray, threshold: float, alpha: float,
-                   delta: float = DEFAULT_DELTA) -> dict[str, Any]:
-    """The auto-decide level chosen on out-of-fold calibrated probabilities."""
+                   delta: float = DEFAULT_DELTA, *, method: str = "levels",
+                   groups: Sequence[str] | None = None) -> dict[str, Any]:
+    """The auto-decide level chosen on out-of-fold calibrated probabilities: ``levels``, ten
+    levels tested at δ/10 (``_guarantee.choose_level``), or ``split``, a level chosen on half
+    the conversations and certified on the other at δ (``_labelling.split_guarantee``; needs
+    ``groups``): the same promise from fewer labels."""
+    from workbench.decision._labelling import split_guarantee
+
+    if method not in GUARANTEES:
+        raise ValueError(f"guarantee method {method!r} is not one of {', '.join(GUARANTEES)}")
     q_oof = np.asarray(q_oof, dtype=float)
     ok = ~np.isnan(q_oof)
     q, y = q_oof[ok], np.asarray(truth, dtype=bool)[ok]
     decided = violates_each(q, threshold)
-    g = choose_level(confidence_of(q, decided), decided == y, alpha, delta)
+    conf = confidence_of(q, decided)
+    if method == "split":
+        if groups is None:
+            raise ValueError("the split guarantee needs each case's conversation")
+        kept = [g for g, k in zip(groups, ok, strict=True) if k]
+        g = split_guarantee(conf, decided == y, kept, alpha, delta)
+    else:
+        g = choose_level(conf, decided == y, alpha, delta)
     return {"alpha": alpha, "delta": delta, "level": g.level, "coverage": g.coverage,
-            "errors": g.errors, "decided": g.decided, "bound": g.bound, "cases": g.cases}
+            "errors": g.errors, "decided": g.decided, "bound": g.bound, "cases": g.cases,
+            "method": method}
 
 
 def _settle(fit_scores: np.ndarray, figure_scores: np.ndarray, truth: np.ndarray,
             groups: Sequence[str], *, folds: int, miss_cost: float, false_alarm_cost: float,
             alpha: float | None, scorer: dict[str, Any] | None, fitted_on: dict[str, Any],
-            measured: dict[str, Any]) -> DecisionSetting:
+            measured: dict[str, Any], guarantee: str = "levels") -> DecisionSetting:
     """The setting of a score (see the module doc): calibration on ``fit_scores``, figures
     and guarantee on ``figure_scores`` out of fold."""
     threshold = cost_threshold(miss_cost, false_alarm_cost)
@@ -139,14 +158,17 @@ def _settle(fit_scores: np.ndarray, figure_scores: np.ndarray, truth: np.ndarray
         cross_validated={"folds": folds, "grouped_by": "conversation", **fig, **measured},
     )
     if alpha is not None and setting.ranks:
-        setting.auto = guarantee_dict(oof.q, oof.truth, threshold, alpha)
+        kept = [g for g, k in zip(groups, ~np.isnan(np.asarray(figure_scores, dtype=float)),
+                                  strict=True) if k]
+        setting.auto = guarantee_dict(oof.q, oof.truth, threshold, alpha, method=guarantee,
+                                      groups=kept)
     return setting
 
 
 def fit_verbal_setting(scored: Sequence[Scored], folds: int = DEFAULT_FOLDS,
                        bare: Sequence[bool] | None = None, *, alpha: float | None = None,
                        miss_cost: float = 1.0, false_alarm_cost: float = 1.0,
-                       **about: Any) -> DecisionSetting:
+                       guarantee: str = "levels", **about: Any) -> DecisionSetting:
     """A setting that reads the judge's verbal probability (see the module doc). ``bare``:
     the judge's own yes/no verdicts, same order, for comparison; ``about``: what the cases
     were (judge mode, strategy...). ValueError without a case."""
@@ -162,13 +184,13 @@ def fit_verbal_setting(scored: Sequence[Scored], folds: int = DEFAULT_FOLDS,
         measured.update(bare_f1=b.f1, bare_accuracy=b.accuracy)
     return _settle(scores, scores, truth, [s.group or s.case_id for s in items], folds=folds,
                    miss_cost=miss_cost, false_alarm_cost=false_alarm_cost, alpha=alpha,
-                   scorer=None, fitted_on=dict(about), measured=measured)
+                   scorer=None, fitted_on=dict(about), measured=measured, guarantee=guarantee)
 
 
 def fit_activation_setting(data: Labelled, *, folds: int = DEFAULT_FOLDS,
                            kinds: tuple[str, ...] = KINDS, alpha: float | None = None,
                            miss_cost: float = 1.0, false_alarm_cost: float = 1.0,
-                           **about: Any) -> DecisionSetting:
+                           guarantee: str = "levels", **about: Any) -> DecisionSetting:
     """A setting whose score is the chosen activation scorer (see the module doc)."""
     choice = choose(data, kinds, folds=folds)
     scorer = fit_config(data, choice.config, folds)
@@ -183,12 +205,13 @@ def fit_activation_setting(data: Labelled, *, folds: int = DEFAULT_FOLDS,
                               **about},
                    measured={"nested": True, "verbal_auroc": verbal_auroc,
                              "chosen_per_fold": [c.label() for c in configs],
-                             "choice_auroc": choice.auroc})
+                             "choice_auroc": choice.auroc}, guarantee=guarantee)
 
 
 def fit_adapted_setting(data: Labelled, prior: DecisionSetting, *, folds: int = DEFAULT_FOLDS,
                         alpha: float | None = None, miss_cost: float = 1.0,
-                        false_alarm_cost: float = 1.0, **about: Any) -> DecisionSetting:
+                        false_alarm_cost: float = 1.0, guarantee: str = "levels",
+                        **about: Any) -> DecisionSetting:
     """A setting that starts from ``prior``'s probe (the built-in scorer) and adapts to these
     labels only where grouped cross-validation says the adapted probe ranks them better
     (``_prior.adapt``). Its calibration and figures are fitted on scores each case got without
@@ -224,14 +247,16 @@ def fit_adapted_setting(data: Labelled, prior: DecisionSetting, *, folds: int = 
                    measured={"verbal_auroc": verbal_auroc, "builtin_auroc": chosen.builtin_auroc,
                              "adapted_auroc": chosen.adapted_auroc,
                              "p_better": chosen.p_better, "replaced": chosen.replaced,
-                             "tried": chosen.tried})
+                             "tried": chosen.tried}, guarantee=guarantee)
 
 
 def add_verbal_guarantee(setting: DecisionSetting, probabilities: list[float], truth: list[bool],
-                         groups: list[str], alpha: float, folds: int = DEFAULT_FOLDS) -> None:
+                         groups: list[str], alpha: float, folds: int = DEFAULT_FOLDS,
+                         method: str = "levels") -> None:
     """The guarantee of a verbal-probability setting, from out-of-fold calibrated
     probabilities (nothing is auto-decided when the setting does not rank)."""
     if not setting.ranks:
         return
     oof = out_of_fold([logit(p) for p in probabilities], truth, groups, setting.threshold, folds)
-    setting.auto = guarantee_dict(oof.q, oof.truth, setting.threshold, alpha)
+    setting.auto = guarantee_dict(oof.q, oof.truth, setting.threshold, alpha, method=method,
+                                  groups=groups)
