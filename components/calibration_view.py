@@ -14,7 +14,7 @@ from workbench.audit.calibration_figures import (
     risk_coverage_figure,
     threshold_figure,
 )
-from workbench.words import help_for
+from workbench.words import BUILTIN_TERM, help_for, setting_words
 
 
 def _f(x) -> str:
@@ -78,7 +78,9 @@ def show_calibration(report: dict, key: str, saved: tuple[int, float] | None = N
                "threshold is called a violation. Risk–coverage: the accuracy of the most "
                "confident decisions as more cases are decided automatically.")
     if saved is not None:
-        st.caption(md(f"In force: threshold {saved[1]:.2f} (version {saved[0]})."))
+        # Version 0 is the built-in activation scorer, never "version 0".
+        st.caption(md(f"In force: {setting_words(saved[0])}, threshold {saved[1]:.2f}."),
+                   help=help_for(BUILTIN_TERM if saved[0] == 0 else "decision setting"))
     else:
         st.caption("No threshold is saved for this dataset yet: verdicts are read at 0.50, uncalibrated.")
     if on_save is not None:

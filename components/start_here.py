@@ -66,11 +66,13 @@ def judge_figures_line() -> str:
             "person, not a decision, unless the Review page shows an error-rate guarantee.")
 
 
-def decided_line(dataset: str, labels: Iterable[str], agree: int, with_gold: int) -> str:
+def decided_line(dataset: str, labels: Iterable[str], agree: int, with_gold: int,
+                 decided_by: str = "") -> str:
     """What the workbench decides on ``dataset`` now, from its decided records (the labels
     every page shows): "On the stored dataset demo the workbench decides 5 violations and 9
     compliant replies and sends 7 to review; 9 of the 14 decided with a gold label agree with
-    it." Empty without any record."""
+    it." ``decided_by``: which setting decided, in words (``workbench.words.decided_by``),
+    said after the counts. Empty without any record."""
     counts = Counter(labels)
     if not counts:
         return ""
@@ -78,7 +80,7 @@ def decided_line(dataset: str, labels: Iterable[str], agree: int, with_gold: int
     text = (f"On the stored dataset {dataset} the workbench decides "
             f"{plural(counts['violation'], 'violation')} and "
             f"{plural(counts['compliant'], 'compliant reply', 'compliant replies')} and sends "
-            f"{counts['review']} to review")
+            f"{counts['review']} to review" + (f", decided by {decided_by}" if decided_by else ""))
     if with_gold:
         text += f"; {agree} of the {with_gold} decided with a gold label agree with it"
     elif decided:
@@ -97,8 +99,9 @@ def step_link(url_path: str, title: str) -> None:
         st.markdown(f"**[{title}]({url_path})**")
 
 
-def show_start_here(first_visit: bool, decided: str = "") -> None:
-    """``decided``: :func:`decided_line` of a stored dataset (the page reads its records)."""
+def show_start_here(first_visit: bool, decided: str = "", decided_help: str | None = None) -> None:
+    """``decided``: :func:`decided_line` of a stored dataset (the page reads its records);
+    ``decided_help``: the glossary's words for the setting it names (its tooltip)."""
     with st.expander("Start here: what this workbench does", expanded=first_visit):
         st.markdown("The workbench checks an AI agent's replies against written policies "
                     "(SKILLs). Each policy is compiled into rules linked by what each rule "
@@ -109,6 +112,7 @@ def show_start_here(first_visit: bool, decided: str = "") -> None:
             with col:
                 step_link(url_path, title)
                 st.caption(text)
-        for line in (judge_figures_line(), demo_line(), decided):
+        for line, why in ((judge_figures_line(), None), (demo_line(), None),
+                          (decided, decided_help)):
             if line:  # plain text: the page's own notices keep st.info for themselves
-                st.markdown(line)
+                st.markdown(line, help=why)

@@ -14,6 +14,7 @@ from components.links import graph_link
 from components.rule_graph import clicked, closure_legend, rule_graph
 from components.rules import RULE_LINK_CONFIG, with_rule_links
 from components.safe import md
+from workbench import words
 from workbench.audit.trace import AuditTrace
 from workbench.graph import PolicyIndex, SkillGraph
 from workbench.graph.closure import explain_path
@@ -72,8 +73,16 @@ def show_steps(trace: AuditTrace, index: PolicyIndex | None, key: str) -> None:
     show_window(trace, key)
     if trace.usage:
         with st.expander(f"Model calls ({len(trace.usage)}): {trace.online_tokens} tokens"):
-            st.dataframe([asdict(c) for c in trace.usage], hide_index=True, width="stretch",
+            st.dataframe(model_call_rows(trace), hide_index=True, width="stretch",
                          key=f"usage_{key}")
+
+
+def model_call_rows(trace: AuditTrace) -> list[dict[str, str]]:
+    """The trace's model calls as a person reads them: plain column names ("prompt tokens",
+    not ``prompt_tokens``), durations in words, yes/no, "–" for nothing."""
+    return [{words.label(k): (words.duration_ms(v) if k == "latency_ms" else words.value(v or None)
+                              if k in ("error", "key") else words.value(v))
+             for k, v in asdict(c).items()} for c in trace.usage]
 
 
 def show_closure(trace: AuditTrace, skill: SkillGraph, ids: list[str], key: str) -> None:

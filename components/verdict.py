@@ -7,9 +7,17 @@ and the colour of its evidence all come from one decided record
 (:class:`~workbench.decision.DecidedVerdict`, what every surface reads). Only a verdict
 without a score under the dataset's setting shows the judge's bare yes/no, and the card says
 so. Where the judge's own answer differs from the decision, one plain line says which way each
-went; a case to review says why; where the gold label differs, a warning says that too."""
+went; a case to review says why; where the gold label differs, a warning says that too. The
+probability line names the decision setting that decided ("setting version 2", "the built-in
+activation scorer"), with the glossary's words in its tooltip.
+
+A page that keeps its decision buttons in the first screen (Review) passes them as
+``actions``, drawn right under the label, and draws the reply with its marked words itself
+(:func:`show_marked_reply`) beside the card."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -37,7 +45,7 @@ from workbench.decision import (
 )
 from workbench.graph import PolicyIndex, Span
 from workbench.vocabulary import label_violation, verdict_word
-from workbench.words import gold_word
+from workbench.words import BUILTIN_TERM, gold_word, help_for, percent, setting_words
 
 # Evidence of a violation is marked red; evidence of a compliant decision (the words that
 # show the reply kept the rule) a neutral blue-grey: red there read as "violation" (issue 44).
@@ -64,16 +72,31 @@ def locate_rule(index: PolicyIndex, closure: dict[str, list[str]], rule_id: str)
 
 
 def show_evidence(reply: str, evidence: list[dict], violation: bool = True,
-                  caption: str = "Words of the reply the verdict rests on") -> None:
+                  caption: str = "Words of the reply the verdict rests on") -> bool:
     """The reply with the verdict's evidence spans marked (escaped text, our marks only);
-    red for a violation's, neutral for a compliant decision's."""
+    red for a violation's, neutral for a compliant decision's. False (nothing drawn) when no
+    span is found in the reply."""
     spans = [Span(e["start"], e["end"]) for e in with_quotes(reply, evidence)]
     if not spans:
-        return
+        return False
     kind = "violation" if violation else "compliant"
     st.caption(caption)
     st.html(_REPLY_STYLE + f'<div class="wb-reply" data-testid="wb-evidence" data-kind="{kind}">'
             f"{highlighted_html(reply, spans, mark_class=f'wb-{kind}')}</div>")
+    return True
+
+
+def show_marked_reply(trace: AuditTrace, record: DecidedVerdict, reply: str) -> bool:
+    """The reply with the words the label rests on marked; under a compliant decision over
+    the judge's "violation", the words the judge quoted, unpainted and captioned as the
+    judge's (not what the label rests on). False when there are no such words to mark (the
+    caller shows the reply plainly)."""
+    if record.evidence:
+        return show_evidence(reply, list(record.evidence), record.violation)
+    if record.label == COMPLIANT and trace.verdict is not None and trace.verdict.evidence:
+        return show_evidence(reply, trace.verdict.evidence, False,
+                             "Words of the reply the judge quoted for its own answer")
+    return False
 
 
 def verdict_decision(subject: AuditTrace | Verdict | None,
@@ -89,12 +112,13 @@ def verdict_decision(subject: AuditTrace | Verdict | None,
 
 
 def record_of(trace: AuditTrace, setting: DecisionSetting | None,
-              verdict: DecidedVerdict | None = None) -> DecidedVerdict:
+              verdict: DecidedVerdict | None = None, version: int | None = None) -> DecidedVerdict:
     """The decided record the card shows: ``verdict`` when the page has it (with the stored
-    explanation and decisions), else built from the trace under ``setting``."""
+    explanation and decisions), else built from the trace under ``setting`` (``version``: its
+    version when the page knows it; None names no setting, never the built-in scorer's 0)."""
     if verdict is not None:
         return verdict
-    return decided_verdict(trace, saved=(0, setting) if setting is not None else None)
+    return decided_verdict(trace, saved=(version, setting) if setting is not None else None)  # type: ignore[arg-type]
 
 
 def decided_word(trace: AuditTrace | Verdict | None, setting: DecisionSetting | None,
@@ -135,9 +159,9 @@ def no_ranking_line(setting: DecisionSetting | None) -> str | None:
     if setting is None or setting.ranks:
         return None
     auc = (setting.cross_validated or {}).get("auroc")
-    measured = (f" (out of fold it told violations from compliant cases apart {_pct(auc)} of "
+    measured = (f" (out of fold it told violations from compliant cases apart {percent(auc)} of "
                 "the time, where chance is 50 % and at least "
-                f"{_pct(MIN_RANKING_AUROC)} is needed)") if isinstance(auc, float) and auc == auc else ""
+                f"{percent(MIN_RANKING_AUROC)} is needed)") if isinstance(auc, float) and auc == auc else ""
     return ("The score does not rank cases on this dataset" + measured + ": its probability "
             "is no better than a guess here, so nothing is decided automatically. Check this "
             "verdict yourself.")
@@ -152,31 +176,34 @@ REASON_CAPTIONS = {
 
 def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: str | None = None,
                  setting: DecisionSetting | None = None, gold: str | None = None,
-                 verdict: DecidedVerdict | None = None) -> None:
+                 verdict: DecidedVerdict | None = None, *, version: int | None = None,
+                 actions: Callable[[], None] | None = None) -> None:
     """The card of ``trace``'s decided record (``verdict``, the page's; else built under
-    ``setting``, the saved setting that reads the score — none: 0.5, uncalibrated).
-    ``reply``: the audited reply, to mark the evidence in; ``gold``: the case's gold label, to
-    say when it disagrees with the label."""
+    ``setting``, the saved setting that reads the score — none: 0.5, uncalibrated — of
+    ``version``). ``reply``: the audited reply, to mark the evidence in (None: the page shows
+    it, see :func:`show_marked_reply`); ``gold``: the case's gold label, to say when it
+    disagrees with the label; ``actions``: what the page draws right under the label (Review:
+    the decision buttons, so they stay in the first screen), also under an error."""
     error = trace.error
     with st.container(border=True, key=f"verdict_{key}"):
         if error is not None:
             st.error(f"No verdict — {md(error.kind)}: {md(error.message)}")
+            if actions is not None:
+                actions()
             return
-        record = record_of(trace, setting, verdict)
+        record = record_of(trace, setting, verdict, version)
         if record.decided is None:
             st.info("Not judged (run with a judge to get a verdict).")
+            if actions is not None:
+                actions()
             return
         _header(trace.verdict, record, setting)
+        if actions is not None:
+            actions()
         if line := gold_line(gold, record.label):
             st.warning(line, icon=":material/balance:")
-        if reply is not None and record.evidence:
-            show_evidence(reply, list(record.evidence), record.violation)
-        elif reply is not None and record.label == COMPLIANT and trace.verdict is not None \
-                and trace.verdict.evidence:
-            # Decided compliant over the judge's "violation": the words it quoted are shown,
-            # unpainted, as what the judge pointed at — not what the label rests on.
-            show_evidence(reply, trace.verdict.evidence, False,
-                          "Words of the reply the judge quoted for its own answer")
+        if reply is not None:
+            show_marked_reply(trace, record, reply)
         if trace.parts:
             st.caption(f"Judged in {len(trace.parts)} parts: the context did not fit the "
                        "judge's window whole (parts listed with the trace steps).")
@@ -238,8 +265,10 @@ def _header(verdict: Verdict | None, record: DecidedVerdict,
                       if setting is not None and setting.scorer is not None else "")
                    + ": the judge's own answer is shown.")
     else:
-        st.markdown(f"**{md(words.probability(decided))}**",
-                    help=_probability_help(verdict, decided, setting))
+        by = record.setting_version
+        st.markdown(f"**{md(words.probability(decided))}**"
+                    + ("" if by is None else f" · {md(setting_words(by))}"),
+                    help=_probability_help(verdict, decided, setting, by))
         if verdict is not None and (line := disagreement_line(verdict, decided)):
             st.markdown(md(line))
     if record.label == REVIEW and record.doubt:
@@ -251,22 +280,28 @@ def _header(verdict: Verdict | None, record: DecidedVerdict,
                    "guaranteed error rate.")
 
 
+def setting_help(version: int | None) -> str:
+    """The glossary's words for the setting that decided: the built-in activation scorer's
+    (version 0), else the decision setting's."""
+    return help_for(BUILTIN_TERM if version == 0 else "decision setting") or ""
+
+
 def _probability_help(verdict: Verdict | None, decided: Decided,
-                      setting: DecisionSetting | None) -> str:
+                      setting: DecisionSetting | None, version: int | None = None) -> str:
     source = (verdict.probability_source if verdict is not None else "") or "unknown"
     how = ("the judge's own probability for its verdict token" if source == "logprobs"
            else f"the share of {source.split(':')[-1]} sampled answers that found a violation"
            if source.startswith("sampled") else source)
+    builtin = version == 0
     if decided.source is ScoreSource.ACTIVATIONS:
-        how = "a scorer reading the judge's activations, fitted on labelled cases"
+        how = ("the built-in activation scorer, reading the judge's activations" if builtin
+               else "a scorer reading the judge's activations, fitted on labelled cases")
     threshold = setting.threshold if setting is not None else 0.5
-    cal = ("calibrated on labelled cases of this dataset" if decided.calibrated
+    cal = ("calibrated on the labelled cases it was fitted on (no setting is saved for this "
+           "dataset)" if builtin and decided.calibrated
+           else "calibrated on labelled cases of this dataset" if decided.calibrated
            else "not calibrated: no setting with a calibration was saved for this dataset")
-    return (f"Probability of violation {_pct(decided.probability)}, from {how}; decided a "
-            f"violation at {_pct(threshold)} or above; {cal}. The percentage is the chance the "
-            "stated outcome is right.")
-
-
-def _pct(share: float, digits: int = 0) -> str:
-    """A share as the screen writes it: "45 %", "7.9 %"."""
-    return f"{100 * float(share):.{digits}f} %"
+    by = "" if version is None else f" Decided by {setting_words(version)}: {setting_help(version)}"
+    return (f"Probability of violation {percent(decided.probability)}, from {how}; decided a "
+            f"violation at {percent(threshold)} or above; {cal}. The percentage is the chance "
+            f"the stated outcome is right.{by}")

@@ -14,7 +14,13 @@ from components.safe import md
 from store.labelled import labelled_traces
 from store.review import decisions_for
 from store.thresholds import save_threshold, scope_name
-from workbench.decision import DecisionSetting, calibration_report, score_aurocs, scored_traces
+from workbench.decision import (
+    BUILTIN_VERSION,
+    DecisionSetting,
+    calibration_report,
+    score_aurocs,
+    scored_traces,
+)
 from workbench.errors import WorkbenchError
 
 FLASH = "ev_cal_flash"
@@ -83,7 +89,9 @@ def calibration_section(eng: Engine, datasets: list[str], versions) -> None:
     refusal = ("" if identity.allowed("decide reviews") else
                "Saving a threshold decides how verdicts are read: it needs an analyst, reviewer "
                "or admin (sign in on the sidebar).")
+    # The built-in scorer (version 0) is no saved version: a first save builds on none.
+    base = saved[0] if saved and saved[0] != BUILTIN_VERSION else None
     show_calibration(report, key=f"ev_cal_{dataset}", aurocs=aurocs,
                      saved=(saved[0], saved[1].threshold) if saved else None,
-                     on_save=lambda: _save(eng, dataset, report, saved[0] if saved else None),
+                     on_save=lambda: _save(eng, dataset, report, base),
                      save_refusal=refusal or "")

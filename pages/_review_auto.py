@@ -40,7 +40,7 @@ from workbench.decision import (
 )
 from workbench.review.queue import QueueItem, ReviewDecision, plan_auto_decisions
 from workbench.vocabulary import label_violation
-from workbench.words import plural
+from workbench.words import percent, plural
 
 ALPHAS = (0.05, 0.10, 0.20)
 MISS_COSTS = (0.5, 1.0, 2.0, 5.0, 10.0)  # a missed violation, in false alarms
@@ -107,7 +107,7 @@ def plan_guarantee(saved: DecisionSetting | None, data: Labelled, alpha: float,
     if not base.ranks or area < MIN_RANKING_AUROC:
         measured = "" if area != area else (
             f" (on its {n} labelled verdicts it tells violations from compliant ones apart "
-            f"{_pct(area)} of the time; chance is 50 %, at least {_pct(MIN_RANKING_AUROC)} is needed)")
+            f"{percent(area)} of the time; chance is 50 %, at least {percent(MIN_RANKING_AUROC)} is needed)")
         return refuse("This score does not rank cases here" + measured + ": a confidence "
                       "level would promise nothing, so auto-decide is refused.")
     setting = replace(base, threshold=cost_threshold(miss_cost, 1.0),
@@ -122,8 +122,8 @@ def plan_guarantee(saved: DecisionSetting | None, data: Labelled, alpha: float,
     if setting.auto_level is None:
         need = smallest_testable(alpha, delta / len(GRID))
         return AutoGuarantee(alpha, miss_cost, None, (
-            f"No confidence level keeps the wrong automatic decisions under {_pct(alpha)} on "
-            f"these {n} labelled verdicts: a promise at {_pct(alpha)} needs at least {need} of "
+            f"No confidence level keeps the wrong automatic decisions under {percent(alpha)} on "
+            f"these {n} labelled verdicts: a promise at {percent(alpha)} needs at least {need} of "
             "them decided automatically with few errors. Label more cases, or accept a larger "
             "share of errors."), n, area)
     return AutoGuarantee(alpha, miss_cost, setting, None, n, area)
@@ -145,7 +145,7 @@ def _saved_activation_guarantee(base: DecisionSetting, alpha: float,
                              "refused.", n, area)
     if not same or base.auto_level is None:
         why = ("no level kept the error under α on its labelled cases" if same else
-               f"it was saved for α = {_pct(auto['alpha'])}" if auto.get("alpha") else
+               f"it was saved for α = {percent(auto['alpha'])}" if auto.get("alpha") else
                "it was saved without an error rate")
         return AutoGuarantee(alpha, miss_cost, None, (
             "This dataset's setting decides from the judge's activations; its automatic-decision "
@@ -162,10 +162,10 @@ def guarantee_words(g: AutoGuarantee) -> str:
     a = g.setting.auto
     decided, cases = int(a["decided"]), int(a["cases"])
     return (f"On the {cases} labelled verdicts of this dataset it decides {decided} of {cases} "
-            f"({_pct(decided / cases)}) automatically; at most {_pct(g.alpha)} of those wrong, with "
-            f"{_pct(1 - float(a['delta']))} confidence ({plural(int(a['errors']), 'wrong one')} "
-            f"among them; upper bound of the error rate {_pct(float(a['bound']), 1)}). A verdict is "
-            f"decided automatically when it is at least {_pct(float(a['level']))} sure.")
+            f"({percent(decided / cases)}) automatically; at most {percent(g.alpha)} of those wrong, with "
+            f"{percent(1 - float(a['delta']))} confidence ({plural(int(a['errors']), 'wrong one')} "
+            f"among them; upper bound of the error rate {percent(float(a['bound']), 1)}). A verdict is "
+            f"decided automatically when it is at least {percent(float(a['level']))} sure.")
 
 
 def threshold_words(g: AutoGuarantee, saved: DecisionSetting | None) -> str:
@@ -175,9 +175,9 @@ def threshold_words(g: AutoGuarantee, saved: DecisionSetting | None) -> str:
     line = g.setting.threshold
     now = saved.threshold if saved is not None else 0.5
     text = (f"With a missed violation costing {g.miss_cost:g} false alarm"
-            f"{'' if g.miss_cost == 1 else 's'}, a verdict is a violation from {_pct(line)}.")
+            f"{'' if g.miss_cost == 1 else 's'}, a verdict is a violation from {percent(line)}.")
     if abs(line - now) > 1e-9:
-        text += (f" The cards read at the saved {_pct(now)}; these automatic decisions follow "
+        text += (f" The cards read at the saved {percent(now)}; these automatic decisions follow "
                  "the costs chosen here.")
     return text
 
@@ -223,7 +223,7 @@ def auto_panel(eng: Engine, shown: list[QueueItem], reviewer: str,
     with st.expander("Auto-decide with a guaranteed error rate"):
         cols = st.columns(2)
         alpha = cols[0].selectbox("Wrong automatic decisions, at most", ALPHAS, index=1,
-                                  format_func=lambda a: f"{_pct(a)}", key="rv_auto_alpha",
+                                  format_func=lambda a: f"{percent(a)}", key="rv_auto_alpha",
                                   help="α: the largest share of the automatic decisions that may "
                                        "be wrong, promised with 95 % confidence.")
         costs = setting.costs if setting is not None else {"miss": 1.0, "false_alarm": 1.0}
@@ -243,15 +243,10 @@ def auto_panel(eng: Engine, shown: list[QueueItem], reviewer: str,
             n = len(plan.decisions)
             st.info(md(guarantee_words(g)))
             st.markdown(md(f"Here it decides {len(plan.decisions)} of {len(shown)} verdicts these "
-                           f"filters show ({_pct(len(plan.decisions) / len(shown))}) and leaves "
+                           f"filters show ({percent(len(plan.decisions) / len(shown))}) and leaves "
                            f"{len(plan.skipped)} to people. "
                            + threshold_words(g, setting)))
         queue_nav.show_flash(FLASH)
         st.button(f"Auto-decide {plural(n, 'verdict')}", key="rv_auto_apply",
                   disabled=not n, help=g.refusal or ("Nothing here is sure enough." if not n else None),
                   on_click=_apply, args=(eng, shown, reviewer, decisions, g))
-
-
-def _pct(share: float, digits: int = 0) -> str:
-    """A share as the screen writes it: "45 %", "7.9 %"."""
-    return f"{100 * float(share):.{digits}f} %"

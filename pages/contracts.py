@@ -42,10 +42,6 @@ def _read(path: str, mtime: float) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-def _pct(value: float) -> str:
-    return percent(value, 1)  # "66.7%", "–" when it does not apply
-
-
 st.title("Skill contracts")
 st.caption("Procedural compliance: does each trajectory follow the contract's phases, "
            "with explicit confirmation and verified milestones?")
@@ -129,11 +125,11 @@ summary = contracts.summarize(reports)
 st.subheader("Dataset summary")
 metric_row([
     ("Trajectories", number(summary.n)),
-    ("PCR", _pct(summary.pcr), help_for("PCR")),
-    ("RF-PCR", _pct(summary.rf_pcr), help_for("RF-PCR")),
-    ("No-rejection PCR", _pct(summary.no_rejection_pcr), help_for("no-rejection PCR")),
-    ("Outcome rate", _pct(summary.outcome_rate), help_for("outcome rate")),
-    ("Hint rate", _pct(summary.hint_rate), help_for("Hint rate")),
+    ("PCR", percent(summary.pcr, 1), help_for("PCR")),
+    ("RF-PCR", percent(summary.rf_pcr, 1), help_for("RF-PCR")),
+    ("No-rejection PCR", percent(summary.no_rejection_pcr, 1), help_for("no-rejection PCR")),
+    ("Outcome rate", percent(summary.outcome_rate, 1), help_for("outcome rate")),
+    ("Hint rate", percent(summary.hint_rate, 1), help_for("Hint rate")),
     ("Mean credit", number(summary.mean_credit), help_for("mean credit")),
 ], key="contracts_summary")
 st.caption("PCR × outcome (trajectory counts)")

@@ -12,6 +12,7 @@ import streamlit as st
 from components.activation_study import show_activation_study
 from components.case_table import case_rows, show_case_table
 from components.glossary import column_help
+from components.safe import md
 from pages import _audit_cache as audit_cache
 from pages._evaluate_calibration import calibration_section
 from pages._state import engine
@@ -43,10 +44,13 @@ compare = cols[1].radio("Compare", list(COMPARE), horizontal=True, key="ev_compa
                         help="each run separately, or every run's newest trace per case")
 rows: list[dict] = []
 case_list: list[dict] = []  # the per-case list below, from the same cases and traces
+deciders: dict[str, str] = {}  # dataset -> which setting decided its labels, in words
 for dataset in chosen:
     labels, gold_rules = gold_of(audit_repo.load_cases(eng, dataset))
     # The decided records every page shows: the headline and the per-case list read them.
     verdicts = audit_cache.verdicts(eng, dataset)
+    deciders[dataset] = words.decided_by(v.setting_version for v in verdicts.values()
+                                         if v.decided is not None)
     rows += metrics_rows(dataset, audit_cache.records(eng, dataset), labels or None,
                          gold_rules or None, by=COMPARE[compare], verdicts=verdicts)
     case_list += case_rows(dataset, audit_cache.records(eng, dataset), labels, verdicts)
@@ -78,6 +82,8 @@ st.dataframe(shown, hide_index=True, width="stretch",
              | {c: st.column_config.NumberColumn(format=f, help=help_for(c))
                 for c, f in number_formats.items()}
              | {"latency": st.column_config.TextColumn(help=help_for("latency ms"))})
+st.caption(md("Decided by " + "; ".join(f"{d}: {by}" for d, by in deciders.items()) + "."),
+           help=f"{help_for('decision setting')} {help_for(words.BUILTIN_TERM)}")
 st.download_button("Download CSV", frame_csv(table).encode("utf-8"),
                    file_name="evaluation.csv", mime="text/csv", key="ev_csv")
 

@@ -218,7 +218,7 @@ with right:
         # The gold label's disagreement with the decision is a warning on the card itself.
         shown_a = record(stored(strategy_a))
         show_verdict(trace_a, index, key="a", reply=case.model_response, setting=setting,
-                     gold=case.label, verdict=shown_a)
+                     gold=case.label, verdict=shown_a, version=saved[0] if saved else None)
         if dataset != PASTE and find_rule_button(eng, dataset, shown_a, stored(strategy_a), case,
                                                  "a"):
             st.rerun()
@@ -246,6 +246,6 @@ if trace_a is not None:
                 shown_t = record(stored(s))
                 c2.metric("Verdict", decided_word(t, setting, shown_t) or "–")
                 show_verdict(t, index, key=f"side_{s}", reply=case.model_response, setting=setting,
-                             gold=case.label, verdict=shown_t)
+                             gold=case.label, verdict=shown_t, version=saved[0] if saved else None)
     st.subheader("Trace")
     show_steps(trace_a, index, key="a")

@@ -58,8 +58,9 @@ DEMO_REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / 
 
 st.title("Skills")
 eng = engine()
+decided, decided_help = start_summary(eng)  # what is decided now, and by which setting
 show_start_here(first_visit=not st.session_state.setdefault("start_here_seen", False),
-                decided=start_summary(eng))  # what is decided now (issue 53)
+                decided=decided, decided_help=decided_help)
 st.session_state["start_here_seen"] = True
 queue_nav.show_flash("skills_deleted")  # a deletion says what it did, above everything else
 

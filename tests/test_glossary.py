@@ -31,7 +31,11 @@ def test_every_metric_column_and_named_metric_has_help():
     missing = [c for c in METRIC_COLUMNS if c not in identifiers and not help_for(c)]
     assert missing == []
     for name in ("coupling", "density", "complexity", "PCR", "RF-PCR", "hint rate",
-                 "mean credit", "Cohen's κ", "largest block", "a", "b", "gamma_retail"):
+                 "mean credit", "Cohen's κ", "largest block", "a", "b", "gamma_retail",
+                 # the words the pages use for what decides and what it promises
+                 "SKILL", "CDG", "decision setting", "activation scorer",
+                 "built-in activation scorer", "guarantee", "split-certified guarantee",
+                 "labels needed", "label next"):
         assert help_for(name), name
     assert help_for("no such metric") is None
     assert len({t.name.lower() for t in TERMS}) == len(TERMS)  # no term defined twice

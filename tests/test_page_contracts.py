@@ -28,7 +28,7 @@ def test_default_page_replays_the_synthetic_conversations(app):
     assert "contract: tau-airline" in app.text_area(key="contract_yaml").value
     assert any("Valid contract: 5 phases" in s.value for s in app.success)
     assert metric(app, "Trajectories") == "3"
-    assert metric(app, "PCR") == "66.7%" and metric(app, "RF-PCR") == "33.3%"
+    assert metric(app, "PCR") == "66.7 %" and metric(app, "RF-PCR") == "33.3 %"
     table = app.dataframe[0].value  # the PCR x outcome table comes first
     assert list(table["accepted termination"]) == ["yes", "no"]
     assert list(table["success"]) == [2, 0] and list(table["failure"]) == [0, 1]
@@ -36,10 +36,10 @@ def test_default_page_replays_the_synthetic_conversations(app):
 
 def test_withholding_feedback_zeroes_the_hint_rate_only(app):
     pcr, hints = metric(app, "PCR"), metric(app, "Hint rate")
-    assert hints != "0.0%"
+    assert hints != "0.0 %"
     app.toggle(key="contract_feedback").set_value(False).run()
     assert not app.exception
-    assert metric(app, "Hint rate") == "0.0%" and metric(app, "PCR") == pcr
+    assert metric(app, "Hint rate") == "0.0 %" and metric(app, "PCR") == pcr
 
 
 def test_invalid_contract_shows_located_problems_and_stops(app):

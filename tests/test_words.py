@@ -65,3 +65,27 @@ def test_field_names_become_labels():
     assert words.label("prompt_tokens") == "prompt tokens"
     assert words.label("latency_ms") == "latency"
     assert words.labelled({"completion_tokens": 3}) == {"completion tokens": 3}
+
+
+def test_one_percent_formatter_writes_every_share():
+    assert words.percent(0.5) == "50 %" and words.percent(0.6667, 1) == "66.7 %"
+    assert words.percent(None) == words.percent(math.nan) == "–"
+    # The card's probability reads through it: the same number, the same space.
+    assert words.probability(decide(DEFAULT_SETTING, probability=0.83)).startswith(
+        f"likely violation — {words.percent(0.83)}")
+
+
+def test_the_built_in_scorer_is_named_never_v0():
+    from workbench.decision import BUILTIN_VERSION
+
+    assert words.setting_words(BUILTIN_VERSION) == "the built-in activation scorer"
+    assert words.setting_words(3) == "setting version 3"
+    assert "v0" not in words.setting_words(0)
+    assert words.help_for(words.BUILTIN_TERM) and words.help_for("decision setting")
+    # Which settings decided a set of cases: one, mixed with the judge's words, none.
+    assert words.decided_by([0, 0]) == "the built-in activation scorer"
+    assert words.decided_by([0, None]) == ("the built-in activation scorer where the judge's "
+                                           "activations were kept, else the judge's words")
+    assert words.decided_by([2, None]) == "setting version 2 where it has a score, else the judge's words"
+    assert words.decided_by([None]) == "the judge's words (no saved setting)"
+    assert words.decided_by([]) == "–"

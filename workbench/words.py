@@ -26,7 +26,7 @@ into "violation"/"compliant".
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,8 @@ class Term:
     meaning: str   # one or two plain sentences: what it is and which way is better
     area: str      # the page or topic where it appears
 
+
+BUILTIN_TERM = "built-in activation scorer"  # the glossary's name of the shipped scorer
 
 TERMS: tuple[Term, ...] = (
     # -- labels and verdicts
@@ -96,6 +98,45 @@ TERMS: tuple[Term, ...] = (
     Term("auto-decide", "Decide the cases whose confidence is at least the chosen level "
          "automatically and send only the rest to people. The preview says how many it decides "
          "and how accurate that was on labelled cases.", "Review"),
+    Term("guarantee", "The promise auto-decide makes: of the cases it decides without a "
+         "person, at most the chosen share (α) are wrong, with 95 % confidence, tested on the "
+         "dataset's labelled cases at ten confidence levels fixed before any label is read. "
+         "With too few labels no level passes and nothing is decided automatically.", "Review"),
+    Term("split-certified guarantee", "The same promise as the guarantee, made with one test "
+         "instead of ten: the confidence level is chosen on the labelled cases of half the "
+         "conversations and certified on the other half. Its certifying half needs fewer cases "
+         "decided automatically (29 instead of 51 at α = 10 % with no error); counted over "
+         "both halves it needs fewer labels once the confident cases are sometimes wrong.",
+         "Review"),
+    Term("labels needed", "How many labelled cases a promise at the chosen α needs before it "
+         "can pass: from the binomial test and the error rate of the most confident half of "
+         "the labelled cases so far, at the share of cases it would decide automatically. None "
+         "while that error rate is α or more: more labels cannot make that promise.", "Review"),
+    Term("label next", "A Review order: the cases nobody has labelled yet (no gold label, no "
+         "analyst's decision) that the current scorer is least sure of come first, one per "
+         "conversation and SKILL in turn, so each label teaches the scorer most.", "Review"),
+    # -- how the workbench decides
+    Term("decision setting", "What turns the judge's answer into the workbench's decision on a "
+         "dataset: where the score comes from (the judge's words or an activation scorer), its "
+         "calibration, the threshold, whether the score ranks cases, and the auto-decide "
+         "guarantee. Saved per dataset from labelled cases, every version kept (version 1, 2, "
+         "…); with none saved, the built-in activation scorer decides where the judge's "
+         "activations were kept, else the judge's own probability at 50 %.", "verdicts"),
+    Term("activation scorer", "A score read from the judge's hidden states (its activations) "
+         "while it judges a reply, learned from labelled cases: a linear probe, a whitening "
+         "detector, or the probe with the judge's own probability. It often ranks violations "
+         "better than the probability the judge states.", "verdicts"),
+    Term(BUILTIN_TERM, "The activation scorer that ships with the workbench, fitted on labelled "
+         "cases of several sources, none of them your dataset. It decides a dataset with no "
+         "saved decision setting wherever the judge's activations were kept, before anyone "
+         "labels a case there; a setting saved from your own labels replaces it.", "verdicts"),
+    # -- policies and their graphs
+    Term("SKILL", "A written policy an agent must follow: a Markdown file with a name and a "
+         "description, versioned in the store. The workbench compiles each into rules (its "
+         "CDG) and audits replies against them.", "policies"),
+    Term("CDG", "Constraint dependency graph: a SKILL's atomic rules (condition, action, "
+         "modality and the words they come from), linked by require edges. An audit shows the "
+         "judge only the closure of the rules that match a reply.", "policies"),
     Term("seed rules", "The rules the audit starts from: those matching the conversation's "
          "keywords in the routed SKILLs.", "audit"),
     Term("closure", "The seed rules plus every rule they require, transitively: what the "
@@ -356,8 +397,12 @@ def number(v: float | int | None, decimals: int = 2) -> str:
 
 
 def percent(share: float | None, decimals: int = 0) -> str:
-    """A share 0..1 as a percentage ("83%"); "–" when missing."""
-    return MISSING if is_missing(share) else f"{float(share):.{decimals}%}"  # type: ignore[arg-type]
+    """A share 0..1 as a percentage, the one way every screen writes one: "83 %", "7.9 %"
+    (``decimals``), "–" when missing. The space is the house style of the cards' "likely
+    violation — 83 %" and the guarantee's "at most 10 % wrong"."""
+    if is_missing(share):
+        return MISSING
+    return f"{100 * float(share):.{decimals}f} %"  # type: ignore[arg-type]
 
 
 def value(v: Any) -> str:
@@ -394,7 +439,42 @@ def probability(decided: Decided | None) -> str:
     # the band follows the number shown, so two rows reading "80 %" never differ in words
     strength = ("likely" if pct >= round(100 * LIKELY)
                 else "possible" if decided.violation else "probably")
-    return f"{strength} {word} — {pct} %" + ("" if decided.calibrated else " (uncalibrated)")
+    return (f"{strength} {word} — {percent(decided.confidence)}"
+            + ("" if decided.calibrated else " (uncalibrated)"))
+
+
+BUILTIN_SCORER = "the built-in activation scorer"
+
+
+def setting_words(version: int | None) -> str:
+    """Which decision setting decided, as a page or command says it: version 0 is
+    "the built-in activation scorer" (``workbench.decision.BUILTIN_VERSION``: shipped with the
+    product, no dataset's own), a saved one "setting version 3", none "no saved setting (the
+    judge's words at 50 %)". Never "v0"."""
+    if version is None:
+        return "no saved setting (the judge's words at 50 %)"
+    if version == 0:  # workbench.decision.BUILTIN_VERSION: words imports no decision module
+        return BUILTIN_SCORER
+    return f"setting version {version}"
+
+
+def decided_by(versions: Iterable[int | None]) -> str:
+    """Which settings decided a set of cases, from their records' ``setting_version``: "the
+    built-in activation scorer", "setting version 3", "the judge's words (no saved setting)",
+    or, where some cases had no score under the setting, "... where it has a score, else the
+    judge's words"; "–" for no case."""
+    found = set(versions)
+    if not found:
+        return MISSING
+    named = sorted(v for v in found if v is not None)
+    words = ", ".join(setting_words(v) for v in named)
+    if not named:
+        return "the judge's words (no saved setting)"
+    if None in found:
+        where = ("where the judge's activations were kept" if named == [0]
+                 else "where it has a score")
+        return f"{words} {where}, else the judge's words"
+    return words
 
 
 def agreement(v: float | None, decisions: int, statistic: str = "Cohen's κ",

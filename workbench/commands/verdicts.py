@@ -136,7 +136,9 @@ def _text(v, gold, rules) -> str:
     head = f"{v.case} · {v.strategy} · run {v.run}: {v.label.upper()}"
     if v.score is not None:
         source = "activation score" if v.score_source == "activations" else "judge's words"
-        version = f", setting v{v.setting_version}" if v.setting_version is not None else ""
+        # Version 0 is the built-in activation scorer, never "v0".
+        version = (f", {words.setting_words(v.setting_version)}"
+                   if v.setting_version is not None else "")
         head += f" — {words.probability(v.decided)} ({source}{version})"
     lines = [head]
     if label_violation(gold) is not None:
