@@ -15,7 +15,9 @@ So every test reads through this module:
   WebSocket ``BackMsg`` whose field is ``rerun_script``) until the server reports a run
   finished after it (``ForwardMsg.script_finished``);
 - :func:`idle` waits until ``[data-testid='stApp'][data-test-script-state='notRunning']``,
-  connected, no request pending and no stale element, and that *stays* so across two reads
+  connected, no request pending, no stale element and no skeleton (an element whose code is
+  still loading: on a loaded machine a table stood as a skeleton for seconds after the run
+  ended, with nothing else moving), and that *stays* so across two reads
   :data:`QUIET_MS` apart with no input, no run and nothing drawn in between (a data grid
   attaches its cells after the run; a read mid-way missed a table);
 - :func:`screen` is :func:`idle` and then the page as a :class:`Screen`, whose locators match
@@ -113,7 +115,7 @@ _IDLE = r"""([quiet, call]) => {
   const app = document.querySelector("[data-testid='stApp']");
   const idle = app && app.getAttribute("data-test-script-state") === "notRunning"
     && app.getAttribute("data-test-connection-state") === "CONNECTED"
-    && !s.pending && !document.querySelector("[data-stale='true']");
+    && !s.pending && !document.querySelector("[data-stale='true'], [data-testid='stSkeleton']");
   const now = performance.now(), mark = `${s.runs}/${s.sends}/${s.inputs}/${s.drawn}`;
   // Nothing happened since the last idle read (no input, request or run): still idle.
   if (s.call !== call && idle && s.settled === mark) return true;
