@@ -142,6 +142,10 @@ class EmbeddedConfig:
     threads: int = 0  # 0: os.cpu_count()
     port: int = 0  # 0: a free port
     startup_timeout: float = 300.0
+    # MiB of earlier prompts llama.cpp keeps in memory beyond its slots, to answer a prompt
+    # that starts like one of them without reading it again (0: none). Its own default is
+    # 8192; measured here an audit's server grew to 10 GB resident with it.
+    cache_ram: int = 2048
     cache_dir: str = ""  # "": ~/.cache/skillcdg-workbench/models (WORKBENCH_MODEL_CACHE wins)
     url: str = ""  # a running `workbench model serve` (.../v1) to use instead of starting one
     small_url: str = ""  # the same for the small model (`workbench model serve --model small`)
@@ -371,6 +375,8 @@ def _embedded_problems(obj: EmbeddedConfig) -> list[str]:
     problems: list[str] = []
     if obj.parallel < 1 or obj.ctx_size < 512:
         problems.append("parallel must be at least 1 and ctx_size at least 512")
+    if obj.cache_ram < 0:
+        problems.append("cache_ram must be 0 (none) or more MiB")
     if obj.threads < 0 or not 0 <= obj.port <= 65535 or obj.startup_timeout <= 0:
         problems.append("threads >= 0, port in 0..65535 and startup_timeout > 0 are required")
     for key in (url_field(name) for name in EMBEDDED_MODELS):

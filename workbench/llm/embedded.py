@@ -112,6 +112,7 @@ class EmbeddedServer:
         params.cpuparams.n_threads = self.config.n_threads
         params.cpuparams_batch.n_threads = self.config.n_threads
         params.ui = False
+        params.cache_ram_mib = self.config.cache_ram
         import tempfile
 
         self.slot_dir = Path(tempfile.mkdtemp(prefix="workbench-slots-"))
