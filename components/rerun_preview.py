@@ -15,6 +15,7 @@ from components import identity
 from components.case_table import trace_verdict_word
 from components.safe import md
 from workbench.audit.trace import AuditTrace
+from workbench.words import plural
 
 
 def _verdict_word(trace: AuditTrace | None) -> str:
@@ -45,9 +46,9 @@ def trace_diff(stored: AuditTrace | None, new: AuditTrace) -> list[str]:
         added = _closure_ids(new) - _closure_ids(stored)
         removed = _closure_ids(stored) - _closure_ids(new)
         if added:
-            lines.append(f"Closure gained {len(added)} rule(s): " + ", ".join(sorted(added)[:10]))
+            lines.append(f"Closure gained {plural(len(added), 'rule')}: " + ", ".join(sorted(added)[:10]))
         if removed:
-            lines.append(f"Closure lost {len(removed)} rule(s): " + ", ".join(sorted(removed)[:10]))
+            lines.append(f"Closure lost {plural(len(removed), 'rule')}: " + ", ".join(sorted(removed)[:10]))
         if stored.context_tokens != new.context_tokens:
             lines.append(f"Context tokens: {stored.context_tokens} → {new.context_tokens}")
     return lines

@@ -22,6 +22,7 @@ from workbench.llm.speed import describe_duration
 from workbench.llm.tokens import count_tokens
 from workbench.llm.transport import key_model
 from workbench.vocabulary import JudgeMode, KeywordMethod, ModelRole
+from workbench.words import plural
 
 # What a judge or keyword prompt holds besides the case and the policy (template, schema).
 PROMPT_OVERHEAD_TOKENS = 700
@@ -98,7 +99,7 @@ def plan_words(p: Plan, strategies: Sequence[str], keywords: str, judge_mode: Ju
     if not p.total_calls:
         return (f"Runs {what} without a model (lexical keywords, no judge): a few seconds. "
                 "The result is a preview of the context; it has no verdict to store.")
-    calls = ", ".join(f"{n} {role} call(s)" for role, n in p.calls.items() if n)
+    calls = ", ".join(plural(n, f"{role} call") for role, n in p.calls.items() if n)
     if p.seconds is None:
         when = ("no speed measured for this model yet, so no estimate: the embedded model on "
                 "a small CPU can take minutes a call")

@@ -24,7 +24,7 @@ def test_trace_diff_names_what_changed():
     new = AuditTrace("c", "cdg", verdict=Verdict(False, "", []), closure={"s": ["R1"]},
                      context_tokens=60)
     assert trace_diff(old, new) == ["Verdict: violation → compliant", "No longer cited: R1",
-                                    "Closure lost 1 rule(s): s/R2", "Context tokens: 100 → 60"]
+                                    "Closure lost 1 rule: s/R2", "Context tokens: 100 → 60"]
     assert trace_diff(old, old) == []
     assert trace_diff(None, new) == ["Verdict: nothing stored → compliant"]
 
