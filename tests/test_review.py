@@ -235,3 +235,41 @@ def test_metrics_rows_per_run_and_newest_across_runs():
     assert not any(isinstance(v, float) and math.isnan(v) for r in rows + latest for v in r.values())
     with pytest.raises(ValueError, match="by must be"):
         metrics_rows("demo", records, by="strategy")
+
+
+def test_decisions_on_cards_to_review_count_in_agreement_and_against_gold():
+    # Two cards "to review": on c1 the score decided violation and the analyst overturned it
+    # (says compliant); on c2 it decided compliant and the analyst confirmed (compliant).
+    # Stood against: V, C; analysts: C, C. p_o = 1/2; kappa: judge V1 C1, analyst C2,
+    # p_e = (1*0 + 1*2) / 4 = 1/2, kappa = (1/2 - 1/2) / (1/2) = 0.
+    items = build_queue([("r", trace("c1", "cdg", True, "positive")),
+                         ("r", trace("c2", "cdg", False, "positive"))])
+    ds = [ReviewDecision("demo", "r", "c1", "cdg", "ada", "overturn", "fine", False,
+                         shown="review", analyst_label="compliant"),
+          ReviewDecision("demo", "r", "c2", "cdg", "ada", "confirm", "", False,
+                         shown="review", analyst_label="compliant")]
+    assert ds[0].stood_violation is True and ds[1].stood_violation is False
+    a = agreement(ds, items)
+    assert (a.decisions, a.confirmed, a.overturned) == (2, 1, 1)
+    assert a.share_confirmed == pytest.approx(0.5) and a.kappa == pytest.approx(0.0)
+    # Gold: both compliant. The analysts are right twice; what the decisions stood
+    # against (V on c1, C on c2) once.
+    assert a.gold_n == 2
+    assert a.analysts_gold == pytest.approx(1.0) and a.judge_gold == pytest.approx(0.5)
+    # The reviewer's example: one overturn of a card "to review".
+    one = agreement([ds[0]])
+    assert one.decisions == 1 and one.overturned == 1 and one.share_confirmed == 0.0
+
+
+def test_what_a_decision_stood_against_matches_decision_on():
+    from dataclasses import replace
+
+    from workbench.review.queue import decision_on, shown_stands
+
+    items = build_queue([("r", trace("c1", "cdg", True, "positive")),
+                         ("r", trace("c2", "cdg", False, "positive"))])
+    records = [v for item in items for v in (item.verdict, replace(item.verdict, label="review"))]
+    for record in records:
+        for what in ("confirm", "overturn", "wrong-rule"):
+            d = decision_on(record, "demo", "ada", what, "why")
+            assert d.stood_violation == shown_stands(record), (record.label, what)

@@ -118,6 +118,22 @@ class ReviewDecision:
         return self.judge_violation if self.shown is None else None
 
     @property
+    def stood_violation(self) -> bool | None:
+        """What the decision stood for or against, as violation or not: the label shown; for
+        a card "to review", the outcome its score decided
+        (``workbench.review.queue.shown_stands``), read back from the analyst's own label —
+        the same for confirm and wrong rule, its opposite for an overturn. None for an undo
+        record or when nothing is known."""
+        if self.decision == UNDO:
+            return None
+        if self.shown == REVIEW:
+            said = self.analyst_violation
+            if said is None:
+                return None
+            return (not said) if self.decision == OVERTURN else said
+        return self.shown_violation
+
+    @property
     def analyst_violation(self) -> bool | None:
         """What the analyst says the reply is: their ``analyst_label``; for a decision that
         has none (made in memory, or by a caller that did not say), the old meaning

@@ -269,21 +269,24 @@ def agreement(
     them).
 
     Only each reviewer's current decision per item counts; with ``items``, only decisions on
-    those items. Each decision is one unit with two labels: the label shown (``shown``; the
-    judge's verdict for a decision made before labels were stored) and the analyst's own
-    (``analyst_label``). Kappa is ``None`` when undefined (no decisions).
+    those items. Every decision with a known analyst label counts, those on cards "to review"
+    included. Each decision is one unit with two labels: what it stood for or against
+    (``ReviewDecision.stood_violation``: the label shown; on a card "to review", the outcome
+    its score decided; the judge's verdict for a decision made before labels were stored)
+    and the analyst's own (``analyst_label``). Kappa is ``None`` when undefined (no
+    decisions).
     """
     by_key = {item.key: item for item in items} if items is not None else None
     current = [
         d for d in current_decisions(decisions).values()
-        if d.shown_violation is not None and d.analyst_violation is not None
+        if d.stood_violation is not None and d.analyst_violation is not None
         and (by_key is None or d.key in by_key)
     ]
     out = Agreement(decisions=len(current))
     out.confirmed = sum(d.decision == "confirm" for d in current)
     out.wrong_rule = sum(d.decision == WRONG_RULE for d in current)
     out.overturned = out.decisions - out.confirmed - out.wrong_rule
-    pairs = [(bool(d.shown_violation), bool(d.analyst_violation)) for d in current]
+    pairs = [(bool(d.stood_violation), bool(d.analyst_violation)) for d in current]
     out.share_confirmed, out.kappa = _pair_stats(pairs)
     for reviewer in sorted({d.reviewer for d in current}):
         mine = [pair for d, pair in zip(current, pairs, strict=True) if d.reviewer == reviewer]
@@ -300,7 +303,7 @@ def agreement(
         gold = [(d, g) for d, g in gold if g is not None]
         out.gold_n = len(gold)
         if gold:
-            out.judge_gold = sum(d.shown_violation == g for d, g in gold) / len(gold)
+            out.judge_gold = sum(d.stood_violation == g for d, g in gold) / len(gold)
             out.analysts_gold = sum(d.analyst_violation == g for d, g in gold) / len(gold)
     return out
 
