@@ -100,3 +100,67 @@ def test_train_data_from_store_errors_name_the_fix(db, tmp_path, capsys):  # noq
     assert "leave out --cases" in capsys.readouterr().err
     assert main(["train", "data", "--out", out]) == 2
     assert "needs --index and --cases (or --from-store DATASET)" in capsys.readouterr().err
+
+
+def test_train_data_from_store_reads_the_decided_records(db, tmp_path, capsys):  # noqa: F811
+    """The labels come from the decided records under the dataset's setting (a verbal
+    threshold of 0.2 here), not from the judge's words read again at 0.5: an unreviewed card
+    "to review" is left out, and the rules are the record's (of the judged closure)."""
+    from store import audit_repo
+    from store.thresholds import save_threshold, scope_name
+    from workbench.decision import DecisionSetting
+
+    latest = audit_repo.latest_traces(db, "demo")
+    rule = {cid: (t.closure_ids or t.units)[0] for (cid, s), t in latest.items() if s == "cdg"}
+    answers = {  # case -> (judge's yes/no, its probability, the ids it named)
+        # 0.3 >= 0.2: violation over the judge's "compliant", no rule found -> to review.
+        "mor-001-delay-not-yet-late": (False, 0.3, []),
+        # A violation; the judge also named an id outside the closure.
+        "mor-003-delay-premier-credit": (True, 0.9, ["NOT-IN-CLOSURE"]),
+        "air-001-compensation-regular-economy": (False, 0.1, []),  # compliant
+        # 0.3: compliant at 0.5, a violation at this dataset's 0.2.
+        "ret-002-cancel-pending": (True, 0.3, []),
+    }
+    traces = []
+    for cid, (violation, p, named) in answers.items():
+        t = latest[(cid, "cdg")]
+        rules = named + ([rule[cid]] if violation else [])
+        t.verdict = Verdict(violation, "the judge's reason", rules, probability=p)
+        traces.append(t)
+    audit_repo.save_traces(db, traces, "run-p", "demo", actor=COMMAND_LINE)
+    save_threshold(db, scope_name("dataset", "demo"), DecisionSetting(threshold=0.2),
+                   base_version=None, actor=COMMAND_LINE)
+    add_decisions(db, [ReviewDecision(
+        "demo", "run-p", "mor-003-delay-premier-credit", "cdg", "ada", "wrong-rule",
+        "another rule applies", True, shown="violation", analyst_label="violation")],
+        actor=COMMAND_LINE)
+    out = tmp_path / "reviewed.jsonl"
+    assert main(["train", "data", "--from-store", "demo", "--out", str(out),
+                 "--unreviewed-weight", "0.5"]) == 0
+    printed = capsys.readouterr().out
+    assert "left out, to review, not reviewed: 1" in printed
+    rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert set(rows) == {"mor-003-delay-premier-credit", "air-001-compensation-regular-economy",
+                         "ret-002-cancel-pending"}  # mor-001 is to review: no label yet
+    assert rows["ret-002-cancel-pending"]["label"] == "negative"  # the record's violation
+    assert rows["ret-002-cancel-pending"]["review"]["shown"] == "violation"
+    assert rows["air-001-compensation-regular-economy"]["label"] == "positive"
+    marked = rows["mor-003-delay-premier-credit"]["review"]
+    assert marked["wrong_rule"] is True and marked["flipped"] is False
+    assert marked["cited_rules"] == [rule["mor-003-delay-premier-credit"]]  # not NOT-IN-CLOSURE
+
+
+def test_reviewed_labels_of_cards_to_review():
+    from dataclasses import replace
+
+    items = _items()
+    # Card "to review" on a (which the score decided violation): unreviewed, left out even
+    # when weighted; an analyst's overturn gives compliant, flipped against what it stood on.
+    items[0].decided = replace(items[0].verdict, label="review", rules=())
+    out = reviewed_labels(items[:1], [], unreviewed_weight=0.5)
+    assert out.labels == [] and dict(out.left_out) == {"to review, not reviewed": 1}
+    overturn = ReviewDecision("demo", "r1", "a", "cdg", "ada", "overturn", "fine", True, T0,
+                              id=1, shown="review", analyst_label="compliant")
+    (got,) = reviewed_labels(items[:1], [overturn]).labels
+    assert (got.label, got.flipped, got.shown, got.decision) == (
+        "positive", True, "review", "overturn")

@@ -261,6 +261,7 @@ def _reviewed_records(args: argparse.Namespace, options):
     from store import audit_repo, repo
     from store.db import make_engine
     from store.review import decisions_for
+    from store.verdicts import dataset_verdicts
     from workbench.audit import AuditIndex
     from workbench.audit.strategies import STRATEGIES
     from workbench.review.queue import build_queue
@@ -289,7 +290,11 @@ def _reviewed_records(args: argparse.Namespace, options):
         raise CliError("the store holds no SKILLs to build the prompts with",
                        "pass --index INDEX.json or `workbench import INDEX.json` first")
     labels = {c.id: c.label for c in cases if c.label}
-    items = [i for i in build_queue(audit_repo.run_traces(engine, dataset), labels, dataset)
+    # The decided records (the dataset's setting, explanations, decisions): what the Review
+    # card shows, never the judge's words read again at 0.5.
+    decided = {v.key: v for v in dataset_verdicts(engine, dataset)}
+    items = [i for i in build_queue(audit_repo.run_traces(engine, dataset), labels, dataset,
+                                    verdicts=decided)
              if i.strategy == args.strategy]
     reviewed = reviewed_labels(items, decisions_for(engine, dataset),
                                unreviewed_weight=args.unreviewed_weight)
