@@ -62,8 +62,11 @@ def test_pool_reads_the_last_token_and_the_reply_three_ways():
     want = {2: [9, 9], 4: [7, 7], 102: [2, 8 / 3], 202: [3, 5], 302: [2, 2]}
     for i, fid in enumerate(ids):
         assert np.allclose(arr[i], want[fid]), fid
-    ids, _ = ff.pool(rows, None, [2, 4])
-    assert ids == [2, 4]  # the reply not found: the last token only
+    # the reply not found: the same feature ids (every case of a run holds one set), the
+    # reply's poolings NaN, which a scorer leaves unscored
+    same, arr = ff.pool(rows, None, [2, 4])
+    assert same == ids and np.isnan(arr[2:]).all() and np.isfinite(arr[:2]).all()
+    assert ff.finite_rows(arr).tolist() == [True, True, False, False, False]
 
 
 def test_only_the_judges_first_ask_is_read_in_the_pass():
@@ -163,3 +166,26 @@ def test_the_gateway_hands_the_onepass_to_the_first_attempt_of_the_judges_first_
     transport.fail_first = True  # a retried attempt is read by the server, not again here
     gw.complete_json("judge", msgs, schema, step="judge:c2:cdg", use_cache=False)
     assert transport.sent == [tap, None]
+
+
+def test_a_reading_that_fails_never_stops_the_judge_or_the_audit(tmp_path):
+    """Activations are an extra: a read that fails (memory, a library that cannot read) is
+    counted and named; the judge is asked as usual and the trace stands without features."""
+    from workbench.llm.transport import _lease
+
+    class Broken(FakeOnePass):
+        failures: list = []
+
+        def lease(self, request, server):
+            raise RuntimeError("llama.cpp stopped reading the prompt (code 1)")
+
+        def reader(self):
+            raise RuntimeError("could not load the reader")
+
+    broken = Broken()
+    assert _lease(broken, {"messages": []}, object()) is None
+    assert broken.failures == ["llama.cpp stopped reading the prompt (code 1)"]
+    cases = {"a": _case("a", "Refunded.")}
+    writer = FeatureWriter(tmp_path / "run.features", cases, broken)
+    writer(AuditTrace(id="a", strategy="cdg", context=CONTEXT))
+    assert writer.summary.captured == 0 and writer.failed == ["a: could not load the reader"]

@@ -82,6 +82,7 @@ class FeatureWriter:
         self.progress = progress
         self.summary = CaptureSummary()
         self.from_judge = 0  # readings made during the judge's own call
+        self.failed: list[str] = []  # cases whose prompt could not be read (named, why)
         self._done = {(r.case_id, r.strategy, r.prompt_sha256) for r in ff.read_index(self.folder)}
         self._lock = threading.Lock()
 
@@ -98,7 +99,11 @@ class FeatureWriter:
                 return
         in_pass = reading is not None
         if reading is None:
-            reading = self.onepass.reader().read(messages)
+            try:
+                reading = self.onepass.reader().read(messages)
+            except Exception as exc:  # activations are an extra: the trace stands without
+                self.failed.append(f"{trace.id}: {exc}")
+                return
         rec = ff.new_record(trace.id, trace.strategy, sha, self.onepass.source, reading.features,
                             reading.prompt_tokens, reading.seconds)
         with self._lock:

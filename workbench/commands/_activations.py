@@ -94,5 +94,10 @@ def report(writer: Any) -> None:
     print(f"[audit] activations: {s.captured} kept ({writer.from_judge} read in the judge's "
           f"own pass, {s.captured - writer.from_judge} read without an answer){handed}; in "
           f"{writer.folder}", file=sys.stderr)
+    failed = writer.failed + list(getattr(source, "failures", []))
+    if failed:
+        print(f"[audit] warning: {len(failed)} prompt(s) could not be read for activations "
+              f"(their verdicts stand; `workbench features capture` can read them later), "
+              f"e.g. {failed[0]}", file=sys.stderr)
     if hasattr(source, "close"):
         source.close()

@@ -40,7 +40,8 @@ def activation_scores(setting: DecisionSetting | None, folder: Path,
         )
     x = fs.layer(scorer.layer)
     scores = apply(scorer, x, [verbal.get(c) for c in wanted] if verbal is not None else None)
-    return {c: float(s) for c, s in zip(wanted, scores, strict=True)}
+    # A case whose feature is missing (NaN: its reply was not found) stays unscored.
+    return {c: float(s) for c, s in zip(wanted, scores, strict=True) if np.isfinite(s)}
 
 
 def with_scores(setting: DecisionSetting | None,
@@ -64,7 +65,8 @@ def with_scores(setting: DecisionSetting | None,
         return setting
     x = np.stack([vectors[k] for k in keys])
     out = apply(scorer, x, [verbal[k] for k in keys] if verbal is not None else None)
-    return replace(setting, case_scores={k: float(v) for k, v in zip(keys, out, strict=True)})
+    return replace(setting, case_scores={k: float(v) for k, v in zip(keys, out, strict=True)
+                                         if np.isfinite(v)})
 
 
 def scorer_layer(setting: DecisionSetting | None) -> int | None:

@@ -60,28 +60,37 @@ def feature_words(fid: int) -> str:
 def pool(rows: dict[int, np.ndarray], reply: tuple[int, int] | None,
          layers: Sequence[int], poolings: Sequence[str] = POOLINGS) -> tuple[list[int], np.ndarray]:
     """Feature ids and ``[features, hidden]`` from one prefill's rows (``rows[layer]``:
-    ``[positions, hidden]``; a layer with one row is read at the last position only).
-    ``reply``: the reply's token positions ``[start, end)``, or None when it could not be
-    located (then only ``last``). Reply poolings of a last-position-only layer are left out."""
+    ``[positions, hidden]``; the last layer, whose rows llama.cpp prunes to the output token,
+    is read at the last position only: its reply poolings are left out). The ids depend only
+    on ``layers`` and ``poolings``, never on the case, so every case of a run holds the same
+    set: a reply that could not be located (``reply`` None) gets NaN reply poolings, which a
+    scorer reading them leaves unscored (:func:`finite_rows`)."""
+    positions = max(rows[layer].shape[0] for layer in layers)
     ids: list[int] = []
     out: list[np.ndarray] = []
     for pooling in poolings:
         for layer in layers:
             r = rows[layer]
+            if pooling != "last" and r.shape[0] < positions:  # read at the output token only
+                continue
             if pooling == "last":
                 vec = r[-1]
-            elif reply is None or r.shape[0] == 1:
-                continue
             else:
-                a, b = reply
-                span = r[a:b]
+                span = r[reply[0]:reply[1]] if reply is not None else r[:0]
                 if not len(span):
-                    continue
-                vec = (span.mean(axis=0) if pooling == "reply_mean" else
-                       span.max(axis=0) if pooling == "reply_max" else span[-1])
+                    vec = np.full(r.shape[1], np.nan, dtype=np.float32)
+                else:
+                    vec = (span.mean(axis=0) if pooling == "reply_mean" else
+                           span.max(axis=0) if pooling == "reply_max" else span[-1])
             ids.append(feature_id(pooling, layer))
             out.append(np.asarray(vec, dtype=np.float32))
     return ids, np.stack(out)
+
+
+def finite_rows(x: np.ndarray) -> np.ndarray:
+    """Which rows of ``[cases, hidden]`` hold a value (a reply pooling of a case whose reply
+    was not found is NaN)."""
+    return np.isfinite(np.asarray(x, dtype=float)).all(axis=1)
 
 
 class FeatureFileError(WorkbenchError, ValueError):

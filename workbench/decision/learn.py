@@ -116,6 +116,11 @@ def _usable(data: Labelled) -> bool:
 
 
 def fit_config(data: Labelled, cfg: Config, folds: int = DEFAULT_FOLDS) -> Scorer:
+    from workbench.decision.features import finite_rows
+
+    ok = finite_rows(data.at(cfg.layer))
+    if not ok.all():  # a reply pooling of a case whose reply was not found: left out
+        data = data.take(np.flatnonzero(ok))
     x = data.at(cfg.layer)
     if cfg.kind == "whitening":
         return fit_whitening(x, data.violation, cfg.layer)
@@ -146,7 +151,11 @@ def _fit_combined(data: Labelled, cfg: Config, folds: int) -> Combined:
 
 
 def score_config(scorer: Scorer, data: Labelled) -> np.ndarray:
-    return apply(scorer, data.at(scorer.layer), data.verbal)
+    """Scores of ``data``'s cases; NaN for a case whose feature is missing."""
+    x = data.at(scorer.layer)
+    with np.errstate(invalid="ignore"):
+        return apply(scorer, np.nan_to_num(x, nan=0.0), data.verbal) + np.where(
+            np.isfinite(x).all(axis=1), 0.0, np.nan)
 
 
 def oof_scores(data: Labelled, cfg: Config, folds: int = DEFAULT_FOLDS, seed: int = 0) -> np.ndarray:

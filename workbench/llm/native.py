@@ -164,7 +164,8 @@ def quiet_logs() -> None:
 @dataclass(frozen=True)
 class Prefilled:
     """What one prefill read: ``rows[layer]`` is ``[tokens, hidden]`` float32 for every
-    position (``[1, hidden]`` for the last layer: the last position only)."""
+    position; for the last layer llama.cpp keeps only the output row of each decoded batch
+    of :data:`UBATCH` tokens, so its last row is the last position's."""
 
     rows: dict[int, np.ndarray]
     tokens: int
@@ -212,9 +213,11 @@ class NativeModel:
         name = self._lib.ggml_get_name(tensor)
         if ask:
             return name in self._names
-        ne = (C.c_int64 * 4).from_address(tensor + 16)  # ggml_tensor.ne: type, buffer, ne[4]
+        # ggml_tensor: enum ggml_type type (GGML_TYPE_F32 = 0); buffer; int64 ne[4]
+        kind = C.c_int32.from_address(tensor).value
+        ne = (C.c_int64 * 4).from_address(tensor + 16)
         buf = np.empty((int(ne[1]), int(ne[0])), dtype=np.float32)
-        if buf.shape[1] == self.n_embd:
+        if kind == 0 and buf.shape[1] == self.n_embd:
             self._lib.ggml_backend_tensor_get(tensor, buf.ctypes.data, 0, buf.nbytes)
             self._rows.setdefault(self._names[name], []).append(buf)
         return True

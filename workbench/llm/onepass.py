@@ -191,6 +191,7 @@ class OnePass:
         self.restored = 0
         self.fallbacks = 0
         self.read_seconds = 0.0
+        self.failures: list[str] = []  # readings that failed (the judge answered anyway)
 
     @property
     def source(self) -> str:

@@ -109,7 +109,7 @@ class LiteLLMTransport:
         if api_key:
             kwargs["api_key"] = api_key
         server = self._in_process(role) if onepass is not None else None
-        slot = onepass.lease(request, server) if server is not None else None
+        slot = _lease(onepass, request, server) if server is not None else None
         if slot is not None:
             # Beside the keyed request, never in it: keys and recordings stay as they were.
             kwargs["extra_body"] = {"id_slot": slot, "cache_prompt": True}
@@ -134,3 +134,18 @@ class LiteLLMTransport:
 
         return current_embedded_server(served.name)
 
+
+
+def _lease(onepass: Any, request: dict[str, Any], server: Any) -> int | None:
+    """The slot ``onepass`` read the prompt into, or None. Reading activations is an extra:
+    when it fails (memory, a library that cannot read), the judge is asked as usual and the
+    failure is counted, never raised."""
+    try:
+        return onepass.lease(request, server)
+    except Exception as exc:  # any failure of the extra leaves the judge's call as it was
+        import logging
+
+        logging.getLogger(__name__).warning("could not read the judge's prompt for its "
+                                            "activations (%s); the server reads it", exc)
+        onepass.failures.append(str(exc))
+        return None
