@@ -79,3 +79,19 @@ def test_a_setting_can_carry_the_split_guarantee():
 
     with pytest.raises(ValueError):
         guarantee_dict(q, truth, 0.5, 0.10, method="split")  # no conversations given
+
+
+def test_the_split_guarantee_from_scores_certifies_on_the_half_it_did_not_fit_on():
+    from workbench.decision._labelling import split_scores_guarantee
+
+    rng = np.random.default_rng(5)
+    n = 160
+    groups = [f"g{i // 2}" for i in range(n)]
+    scores = rng.normal(0, 3, n)
+    truth = scores > 0  # a score that is right wherever it is far from 0
+    g = split_scores_guarantee(scores, truth, groups, 0.5, alpha=0.10)
+    assert g.level is not None and g.errors <= 2 and g.bound <= 0.10
+    # the same choosing half, a certifying half whose labels are all wrong: refused
+    half = set(sorted(set(groups))[i] for i in np.random.default_rng(0).permutation(80)[:40])
+    flipped = np.array([t if grp in half else not t for t, grp in zip(truth, groups, strict=True)])
+    assert split_scores_guarantee(scores, flipped, groups, 0.5, alpha=0.10).level is None

@@ -106,12 +106,15 @@ GUARANTEES = ("levels", "split")
 
 def guarantee_dict(q_oof: np.ndarray, truth: np.ndarray, threshold: float, alpha: float,
                    delta: float = DEFAULT_DELTA, *, method: str = "levels",
-                   groups: Sequence[str] | None = None) -> dict[str, Any]:
-    """The auto-decide level chosen on out-of-fold calibrated probabilities: ``levels``, ten
-    levels tested at δ/10 (``_guarantee.choose_level``), or ``split``, a level chosen on half
-    the conversations and certified on the other at δ (``_labelling.split_guarantee``; needs
-    ``groups``): the same promise from fewer labels."""
-    from workbench.decision._labelling import split_guarantee
+                   groups: Sequence[str] | None = None,
+                   scores: Sequence[float] | None = None) -> dict[str, Any]:
+    """The auto-decide level: ``levels``, ten levels tested at δ/10 on out-of-fold calibrated
+    probabilities (``_guarantee.choose_level``), or ``split``, the calibration and the level
+    chosen on half the conversations and certified on the other at δ
+    (``_labelling.split_scores_guarantee``; needs ``groups``, and the raw ``scores`` — without
+    them the log-odds of ``q_oof``, whose cross-fitting saw the other half's labels): the
+    same promise from fewer labels."""
+    from workbench.decision._labelling import split_scores_guarantee
 
     if method not in GUARANTEES:
         raise ValueError(f"guarantee method {method!r} is not one of {', '.join(GUARANTEES)}")
@@ -124,7 +127,9 @@ def guarantee_dict(q_oof: np.ndarray, truth: np.ndarray, threshold: float, alpha
         if groups is None:
             raise ValueError("the split guarantee needs each case's conversation")
         kept = [g for g, k in zip(groups, ok, strict=True) if k]
-        g = split_guarantee(conf, decided == y, kept, alpha, delta)
+        raw = (np.asarray(scores, dtype=float)[ok] if scores is not None
+               else np.log(np.clip(q, 1e-6, 1 - 1e-6) / np.clip(1 - q, 1e-6, 1)))
+        g = split_scores_guarantee(raw, y, kept, threshold, alpha, delta)
     else:
         g = choose_level(conf, decided == y, alpha, delta)
     return {"alpha": alpha, "delta": delta, "level": g.level, "coverage": g.coverage,
@@ -161,7 +166,7 @@ def _settle(fit_scores: np.ndarray, figure_scores: np.ndarray, truth: np.ndarray
         kept = [g for g, k in zip(groups, ~np.isnan(np.asarray(figure_scores, dtype=float)),
                                   strict=True) if k]
         setting.auto = guarantee_dict(oof.q, oof.truth, threshold, alpha, method=guarantee,
-                                      groups=kept)
+                                      groups=kept, scores=oof.scores)
     return setting
 
 
@@ -223,15 +228,21 @@ def fit_adapted_setting(data: Labelled, prior: DecisionSetting, *, folds: int = 
     if probe is None or probe.layer not in data.layers:
         raise ValueError("the prior's scorer reads a feature these activations do not hold")
     x = data.at(probe.layer)
-    chosen = adapt(x, data.violation, data.groups, probe, folds=folds)
-    if chosen.replaced:
+    y = data.violation
+    chosen = adapt(x, y, data.groups, probe, folds=folds)
+    if chosen.replaced:  # the calibration's scores: the chosen C, out of fold
         scores = np.full(len(data), np.nan)
         for tr, te in grouped_splits(data.groups, folds, 0):
-            if len(set(data.violation[tr].tolist())) == 2:
-                scores[te] = fit_prior_probe(x[tr], data.violation[tr], probe,
-                                             chosen.c).score(x[te])
+            if len(set(y[tr].tolist())) == 2:
+                scores[te] = fit_prior_probe(x[tr], y[tr], probe, chosen.c).score(x[te])
     else:
         scores = probe.score(x)
+    # The figures' scores: the whole choice (keep or adapt, which C) made again without each
+    # case's conversation, so they are not flattered by the choice (nested).
+    nested = np.full(len(data), np.nan)
+    for tr, te in grouped_splits(data.groups, folds, 1):
+        inner = adapt(x[tr], y[tr], [data.groups[i] for i in tr], probe, folds=folds)
+        nested[te] = inner.scorer.score(x[te])
     verbal_known = all(p is not None for p in data.verbal)
     verbal_auroc = (auroc(np.array([logit(p) for p in data.verbal]), data.violation)
                     if verbal_known else float("nan"))
@@ -239,12 +250,13 @@ def fit_adapted_setting(data: Labelled, prior: DecisionSetting, *, folds: int = 
            f"in {chosen.p_better:.0%} of conversation-bootstrap draws" if chosen.replaced else
            "the built-in scorer, recalibrated on these labels (an adapted one did not rank them "
            "better)")
-    return _settle(scores, scores, data.violation, data.groups, folds=folds, miss_cost=miss_cost,
+    return _settle(scores, nested, data.violation, data.groups, folds=folds, miss_cost=miss_cost,
                    false_alarm_cost=false_alarm_cost, alpha=alpha,
                    scorer=chosen.scorer.to_dict(),
                    fitted_on={"scorer": how, "layers": list(data.layers), "prior": "built-in",
                               **about},
-                   measured={"verbal_auroc": verbal_auroc, "builtin_auroc": chosen.builtin_auroc,
+                   measured={"nested": True, "verbal_auroc": verbal_auroc,
+                             "builtin_auroc": chosen.builtin_auroc,
                              "adapted_auroc": chosen.adapted_auroc,
                              "p_better": chosen.p_better, "replaced": chosen.replaced,
                              "tried": chosen.tried}, guarantee=guarantee)
@@ -259,4 +271,4 @@ def add_verbal_guarantee(setting: DecisionSetting, probabilities: list[float], t
         return
     oof = out_of_fold([logit(p) for p in probabilities], truth, groups, setting.threshold, folds)
     setting.auto = guarantee_dict(oof.q, oof.truth, setting.threshold, alpha, method=method,
-                                  groups=groups)
+                                  groups=groups, scores=oof.scores)

@@ -16,12 +16,16 @@ pass once it holds ``n`` cases with ``floor(e n)`` errors where ``P(Binomial(n, 
 floor(e n)) <= δ / levels``; at a coverage ``c`` that takes ``n / c`` labelled cases. With
 ``e = 0``, α = 0.10, δ = 0.05 and 10 levels that is 51 auto-decided cases (``0.9^51 < 0.005``).
 
-**A promise that needs fewer** (:func:`split_guarantee`): choose the level on one half of the
-labelled cases (the lowest level whose error there is at most α/2) and certify it on the
-other half with a single binomial test at δ. The level is chosen without looking at the
-certifying half, so no correction is owed: the promise is the same (the error rate of the
-automatic decisions is at most α, with probability at least 1 − δ), and with no error it
-needs 29 certifying cases at α = 0.10, δ = 0.05 (``0.9^29 < 0.05``) instead of 51.
+**A promise that needs fewer** (:func:`split_scores_guarantee`): split the labelled cases by
+conversation into halves; on the first, fit the calibration and choose the level (the lowest
+whose error there is at most α/2); on the second, decide with that calibration and certify
+the level with a single binomial test at δ. Nothing of the certifying half — not its labels,
+not a calibration fitted on them — is used before the test, so no correction is owed: the
+promise is the same (the error rate of the automatic decisions is at most α, with
+probability at least 1 − δ), and with no error it needs 29 certifying cases at α = 0.10,
+δ = 0.05 (``0.9^29 < 0.05``) instead of 51. :func:`split_guarantee` is the same test on
+confidences already calibrated; it is clean only when they were calibrated without the
+certifying half's labels.
 """
 
 from __future__ import annotations
@@ -155,3 +159,42 @@ def split_guarantee(confidences: Sequence[float], correct: Sequence[bool],
     if n == 0 or binom_pvalue(k, n, alpha) > delta:
         return none
     return Guarantee(alpha, delta, level, n / len(cb), k, n, upper_bound(k, n, delta), len(c))
+
+
+def split_scores_guarantee(scores: Sequence[float], truth: Sequence[bool], groups: Sequence[str],
+                           threshold: float, alpha: float, delta: float = DEFAULT_DELTA,
+                           seed: int = 0) -> Guarantee:
+    """The split guarantee from raw scores (see the module doc): calibration and level from
+    one half of the conversations, certified on the other."""
+    from workbench.decision._calibration import fit_monotone
+    from workbench.decision._decide import confidence_of, violates_each
+
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(truth, dtype=bool)
+    uniq = sorted(set(groups))
+    rng = np.random.default_rng(seed)
+    half = set(uniq[i] for i in rng.permutation(len(uniq))[: len(uniq) // 2])
+    pick = np.array([g in half for g in groups])
+    none = Guarantee(alpha, delta, None, 0.0, 0, 0, 1.0, len(s))
+    cal = fit_monotone(s[pick], y[pick]) if pick.any() else None
+    if cal is None or not (~pick).any():
+        return none
+    qa = np.array([cal(v) for v in s[pick]])
+    qb = np.array([cal(v) for v in s[~pick]])
+    da, db = violates_each(qa, threshold), violates_each(qb, threshold)
+    ca, cb = confidence_of(qa, da), confidence_of(qb, db)
+    oka, okb = da == y[pick], db == y[~pick]
+    ranked = np.sort(ca)[::-1]
+    level = None
+    for share in GRID:
+        lam = float(ranked[max(0, round(share * len(ca)) - 1)])
+        above = ca >= lam - 1e-12
+        if above.any() and (~oka[above]).mean() <= alpha / 2:
+            level = lam
+    if level is None:
+        return none
+    above = cb >= level - 1e-12
+    n, k = int(above.sum()), int((~okb[above]).sum())
+    if n == 0 or binom_pvalue(k, n, alpha) > delta:
+        return none
+    return Guarantee(alpha, delta, level, n / len(cb), k, n, upper_bound(k, n, delta), len(s))
