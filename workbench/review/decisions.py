@@ -51,6 +51,8 @@ NOTE_NEEDED = {
     WRONG_RULE: "“wrong rule” needs a note naming the rule that applies; write one first",
 }
 MAX_NOTE_CHARS = 10_000
+# shown_source of an old decision whose card migration 0008 could not rebuild: it counts nowhere.
+UNKNOWN_SHOWN = "unknown"
 
 ItemKey = tuple[str, str, str]  # (run_id, case_id, strategy)
 
@@ -138,8 +140,8 @@ class ReviewDecision:
         """What the analyst says the reply is: their ``analyst_label``; for a decision that
         has none (made in memory, or by a caller that did not say), the old meaning
         (:attr:`implied_violation`). None for an undo record or when nothing is known."""
-        if self.decision == UNDO:
-            return None
+        if self.decision == UNDO or self.shown_source == UNKNOWN_SHOWN:
+            return None  # an old decision whose card cannot be rebuilt (migration 0008)
         if self.analyst_label in ("violation", "compliant"):
             return self.analyst_label == "violation"
         return self.implied_violation
