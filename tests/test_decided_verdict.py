@@ -92,13 +92,54 @@ def test_no_violation_ever_shows_a_complies_reason():
     # is the workbench's sentence naming the rule.
     v = decided_verdict(trace(violation=True, rules=["R1"], p=0.9))
     assert v.label == VIOLATION and v.reason == "The judge answered violation (R1)."
-    # The judge said violation but named only an id outside the closure: its label stands
-    # (the id stays flagged on the trace), no rule behind it until one is found.
+    # The judge said violation but named only an id outside the closure: no violation without
+    # a rule of its closure, so the case is to review, saying why, until one is found.
     v = decided_verdict(trace(violation=True, rules=["R9"], p=0.9, reason="Breaks R9."))
-    assert (v.label, v.rules, v.needs_rule) == (VIOLATION, (), True)
+    assert (v.label, v.rules, v.needs_rule) == (REVIEW, (), True)
+    assert "the judge named no rule of the closure" in v.doubt and "R9" in v.doubt
+    # The same when it named no rule at all, and when asking found none.
+    v = decided_verdict(trace(violation=True, rules=[], p=0.9, reason="Breaks the policy."))
+    assert v.label == REVIEW and "the judge named no rule of the closure" in v.doubt
+    v = decided_verdict(trace(violation=True, rules=["R9"], p=0.9, reason="Breaks R9."),
+                        explanation=Explanation(None, rejected_rule="R77"))
+    assert v.label == REVIEW and "R77" in v.doubt and not says_complies(v.doubt)
     v = decided_verdict(trace(violation=True, rules=["R9"], p=0.9, reason="Breaks R9."),
                         explanation=Explanation("R2", reason="Skips R2."))
     assert (v.label, v.rules, v.reason_by) == (VIOLATION, ("R2",), "explain")
+
+
+COMPLIES = [
+    "The REPLY complies with all the policy items.", "The reply is fully compliant.",
+    "No violation.", "The reply doesn't violate any rule.", "It adheres to MOR-R001.",
+    "The agent acted in compliance with the refund policy.", "No policy items are violated.",
+    "The reply follows the policy.", "It is compliant.", "The reply does not violate R2.",
+    "No rule is violated.", "The reply violates no rule.", "Nothing is violated.",
+    "The agent is entirely compliant with R3.", "There is no violation here.",
+]
+DOES_NOT_COMPLY = [
+    "The reply is not compliant.", "The reply does not comply with R2.",
+    "The agent is non-compliant with R1.", "The reply is not fully compliant: it skips R2.",
+    "The reply is not in compliance with R4.", "The agent does not adhere to R1.",
+    "The agent failed to follow the policy on refunds.", "The reply doesn't follow the policy.",
+    "Refunding to a new card violates MOR-R003.", "The reply breaks R2 by refunding.",
+    "It never complies with R5.", "The agent partially complies but skips R2.",
+    "The reply should be compliant with R2 but refunds without a return.",
+]
+
+
+@pytest.mark.parametrize("reason", COMPLIES)
+def test_each_way_of_saying_the_reply_complies_is_read_so(reason):
+    assert says_complies(reason)
+    # Under the judge's violation naming a rule, such words never stand as the reason.
+    v = decided_verdict(trace(violation=True, rules=["R1"], p=0.9, reason=reason))
+    assert v.label == VIOLATION and v.reason == "The judge answered violation (R1)."
+
+
+@pytest.mark.parametrize("reason", DOES_NOT_COMPLY)
+def test_words_of_a_violation_are_not_read_as_complying(reason):
+    assert not says_complies(reason)
+    v = decided_verdict(trace(violation=True, rules=["R1"], p=0.9, reason=reason))
+    assert v.label == VIOLATION and v.reason == reason
 
 
 def test_a_compliant_decision_over_the_judges_violation_says_which_way_each_went():

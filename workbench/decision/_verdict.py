@@ -17,10 +17,12 @@ The rules of the label:
   setting when its score is known for the trace (an activation setting needs the case's
   activation score attached, ``DecisionSetting.case_scores``), else none — the judge's
   probability at 0.5, uncalibrated, or its bare yes/no without one.
-- **A score-decided violation carries a rule.** Where the judge's words said violation, the
-  label is the judge's, with the rules it named that are in the judged closure (the whole-mode
-  judge must name one; ids outside the closure stay flagged on the trace, never a rule behind
-  the label) or, where it named none of the closure, the explanation's. Where a score decided
+- **Every violation carries a rule of its closure.** Where the judge's words said violation,
+  the label is the judge's, with the rules it named that are in the judged closure (the
+  whole-mode judge must name one; ids outside the closure stay flagged on the trace, never a
+  rule behind the label) or, where it named none of the closure, the explanation's; with
+  neither, the case is labelled "review" and ``doubt`` says the judge named no rule of the
+  closure. Where a score decided
   violation over the judge's "compliant" (or with no answer at all, scored only), the label is
   a violation only with the explanation's rule of the closure behind it; without one the case
   is labelled "review" and ``doubt`` says why in words. A violation's reason is never "it
@@ -50,17 +52,48 @@ LABELS = (VIOLATION, COMPLIANT, REVIEW)
 JUDGE, ACTIVATIONS = "judge", "activations"  # where the score comes from (``score_source``)
 # Who wrote the reason: the judge's own words, the rule-finding call, or the workbench.
 BY_JUDGE, BY_EXPLAIN, BY_WORKBENCH = "judge", "explain", "workbench"
-# A reason that says the reply keeps the policy: never shown under a violation.
-_COMPLIES = re.compile(r"\b(complies|is compliant|does not (violate|break)|no (rule|item|policy "
-                       r"item) is (clearly )?(violated|broken)|violates no)\b", re.IGNORECASE)
+# A reason that says the reply keeps the policy: never shown under a violation. Two kinds of
+# words say so: a claim of compliance ("complies", "is fully compliant", "adheres to", "in
+# compliance with", "follows the policy"), which a negation just before it turns around ("is
+# not compliant", "does not adhere to", "not in compliance with"; "does not comply" never
+# matches), and a denial of any violation ("No violation.", "doesn't violate", "No policy items
+# are violated", "violates no rule").
+_CLAIMS_COMPLIANCE = re.compile(
+    r"\b(complies"
+    r"|(fully|entirely|completely|wholly|totally|perfectly|clearly)\s+compliant"
+    r"|(is|are|was|were|remains|stays|appears|seems|looks)\s+(\w+ly\s+)?compliant"
+    r"|in\s+(full\s+)?compliance\s+with"
+    r"|(adheres|adhered|conforms|conformed)\s+to"
+    r"|(follows|followed|respects|respected|obeys|obeyed)\s+(all\s+)?(of\s+)?(the|every|each)\s+"
+    r"(\w+\s+)?(policy|policies|rules?|policy\s+items?))\b",
+    re.IGNORECASE)
+_NEGATED = re.compile(r"(\bnot|n't|\bnever|\bno\s+longer|\bfail(s|ed)?\s+to|\bpartially|\bpartly"
+                      r"|\bnon)\W+(\w+\W+)?$", re.IGNORECASE)
+_DENIES_VIOLATION = re.compile(
+    r"\b((does|did|do)\s*n[o']t\s+(violate|break|breach|contravene)"
+    r"|no\s+violations?"
+    r"|no\s+(policy\s+)?(rules?|items?|policy\s+items?|requirements?|policies)\s+(is|are|was|were)"
+    r"\s+(\w+ly\s+)?(violated|broken|breached)"
+    r"|nothing\s+(is|was)\s+(\w+ly\s+)?(violated|broken)"
+    r"|(violates|breaks|breaches)\s+no(thing)?)\b",
+    re.IGNORECASE)
 
 Key = tuple[str, str, str]  # (run, case, strategy)
 Saved = tuple[int, DecisionSetting]  # a saved setting and its version
 
 
 def says_complies(reason: str) -> bool:
-    """Whether ``reason`` says the reply complies (see :data:`_COMPLIES`)."""
-    return bool(_COMPLIES.search(reason or ""))
+    """Whether ``reason`` says the reply complies: it denies any violation, or claims
+    compliance with no negation just before the claim in the same sentence (see
+    :data:`_CLAIMS_COMPLIANCE`)."""
+    text = reason or ""
+    if _DENIES_VIOLATION.search(text):
+        return True
+    for m in _CLAIMS_COMPLIANCE.finditer(text):
+        before = re.split(r"[.;!?]", text[max(0, m.start() - 40):m.start()])[-1]
+        if not _NEGATED.search(before):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -249,13 +282,12 @@ def decided_verdict(trace: Any, *, run: str = "", saved: Saved | None = None,
     if v is not None and v.violation:
         # A trace that kept no context ids (an older or hand-written one) cannot be checked.
         rules = tuple(r for r in v.violated_rules if not closure or r in closure)
-        if (rules or not found) and not says_complies(v.reason):
+        if rules and not says_complies(v.reason):
             return DecidedVerdict(label=VIOLATION, rules=rules, evidence=tuple(v.evidence),
                                   reason=v.reason, **common)
-        if not found:  # the judge said violation, in words that say it complies
-            named = ", ".join(rules) or "no rule of the judged closure"
+        if rules and not found:  # the judge said violation, in words that say it complies
             return DecidedVerdict(label=VIOLATION, rules=rules, evidence=tuple(v.evidence),
-                                  reason=f"The judge answered violation ({named}).",
+                                  reason=f"The judge answered violation ({', '.join(rules)}).",
                                   reason_by=BY_WORKBENCH, **common)
     if found:
         assert explanation is not None and explanation.rule
@@ -288,11 +320,20 @@ def _compliant(v: Any, source: str, common: dict[str, Any]) -> DecidedVerdict:
 
 def _doubt(v: Any, source: str, explanation: Explanation | None) -> str:
     """Why a violation decided without a rule behind it is to review, in words."""
+    rejected = ""
+    if explanation is not None:  # a rule it named that is not in the judged closure
+        rejected = explanation.rejected_rule or explanation.rule or ""
+        asked = ("asked which policy item the reply breaks, the judge named "
+                 + (f"{rejected}, which is not in the judged rules" if rejected else "none"))
+    if v is not None and v.violation:
+        named = ", ".join(v.violated_rules)
+        head = ("The judge's words said violation, but the judge named no rule of the closure"
+                + (f" (it named {named}, not among the judged rules)" if named else ""))
+        if explanation is None:
+            return head + ". Find the rule, or check this case yourself."
+        return f"{head}; {asked}. Check this case yourself."
     if explanation is not None:
-        return ("No rule was found: asked which policy item the reply breaks, the judge named "
-                + (f"{explanation.rejected_rule}, which is not in the judged rules"
-                   if explanation.rejected_rule else "none")
-                + ". Check this case yourself.")
+        return f"No rule was found: {asked}. Check this case yourself."
     if v is None:
         return (f"{_score_words(source).capitalize()} decides violation; the judge was not asked "
                 "for an answer (scored only). No rule has been found for it yet: find the rule, "
