@@ -21,17 +21,21 @@ export default function (component) {
   if (window.__wbNarrowSidebar) return;  // once per page load: the listener below stays
   window.__wbNarrowSidebar = true;
   const narrow = window.matchMedia("(max-width: " + (below - 1) + "px)");
+  // The page says it has settled (data-wb-narrow-sidebar) only once the fold is done or
+  // given up, so a person's (or a test's) opening of the sidebar is never undone after it.
+  const settled = () =>
+    document.documentElement.setAttribute("data-wb-narrow-sidebar", String(below));
   const collapse = (tries) => {
     const button = document.querySelector(
       "[data-testid='stSidebarCollapseButton'] button[aria-expanded='true']");
-    if (button) { button.click(); return; }
+    if (button) { button.click(); settled(); return; }
     // The sidebar is drawn in the same run as this script: wait a few frames for it.
     if (tries > 0 && !document.querySelector("[data-testid='stExpandSidebarButton']"))
       requestAnimationFrame(() => collapse(tries - 1));
+    else settled();
   };
-  if (narrow.matches) collapse(120);
+  if (narrow.matches) collapse(120); else settled();
   narrow.addEventListener("change", (event) => { if (event.matches) collapse(120); });
-  document.documentElement.setAttribute("data-wb-narrow-sidebar", String(below));
 }
 """
 

@@ -212,29 +212,6 @@ def test_an_audit_on_ray_leaves_no_process_of_its_own_behind(tmp_path):
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
-class _FakeOnePass:
-    """A worker's OnePass stand-in (no model): every prompt reads as its length."""
-
-    source = "embedded"
-
-    def take(self, messages):
-        return None  # as if the answer came from the cache: the worker reads it itself
-
-    def reader(self):
-        return self
-
-    def read(self, messages):
-        import numpy as np
-
-        from workbench.llm.onepass import Reading
-
-        n = float(len(messages[-1]["content"]))
-        return Reading(np.full((2, 4), n, dtype=np.float32), (20, 120), int(n), 3, 0.01)
-
-    def wants(self, step):
-        return False
-
-
 def test_ray_workers_send_each_cases_activations_back_to_the_driver(ray_session, judge, cases,
                                                                     tmp_path):
     """Issue 57 item 7: activations on the Ray engine. Each worker reads its cases' judging
@@ -246,6 +223,30 @@ def test_ray_workers_send_each_cases_activations_back_to_the_driver(ray_session,
     from workbench.audit.judge import judge_messages
     from workbench.audit.ray_engine import Readings
     from workbench.decision import features as ff
+
+    # Defined here, not at module level: Ray's workers cannot import the test module, and
+    # cloudpickle sends a class of a function by value.
+    class _FakeOnePass:
+        """A worker's OnePass stand-in (no model): every prompt reads as its length."""
+
+        source = "embedded"
+
+        def take(self, messages):
+            return None  # as if the answer came from the cache: the worker reads it itself
+
+        def reader(self):
+            return self
+
+        def read(self, messages):
+            import numpy as np
+
+            from workbench.llm.onepass import Reading
+
+            n = float(len(messages[-1]["content"]))
+            return Reading(np.full((2, 4), n, dtype=np.float32), (20, 120), int(n), 3, 0.01)
+
+        def wants(self, step):
+            return False
 
     config = load_config(env=role_env(judge.api_base, role="judge", retries=0))
     index_data = json.loads((FIX / "merchant_index.json").read_text())

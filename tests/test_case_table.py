@@ -12,8 +12,8 @@ from workbench.audit.trace import AuditError, AuditTrace, Verdict
 
 
 def test_case_rows_use_plain_words_and_link_to_the_run():
-    records = [("run-1", AuditTrace("c1", "cdg", verdict=Verdict(True, "", []))),
-               ("run-1", AuditTrace("c2", "cdg", verdict=Verdict(True, "", []))),
+    records = [("run-1", AuditTrace("c1", "cdg", verdict=Verdict(True, "", ["R1"]))),
+               ("run-1", AuditTrace("c2", "cdg", verdict=Verdict(True, "", ["R1"]))),
                ("run-2", AuditTrace("c3", "raw")),
                ("run-2", AuditTrace("c4", "raw", error=AuditError("x", "")))]
     rows = case_rows("demo", records, {"c1": "negative", "c2": "positive", "c3": "negative"})

@@ -68,7 +68,9 @@ def two_runs(demo_db):
     case = next(c for c in cases if c.id.startswith("mor-002"))
     for run_id, violation in (("old", True), ("new", False)):
         trace = audit_case(case, AuditIndex(index), "cdg", None, AuditOptions(judge_mode="none"))
-        trace.verdict = Verdict(violation, f"verdict of run {run_id}", [])
+        # a violation names a rule of its closure, else the card says "to review" (issue 53)
+        rules = [trace.closure_ids[0]] if violation else []
+        trace.verdict = Verdict(violation, f"verdict of run {run_id}", rules)
         audit_repo.save_trace(eng, trace, run_id=run_id, dataset="demo", actor=COMMAND_LINE)
     return case
 

@@ -42,11 +42,13 @@ def test_workbench_ui_passes_only_per_run_flags(monkeypatch):
 
     seen: dict = {}
 
-    def fake_call(cmd, env, cwd):
+    def fake_run(cmd, *, env=None, cwd=None):
         seen.update(cmd=cmd, cwd=cwd)
         return 0
 
-    monkeypatch.setattr(ui.subprocess, "call", fake_call)
+    # The child is started by run_forwarding (signals forwarded, see test_ui_stop.py): stand
+    # in for it, so no Streamlit server is started here.
+    monkeypatch.setattr(ui, "run_forwarding", fake_run)
     assert ui._ui(argparse.Namespace(port=8600, host="127.0.0.1", db=None)) == 0
     flags = [a for a in seen["cmd"] if a.startswith("--")]
     assert flags == ["--server.port", "--server.address"]

@@ -21,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 WORKBENCH = Path(sys.executable).with_name("workbench")
 UP_S = 120  # a cold Streamlit start beside a model job on two shared cores
+MAKE_DEMO_S = 300  # make demo's install check and imports before its server starts
 DOWN_S = 20  # STOP_GRACE_S of workbench.commands.ui, and some
 
 
@@ -67,8 +68,8 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie has exited; only its parent's wait is missing
 
 
-def _wait_up(proc: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + UP_S
+def _wait_up(proc: subprocess.Popen, port: int, log: Path, up_s: float = UP_S) -> None:
+    deadline = time.monotonic() + up_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             break
@@ -144,7 +145,9 @@ def test_stopping_make_demo_stops_its_server(tmp_path):
         env=dict(os.environ, WORKBENCH_DB=f"sqlite:///{tmp_path / 'demo.db'}",
                  PYTHONUNBUFFERED="1"),
     )
-    _wait_up(proc, port, log)
+    # make demo first checks the install and imports the demo (policies, cases, traces, the
+    # replayed explanations) before the server starts: minutes on two busy cores.
+    _wait_up(proc, port, log, up_s=UP_S + MAKE_DEMO_S)
     below = _descendants(proc.pid)
     proc.send_signal(signal.SIGTERM)
     proc.wait(DOWN_S)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .screen import idle, new_page, screen, shown
+from .screen import IDLE_CEILING_MS, idle, new_page, screen, shown
 
 
 def sign_in(page, name: str, role: str) -> None:
@@ -33,7 +33,11 @@ def sign_in(page, name: str, role: str) -> None:
 
 
 def open_sidebar(page) -> None:
-    """Open the sidebar with its arrow when the window folded it (``components.narrow_window``)."""
+    """Open the sidebar with its arrow when the window folded it (``components.narrow_window``).
+    Waits first for the page to have settled its fold: under load the fold could land after
+    the sidebar had been opened here, and close it under the sign-in form."""
+    page.wait_for_function("document.documentElement.hasAttribute('data-wb-narrow-sidebar')",
+                           timeout=IDLE_CEILING_MS)
     expand = screen(page).get_by_test_id("stExpandSidebarButton")
     if expand.count() and expand.first.is_visible():
         expand.first.click()
