@@ -26,7 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 
-from workbench.inputs import InputError, loads_json
+from workbench.inputs import InputError, loads_json, nulls_for_nan
 
 EXCERPT_CHARS = 80
 MESSAGE_CHARS = 600
@@ -167,16 +167,6 @@ def validation_problem(exc: RequestValidationError) -> dict[str, Any]:
             "hint": "see the request schema at /openapi.json", "fields": fields}
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
 class SafeJSONResponse(JSONResponse):
     """JSON as UTF-8; text that is not valid Unicode as ``\\uXXXX`` escapes and numbers
     strict JSON lacks as null, rather than failing the answer."""
@@ -185,5 +175,5 @@ class SafeJSONResponse(JSONResponse):
         try:
             return super().render(content)
         except ValueError:  # NaN/Infinity (allow_nan=False) or a lone surrogate (encode)
-            return json.dumps(_finite(content), ensure_ascii=True, allow_nan=False,
-                              separators=(",", ":")).encode("ascii")
+            return json.dumps(nulls_for_nan(content, infinities=True), ensure_ascii=True,
+                              allow_nan=False, separators=(",", ":")).encode("ascii")

@@ -103,6 +103,7 @@ def _calibrate(args) -> int:
         calibration_report,
         scored_traces,
     )
+    from workbench.inputs import nulls_for_nan
 
     if args.alpha is not None and not 0 < args.alpha < 0.5:
         raise CliError(f"--alpha {args.alpha}: give the error rate you accept, between 0 and 0.5")
@@ -135,7 +136,7 @@ def _calibrate(args) -> int:
         _print_rows(setting, len(scored), sum(s.violation for s in scored))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(_finite(report), f, indent=1)
+            json.dump(nulls_for_nan(report, infinities=False), f, indent=1)
     if args.save:
         _save(args, setting)
     return 0
@@ -287,13 +288,3 @@ def _save(args, setting) -> None:
 def _f(x: float) -> str:
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
-
-def _finite(value):
-    """``value`` with NaN as null: JSON has no NaN."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value

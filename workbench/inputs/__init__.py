@@ -17,7 +17,14 @@ from workbench.inputs.decode import (
     read_input_text,
     split_jsonl_lines,
 )
-from workbench.inputs.jsonio import MAX_JSON_DEPTH, dumps_utf8, iter_jsonl, loads_json, read_json
+from workbench.inputs.jsonio import (
+    MAX_JSON_DEPTH,
+    dumps_utf8,
+    iter_jsonl,
+    loads_json,
+    nulls_for_nan,
+    read_json,
+)
 from workbench.inputs.lines import MAX_LINE_BYTES, iter_bytes_lines, iter_input_lines
 from workbench.inputs.yamlio import MAX_YAML_NODES, BoundedSafeLoader, load_yaml
 
@@ -35,6 +42,7 @@ __all__ = [
     "iter_jsonl",
     "load_yaml",
     "loads_json",
+    "nulls_for_nan",
     "open_regular",
     "read_input_bytes",
     "read_input_text",

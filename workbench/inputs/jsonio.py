@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -134,6 +135,19 @@ def dumps_utf8(value: Any) -> str:
     except UnicodeEncodeError:
         text = json.dumps(value, ensure_ascii=True)
     return text
+
+
+def nulls_for_nan(value: Any, *, infinities: bool) -> Any:
+    """``value`` with each float NaN as ``None``, through dicts, lists and tuples (tuples
+    become lists); with ``infinities`` also ``inf`` and ``-inf``, for strict JSON, which has
+    neither. Without it infinities stay, for ``json.dump``'s ``Infinity``."""
+    if isinstance(value, float) and (math.isnan(value) or (infinities and math.isinf(value))):
+        return None
+    if isinstance(value, dict):
+        return {k: nulls_for_nan(v, infinities=infinities) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [nulls_for_nan(v, infinities=infinities) for v in value]
+    return value
 
 
 def iter_jsonl(text: str | Iterable[str], origin: str) -> Iterator[tuple[int, Any]]:
