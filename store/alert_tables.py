@@ -33,14 +33,16 @@ class AlertRuleRow(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("name"),)
 
     id: int | None = Field(default=None, primary_key=True)
+    # The rule's fields, always written from a checked ``AlertRule`` (``store.alerts.add_rule``):
+    # no defaults here, so the rule's defaults have one home.
     name: str
     kind: str
-    policy: str = ""
-    probability: float = 0.5
-    window: int = 50
-    share: float = 0.2
-    dataset: str = ""
-    webhook: str = ""
+    policy: str
+    probability: float
+    window: int
+    share: float
+    dataset: str
+    webhook: str
     created_by: str = ""
     created_at: datetime = Field(default_factory=utcnow)
     silenced_until: datetime | None = None
