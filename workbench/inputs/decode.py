@@ -70,22 +70,36 @@ def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+def open_bounded(path: str | Path, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> BinaryIO:
+    """``path`` opened as :func:`open_regular` does, refused before a byte is read when it
+    holds more than ``max_bytes``: the size guard of every reader of user files. A file that
+    grows while it is read is caught by the reader (:func:`grew_past`)."""
+    src = open_regular(path, what)
+    size = os.fstat(src.fileno()).st_size
+    if size > max_bytes:
+        src.close()
+        raise InputError(str(Path(path)), f"{size} bytes is more than a {what} may have ({max_bytes})",
+                         fix="split it into smaller files")
+    return src
+
+
+def grew_past(origin: str, max_bytes: int) -> InputError:
+    """The error for a file found over ``max_bytes`` while it was read (it grew)."""
+    return InputError(origin, f"more than {max_bytes} bytes", fix="split it into smaller files")
+
+
 def read_input_bytes(path: str | Path, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of ``path``; a missing file, a folder, a FIFO or device, or an oversized
     file is an InputError."""
     p = Path(path)
-    with open_regular(p, what) as src:
-        size = os.fstat(src.fileno()).st_size
-        if size > max_bytes:
-            raise InputError(str(p), f"{size} bytes is more than a {what} may have ({max_bytes})",
-                             fix="split it into smaller files")
+    with open_bounded(p, what, max_bytes) as src:
         try:
             data = src.read(max_bytes + 1)
         except OSError as exc:
             raise InputError(str(p), f"cannot be read ({exc.strerror or exc})",
                              fix="check its permissions") from None
     if len(data) > max_bytes:  # grew while we looked
-        raise InputError(str(p), f"more than {max_bytes} bytes", fix="split it into smaller files")
+        raise grew_past(str(p), max_bytes)
     return data
 
 

@@ -12,7 +12,6 @@ each problem an :class:`InputError` naming ``file:line``. Lines are split at ``\
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -23,7 +22,8 @@ from workbench.inputs.decode import (
     RESAVE,
     InputError,
     foreign_encoding,
-    open_regular,
+    grew_past,
+    open_bounded,
 )
 
 # One line (one JSONL record, one CSV row) may be this long: a record is one case or one
@@ -37,11 +37,7 @@ def iter_input_lines(path: str | Path, what: str = "file", max_bytes: int = MAX_
     ``max_line_bytes``, default :data:`MAX_LINE_BYTES`)."""
     max_line_bytes = MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
     p = Path(path)
-    with open_regular(p, what) as src:
-        size = os.fstat(src.fileno()).st_size
-        if size > max_bytes:
-            raise InputError(str(p), f"{size} bytes is more than a {what} may have ({max_bytes})",
-                             fix="split it into smaller files")
+    with open_bounded(p, what, max_bytes) as src:
         yield from _lines(src, str(p), max_line_bytes, max_bytes)
 
 
@@ -76,7 +72,7 @@ def _lines(src: BinaryIO, origin: str, max_line_bytes: int, max_bytes: int) -> I
                              "split the record (a long conversation: into several records) "
                              "or shorten what it holds")
         if offset + len(raw) > max_bytes:  # the file grew while it was read
-            raise InputError(origin, f"more than {max_bytes} bytes", fix="split it into smaller files")
+            raise grew_past(origin, max_bytes)
         nul = raw.find(b"\x00")
         if nul != -1:
             raise InputError(origin, f"holds a NUL byte (byte {offset + nul}): this is a binary "
