@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,19 @@ def seed_database(db_url: str, index_data: dict) -> None:
     eng.dispose()
 
 
+def seed_demo_run(db_url: str) -> None:
+    """The demo cases and the embedded judge's stored traces, as `make demo` loads them."""
+    from store import audit_repo
+    from store.db import make_engine
+    from workbench.audit import load_cases, read_traces
+
+    eng = make_engine(db_url)
+    audit_repo.save_cases(eng, "demo", load_cases(ROOT / "fixtures/demo/cases.jsonl"), actor=COMMAND_LINE)
+    audit_repo.save_traces(eng, read_traces(ROOT / "fixtures/demo/traces_cdg.jsonl")[0],
+                           "demo-cdg", "demo", actor=COMMAND_LINE)
+    eng.dispose()
+
+
 # Module scope, not session: Playwright's sync API keeps an event loop running on the main
 # thread while the browser is open, which would break asyncio.run() in later, non-browser tests.
 @pytest.fixture(scope="module")
@@ -117,10 +131,15 @@ def page(browser):
     pg.context.close()
 
 
-def make_server(tmp_path: Path, index_data: dict) -> Server:
+def make_server(tmp_path: Path, index_data: dict, *seeds: Callable[[str], None],
+                env: dict[str, str] | None = None) -> Server:
+    """A running server on a new database under ``tmp_path`` holding ``index_data``, then
+    filled by each of ``seeds`` (called with the database URL) before it starts."""
     db = f"sqlite:///{tmp_path / 'e2e.db'}"
     seed_database(db, index_data)
-    server = Server(db, tmp_path / "server.log")
+    for seed in seeds:
+        seed(db)
+    server = Server(db, tmp_path / "server.log", env)
     server.wait()
     return server
 

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.identity.roles import COMMAND_LINE
-
-from .conftest import demo_index
+from .conftest import demo_index, make_server, seed_demo_run
 from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
@@ -20,29 +18,9 @@ URL_PATHS = re.findall(r'url_path="([a-z-]+)"', (ROOT / "app.py").read_text())
 DEFAULT_PAGE = re.search(r'url_path="([a-z-]+)", default=True', (ROOT / "app.py").read_text()).group(1)
 
 
-def seed_demo_run(db_url: str) -> None:
-    """The demo cases and the embedded judge's stored traces, as `make demo` loads them."""
-    from store import audit_repo
-    from store.db import make_engine
-    from workbench.audit import load_cases, read_traces
-
-    eng = make_engine(db_url)
-    audit_repo.save_cases(eng, "demo", load_cases(ROOT / "fixtures/demo/cases.jsonl"), actor=COMMAND_LINE)
-    audit_repo.save_traces(eng, read_traces(ROOT / "fixtures/demo/traces_cdg.jsonl")[0],
-                           "demo-cdg", "demo", actor=COMMAND_LINE)
-    eng.dispose()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("allpages")
-    from .conftest import Server, seed_database
-
-    db = f"sqlite:///{tmp / 'e2e.db'}"
-    seed_database(db, demo_index())
-    seed_demo_run(db)
-    srv = Server(db, tmp / "server.log")
-    srv.wait()
+    srv = make_server(tmp_path_factory.mktemp("allpages"), demo_index(), seed_demo_run)
     yield srv
     srv.stop()
 

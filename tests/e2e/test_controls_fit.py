@@ -22,11 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, Server, demo_index, seed_database
+from .conftest import ROOT, demo_index, make_server, seed_demo_run
 from .flows import assert_no_exception, goto
 from .identity import sign_in
 from .screen import idle, new_page, screen, shown
-from .test_all_pages import seed_demo_run
 
 pytestmark = pytest.mark.e2e
 
@@ -107,12 +106,7 @@ ELSEWHERE: dict[tuple[str, str], str] = {}  # controls cut by code this test can
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("controls_fit")
-    db = f"sqlite:///{tmp / 'e2e.db'}"
-    seed_database(db, demo_index())
-    seed_demo_run(db)
-    srv = Server(db, tmp / "server.log")
-    srv.wait()
+    srv = make_server(tmp_path_factory.mktemp("controls_fit"), demo_index(), seed_demo_run)
     yield srv
     srv.stop()
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.decided_demo import DATASET, seed_decided_demo
 
-from .conftest import demo_index, make_server
+from .review_queue import review_server
 from .screen import idle, shown
 
 pytestmark = pytest.mark.e2e
@@ -24,12 +24,8 @@ HEADERS = {"Violation": "violation", "Compliant": "compliant", "To review": "rev
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("decided")
-    srv = make_server(tmp, demo_index())
-    try:
-        seed_decided_demo(srv.db_url)
+    with review_server(tmp, seed_decided_demo) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,11 @@ import re
 
 import pytest
 
-from .conftest import Server, demo_index, seed_database
+from .conftest import demo_index, make_server, seed_demo_run
 from .flows import assert_no_exception
 from .identity import sign_in
 from .screen import idle, new_page, screen, shown
-from .test_all_pages import DEFAULT_PAGE, URL_PATHS, seed_demo_run
+from .test_all_pages import DEFAULT_PAGE, URL_PATHS
 
 pytestmark = pytest.mark.e2e
 
@@ -115,13 +115,9 @@ def open_expanders(page) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rawvalues")
-    db = f"sqlite:///{tmp / 'e2e.db'}"
-    seed_database(db, demo_index())
-    seed_demo_run(db)
     # The demo's training runs (Studies shows them), as `make demo` sets them.
-    srv = Server(db, tmp / "server.log", {"WORKBENCH_TRAIN_RUNS": "fixtures/training"})
-    srv.wait()
+    srv = make_server(tmp_path_factory.mktemp("rawvalues"), demo_index(), seed_demo_run,
+                      env={"WORKBENCH_TRAIN_RUNS": "fixtures/training"})
     yield srv
     srv.stop()
 

@@ -12,10 +12,9 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ROOT, Server, demo_index, seed_database
+from .conftest import ROOT, demo_index, make_server, seed_demo_run
 from .flows import assert_no_exception, goto
 from .screen import new_page, screen, until
-from .test_all_pages import seed_demo_run
 
 pytestmark = pytest.mark.e2e
 
@@ -49,12 +48,7 @@ _MEASURE = """(key) => {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("replay_closure")
-    db = f"sqlite:///{tmp / 'e2e.db'}"
-    seed_database(db, demo_index())
-    seed_demo_run(db)
-    srv = Server(db, tmp / "server.log")
-    srv.wait()
+    srv = make_server(tmp_path_factory.mktemp("replay_closure"), demo_index(), seed_demo_run)
     yield srv
     srv.stop()
 

@@ -10,9 +10,8 @@ from playwright.sync_api import expect
 
 from tests.review_seed import DATASET, MOST_DOUBTFUL, save_setting, seed_labelled
 
-from .conftest import demo_index, make_server
 from .flows import submit
-from .review_queue import expect_card
+from .review_queue import expect_card, review_server
 from .screen import idle, new_page, screen
 
 pytestmark = pytest.mark.e2e
@@ -30,12 +29,8 @@ def seed(db_url: str) -> None:
 
 @pytest.fixture
 def server(tmp_path):
-    srv = make_server(tmp_path, demo_index())
-    try:
-        seed(srv.db_url)
+    with review_server(tmp_path, seed) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture
