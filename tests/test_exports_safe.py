@@ -26,7 +26,7 @@ from store.annotation import add_labels
 from store.db import make_engine
 from workbench.annotation.labels import RULE_CORRECTNESS, Label
 from workbench.cli import main
-from workbench.export.sheets import FORMULA_STARTS, csv_text, frame_csv, neutral_cell
+from workbench.export.sheets import csv_text, formula_cells, frame_csv, neutral_cell
 from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,23 +36,9 @@ CMD = "-2+3+cmd|' /C calc'!A0"
 PROBES = [HYPERLINK, CMD, "+1+1", "@SUM(A1:A2)", "\t=1", "\r=1", "=1+1"]
 
 
-def all_cells_neutral(text: str) -> list[str]:
-    """The cells of CSV ``text`` a spreadsheet would run (empty when none): text starting
-    with a formula character that is not a plain number."""
-    bad = []
-    for row in csv.reader(io.StringIO(text)):
-        for cell in row:
-            if cell.startswith(FORMULA_STARTS):
-                try:
-                    float(cell)
-                except ValueError:
-                    bad.append(cell)
-    return bad
-
-
 def test_every_formula_start_is_defused_and_numbers_stay_numbers():
     text = csv_text([{"note": p, "n": -0.5, "k": 3, "none": None} for p in PROBES])
-    assert all_cells_neutral(text) == []
+    assert formula_cells(text) == []
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [r["note"] for r in rows] == ["'" + p for p in PROBES]
     assert {r["n"] for r in rows} == {"-0.5"} and {r["none"] for r in rows} == {""}
@@ -66,7 +52,7 @@ def test_the_review_download_rows_are_neutral():
              "case": CMD, "strategy": "cdg", "decision": "overturn", "note": HYPERLINK,
              "record": 1, "undoes": None}]
     text = frame_csv(pd.DataFrame(rows))
-    assert all_cells_neutral(text) == []
+    assert formula_cells(text) == []
     assert pd.read_csv(io.StringIO(text))["record"].tolist() == [1]  # numbers stay numbers
     assert "'" + HYPERLINK in list(csv.reader(io.StringIO(text)))[1]
 
@@ -96,7 +82,7 @@ def test_the_annotation_export_is_neutral(tmp_path, capsys):
     assert main(["annotate", "export", "--db", url, "--format", "csv", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     [row] = list(csv.DictReader(io.StringIO(text)))
-    assert all_cells_neutral(text) == []
+    assert formula_cells(text) == []
     assert row["note"] == "'" + HYPERLINK and row["annotator"] == "'@mallory"
     engine.dispose()
 
@@ -163,6 +149,6 @@ def test_scaling_outcomes_csv_is_neutral(tmp_path):
                  "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert all_cells_neutral(text) == [] and rows
+    assert formula_cells(text) == [] and rows
     assert {r["dataset"] for r in rows} == {"'=evil()"}
     assert all(r["instance"].startswith("'" + CMD) for r in rows)
