@@ -105,11 +105,10 @@ def addresses(eng, admin) -> None:
 
 def credential(tmp: Path, eng, admin) -> None:
     from alembic import command
-    from alembic.config import Config
     from sqlalchemy import create_engine, text
 
     from store import alerts
-    from store.db import MIGRATIONS
+    from store.db import migrations_config
     from workbench.alerts.destinations import OutboundError
     from workbench.alerts.rules import AlertRule, RuleKind
 
@@ -121,11 +120,8 @@ def credential(tmp: Path, eng, admin) -> None:
     except OutboundError:
         refused = "refused"
     old = create_engine(f"sqlite:///{tmp / 'old.db'}")
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
     with old.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0008")
+        command.upgrade(migrations_config(conn), "0008")
         conn.execute(text("INSERT INTO alert_rule (id, name, kind, policy, probability, \"window\", "
                           "share, dataset, webhook, created_by, created_at, silenced_by, above, "
                           "removed) VALUES (1, 'md', 'violation', '', 0.1, 50, 0.2, '', :w, 'root', "
@@ -136,8 +132,7 @@ def credential(tmp: Path, eng, admin) -> None:
                               "ack_by) VALUES (1, :k, 'd', 'c', 's', '{}', '2026-12-01', 'pending', "
                               ":w, 0, '', '')"), {"k": f"k{n}", "w": "http://user:pw-s3cret@hooks.example.com/a"})
     with old.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0009")
+        command.upgrade(migrations_config(conn), "0009")
     with old.connect() as conn:
         held = sum("s3cret" in " ".join(map(str, row)) for table in ("alert_rule", "alert")
                    for row in conn.execute(text(f"SELECT * FROM {table}")).all())

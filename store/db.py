@@ -110,14 +110,23 @@ def _schema_is_current(engine: Engine) -> bool:
     return stored == _head_revisions()
 
 
-@functools.cache
-def _head_revisions() -> frozenset[str]:
+def migrations_config(conn=None):
+    """Alembic's ``Config`` for the store's migrations (:data:`MIGRATIONS`), bound to ``conn``
+    (an open transaction for the commands to run on) when given."""
     from alembic.config import Config
-    from alembic.script import ScriptDirectory
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    return frozenset(ScriptDirectory.from_config(config).get_heads())
+    if conn is not None:
+        config.attributes["connection"] = conn
+    return config
+
+
+@functools.cache
+def _head_revisions() -> frozenset[str]:
+    from alembic.script import ScriptDirectory
+
+    return frozenset(ScriptDirectory.from_config(migrations_config()).get_heads())
 
 
 def migrate(conn) -> None:
@@ -130,11 +139,8 @@ def migrate(conn) -> None:
     ``tests/test_store_migrations.py`` fails until the revision is written.
     """
     from alembic import command
-    from alembic.config import Config
 
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = conn
+    config = migrations_config(conn)
     tables = set(inspect(conn).get_table_names())
     if tables and "alembic_version" not in tables:
         # create_all builds every table the table classes define, i.e. the schema of the newest

@@ -7,10 +7,9 @@ store at 0008 holding old rows."""
 from __future__ import annotations
 
 from alembic import command
-from alembic.config import Config
 from sqlalchemy import create_engine, text
 
-from store.db import MIGRATIONS
+from store.db import migrations_config
 
 OLD_RULES = [  # id, webhook as stored by 0007 -> webhook after 0009, auth_env
     (1, "http://user:pw-s3cret@hooks.example.com/a", "http://hooks.example.com/a", "ALERT_RULE_1_AUTH"),
@@ -21,17 +20,10 @@ OLD_RULES = [  # id, webhook as stored by 0007 -> webhook after 0009, auth_env
 ]
 
 
-def _config(conn) -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = conn
-    return config
-
-
 def test_old_webhook_credentials_leave_the_store(store_url):
     engine = create_engine(store_url)
     with engine.begin() as conn:
-        command.upgrade(_config(conn), "0008")
+        command.upgrade(migrations_config(conn), "0008")
         for rid, webhook, *_ in OLD_RULES:
             conn.execute(text(
                 "INSERT INTO alert_rule (id, name, kind, policy, probability, \"window\", share, "
@@ -46,7 +38,7 @@ def test_old_webhook_credentials_leave_the_store(store_url):
                     "(:rule, :key, 'd', 'c', 's', '{}', :at, 'pending', :webhook, 0, '', '')"),
                     {"rule": rid, "key": f"k{n}", "at": "2026-12-01 10:00:00", "webhook": webhook})
     with engine.begin() as conn:
-        command.upgrade(_config(conn), "0009")
+        command.upgrade(migrations_config(conn), "0009")
     with engine.connect() as conn:
         rules = conn.execute(text("SELECT id, webhook, auth_env, paused, dropped FROM alert_rule "
                                   "ORDER BY id")).all()

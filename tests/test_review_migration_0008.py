@@ -12,20 +12,11 @@ import json
 
 import numpy as np
 from alembic import command
-from alembic.config import Config
 from sqlalchemy import create_engine, text
 
-from store.db import MIGRATIONS
+from store.db import migrations_config
 from workbench.decision import DecisionSetting
 from workbench.decision.scorers import Probe
-
-
-def _config(conn) -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = conn
-    return config
-
 
 # An activation setting saved at 12:00: a probe reading dimension 0 of layer 20.
 PROBE = Probe(20, np.zeros(2), np.ones(2), np.array([1.0, 0.0]), 0.0, 0.1)
@@ -54,7 +45,7 @@ ROWS = [
 def test_old_decisions_keep_what_the_analyst_meant(store_url):
     engine = create_engine(store_url)
     with engine.begin() as conn:
-        command.upgrade(_config(conn), "0007")
+        command.upgrade(migrations_config(conn), "0007")
         conn.execute(text(
             "INSERT INTO decision_threshold (scope, version, threshold, setting_json, author, note, "
             "created_at) VALUES ('dataset:d', 1, 0.5, :s, 'ana', '', '2026-12-04 12:00:00')"),
@@ -78,7 +69,7 @@ def test_old_decisions_keep_what_the_analyst_meant(store_url):
                     "prompt_sha256, layers_json, hidden, vectors) VALUES (:d, :c, 'cdg', "
                     "'embedded', 'sha', '[20]', 2, :v)"), {"d": ds, "c": cid, "v": vec.tobytes()})
     with engine.begin() as conn:
-        command.upgrade(_config(conn), "0008")
+        command.upgrade(migrations_config(conn), "0008")
     with engine.connect() as conn:
         got = conn.execute(text("SELECT case_id, shown, analyst_label, shown_source, "
                                 "setting_version FROM review_decision ORDER BY id")).all()

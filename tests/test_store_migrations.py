@@ -14,17 +14,11 @@ from sqlalchemy import create_engine, inspect, text
 from sqlmodel import SQLModel
 
 import store.tables  # noqa: F401  (registers every table)
-from store.db import MIGRATIONS, make_engine
-
-
-def _config(conn) -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = conn
-    return config
+from store.db import MIGRATIONS, make_engine, migrations_config
 
 
 def _head() -> str:
+    """The newest revision of the migrations this checkout holds (not of a patched copy)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     return ScriptDirectory.from_config(config).get_current_head()
@@ -40,7 +34,7 @@ def test_the_migrations_alone_build_the_schema_the_models_define(store_url):
     ``alembic revision --autogenerate`` (see docs/DEVELOPING.md)."""
     engine = create_engine(store_url)
     with engine.begin() as conn:
-        command.upgrade(_config(conn), "head")  # migrations only, no create_all
+        command.upgrade(migrations_config(conn), "head")  # migrations only, no create_all
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True})
         drift = compare_metadata(context, SQLModel.metadata)

@@ -44,18 +44,15 @@ def _revision(args) -> int:
     from pathlib import Path
 
     from alembic import command
-    from alembic.config import Config
     from sqlalchemy import create_engine
 
-    from store.db import MIGRATIONS
+    from store.db import migrations_config
     from workbench.commands._common import CliError
 
     with tempfile.TemporaryDirectory() as folder:
         engine = create_engine(f"sqlite:///{Path(folder) / 'head.db'}")
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
         with engine.begin() as conn:
-            config.attributes["connection"] = conn
+            config = migrations_config(conn)
             command.upgrade(config, "head")
             script = command.revision(config, message=args.message, autogenerate=True)
         engine.dispose()
