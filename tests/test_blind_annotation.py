@@ -7,22 +7,16 @@ from __future__ import annotations
 import pytest
 
 from store import repo
-from store.db import make_engine
 from tests.test_page_annotate import frame, sign_in, texts
 from workbench.annotation import can_see_agreement
 from workbench.annotation.labels import RULE_CORRECTNESS, Adjudication, Label
-from workbench.graph import PolicyIndex
-from workbench.identity.roles import COMMAND_LINE, Actor, RoleError
+from workbench.identity.roles import Actor, RoleError
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, refund_index_data):
-    url = f"sqlite:///{tmp_path / 'blind.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)  # the page's engine
-    eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(refund_index_data), actor=COMMAND_LINE)
-    yield eng
-    eng.dispose()
+def db(refund_db):
+    """The page's store (``WORKBENCH_DB``): the refund SKILL, version 1."""
+    return refund_db
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from streamlit.testing.v1 import AppTest
 
 from store import repo
 from store.annotation import add_annotator, add_label, adjudications_for, labels_for
-from store.db import make_engine
 from workbench.annotation.items import reference_item, rule_item
 from workbench.annotation.labels import (
     CDG_INSPECTION,
@@ -21,7 +20,6 @@ from workbench.annotation.labels import (
     ReferenceRule,
     inspection_item,
 )
-from workbench.graph import PolicyIndex
 from workbench.identity.roles import COMMAND_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,15 +27,16 @@ PAGE = str(ROOT / "pages" / "annotate.py")
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, refund_index_data):
-    url = f"sqlite:///{tmp_path / 'annotate.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    data = refund_index_data
-    data["skills"][0]["rules"][0]["action"] += ' <img src=x onerror="alert(1)">'
-    eng = make_engine(url)
-    repo.import_index(eng, PolicyIndex.from_dict(data), actor=COMMAND_LINE)
-    yield eng
-    eng.dispose()
+def refund_index_data(refund_index_data):
+    """The refund SKILL with markup in a rule's action (the page must show it as text)."""
+    refund_index_data["skills"][0]["rules"][0]["action"] += ' <img src=x onerror="alert(1)">'
+    return refund_index_data
+
+
+@pytest.fixture
+def db(refund_db):
+    """The page's store (``WORKBENCH_DB``): the refund SKILL above, version 1."""
+    return refund_db
 
 
 @pytest.fixture
