@@ -153,3 +153,102 @@ def test_gate_flags_are_checked_before_any_audit(tmp_path, monkeypatch, capsys):
         assert srv.requests == []
     err = capsys.readouterr().err
     assert "write --fail-on violation" in err and "drop --no-judge" in err
+
+
+# An activation setting: calibrated P = sigmoid(raw score); version 4, one case scored 2.0.
+def _activation_setting(cid: str, score: float = 2.0):
+    from workbench.decision import DecisionSetting
+
+    return 4, DecisionSetting(0.5, {"a": 1.0, "b": 0.0}, scorer={"kind": "probe"},
+                              case_scores={(cid, "cdg"): score})
+
+
+def _closure_trace(cid: str, verdict: Verdict | None) -> AuditTrace:
+    t = AuditTrace(id=cid, strategy="cdg", skills=["p"], units=["R1", "R2"],
+                   closure={"desk": ["R1", "R2"]})
+    t.verdict = verdict
+    return t
+
+
+def test_a_score_decided_failure_shows_the_records_words_not_the_judges():
+    # The judge said compliant ("complies"); the activation score decides violation.
+    t = _closure_trace("s1", Verdict(False, "The REPLY complies with all the policy items.", []))
+    o = outcome("s1", t, FailOn(), _activation_setting("s1"))
+    assert o.status == "failed" and "to review" in o.message
+    doc = valid(junit_xml([o], suite="s", properties={}, sources={}))
+    text = doc.find(".//failure").text
+    assert "complies" not in text and "Judge's reason" not in text
+    assert "No rule of the judged closure stands behind this yet" in text
+    assert "complies" not in doc.find(".//system-out").text
+    # With the stored explanation of its run: the rule, words and reason are the record's.
+    from workbench.decision import Explanation
+
+    found = {("run-1", "s1", "cdg"): Explanation(
+        "R2", ({"start": 0, "end": 5, "quote": "I ref"},), "Refunds without a return.")}
+    o = outcome("s1", t, FailOn(), _activation_setting("s1"), found, "run-1")
+    assert o.status == "failed" and o.message.startswith("violation of R2")
+    text = valid(junit_xml([o], suite="s", properties={}, sources={})).find(".//failure").text
+    assert "Violated rules and where the policy says so:\n  R2" in text
+    assert "Reason found for the rule: Refunds without a return." in text
+    assert '[0:5] "I ref"' in text and "complies" not in text
+
+
+def test_a_judged_violation_naming_no_rule_of_its_closure_lists_no_rule_behind_it():
+    t = _closure_trace("n1", Verdict(True, "Breaks R9.", ["R9"]))
+    o = outcome("n1", t, FailOn())
+    assert o.status == "failed" and "to review" in o.message
+    text = valid(junit_xml([o], suite="s", properties={}, sources={})).find(".//failure").text
+    assert "named by the judge but not in the judged closure: R9" in text
+    assert "the judge named no rule of the closure" in text
+
+
+def test_a_scored_only_trace_that_fails_the_gate_is_reported():
+    from workbench.decision import Explanation
+
+    # No judge's answer at all (audit --score-only): the activation score decides.
+    found = {("", "o1", "cdg"): Explanation("R1", (), "Skips R1.")}
+    results = [outcome("o1", _closure_trace("o1", None), FailOn(), _activation_setting("o1"),
+                       found),
+               outcome("o2", _closure_trace("o2", None), FailOn(), _activation_setting("o1"))]
+    assert [o.status for o in results] == ["failed", "error"]  # o2 has no score: not judged
+    doc = valid(junit_xml(results, suite="s", properties={}, sources={}))
+    text = doc.find(".//testcase[@name='o1']/failure").text
+    assert "violation of R1" in text and "Reason found for the rule: Skips R1." in text
+
+
+def test_a_stored_run_is_gated_under_its_setting_with_its_explanations(tmp_path, capsys):
+    """``audit --store`` gates as the dataset's pages decide: its saved setting and the
+    stored explanations of the run (workbench.commands._ci_gate.GateRun)."""
+    from types import SimpleNamespace
+
+    from store.db import make_engine
+    from store.explanations import save_explanations
+    from store.thresholds import save_threshold, scope_name
+    from workbench.commands._ci_gate import GateRun
+    from workbench.decision import DecisionSetting, Explanation
+    from workbench.identity.roles import COMMAND_LINE
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'wb.db'}")
+    # The judge said compliant at 0.4: compliant at 0.5, a violation at the dataset's 0.3.
+    t = _closure_trace("k1", Verdict(False, "The REPLY complies with all the policy items.", [],
+                                     probability=0.4))
+    cases = [SimpleNamespace(id="k1", model_response="")]
+    args = SimpleNamespace(fail_on="violation", junit=None, out=None)
+    stored = SimpleNamespace(engine=engine, dataset="d", run_id="r1")
+
+    def gate(stored) -> int:
+        run = GateRun(args)
+        run.collect(t)
+        return run.finish(cases, [], stored)
+
+    assert gate(None) == EXIT_PASS  # no store known: the default decides
+    save_threshold(engine, scope_name("dataset", "d"), DecisionSetting(0.3), base_version=None,
+                   actor=COMMAND_LINE)
+    capsys.readouterr()
+    assert gate(stored) == EXIT_FAIL
+    assert "to review (no rule found yet)" in capsys.readouterr().err
+    save_explanations(engine, "d", [("r1", t, Explanation("R2", (), "Skips R2."))],
+                      actor=COMMAND_LINE)
+    assert gate(stored) == EXIT_FAIL
+    assert "k1: violation of R2" in capsys.readouterr().err
+    engine.dispose()

@@ -54,9 +54,12 @@ class GateRun:
     def collect(self, trace) -> None:
         self.traces[trace.id] = trace
 
-    def finish(self, cases, index) -> int:
+    def finish(self, cases, index, stored=None) -> int:
         """Write ``--junit`` and return the exit code. Cases a resumed run skipped count
-        with their newest trace in ``--out`` (same strategy, judge mode and keywords)."""
+        with their newest trace in ``--out`` (same strategy, judge mode and keywords).
+        ``stored``: the ``--store`` sink (``store.audit_repo.StoreSink``): the cases are then
+        decided as the dataset's pages show them — under its saved setting (unless ``=P``
+        names the gate's own) with its stored explanations of the run."""
         from workbench.audit import ci_gate
         from workbench.audit.trace import latest_per_case, run_key, trace_key
         from workbench.audit.trace_file import read_traces
@@ -69,7 +72,16 @@ class GateRun:
                        == run_key(t.id, args.strategy, args.judge_mode, args.keywords)]
             for t in earlier:
                 self.traces.setdefault(t.id, t)
-        results = ci_gate.outcomes([c.id for c in cases], self.traces, self.rule)
+        saved, explanations, run = None, None, ""
+        if stored is not None:
+            from store.explanations import explanations_for
+            from store.verdicts import dataset_setting
+
+            if self.rule.threshold is None:
+                saved = dataset_setting(stored.engine, stored.dataset)
+            explanations, run = explanations_for(stored.engine, stored.dataset), stored.run_id
+        results = ci_gate.outcomes([c.id for c in cases], self.traces, self.rule, saved,
+                                   explanations, run)
         if args.junit:
             sources = {s.name: s.source for s in index}
             report = ci_gate.junit_xml(

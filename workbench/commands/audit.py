@@ -243,7 +243,7 @@ def _audit(args) -> int:
     )
     if stored is not None:
         _store_earlier(args, cases, stored)
-    return gate.finish(cases, index) if gate is not None else 0
+    return gate.finish(cases, index, stored) if gate is not None else 0
 
 
 def _engine_and_features(args, batch, index, gateway, cases):
