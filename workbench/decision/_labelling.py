@@ -130,19 +130,20 @@ def labels_needed(alpha: float, error_rate: float, coverage: float, have: int = 
     return Forecast(alpha, delta, error_rate, coverage, auto, total, max(0, total - have))
 
 
-def split_guarantee(confidences: Sequence[float], correct: Sequence[bool],
-                    groups: Sequence[str], alpha: float, delta: float = DEFAULT_DELTA,
-                    seed: int = 0) -> Guarantee:
-    """The level chosen on one half of the conversations and certified on the other (see the
-    module doc). ``coverage``, ``errors``, ``decided`` and ``bound`` are the certifying
-    half's; ``cases`` counts all."""
-    c = np.asarray(confidences, dtype=float)
-    ok = np.asarray(correct, dtype=bool)
+def _choosing_half(groups: Sequence[str], seed: int) -> np.ndarray:
+    """For each case, whether its conversation is in the half that chooses the level (half
+    the conversations, drawn with ``seed``); the rest certify it."""
     uniq = sorted(set(groups))
     rng = np.random.default_rng(seed)
     half = set(uniq[i] for i in rng.permutation(len(uniq))[: len(uniq) // 2])
-    pick = np.array([g in half for g in groups])
-    ca, oka, cb, okb = c[pick], ok[pick], c[~pick], ok[~pick]
+    return np.array([g in half for g in groups])
+
+
+def _choose_and_certify(ca: np.ndarray, oka: np.ndarray, cb: np.ndarray, okb: np.ndarray,
+                        alpha: float, delta: float, cases: int) -> Guarantee:
+    """The lowest level whose error on the choosing half (confidences ``ca``, right ``oka``)
+    is at most alpha/2, certified on the other half (``cb``, ``okb``) by one binomial test at
+    ``delta``; no level when none is chosen or it fails. ``cases`` counts all."""
     level = None
     if len(ca):
         ranked = np.sort(ca)[::-1]
@@ -151,14 +152,26 @@ def split_guarantee(confidences: Sequence[float], correct: Sequence[bool],
             above = ca >= lam - 1e-12
             if above.any() and (~oka[above]).mean() <= alpha / 2:
                 level = lam
-    none = Guarantee(alpha, delta, None, 0.0, 0, 0, 1.0, len(c))
+    none = Guarantee(alpha, delta, None, 0.0, 0, 0, 1.0, cases)
     if level is None or not len(cb):
         return none
     above = cb >= level - 1e-12
     n, k = int(above.sum()), int((~okb[above]).sum())
     if n == 0 or binom_pvalue(k, n, alpha) > delta:
         return none
-    return Guarantee(alpha, delta, level, n / len(cb), k, n, upper_bound(k, n, delta), len(c))
+    return Guarantee(alpha, delta, level, n / len(cb), k, n, upper_bound(k, n, delta), cases)
+
+
+def split_guarantee(confidences: Sequence[float], correct: Sequence[bool],
+                    groups: Sequence[str], alpha: float, delta: float = DEFAULT_DELTA,
+                    seed: int = 0) -> Guarantee:
+    """The level chosen on one half of the conversations and certified on the other (see the
+    module doc). ``coverage``, ``errors``, ``decided`` and ``bound`` are the certifying
+    half's; ``cases`` counts all."""
+    c = np.asarray(confidences, dtype=float)
+    ok = np.asarray(correct, dtype=bool)
+    pick = _choosing_half(groups, seed)
+    return _choose_and_certify(c[pick], ok[pick], c[~pick], ok[~pick], alpha, delta, len(c))
 
 
 def split_scores_guarantee(scores: Sequence[float], truth: Sequence[bool], groups: Sequence[str],
@@ -171,30 +184,12 @@ def split_scores_guarantee(scores: Sequence[float], truth: Sequence[bool], group
 
     s = np.asarray(scores, dtype=float)
     y = np.asarray(truth, dtype=bool)
-    uniq = sorted(set(groups))
-    rng = np.random.default_rng(seed)
-    half = set(uniq[i] for i in rng.permutation(len(uniq))[: len(uniq) // 2])
-    pick = np.array([g in half for g in groups])
-    none = Guarantee(alpha, delta, None, 0.0, 0, 0, 1.0, len(s))
+    pick = _choosing_half(groups, seed)
     cal = fit_monotone(s[pick], y[pick]) if pick.any() else None
     if cal is None or not (~pick).any():
-        return none
+        return Guarantee(alpha, delta, None, 0.0, 0, 0, 1.0, len(s))
     qa = np.array([cal(v) for v in s[pick]])
     qb = np.array([cal(v) for v in s[~pick]])
     da, db = violates_each(qa, threshold), violates_each(qb, threshold)
     ca, cb = confidence_of(qa, da), confidence_of(qb, db)
-    oka, okb = da == y[pick], db == y[~pick]
-    ranked = np.sort(ca)[::-1]
-    level = None
-    for share in GRID:
-        lam = float(ranked[max(0, round(share * len(ca)) - 1)])
-        above = ca >= lam - 1e-12
-        if above.any() and (~oka[above]).mean() <= alpha / 2:
-            level = lam
-    if level is None:
-        return none
-    above = cb >= level - 1e-12
-    n, k = int(above.sum()), int((~okb[above]).sum())
-    if n == 0 or binom_pvalue(k, n, alpha) > delta:
-        return none
-    return Guarantee(alpha, delta, level, n / len(cb), k, n, upper_bound(k, n, delta), len(s))
+    return _choose_and_certify(ca, da == y[pick], cb, db == y[~pick], alpha, delta, len(s))
