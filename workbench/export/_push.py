@@ -18,7 +18,7 @@ from workbench.alerts.destinations import OutboundError, check_destination, chec
 from workbench.alerts.outbound import Answer
 from workbench.export.errors import ExportError
 
-__all__ = ["Answer", "PushFailed", "checked_url", "post_bytes", "post_json", "push_failed"]
+__all__ = ["Answer", "PushFailed", "checked_url", "post_bytes", "post_json", "push_failed", "with_path"]
 
 
 class PushFailed(ExportError):
@@ -37,6 +37,15 @@ def checked_url(url: str, *, redact: bool = False, resolve: bool = False) -> str
     except OutboundError as exc:
         raise ExportError(exc.message, exc.hint) from None
     return dest.shown if redact else url
+
+
+def with_path(url: str, path: str) -> str:
+    """``url`` ending in ``path`` (an ingestion API's): kept when it already does, else
+    ``path`` appended to its path; a query stays at the end."""
+    base, sep, query = url.partition("?")
+    if not base.rstrip("/").endswith(path):
+        base = base.rstrip("/") + path
+    return base + sep + query
 
 
 def post_json(url: str, payload: Any, headers: Mapping[str, str] | None = None, *,

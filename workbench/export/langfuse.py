@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.export._push import PushFailed, post_json, push_failed
+from workbench.export._push import PushFailed, post_json, push_failed, with_path
 from workbench.export._verdicts import EVALUATION_NAME, PROBABILITY_NAME, JudgedCase
 from workbench.export.errors import ExportError
 
@@ -87,7 +87,7 @@ def push_langfuse(payload: Mapping[str, Any], url: str, *, env: Mapping[str, str
                           "set both in the environment (the project's API keys); never on "
                           "the command line")
     auth = base64.b64encode(f"{public}:{secret}".encode()).decode("ascii")
-    endpoint = _endpoint(url)
+    endpoint = with_path(url, INGESTION_PATH)
     events = list(payload.get("batch", []))
     accepted = 0
     for batch in _batches(events):
@@ -108,13 +108,6 @@ def push_langfuse(payload: Mapping[str, Any], url: str, *, env: Mapping[str, str
                              delivered=accepted, total=len(events))
         accepted += len(body.get("successes") or batch)
     return accepted
-
-
-def _endpoint(url: str) -> str:
-    base, sep, query = url.partition("?")
-    if not base.rstrip("/").endswith(INGESTION_PATH):
-        base = base.rstrip("/") + INGESTION_PATH
-    return base + sep + query
 
 
 def _batches(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -30,7 +30,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.export._push import PushFailed, checked_url, post_bytes, push_failed
+from workbench.export._push import PushFailed, checked_url, post_bytes, push_failed, with_path
 from workbench.export._verdicts import EVALUATION_NAME, JudgedCase
 from workbench.export.errors import ExportError
 
@@ -171,11 +171,7 @@ def push_otlp(cases: Sequence[JudgedCase], url: str, *, timeout: float = 30.0,
 def logs_endpoint(url: str) -> str:
     """The OTLP/HTTP logs address of ``url``: kept when it ends in ``/v1/logs``, else the
     signal path is appended (as ``OTEL_EXPORTER_OTLP_ENDPOINT`` is read)."""
-    url = checked_url(url)
-    base, sep, query = url.partition("?")
-    if not base.rstrip("/").endswith(LOGS_PATH):
-        base = base.rstrip("/") + LOGS_PATH
-    return base + sep + query
+    return with_path(checked_url(url), LOGS_PATH)
 
 
 def _version() -> str:

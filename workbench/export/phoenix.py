@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.export._push import PushFailed, post_json, push_failed
+from workbench.export._push import PushFailed, post_json, push_failed, with_path
 from workbench.export._verdicts import EVALUATION_NAME, JudgedCase
 from workbench.export.errors import ExportError
 
@@ -63,7 +63,7 @@ def push_phoenix(payload: Mapping[str, Any], url: str, *, env: Mapping[str, str]
     env = os.environ if env is None else env
     key = env.get(API_KEY)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    endpoint = _endpoint(url)
+    endpoint = with_path(url, ANNOTATIONS_PATH)
     data = list(payload.get("data", []))
     done = 0
     for start in range(0, len(data), BATCH):
@@ -80,10 +80,3 @@ def push_phoenix(payload: Mapping[str, Any], url: str, *, env: Mapping[str, str]
                              delivered=done, total=len(data))
         done += len(chunk)
     return done
-
-
-def _endpoint(url: str) -> str:
-    base, sep, query = url.partition("?")
-    if not base.rstrip("/").endswith(ANNOTATIONS_PATH):
-        base = base.rstrip("/") + ANNOTATIONS_PATH
-    return base + sep + query
