@@ -211,17 +211,25 @@ def _first_cell(page, table, name: str, value: str) -> None:
 
 
 @contextmanager
-def _queue_list(browser, server, width: int, height: int):
-    """The big queue's Review page in a fresh browser of ``width`` x ``height`` with its
-    "Queue list" open: yields the page and that expander; the browser closes after."""
+def _list_open(browser, server, width: int, height: int, path: str, title: re.Pattern[str],
+               expander: str):
+    """Page ``path`` in a fresh browser of ``width`` x ``height`` with the expander whose
+    title matches ``title`` opened: yields the page and the expander holding the text
+    ``expander``; the browser closes after."""
     page = new_page(browser, width, height)
     try:
-        goto(page, server, f"review?dataset={BIG}")
-        screen(page).get_by_text(re.compile(r"^Queue list \(")).click()
+        goto(page, server, path)
+        screen(page).get_by_text(title).click()
         idle(page)
-        yield page, screen(page).locator("[data-testid='stExpander']", has_text="Queue list")
+        yield page, screen(page).locator("[data-testid='stExpander']", has_text=expander)
     finally:
         page.context.close()
+
+
+def _queue_list(browser, server, width: int, height: int):
+    """The big queue's Review page with its "Queue list" open (see :func:`_list_open`)."""
+    return _list_open(browser, server, width, height, f"review?dataset={BIG}",
+                      re.compile(r"^Queue list \("), "Queue list")
 
 
 def test_review_list_pages_and_filters(browser, server):
@@ -292,18 +300,10 @@ _CLIPPED_JS = """(root) => {
 }"""
 
 
-@contextmanager
 def _case_list(browser, server, width: int, height: int):
-    """Replay's list of the big dataset's cases, open, in a fresh browser of ``width`` x
-    ``height``: yields the page and that expander; the browser closes after."""
-    page = new_page(browser, width, height)
-    try:
-        goto(page, server, f"replay?dataset={BIG}")
-        screen(page).get_by_text(re.compile(r"^Browse the \d+ cases")).click()
-        idle(page)
-        yield page, screen(page).locator("[data-testid='stExpander']", has_text="Browse the")
-    finally:
-        page.context.close()
+    """Replay's list of the big dataset's cases, open (see :func:`_list_open`)."""
+    return _list_open(browser, server, width, height, f"replay?dataset={BIG}",
+                      re.compile(r"^Browse the \d+ cases"), "Browse the")
 
 
 def test_descending_toggle_label_is_readable_at_1024_px(browser, server):
