@@ -33,10 +33,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, wait_idle  # noqa: E402
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
+from tests.e2e.screen import idle, new_page  # noqa: E402
 from workbench.identity.roles import COMMAND_LINE  # noqa: E402
 
 RUNS = 5
+
+# The run an action started is over: the app's script state is notRunning and no rerun
+# request is pending (tests/e2e/screen.py's hook). A timed wait ends here, without
+# screen.idle()'s quiet window (400 ms with nothing drawn), so the figures stay comparable
+# with those measured before the browser tests' idle helper; setup waits use idle().
+_RUN_OVER = """() => { const s = window.__wbScreen;
+  const app = document.querySelector("[data-testid='stApp']");
+  return !!(s && app && app.getAttribute("data-test-script-state") === "notRunning"
+            && !s.pending); }"""
+
+
+def run_over(page, timeout: float = 60_000) -> None:
+    page.wait_for_function(_RUN_OVER, timeout=timeout)
 
 
 def synthetic_skill(n_rules: int = 250, seed: int = 3) -> dict:
@@ -118,7 +132,7 @@ def serving(seed):
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                yield server, browser.new_page(viewport={"width": 1400, "height": 1000})
+                yield server, new_page(browser, 1400, 1000)
                 browser.close()
         finally:
             server.stop()
@@ -128,16 +142,16 @@ def review_list() -> None:
     timings: dict[str, list[float]] = {"filter": [], "next page": [], "clear filter, page 1": []}
     with serving(seed_review_db) as (server, page):
         page.goto(f"{server.url}/review?dataset=big")
-        wait_idle(page, 120_000)
+        idle(page)
         page.get_by_text("Queue list (").click()
-        wait_idle(page, 120_000)  # a cold first run on a shared CPU can pass 60 s
+        idle(page)  # a cold first run on a shared CPU can pass 60 s
         caption = page.get_by_text(" rows match · page ")
 
         def act(kind: str, do, expect_text: str) -> None:
             t0 = time.perf_counter()
             do()
             page.get_by_text(expect_text).wait_for(timeout=60_000)
-            wait_idle(page)
+            run_over(page)
             timings[kind].append(time.perf_counter() - t0)
 
         box = page.get_by_label("Filter cases")
@@ -165,25 +179,25 @@ def review_keys() -> None:
     loads: list[float] = []
     with serving(seed_review_db) as (server, page):
         page.goto(f"{server.url}/review?dataset=big")
-        wait_idle(page, 120_000)
+        idle(page)
         reviewer = page.get_by_label("Reviewer")
         reviewer.fill("bench")
         reviewer.press("Enter")
-        wait_idle(page, 120_000)
+        idle(page)
         card = page.locator(".st-key-rv_card")
         for n in range(2, RUNS + 3):  # the first press is a warm-up
             page.evaluate("document.activeElement && document.activeElement.blur()")
             t0 = time.perf_counter()
             page.keyboard.press("j")
             card.get_by_text(f"{n}/{QUEUE_SIZE} · case ").wait_for(timeout=60_000)
-            wait_idle(page)
+            run_over(page)
             keys.append(time.perf_counter() - t0)
         for i in range(RUNS + 1):  # the first load is a warm-up
             t0 = time.perf_counter()
             page.goto(f"{server.url}/replay?dataset=big&case=case-{500 + i:04d}")
             page.locator("[data-testid='stAlertContentError']").filter(
                 has_text="Violation").first.wait_for(timeout=60_000)
-            wait_idle(page)
+            run_over(page)
             loads.append(time.perf_counter() - t0)
     for name, values in (("review next key", keys[1:]), ("replay load of one case", loads[1:])):
         print(f"{name} ({QUEUE_SIZE} stored traces): median {statistics.median(values):.2f} s, "
@@ -219,9 +233,9 @@ def graph_select() -> None:
     walls: list[float] = []
     with serving(seed_review_db) as (server, page):
         page.goto(f"{server.url}/graph?skill=airline-policy")
-        wait_idle(page, 120_000)
+        idle(page)
         page.get_by_text("whole graph", exact=True).click()
-        wait_idle(page, 120_000)
+        idle(page)
         wait_drawn(page, 63)
         page.evaluate("window.__sameDocument = true")
         rules = sorted(positions(page))
@@ -232,7 +246,7 @@ def graph_select() -> None:
             page.wait_for_function("() => window.__selection !== null", timeout=60_000)
             walls.append(time.perf_counter() - t0)
             clicks.append(page.evaluate("() => window.__selection"))
-            wait_idle(page)
+            run_over(page)
             wait_drawn(page, 63)
         assert page.evaluate("window.__sameDocument === true"), "a click reloaded the page"
         # Before: a click navigated the window to /graph?skill=&rule=, a new page load.
@@ -241,7 +255,7 @@ def graph_select() -> None:
             t0 = time.perf_counter()
             page.goto(f"{server.url}/graph?skill=airline-policy&rule={rid}")
             page.get_by_role("heading", name=f"Rule {rid}").wait_for(timeout=60_000)
-            wait_idle(page)
+            run_over(page)
             loads.append(time.perf_counter() - t0)
     for name, values in (("drawing shows the choice", [c["drawn"] for c in clicks[1:]]),
                          ("panel shown, run over", [c["shown"] for c in clicks[1:]]),
@@ -298,10 +312,10 @@ def main() -> None:
         def graph_once() -> float:
             t0 = time.perf_counter()
             page.goto(f"{server.url}/graph")
-            wait_idle(page)
+            run_over(page)
             page.get_by_label("SKILL").first.click()
             page.get_by_role("option", name="bench-250").click()
-            wait_idle(page)
+            run_over(page)
             page.locator("[data-testid='wb-rule-graph'] canvas").first.wait_for(timeout=60_000)
             return time.perf_counter() - t0
 

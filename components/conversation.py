@@ -10,21 +10,47 @@ import streamlit as st
 _AVATARS = {"user": "user", "assistant": "assistant"}
 
 
+def _role(turn) -> str:
+    return getattr(turn, "role", None) or turn.get("role", "?")
+
+
+def _turn(turn) -> None:
+    role = _role(turn)
+    content = getattr(turn, "content", None)
+    if content is None:
+        content = turn.get("content", "")
+    with st.chat_message(_AVATARS.get(role, "assistant")):
+        if role not in _AVATARS:
+            st.caption(role)
+        st.text(str(content))
+
+
 def show_conversation(turns, height: int | None = 420) -> None:
     box = st.container(height=height) if height else st.container()
     with box:
         if not turns:
             st.caption("(no conversation history)")
         for t in turns:
-            role = getattr(t, "role", None) or t.get("role", "?")
-            content = getattr(t, "content", None)
-            if content is None:
-                content = t.get("content", "")
-            name = _AVATARS.get(role, "assistant")
-            with st.chat_message(name):
-                if role not in _AVATARS:
-                    st.caption(role)
-                st.text(str(content))
+            _turn(t)
+
+
+def last_exchange(turns) -> int:
+    """Where the turns the reply answers begin: the customer's last turn (and what followed
+    it, e.g. tool results), or the last turn when no turn is the customer's."""
+    users = [n for n, t in enumerate(turns) if _role(t) == "user"]
+    return users[-1] if users else max(0, len(turns) - 1)
+
+
+def show_recent(turns, caption: str = "The turn it answers") -> None:
+    """Only the turns the reply answers (:func:`last_exchange`), unboxed: the Review card
+    shows these beside the verdict and folds the rest away."""
+    recent = list(turns)[last_exchange(turns):]
+    if not recent:
+        st.caption("(no conversation history)")
+        return
+    st.caption(caption)
+    for t in recent:
+        _turn(t)
 
 
 def show_state(background) -> None:

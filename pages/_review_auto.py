@@ -5,6 +5,12 @@ learn-then-test guarantee of ``workbench.decision`` (``_guarantee``) and says, b
 recorded, the coverage it buys, the bound and how many labelled cases it rests on. Applying
 records decisions only for the verdicts at or above that level.
 
+The promise can be made two ways (issue 57 item 5): *tested at ten levels* (the guarantee
+above) or *split-certified* (the level chosen on half the conversations' labelled verdicts and
+certified on the other half by one test, ``workbench.review.labelling.split_auto``): the same
+promise. Under them the panel says how many more labelled cases the promise at the chosen α
+needs either way (``workbench.review.labelling.forecast_words``), and which needs fewer.
+
 Page-private: it reads the dataset's labelled verdicts as Evaluate's calibration does
 (``store.labelled``; here from the page's cached reads) and records through
 ``store.review``. :func:`plan_guarantee` and :func:`labelled_of` are the logic, without
@@ -38,14 +44,17 @@ from workbench.decision import (
     scored_traces,
     smallest_testable,
 )
+from workbench.review.labelling import SPLIT, forecast_words, queue_forecast, split_auto
 from workbench.review.queue import QueueItem, ReviewDecision, plan_auto_decisions
 from workbench.vocabulary import label_violation
-from workbench.words import percent, plural
+from workbench.words import help_for, percent, plural
 
 ALPHAS = (0.05, 0.10, 0.20)
 MISS_COSTS = (0.5, 1.0, 2.0, 5.0, 10.0)  # a missed violation, in false alarms
 MIN_LABELLED = 10
 FLASH = "rv_auto_flash"
+TESTED = "tested"
+HOW = {TESTED: "tested at ten levels", SPLIT: "split-certified: one test, on half the conversations"}
 
 
 @dataclass(frozen=True)
@@ -78,9 +87,11 @@ class AutoGuarantee:
 
 
 def plan_guarantee(saved: DecisionSetting | None, data: Labelled, alpha: float,
-                   miss_cost: float = 1.0, delta: float = DEFAULT_DELTA) -> AutoGuarantee:
+                   miss_cost: float = 1.0, delta: float = DEFAULT_DELTA,
+                   how: str = TESTED) -> AutoGuarantee:
     """The auto-decide level at ``alpha`` on ``data`` under ``saved`` (None: the judge's
-    probability at face value) with the threshold of ``miss_cost`` (a false alarm costs 1).
+    probability at face value) with the threshold of ``miss_cost`` (a false alarm costs 1),
+    the promise made ``how`` (:data:`TESTED`, or ``SPLIT``: split-certified).
 
     The level is chosen on out-of-fold calibrated probabilities where the setting calibrates
     (``add_verbal_guarantee``), on the probabilities as they are where it does not (nothing
@@ -97,6 +108,11 @@ def plan_guarantee(saved: DecisionSetting | None, data: Labelled, alpha: float,
         return AutoGuarantee(alpha, miss_cost, None, reason, n, area)
 
     if base.scorer is not None:
+        if how == SPLIT:
+            return refuse("This dataset's setting decides from the judge's activations: its "
+                          "automatic-decision level is chosen when the scorer is fitted "
+                          "(`workbench calibrate --alpha`), tested at ten levels; the "
+                          "split-certified guarantee is made here for the judge's words only.")
         return _saved_activation_guarantee(base, alpha, miss_cost)
     violations = sum(data.truth)
     if n < MIN_LABELLED or violations == 0 or violations == n:
@@ -112,6 +128,17 @@ def plan_guarantee(saved: DecisionSetting | None, data: Labelled, alpha: float,
                       "level would promise nothing, so auto-decide is refused.")
     setting = replace(base, threshold=cost_threshold(miss_cost, 1.0),
                       costs={"miss": float(miss_cost), "false_alarm": 1.0}, auto=None)
+    if how == SPLIT:
+        setting.auto = split_auto(data.probabilities, data.truth, data.groups, setting.threshold,
+                                  alpha, bool(setting.calibration), delta)
+        if setting.auto_level is None:
+            return AutoGuarantee(alpha, miss_cost, None, (
+                f"No level passes the split-certified test at {percent(alpha)} on these "
+                f"{n} labelled verdicts: on half the conversations no level kept the wrong "
+                f"decisions under {percent(alpha / 2)}, or on the other half too few were "
+                "decided automatically, or too many wrongly. Label more cases, or accept a "
+                "larger share of errors."), n, area)
+        return AutoGuarantee(alpha, miss_cost, setting, None, n, area)
     if setting.calibration:
         add_verbal_guarantee(setting, list(data.probabilities), list(data.truth),
                              list(data.groups), alpha)
@@ -161,6 +188,15 @@ def guarantee_words(g: AutoGuarantee) -> str:
         return g.refusal or ""
     a = g.setting.auto
     decided, cases = int(a["decided"]), int(a["cases"])
+    if a.get("method") == SPLIT:
+        half = int(a["certifying"])
+        return (f"Chosen on half the conversations of the {cases} labelled verdicts and "
+                f"certified on the other half's {half}: it decides {decided} of those "
+                f"{half} ({percent(decided / half)}) automatically; at most {percent(g.alpha)} of "
+                f"the automatic decisions wrong, with {percent(1 - float(a['delta']))} "
+                f"confidence ({plural(int(a['errors']), 'wrong one')} among them; upper bound "
+                f"of the error rate {percent(float(a['bound']), 1)}). A verdict is decided "
+                f"automatically when it is at least {percent(float(a['level']))} sure.")
     return (f"On the {cases} labelled verdicts of this dataset it decides {decided} of {cases} "
             f"({percent(decided / cases)}) automatically; at most {percent(g.alpha)} of those wrong, with "
             f"{percent(1 - float(a['delta']))} confidence ({plural(int(a['errors']), 'wrong one')} "
@@ -197,8 +233,8 @@ def labelled_of(records: Sequence[tuple[str, AuditTrace]], cases: Mapping[str, A
 
 @st.cache_data(show_spinner="Choosing the level…", max_entries=32)
 def _guarantee(_saved: DecisionSetting | None, _labelled: Callable[[], Labelled], key: tuple,
-               alpha: float, miss_cost: float) -> AutoGuarantee:
-    return plan_guarantee(_saved, _labelled(), alpha, miss_cost)
+               alpha: float, miss_cost: float, how: str = TESTED) -> AutoGuarantee:
+    return plan_guarantee(_saved, _labelled(), alpha, miss_cost, how=how)
 
 
 def _apply(eng: Engine, shown: list[QueueItem], reviewer: str, decisions: list[ReviewDecision],
@@ -213,10 +249,13 @@ def _apply(eng: Engine, shown: list[QueueItem], reviewer: str, decisions: list[R
 
 def auto_panel(eng: Engine, shown: list[QueueItem], reviewer: str,
                decisions: list[ReviewDecision], saved: tuple[int, DecisionSetting] | None,
-               labelled: Callable[[], Labelled], stamp: tuple) -> None:
-    """α and costs, the guarantee in words, and the button that applies it (disabled with
-    the reason when refused). ``labelled()`` gives the dataset's labelled verdicts; it is
-    called only when ``stamp`` (data versions, decisions) is new."""
+               labelled: Callable[[], Labelled], stamp: tuple,
+               items: Sequence[QueueItem] = ()) -> None:
+    """α and costs, how the promise is made, the guarantee in words, how many more labelled
+    cases the promise needs (from the decided records of ``items``, the dataset's queue),
+    and the button that applies it (disabled with the reason when refused). ``labelled()``
+    gives the dataset's labelled verdicts; it is called only when ``stamp`` (data versions,
+    decisions) is new."""
     if not reviewer or not identity.allowed("decide reviews"):
         return
     setting = saved[1] if saved else None
@@ -233,8 +272,11 @@ def auto_panel(eng: Engine, shown: list[QueueItem], reviewer: str,
                           format_func=lambda c: f"{c:g} false alarm{'' if c == 1 else 's'}",
                           key="rv_auto_miss")
         miss = float(st.session_state.get("rv_auto_miss", usual))
+        how = st.radio("The promise is", list(HOW), format_func=HOW.get, horizontal=True,
+                       key="rv_auto_how",
+                       help=f"{help_for('guarantee')} {help_for('split-certified guarantee')}")
         g = _guarantee(setting, labelled, (str(eng.url), stamp, saved[0] if saved else None),
-                       float(alpha), miss)
+                       float(alpha), miss, how)
         n = 0
         if g.setting is None or g.level is None:
             st.warning(g.refusal or "")
@@ -246,7 +288,16 @@ def auto_panel(eng: Engine, shown: list[QueueItem], reviewer: str,
                            f"filters show ({percent(len(plan.decisions) / len(shown))}) and leaves "
                            f"{len(plan.skipped)} to people. "
                            + threshold_words(g, setting)))
+        st.caption(md(forecast_words(_forecast(items, decisions, float(alpha), stamp))),
+                   help=help_for("labels needed"))
         queue_nav.show_flash(FLASH)
         st.button(f"Auto-decide {plural(n, 'verdict')}", key="rv_auto_apply",
                   disabled=not n, help=g.refusal or ("Nothing here is sure enough." if not n else None),
                   on_click=_apply, args=(eng, shown, reviewer, decisions, g))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _forecast(_items: Sequence[QueueItem], _decisions: Sequence[ReviewDecision], alpha: float,
+              stamp: tuple):
+    """``workbench.review.labelling.queue_forecast``, once per data and decision state."""
+    return queue_forecast(list(_items), list(_decisions), alpha)

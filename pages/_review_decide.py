@@ -111,12 +111,11 @@ def _undo(eng: Engine, dataset: str, reviewer: str, expected: tuple[int, ...], p
 
 def decision_buttons(eng: Engine, item: QueueItem, reviewer: str, decisions: list[ReviewDecision],
                      pos_key: str, pos: int, shown: Sequence[QueueItem], advance: bool) -> None:
-    """The note, the three decisions, undo, previous/next, the key legend and the ``?``
-    help, with this verdict's messages right under the buttons."""
-    # No help icon: its button would share the field's label (and a test's, a reader's).
-    st.text_input("Note (required to overturn)", key=f"rv_note_{item_key(item)}",
-                  placeholder="why, or the rule that applies; press Tab to leave the field, "
-                              "then a key")
+    """The three decisions, this verdict's messages right under them, the note, undo,
+    previous/next, the key legend and the ``?`` help. Drawn right under the card's label
+    (``components.verdict.show_verdict``'s ``actions``), so the first decision button is in
+    the first screen at 1280×800 (issue 56): the buttons first, the note (which only an
+    overturn or a wrong rule needs, and a button press reads) under them."""
     args = (reviewer, pos_key, len(shown), advance)
     may_decide = identity.permitted("decide reviews")
     off = not reviewer or not may_decide
@@ -139,6 +138,13 @@ def decision_buttons(eng: Engine, item: QueueItem, reviewer: str, decisions: lis
                         "real but the rule behind it is not the one broken; the note names the "
                         "right one. Only a violation rests on rules.")
     queue_nav.show_flash(FLASH)
+    # No help icon: its button would share the field's label (and a test's, a reader's).
+    # The label is folded (the placeholder says it; readers and tests still find the field
+    # by it): its line pushed the buttons down.
+    st.text_input("Note (required to overturn)", key=f"rv_note_{item_key(item)}",
+                  label_visibility="collapsed",
+                  placeholder="Note (required to overturn or for a wrong rule): why, or the "
+                              "rule that applies; Tab leaves the field, then press a key")
     action = last_action(decisions, reviewer, item.dataset) if reviewer else []
     expected = tuple(sorted(d.id for d in action if d.id is not None))
     st.button(f"Undo: {describe_action(action)}" if action else "Undo (nothing to undo)",

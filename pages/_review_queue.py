@@ -1,7 +1,14 @@
-"""The Review queue itself: progress and agreement, the queue list, and one verdict at a time
-beside its conversation, reached by position or by a deep link to a case
-(``/review?dataset=demo&case=mor-007``). Page-private: it reads the store (through the
-cached reads of ``pages._audit_cache``) and hands decisions to ``pages._review_decide``.
+"""The Review queue itself: the dataset and the view, progress and agreement, the queue list,
+and one verdict at a time beside the reply it judged, reached by position or by a deep link to
+a case (``/review?dataset=demo&case=mor-007``); the dataset's alerts and export below it.
+Page-private: it reads the store (through the cached reads of ``pages._audit_cache``) and
+hands decisions to ``pages._review_decide``.
+
+The first screen at 1280×800 holds the card's label, the reply's marked words and the first
+decision button (issue 56): the dataset, sort, search and status share one row, the runs and
+the other filters fold away, the decision buttons sit right under the label, and the reply
+(its words marked) heads the conversation column, with the turn it answers below it and the
+rest of the conversation folded.
 """
 
 from __future__ import annotations
@@ -12,20 +19,25 @@ from sqlalchemy.engine import Engine
 
 from components import links
 from components.case_table import QUEUE_COLUMNS, queue_rows, show_case_table
-from components.conversation import show_conversation, show_response, show_state
+from components.conversation import show_conversation, show_recent, show_response, show_state
 from components.safe import md
 from components.trace_settings import show_trace_settings
-from components.verdict import show_verdict
+from components.verdict import show_marked_reply, show_verdict
 from pages import _audit_cache as audit_cache
 from pages._explain import find_rule_button
 from pages._policy_cache import policy_index
+from pages._review_alerts import alerts_panel
 from pages._review_auto import auto_panel, labelled_of
 from pages._review_decide import bulk_panel, decision_buttons, item_key
-from pages._review_view import view_controls
+from pages._review_export import export_panel
+from pages._review_run import safe_key
+from pages._review_view import adopt_url, current_view, filter_controls, view_row
 from pages._thresholds import dataset_setting
+from store import audit_repo
 from store import review as review_store
 from workbench import words
 from workbench.export.sheets import frame_csv
+from workbench.review.labelling import label_next
 from workbench.review.queue import (
     REASON_TEXT,
     QueueItem,
@@ -36,7 +48,7 @@ from workbench.review.queue import (
     review_progress,
 )
 from workbench.review.views import apply_view
-from workbench.words import agreement_text, gold_word, help_for
+from workbench.words import agreement_text, gold_word, help_for, percent, plural
 
 MIN_KAPPA_DECISIONS = 10
 KAPPA = "Cohen's κ"
@@ -44,29 +56,31 @@ KAPPA = "Cohen's κ"
 
 def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> None:
     a = agreement(decisions, items)
-    cols = st.columns(4)
-    cols[0].metric("Decisions", a.decisions, help="current decisions: one per verdict and analyst")
-    cols[1].metric("Confirmed", "–" if a.share_confirmed is None else f"{a.share_confirmed:.0%}",
+    # A row that wraps (components.metric_row's way, with a delta): four fixed columns cut
+    # "too few decisions to measure" at 1280 and 800 px (issue 56).
+    row = st.container(horizontal=True, wrap=True, gap="medium", key="rv_agreement")
+    row.metric("Decisions", a.decisions, help="current decisions: one per verdict and analyst",
+                   width="content")
+    row.metric("Confirmed", percent(a.share_confirmed), width="content",
                    help="share of decisions that keep the judge's verdict (confirmed, or right "
                         f"verdict with a wrong rule: {a.wrong_rule})")
     # κ on a handful of decisions is noise ("κ 1.00" after one decision): say so beside it.
     few = a.decisions < MIN_KAPPA_DECISIONS
     kappa_help = f"{help_for(KAPPA)} {help_for('agreement bands')}"
-    cols[2].metric(KAPPA, words.agreement(a.kappa, a.decisions, KAPPA, MIN_KAPPA_DECISIONS),
-                   help=kappa_help,
+    row.metric(KAPPA, words.agreement(a.kappa, a.decisions, KAPPA, MIN_KAPPA_DECISIONS),
+                   help=kappa_help, width="content",
                    delta=(None if not few else "no decisions yet" if not a.decisions
                           else f"only {words.plural(a.decisions, 'decision')} so far"),
                    delta_color="off")
-    cols[3].metric("Analysts vs gold", "–" if a.analysts_gold is None else f"{a.analysts_gold:.0%}",
+    row.metric("Analysts vs gold", percent(a.analysts_gold), width="content",
                    help=f"{help_for('analysts vs gold')} On {a.gold_n} reviewed verdicts with a "
-                        "gold label; judge alone: "
-                        + ("–" if a.judge_gold is None else f"{a.judge_gold:.0%}"))
+                        f"gold label; judge alone: {percent(a.judge_gold)}")
     if a.per_reviewer:
         with st.expander("Agreement per analyst"):
             st.dataframe(pd.DataFrame([
                 {"analyst": r["reviewer"], "decisions": r["decisions"],
                  "verdict kept": r["confirmed"],
-                 "share kept": "–" if r["share confirmed"] is None else f"{r['share confirmed']:.0%}",
+                 "share kept": percent(r["share confirmed"]),
                  "Cohen's κ with the judge": words.agreement(r["kappa"], r["decisions"], "Cohen's κ",
                                                               MIN_KAPPA_DECISIONS)}
                 for r in a.per_reviewer]), hide_index=True)
@@ -84,14 +98,19 @@ def show_agreement(items: list[QueueItem], decisions: list[ReviewDecision]) -> N
                                key="rv_decisions_csv")
 
 
-def show_case(case) -> None:
+def show_case(item: QueueItem, case) -> None:
+    """The reply judged, its words the label rests on marked, first; then the turn it
+    answers; the rest of the conversation and the environment state folded."""
     if case is None:
         st.caption("This case is not in the store (its traces were loaded without the cases).")
         return
-    show_conversation(case.turns, height=360)
+    if not show_marked_reply(item.trace, item.verdict, case.model_response):
+        show_response(case.model_response)
+    show_recent(case.turns)
+    with st.expander(f"Whole conversation ({plural(len(case.turns), 'turn')})"):
+        show_conversation(case.turns, height=360)
     with st.expander("Environment state"):
         show_state(case.background)
-    show_response(case.model_response)
 
 
 def show_item(item: QueueItem, case, decisions: list[ReviewDecision]) -> None:
@@ -167,17 +186,32 @@ def _position(shown: list[QueueItem], items: list[QueueItem], pos_key: str) -> N
 
 
 @st.fragment
-def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> None:
-    picked = tuple(runs) or None
-    stamp = audit_cache.verdict_stamp(eng, dataset)
-    # read once: the queue is keyed on them
-    versions = (*audit_cache.versions(eng, dataset), stamp)
-    cases = audit_cache.cases(eng, dataset, versions[1])
-    items = _queue(str(eng.url), dataset, picked, versions,
-                   audit_cache.records(eng, dataset, picked, versions[0]), cases,
-                   audit_cache.verdicts(eng, dataset, stamp))
+def queue_panel(eng: Engine, datasets: list[str], reviewer: str) -> None:
+    """The queue of one dataset: its view, the card, the list, bulk and automatic decisions,
+    agreement, and the dataset's alerts and export. One fragment: a key press reruns only
+    this (a dataset chosen here changes everything it draws)."""
+    adopt_url()
+    links.adopt("dataset", "rv_dataset", datasets)
+    row = st.columns([3, 3, 3, 2])
+    dataset = row[0].selectbox("Dataset", datasets, key="rv_dataset")
+    links.publish("dataset", dataset)
+    view_row(*row[1:])
+    with st.expander("Runs, filters and saved views"):
+        runs = st.multiselect("Runs", audit_repo.runs(eng, dataset),
+                              key=f"rv_runs_{safe_key(dataset)}",
+                              placeholder="all runs (newest trace per case and strategy)")
+        picked = tuple(runs) or None
+        stamp = audit_cache.verdict_stamp(eng, dataset)
+        # read once: the queue is keyed on them
+        versions = (*audit_cache.versions(eng, dataset), stamp)
+        cases = audit_cache.cases(eng, dataset, versions[1])
+        items = _queue(str(eng.url), dataset, picked, versions,
+                       audit_cache.records(eng, dataset, picked, versions[0]), cases,
+                       audit_cache.verdicts(eng, dataset, stamp))
+        strategies = sorted({i.strategy for i in items})
+        filter_controls(eng, reviewer, strategies)
+    view = current_view(strategies)
     decisions = review_store.decisions_for(eng, dataset)
-    view = view_controls(eng, reviewer, sorted({i.strategy for i in items}))
     queue = filter_queue(items, view.reasons)
     saved = dataset_setting(eng, dataset)
     setting = saved[1] if saved else None
@@ -185,6 +219,24 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     progress = review_progress(queue, decisions, reviewer)
     st.progress(progress.share, text=f"{progress.reviewed} of {progress.total} reviewed "
                 f"({progress.mine} by you)")
+    showing = f"Showing: {view.describe()}."
+    if view.sort == "label next":  # how many cases the order proposes
+        n = len(label_next(shown, decisions, setting.threshold if setting else 0.5))
+        showing += (f" {plural(n, 'case')} without a label first." if n else
+                    " Every case shown has a label (gold or an analyst's): nothing to propose.")
+    st.caption(md(showing), help=help_for("label next") if view.sort == "label next" else None)
+    _queue_body(eng, dataset, picked, reviewer, items, shown, cases, decisions, saved, view,
+                versions)
+    alerts_panel(eng, dataset, reviewer)  # what the alert rules fired on this dataset
+    export_panel(eng, dataset, runs)  # the verdicts as OTLP / Langfuse / Phoenix files
+
+
+def _queue_body(eng: Engine, dataset: str, picked: tuple[str, ...] | None, reviewer: str,
+                items: list[QueueItem], shown: list[QueueItem], cases: dict,
+                decisions: list[ReviewDecision], saved, view, versions: tuple) -> None:
+    """The card of the verdict at the queue's position, then the list, bulk and automatic
+    decisions and the agreement figures."""
+    setting = saved[1] if saved else None
     if not items:
         st.info("No judged verdict in these runs yet (traces audited with judge 'none' or "
                 "failed have nothing to confirm).")
@@ -205,21 +257,23 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     links.publish("case", item.case_id)
     links.publish("strategy", item.strategy)
     case = cases.get(item.case_id)
-    with st.container(border=True, key="rv_card"):
+    with st.container(key="rv_card"):
         st.text(f"{pos + 1}/{len(shown)} · case {item.case_id} · {item.strategy} · run {item.run_id}")
     left, right = st.columns([1, 1])
     with left:
-        show_case(case)
+        show_case(item, case)
     with right:
         cited = item.verdict.rules or (item.trace.verdict is not None
                                        and item.trace.verdict.violated_rules)
+        advance = view.status != "not reviewed by me"  # there a decided verdict leaves the list
+        # The reply and its marked words are drawn beside the card (show_case), not in it.
         show_verdict(item.trace, policy_index(eng) if cited else None, key=item_key(item),
-                     reply=case.model_response if case is not None else None, setting=setting,
-                     gold=item.label, verdict=item.verdict)
+                     setting=setting, gold=item.label, verdict=item.verdict,
+                     version=saved[0] if saved else None,
+                     actions=lambda: decision_buttons(eng, item, reviewer, decisions, pos_key,
+                                                      pos, shown, advance))
         if find_rule_button(eng, dataset, item.verdict, item.trace, case, item_key(item)):
             st.rerun()
-        advance = view.status != "not reviewed by me"  # there a decided verdict leaves the list
-        decision_buttons(eng, item, reviewer, decisions, pos_key, pos, shown, advance)
         show_item(item, case, decisions)
     with st.expander(f"Queue list ({len(shown)} verdicts, in the order above): filter, select, "
                      "open on Replay"):
@@ -236,5 +290,5 @@ def queue_panel(eng: Engine, dataset: str, runs: list[str], reviewer: str) -> No
     records = audit_cache.records(eng, dataset, picked, versions[0])
     auto_panel(eng, shown, reviewer, decisions, saved,
                lambda: labelled_of(records, cases, decisions), (dataset, picked, versions,
-                                                                _decided(decisions)))
+                                                                _decided(decisions)), items)
     show_agreement(items, decisions)

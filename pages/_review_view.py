@@ -5,6 +5,11 @@ read from and written to the store (``store.review_views``), one set per analyst
 
 Widget states are seeded before the widgets are drawn (from the URL when it changed, from a
 saved view when one is applied), and the shown view is written back to the URL after.
+
+The page draws them in two places (issue 56: the card and its decision buttons in the first
+screen at 1280×800): :func:`view_row` puts the sort, the search and the status beside the
+dataset in one row; :func:`filter_controls` draws the rest inside the folded "Runs, filters and
+saved views"; :func:`adopt_url` comes first, :func:`current_view` last.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from components import links, queue_nav
-from components.safe import md
 from store import review_views as view_store
 from workbench.review.queue import REASON_TEXT, REASONS, STATUSES, ReviewError
 from workbench.review.views import (
@@ -40,13 +44,15 @@ def _widget_value(view: ReviewView, name: str):
     return list(value) if isinstance(value, tuple) else value
 
 
-def _seed(view: ReviewView, strategies: Sequence[str], only: set[str] | None = None) -> None:
-    """Put ``view`` into the widgets' states (``only``: those fields)."""
+def _seed(view: ReviewView, strategies: Sequence[str] | None,
+          only: set[str] | None = None) -> None:
+    """Put ``view`` into the widgets' states (``only``: those fields). ``strategies``: those
+    the queue offers (None: not known yet; :func:`filter_controls` prunes them)."""
     for f in fields(view):
         if only is not None and f.name not in only:
             continue
         value = _widget_value(view, f.name)
-        if f.name == "strategies":  # a strategy no longer in the queue cannot be selected
+        if f.name == "strategies" and strategies is not None:  # no longer in the queue
             value = [s for s in value if s in strategies]
         st.session_state[WIDGETS[f.name]] = value
 
@@ -62,9 +68,10 @@ def _current(strategies: Sequence[str]) -> ReviewView:
         descending=bool(state.get("rv_desc", False)))
 
 
-def _adopt_url(strategies: Sequence[str]) -> None:
+def adopt_url() -> None:
     """Seed the widgets from the URL parameters that changed since this session wrote them
-    (a reload, a pasted link); say once what the URL named that is not a choice."""
+    (a reload, a pasted link); say once what the URL named that is not a choice. Before any
+    of the view's widgets is drawn."""
     fresh = {param: value for param in ReviewView.PARAMS.values()
              if (value := links.fresh(param)) is not None}
     for f in fields(ReviewView):  # first run of a session: the defaults
@@ -73,7 +80,7 @@ def _adopt_url(strategies: Sequence[str]) -> None:
         return
     view, problems = ReviewView.from_params(fresh)
     names = {name for name, param in ReviewView.PARAMS.items() if param in fresh}
-    _seed(view, strategies, names)
+    _seed(view, None, names)
     if problems:
         queue_nav.leave_flash(FLASH, "warning", "The link's filters name what is not a choice, "
                               "left out: " + "; ".join(problems))
@@ -141,37 +148,47 @@ def saved_views(eng: Engine, owner: str, strategies: Sequence[str]) -> None:
                   width="content")
 
 
-def view_controls(eng: Engine, owner: str, strategies: Sequence[str]) -> ReviewView:
-    """Draw the filters and sort (seeded from the URL), the saved views, and return the
-    view shown, which the address then carries."""
+SORT_HELP = ("Most doubtful first: the verdicts the judge is least sure of, read through this "
+             "dataset's setting, come first. Label next: the cases nobody has labelled yet that "
+             "the current scorer is least sure of, one per conversation and SKILL in turn, so "
+             "each label teaches it most.")
+
+
+def view_row(sort_col, search_col, status_col) -> None:
+    """The sort, the search and the status, each in the column given (the row the dataset
+    heads). Everything else folds away (:func:`filter_controls`), so the card and its
+    decision buttons start in the first screen (issues 44 and 56)."""
+    sort_col.selectbox("Sort by", sort_options(), format_func=sort_label, key="rv_sort",
+                       help=SORT_HELP)
+    search_col.text_input("Search", key="rv_query",
+                          placeholder="case id, words of the conversation, reply or reason")
+    status_col.selectbox("Status", STATUSES, key="rv_status")
+
+
+def filter_controls(eng: Engine, owner: str, strategies: Sequence[str]) -> None:
+    """The filters that fold away (reasons and the per-column filters, the order reversed)
+    and the saved views; drawn inside the page's expander, after the runs."""
     strategies = list(strategies)
-    _adopt_url(strategies)
-    # Another dataset or run choice can leave a strategy the list no longer offers.
+    # Another dataset or run choice (or a link) can name a strategy the list does not offer.
     st.session_state["rv_f_strategy"] = [s for s in st.session_state["rv_f_strategy"]
                                          if s in strategies]
-    # One row above the card: the one sort control, the search and the status. Everything
-    # else folds away, so the case card starts above the fold at 1280×800 (issue 44 item 2).
-    cols = st.columns([3, 3, 2])
-    cols[0].selectbox("Sort by", sort_options(), format_func=sort_label, key="rv_sort",
-                      help="Most doubtful first: the verdicts the judge is least sure of, "
-                           "read through this dataset's saved setting, come first.")
-    cols[1].text_input("Search", key="rv_query",
-                       placeholder="case id, words of the conversation, reply or reason")
-    cols[2].selectbox("Status", STATUSES, key="rv_status")
-    with st.expander("Filters and saved views"):
-        st.multiselect("Show verdicts where", REASONS, format_func=REASON_TEXT.get,
-                       key="rv_reasons", help="clear to see every judged verdict")
-        cols = st.columns(4)
-        cols[0].multiselect("Verdict", VERDICT_CHOICES, key="rv_f_verdict", placeholder="any")
-        cols[1].multiselect("Gold label", GOLD_CHOICES, key="rv_f_gold", placeholder="any")
-        cols[2].multiselect("Strategy", strategies, key="rv_f_strategy", placeholder="any")
-        cols[3].multiselect("Decision so far", DECISION_CHOICES, key="rv_f_decided",
-                            placeholder="any", help="by anyone, as it stands now")
-        st.toggle("Reverse the order", key="rv_desc")
-        st.divider()
-        saved_views(eng, owner, strategies)
+    st.multiselect("Show verdicts where", REASONS, format_func=REASON_TEXT.get,
+                   key="rv_reasons", help="clear to see every judged verdict")
+    cols = st.columns(4)
+    cols[0].multiselect("Verdict", VERDICT_CHOICES, key="rv_f_verdict", placeholder="any")
+    cols[1].multiselect("Gold label", GOLD_CHOICES, key="rv_f_gold", placeholder="any")
+    cols[2].multiselect("Strategy", strategies, key="rv_f_strategy", placeholder="any")
+    cols[3].multiselect("Decision so far", DECISION_CHOICES, key="rv_f_decided",
+                        placeholder="any", help="by anyone, as it stands now")
+    st.toggle("Reverse the order", key="rv_desc")
+    st.divider()
+    saved_views(eng, owner, strategies)
+
+
+def current_view(strategies: Sequence[str]) -> ReviewView:
+    """The view the widgets show (after a saved view's flash, drawn here), which the address
+    then carries."""
     queue_nav.show_flash(FLASH)
-    view = _current(strategies)
+    view = _current(list(strategies))
     _publish(view)
-    st.caption(md(f"Showing: {view.describe()}."))
     return view

@@ -5,17 +5,16 @@ case shown live in the address; analysts save named views. Decisions are append-
 records (``store.review``).
 
 Sections: ``pages/_review_run.py`` (audit, load), ``_review_view.py`` (filters, URL, saved
-views), ``_review_queue.py`` (the queue), ``_review_decide.py`` (decisions, undo, bulk)."""
+views), ``_review_queue.py`` (the dataset and its queue, alerts and export),
+``_review_decide.py`` (decisions, undo, bulk)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from components import identity, links
-from pages._review_alerts import alerts_panel
-from pages._review_export import export_panel
+from components import identity
 from pages._review_queue import queue_panel
-from pages._review_run import audit_panel, load_panel, safe_key
+from pages._review_run import audit_panel, load_panel
 from pages._state import engine, user_name
 from store import audit_repo
 
@@ -38,15 +37,9 @@ if ways_in_on_top:
 if not datasets:
     st.info("No audit traces yet: audit a dataset or load a traces file above.")
     st.stop()
-top = st.columns([1, 2])
-links.adopt("dataset", "rv_dataset", datasets)
-dataset = top[0].selectbox("Dataset", datasets, key="rv_dataset")
-links.publish("dataset", dataset)
-runs = top[1].multiselect("Runs", audit_repo.runs(eng, dataset), key=f"rv_runs_{safe_key(dataset)}",
-                          placeholder="all runs (newest trace per case and strategy)")
-queue_panel(eng, dataset, runs, reviewer)
-alerts_panel(eng, dataset, reviewer)  # what the alert rules fired on this dataset
-export_panel(eng, dataset, runs)  # the verdicts as OTLP / Langfuse / Phoenix files
+# The dataset, its view and queue, its alerts (what the alert rules fired) and its export
+# (OTLP / Langfuse / Phoenix files): one fragment, so a key press reruns only that.
+queue_panel(eng, datasets, reviewer)
 # Ways in below the queue: above it they pushed the case card below the fold (issue 44).
 if not ways_in_on_top:
     st.divider()

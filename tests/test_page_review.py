@@ -133,8 +133,8 @@ def test_confirm_and_overturn_with_a_note_are_appended(db):
     metrics = {m.label: m.value for m in at.metric}
     # Judge V, V; implied V, C: p_o = 1/2, p_e = (2*1 + 0*1)/4 = 1/2, kappa = 0.
     # Against gold (mor-001 violation, mor-003 compliant) both decisions are right.
-    assert metrics == {"Decisions": "2", "Confirmed": "50%", "Cohen's κ": "too few decisions to measure",
-                       "Analysts vs gold": "100%"}
+    assert metrics == {"Decisions": "2", "Confirmed": "50 %", "Cohen's κ": "too few decisions to measure",
+                       "Analysts vs gold": "100 %"}
     # Back to the overturned verdict: its history is shown; a changed mind is a new record.
     at.button(key="rv_prev").click().run()
     assert card(at).startswith("2/6 ")
@@ -142,7 +142,7 @@ def test_confirm_and_overturn_with_a_note_are_appended(db):
     assert history["note"].tolist() == ["premier credit is allowed <b>here</b>"]
     at.button(key="rv_confirm").click().run()
     assert [d.decision for d in decisions_for(db, "demo")] == ["confirm", "overturn", "confirm"]
-    assert {m.label: m.value for m in at.metric}["Confirmed"] == "100%"
+    assert {m.label: m.value for m in at.metric}["Confirmed"] == "100 %"
 
 
 def test_not_reviewed_filter_moves_the_next_verdict_up(db):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from workbench.review.decisions import DECISION_TEXT, ReviewDecision, current_decisions
+from workbench.review.labelling import proposal_ranks
 from workbench.review.queue import OLD_REASONS, REASONS, STATUSES, QueueItem, filter_queue
 from workbench.words import gold_word
 
@@ -32,10 +33,20 @@ NOT_DECIDED = "no decision yet"
 class SortKey:
     """One order of the queue: its label on screen and the key of each item (``None`` keys
     sort last in either direction). ``context`` gives the key what it may need besides the
-    item (its queue position, the current decisions), so keys stay plain functions."""
+    item (its queue position, the current decisions, the setting), so keys stay plain
+    functions. ``prepare``: for an order of the whole list (not item by item), what it adds
+    to the context once, from the items shown and the context (e.g. "Label next"'s ranks)."""
 
     label: str
     key: Callable[[QueueItem, Mapping[str, Any]], Any]
+    prepare: Callable[[Sequence[QueueItem], Mapping[str, Any]], Mapping[str, Any]] | None = None
+
+
+def _label_next(shown: Sequence[QueueItem], context: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The proposals' ranks, for the "Label next" order."""
+    setting = context.get("setting")
+    threshold = getattr(setting, "threshold", None) or 0.5
+    return {"label next": proposal_ranks(shown, context["decided"], threshold)}
 
 
 SORTS: dict[str, SortKey] = {
@@ -53,6 +64,11 @@ SORTS: dict[str, SortKey] = {
                     lambda i, c: ("gold-mismatch" not in i.reasons, i.case_id)),
     "newest decision": SortKey("newest decision first",
                                lambda i, c: (_newest(i, c), i.case_id)),
+    # Labels where they teach most (issue 57 item 5): the unlabelled cases the current scorer
+    # is least sure of, one per conversation and SKILL in turn (workbench.review.labelling);
+    # labelled cases after them, in queue order.
+    "label next": SortKey("Label next (unlabelled, least sure, spread)",
+                          lambda i, c: c["label next"].get(i.key), prepare=_label_next),
 }
 DEFAULT_SORT = "uncertainty"
 
@@ -212,6 +228,8 @@ def apply_view(items: Sequence[QueueItem], view: ReviewView, reviewer: str = "",
     for d in current.values():
         stamp = d.created_at.timestamp()
         context["newest"][d.key] = max(stamp, context["newest"].get(d.key, stamp))
+    if sort.prepare is not None:
+        context.update(sort.prepare(shown, context))
     keyed = [(sort.key(item, context), n, item) for n, item in enumerate(shown)]
     present = [k for k in keyed if k[0] is not None]
     missing = [k for k in keyed if k[0] is None]
