@@ -14,14 +14,9 @@ from workbench.identity.roles import Actor, RoleError
 
 
 @pytest.fixture
-def db(refund_db):
-    """The page's store (``WORKBENCH_DB``): the refund SKILL, version 1."""
-    return refund_db
-
-
-@pytest.fixture
-def skill(db):
-    return repo.load_skill(db, "refunds")
+def skill(refund_db):
+    """The refund SKILL of the page's store (``WORKBENCH_DB``), version 1."""
+    return repo.load_skill(refund_db, "refunds")
 
 
 @pytest.mark.parametrize("role", ["reviewer", "admin"])
@@ -62,15 +57,15 @@ def _progress_view(at) -> tuple[str, list[dict]]:
     return words, [d.value.to_dict("records") for d in at.dataframe]
 
 
-def test_ann_sees_nothing_move_when_bea_labels(db, skill):
+def test_ann_sees_nothing_move_when_bea_labels(refund_db, skill):
     """The issue's report: ann has labelled R3; bea labels R3 the same way, and ann's view
     turned "unanimous 0" into "unanimous 1". Now ann's view is the same before and after,
     while a reviewer's changes (the positive control: the view can move)."""
     from store.annotation import add_annotator, add_label
 
-    add_annotator(db, "ann")
-    add_annotator(db, "bea")
-    add_label(db, _label(skill, "R3", "ann"), actor=Actor.signed_in("ann", "annotator"))
+    add_annotator(refund_db, "ann")
+    add_annotator(refund_db, "bea")
+    add_label(refund_db, _label(skill, "R3", "ann"), actor=Actor.signed_in("ann", "annotator"))
 
     def ann_view():
         at = sign_in("ann")
@@ -91,33 +86,33 @@ def test_ann_sees_nothing_move_when_bea_labels(db, skill):
     reviewer_before = rita_view()
     assert "unanimous 0" in reviewer_before[0]
 
-    add_label(db, _label(skill, "R3", "bea"), actor=Actor.signed_in("bea", "annotator"))
+    add_label(refund_db, _label(skill, "R3", "bea"), actor=Actor.signed_in("bea", "annotator"))
     assert _progress_view(ann_view()) == before
     assert "bea" not in str(before) and "unanimous" not in before[0]
     reviewer_after = rita_view()
     assert "unanimous 1" in reviewer_after[0] and reviewer_after != reviewer_before
 
 
-def test_a_settled_queue_shows_ann_the_counts_and_the_decisions(db, skill):
+def test_a_settled_queue_shows_ann_the_counts_and_the_decisions(refund_db, skill):
     """A reviewer's decision marks a disagreement, so ann sees it (on Rule correctness) only
     once her queue is settled, like the figures; then she sees both."""
     from store.annotation import add_adjudication, add_annotator, add_label
 
-    add_annotator(db, "ann")
-    add_annotator(db, "bea")
-    add_annotator(db, "rita", "reviewer")
+    add_annotator(refund_db, "ann")
+    add_annotator(refund_db, "bea")
+    add_annotator(refund_db, "rita", "reviewer")
     rules = list(skill.graph.rules)
     for rid in rules:
-        add_label(db, _label(skill, rid, "bea"), actor=Actor.signed_in("bea", "annotator"))
+        add_label(refund_db, _label(skill, rid, "bea"), actor=Actor.signed_in("bea", "annotator"))
     for rid in rules[1:]:
-        add_label(db, _label(skill, rid, "ann"), actor=Actor.signed_in("ann", "annotator"))
+        add_label(refund_db, _label(skill, rid, "ann"), actor=Actor.signed_in("ann", "annotator"))
     first = _label(skill, rules[0], "ann", "incorrect")
-    add_adjudication(db, Adjudication(first.item, RULE_CORRECTNESS, "rita", "correct"),
+    add_adjudication(refund_db, Adjudication(first.item, RULE_CORRECTNESS, "rita", "correct"),
                      actor=Actor.signed_in("rita", "reviewer"))
     at = sign_in("ann")  # Rule correctness opens on the one rule ann has not labelled
     assert f"{rules[0]}" in texts(at) and "you labelled 3 of 4" in at.get("progress")[0].proto.text
     assert "Adjudicated by" not in texts(at)  # it would say bea and someone disagreed
-    add_label(db, first, actor=Actor.signed_in("ann", "annotator"))
+    add_label(refund_db, first, actor=Actor.signed_in("ann", "annotator"))
     at = sign_in("ann")  # labelled by her, and every rule settled: the decision shows
     assert "Adjudicated by rita: correct" in texts(at)
     at.radio(key="ann_mode").set_value("Progress & agreement").run()
