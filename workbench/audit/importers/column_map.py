@@ -30,6 +30,7 @@ from workbench.audit.importers.common import (
     PolicyNames,
     check_reply,
     fail,
+    input_failed,
     label_of,
     origin_stem,
 )
@@ -115,8 +116,7 @@ def _csv_rows(text: str | Iterable[str], origin: str,
         raise fail(f"{origin}:{reader.line_num}", f"not valid CSV ({exc})",
                    "fix the quoting of that row") from None
     except InputError as exc:  # a line the input layer refused (encoding, NUL, length)
-        raise fail(exc.origin if exc.line is None else f"{exc.origin}:{exc.line}", exc.problem,
-                   exc.fix) from None
+        raise input_failed(exc) from None
 
 
 def _jsonl_rows(text: str | Iterable[str], origin: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -127,8 +127,7 @@ def _jsonl_rows(text: str | Iterable[str], origin: str) -> Iterator[tuple[int, d
                            "write one object per line")
             yield number, record
     except InputError as exc:
-        raise fail(exc.origin if exc.line is None else f"{exc.origin}:{exc.line}", exc.problem,
-                   exc.fix) from None
+        raise input_failed(exc) from None
 
 
 _MISSING = object()

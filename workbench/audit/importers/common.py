@@ -22,6 +22,7 @@ from pathlib import PurePath
 from typing import Any
 
 from workbench.audit.cases import AuditCase, CaseFormatError, Turn
+from workbench.inputs import InputError
 from workbench.vocabulary import COMPLIANT, VIOLATION, Label
 
 REPLY_ROLE = "assistant"
@@ -35,6 +36,13 @@ class ImportFormatError(CaseFormatError):
 
 def fail(where: str, problem: str, fix: str) -> ImportFormatError:
     return ImportFormatError(f"{where}: {problem}", fix)
+
+
+def input_failed(exc: InputError, fix: str | None = None) -> ImportFormatError:
+    """A problem the input layer found (encoding, NUL, length, JSON) as the import's failure,
+    at its file and line; ``fix`` replaces the input layer's fix when given."""
+    where = exc.origin if exc.line is None else f"{exc.origin}:{exc.line}"
+    return fail(where, exc.problem, exc.fix if fix is None else fix)
 
 
 def json_objects(items: list[Any], where: str, what: str, fix: str) -> Iterator[tuple[int, str, dict]]:

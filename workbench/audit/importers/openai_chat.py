@@ -31,6 +31,7 @@ from workbench.audit.importers.common import (
     PolicyNames,
     cases_from,
     fail,
+    input_failed,
     joined,
     json_objects,
     label_of,
@@ -145,5 +146,4 @@ def read_openai(text: str | Iterable[str], origin: str, policies: PolicyNames, n
             if not made:
                 notes.add(f"{where}: no assistant reply to audit; skipped")
     except InputError as exc:
-        raise fail(exc.origin if exc.line is None else f"{exc.origin}:{exc.line}", exc.problem,
-                   exc.fix) from None
+        raise input_failed(exc) from None

@@ -45,6 +45,7 @@ from workbench.audit.importers.common import (
     PolicyNames,
     cases_from,
     fail,
+    input_failed,
     joined,
     text_of,
     tool_call_text,
@@ -76,8 +77,7 @@ def read_otel(text: str, origin: str, policies: PolicyNames, notes: Notes,
     try:
         spans = [s for line, doc in documents(text, origin) for s in _spans(doc, f"{origin}:{line}")]
     except InputError as exc:
-        raise fail(exc.origin if exc.line is None else f"{exc.origin}:{exc.line}", exc.problem,
-                   exc.fix) from None
+        raise input_failed(exc) from None
     for span in spans:
         found = _conversation(span)
         if found is None:

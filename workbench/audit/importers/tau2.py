@@ -39,6 +39,7 @@ from workbench.audit.importers.common import (
     PolicyNames,
     cases_from,
     fail,
+    input_failed,
     joined,
     json_objects,
     tool_call_text,
@@ -97,12 +98,11 @@ def _loads(text: str, origin: str) -> Any:
     try:
         return loads_json(text, origin)
     except InputError as exc:
-        where = exc.origin if exc.line is None else f"{exc.origin}:{exc.line}"
-        fix = exc.fix
+        fix = None
         if "Extra data" in exc.problem:  # JSON lines, not one results document
             fix = ("a tau2-bench results file is one JSON document and this file holds several "
                    "(JSON lines?); if it is chat logs or spans, use --format openai, otel or map")
-        raise fail(where, exc.problem, fix) from None
+        raise input_failed(exc, fix) from None
 
 
 def _run_facts(sim: dict[str, Any], domain: str | None) -> dict[str, Any]:
