@@ -149,6 +149,15 @@ def test_history_chars_out_of_range_is_exit_2(tmp_path, capsys):
     assert code == 2 and "between 1,000 and" in capsys.readouterr().err
 
 
+def _import_rows(f, db: str, dataset: str, prefix: str, n: int, tail: str = "") -> int:
+    """``n`` CSV rows (ids ``<prefix>0`` ...), then ``tail``, written to ``f`` and imported
+    into ``dataset`` of ``db`` with ``workbench import-cases``: its exit code."""
+    f.write_text("id,answer\n" + "".join(f"{prefix}{i},reply {i}\n" for i in range(n)) + tail,
+                 encoding="utf-8")
+    return main(["import-cases", str(f), "--dataset", dataset, "--map", "id=id,reply=answer",
+                 "--db", db])
+
+
 def test_import_cases_stores_in_batches_and_all_or_nothing(tmp_path, capsys, monkeypatch):
     from store import audit_repo
     from store.db import make_engine
@@ -165,18 +174,12 @@ def test_import_cases_stores_in_batches_and_all_or_nothing(tmp_path, capsys, mon
     monkeypatch.setattr(audit_repo, "save_cases", counting)
     db = f"sqlite:///{tmp_path / 'w.db'}"
     f = tmp_path / "rows.csv"
-    f.write_text("id,answer\n" + "".join(f"r{i},reply {i}\n" for i in range(10)),
-                 encoding="utf-8")
-    assert main(["import-cases", str(f), "--dataset", "d", "--map", "id=id,reply=answer",
-                 "--db", db]) == 0
+    assert _import_rows(f, db, "d", "r", 10) == 0
     assert calls == [3, 3, 3, 1]
     assert len(audit_repo.load_cases(make_engine(db), "d")) == 10
     # A bad row at the end: the first pass finds it, no batch is stored.
     calls.clear()
-    f.write_text("id,answer\n" + "".join(f"s{i},reply {i}\n" for i in range(10))
-                 + "s10,\"open\n", encoding="utf-8")
-    assert main(["import-cases", str(f), "--dataset", "e", "--map", "id=id,reply=answer",
-                 "--db", db]) == 2
+    assert _import_rows(f, db, "e", "s", 10, tail="s10,\"open\n") == 2
     assert calls == [] and audit_repo.load_cases(make_engine(db), "e") == []
     assert "rows.csv:12" in capsys.readouterr().err
 
@@ -190,21 +193,12 @@ def test_a_dataset_past_its_size_is_refused_before_anything_is_stored(tmp_path, 
     monkeypatch.setattr(store_io, "MAX_DATASET_CASES", 5)
     db = f"sqlite:///{tmp_path / 'w.db'}"
     f = tmp_path / "rows.csv"
-    f.write_text("id,answer\n" + "".join(f"r{i},reply {i}\n" for i in range(9)),
-                 encoding="utf-8")
-    assert main(["import-cases", str(f), "--dataset", "d", "--map", "id=id,reply=answer",
-                 "--db", db]) == 2
+    assert _import_rows(f, db, "d", "r", 9) == 2
     err = capsys.readouterr().err
     assert f"{f}:7: more than 5 cases, what one dataset takes" in err and "split the file" in err
     assert not (tmp_path / "w.db").exists()
-    f.write_text("id,answer\n" + "".join(f"r{i},reply {i}\n" for i in range(3)),
-                 encoding="utf-8")
-    assert main(["import-cases", str(f), "--dataset", "d", "--map", "id=id,reply=answer",
-                 "--db", db]) == 0
-    f.write_text("id,answer\n" + "".join(f"s{i},reply {i}\n" for i in range(3)),
-                 encoding="utf-8")
-    assert main(["import-cases", str(f), "--dataset", "d", "--map", "id=id,reply=answer",
-                 "--db", db]) == 2
+    assert _import_rows(f, db, "d", "r", 3) == 0
+    assert _import_rows(f, db, "d", "s", 3) == 2
     assert "dataset 'd' holds 3 case(s)" in capsys.readouterr().err
     assert len(audit_repo.load_cases(make_engine(db), "d")) == 3
 
