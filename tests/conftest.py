@@ -66,6 +66,18 @@ def refund_index_data() -> dict:
 
 
 @pytest.fixture
+def empty_db(tmp_path, monkeypatch):
+    """A fresh, empty database (``WORKBENCH_DB`` points at it, as pages and commands read)."""
+    from store.db import make_engine
+
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    monkeypatch.setenv("WORKBENCH_DB", url)
+    eng = make_engine(url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
 def refund_db(tmp_path, monkeypatch, refund_index_data):
     """A fresh database (``WORKBENCH_DB`` points at it) holding the refund SKILL, version 1."""
     from store import repo

@@ -7,22 +7,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from store.activations import feature_count
-from store.db import make_engine
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
 from workbench.decision import ScoreSource, judgement
 from workbench.decision import features as ff
 from workbench.words import probability
-
-
-@pytest.fixture
-def db(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'w.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    return make_engine(url)
 
 
 def _run(tmp_path, n=40, seed=3):
@@ -47,7 +38,7 @@ def _run(tmp_path, n=40, seed=3):
     return path, cases
 
 
-def test_pages_decide_a_dataset_from_its_stored_activations(tmp_path, db, capsys):
+def test_pages_decide_a_dataset_from_its_stored_activations(tmp_path, empty_db, capsys):
     from pages._thresholds import dataset_setting
     from store.audit_repo import latest_traces
 
@@ -55,11 +46,11 @@ def test_pages_decide_a_dataset_from_its_stored_activations(tmp_path, db, capsys
     assert main(["import-cases", str(cases), "--dataset", "d"]) == 0
     assert main(["import-traces", str(path), "--dataset", "d", "--run-id", "r1"]) == 0
     assert "activations of 40 case(s) stored" in capsys.readouterr().out
-    assert feature_count(db, "d") == 40
+    assert feature_count(empty_db, "d") == 40
     assert main(["calibrate", str(path), "--cases", str(cases), "--save", "dataset:d"]) == 0
-    version, setting = dataset_setting(db, "d")
+    version, setting = dataset_setting(empty_db, "d")
     assert setting.scorer is not None and len(setting.case_scores) == 40
-    traces = latest_traces(db, "d")
+    traces = latest_traces(empty_db, "d")
     violation = traces[("c0", "cdg")]  # the judge said compliant at 0.3
     decided = judgement(violation, setting)
     assert decided.source is ScoreSource.ACTIVATIONS and decided.violation

@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from store.db import make_engine
 from store.thresholds import StaleThreshold, current_threshold, save_threshold, threshold_history
 from workbench.audit.trace import AuditTrace, Verdict
 from workbench.cli import main
@@ -37,14 +36,8 @@ def traces_file(tmp_path):
     return path
 
 
-@pytest.fixture
-def db(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'w.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    return make_engine(url)
-
-
-def test_calibrate_reports_cross_validated_figures_and_saves_versions(traces_file, tmp_path, db, capsys):
+def test_calibrate_reports_cross_validated_figures_and_saves_versions(traces_file, tmp_path, empty_db,
+                                                                       capsys):
     out = tmp_path / "cal.json"
     assert main(["calibrate", str(traces_file), "--json", str(out), "--save", "dataset:demo"]) == 0
     printed = capsys.readouterr().out
@@ -55,26 +48,26 @@ def test_calibrate_reports_cross_validated_figures_and_saves_versions(traces_fil
     assert report["setting"]["cross_validated"]["folds"] == 5
     assert report["setting"]["fitted_on"]["groups"] == 30
     assert report["reliability_raw"] and report["risk_coverage_out_of_fold"][-1]["coverage"] == 1.0
-    version, setting = current_threshold(db, "dataset:demo")
+    version, setting = current_threshold(empty_db, "dataset:demo")
     assert version == 1 and 0 < setting.threshold < 1
     # Saved again on top of the current version: version 2; the first stays in the history.
     assert main(["calibrate", str(traces_file), "--save", "dataset:demo", "--note", "again"]) == 0
-    assert [r.version for r in threshold_history(db, "dataset:demo")] == [1, 2]
+    assert [r.version for r in threshold_history(empty_db, "dataset:demo")] == [1, 2]
 
 
-def test_a_save_on_a_stale_version_is_refused_and_loses_nothing(db):
+def test_a_save_on_a_stale_version_is_refused_and_loses_nothing(empty_db):
     s = DecisionSetting(0.4)
-    assert save_threshold(db, "policy:p", s, base_version=None, actor=COMMAND_LINE) == 1
-    assert save_threshold(db, "policy:p", DecisionSetting(0.3), base_version=1, actor=COMMAND_LINE) == 2
+    assert save_threshold(empty_db, "policy:p", s, base_version=None, actor=COMMAND_LINE) == 1
+    assert save_threshold(empty_db, "policy:p", DecisionSetting(0.3), base_version=1, actor=COMMAND_LINE) == 2
     with pytest.raises(StaleThreshold, match="version 2, not 1"):
-        save_threshold(db, "policy:p", DecisionSetting(0.9), base_version=1, actor=COMMAND_LINE)
-    assert current_threshold(db, "policy:p")[1].threshold == 0.3
+        save_threshold(empty_db, "policy:p", DecisionSetting(0.9), base_version=1, actor=COMMAND_LINE)
+    assert current_threshold(empty_db, "policy:p")[1].threshold == 0.3
     with pytest.raises(NotAllowed):
-        save_threshold(db, "policy:p", s, base_version=2, actor=Actor.signed_in("ann", "annotator"))
+        save_threshold(empty_db, "policy:p", s, base_version=2, actor=Actor.signed_in("ann", "annotator"))
 
 
-def test_metrics_uses_a_saved_or_given_threshold(traces_file, db, capsys):
-    save_threshold(db, "dataset:demo", DecisionSetting(0.3), base_version=None, actor=COMMAND_LINE)
+def test_metrics_uses_a_saved_or_given_threshold(traces_file, empty_db, capsys):
+    save_threshold(empty_db, "dataset:demo", DecisionSetting(0.3), base_version=None, actor=COMMAND_LINE)
     assert main(["metrics", str(traces_file), "--threshold", "dataset:demo", "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert row["threshold"] == 0.3 and row["threshold_source"] == "saved"
@@ -91,7 +84,7 @@ def test_metrics_uses_a_saved_or_given_threshold(traces_file, db, capsys):
     assert "no threshold is saved for dataset:nothing" in capsys.readouterr().err
 
 
-def test_calibrate_refuses_too_few_labelled_probabilities(tmp_path, db, capsys):
+def test_calibrate_refuses_too_few_labelled_probabilities(tmp_path, empty_db, capsys):
     path = tmp_path / "few.jsonl"
     path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in _traces(6)), encoding="utf-8")
     assert main(["calibrate", str(path)]) == 2
