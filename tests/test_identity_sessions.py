@@ -26,17 +26,6 @@ st.text(f"actor={identity.actor().role}")
 """
 
 
-@pytest.fixture
-def db(tmp_path, monkeypatch):
-    from store.db import make_engine
-
-    url = f"sqlite:///{tmp_path / 'sessions.db'}"
-    monkeypatch.setenv("WORKBENCH_DB", url)
-    eng = make_engine(url)
-    yield eng
-    eng.dispose()
-
-
 def _run(token: str | None = None, secrets: dict | None = None) -> AppTest:
     at = AppTest.from_string(SCRIPT, default_timeout=60)
     if token:
@@ -50,35 +39,35 @@ def _texts(at: AppTest) -> list[str]:
     return [t.value for t in at.text]
 
 
-def test_no_roster_nobody_signed_in_is_single_user(db):
+def test_no_roster_nobody_signed_in_is_single_user(empty_db):
     assert _texts(_run()) == ["who=None", "edit=True", "actor=single user"]
 
 
-def test_a_token_signs_the_run_in_and_a_revoked_one_is_said(db):
-    live = people.sign_in(db, "alice", "annotator")
+def test_a_token_signs_the_run_in_and_a_revoked_one_is_said(empty_db):
+    live = people.sign_in(empty_db, "alice", "annotator")
     at = _run(live.token)
     assert _texts(at) == ["who=alice/annotator", "edit=False", "actor=annotator"]
-    people.sign_out(db, live.token)  # in another tab
+    people.sign_out(empty_db, live.token)  # in another tab
     at = _run(live.token)
     assert _texts(at)[0] == "who=None"
     assert any("you were signed out" in w.value for w in at.warning)
 
 
-def test_with_a_roster_nobody_signed_in_changes_nothing(db):
-    people.save_person(db, "ada", "admin", actor=COMMAND_LINE)
-    people.save_person(db, "ann", "annotator", actor=Actor.signed_in("ada", "admin"))
+def test_with_a_roster_nobody_signed_in_changes_nothing(empty_db):
+    people.save_person(empty_db, "ada", "admin", actor=COMMAND_LINE)
+    people.save_person(empty_db, "ann", "annotator", actor=Actor.signed_in("ada", "admin"))
     at = _run()
     assert _texts(at) == ["who=None", "edit=False", "actor=None"]  # never single-user mode
     assert any("change nothing" in c.value for c in at.caption)
     assert [s.label for s in at.selectbox if s.label == "Role"] == []  # the roster decides
-    ann = people.sign_in(db, "ann", "admin")  # the role asked for is ignored
+    ann = people.sign_in(empty_db, "ann", "admin")  # the role asked for is ignored
     assert _texts(_run(ann.token))[:2] == ["who=ann/annotator", "edit=False"]
-    people.save_person(db, "ann", "author", actor=Actor.signed_in("ada", "admin"))
+    people.save_person(empty_db, "ann", "author", actor=Actor.signed_in("ada", "admin"))
     at = _run(ann.token)  # a role change ends the sign-ins it made
     assert _texts(at)[:2] == ["who=None", "edit=False"]
 
 
-def test_oidc_is_read_from_the_secrets_and_offers_st_login(db):
+def test_oidc_is_read_from_the_secrets_and_offers_st_login(empty_db):
     at = _run(secrets={"auth": {"redirect_uri": "http://localhost:8501/oauth2callback",
                                 "cookie_secret": "x" * 32, "client_id": "id",
                                 "client_secret": "secret",
