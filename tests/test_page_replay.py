@@ -18,6 +18,17 @@ DEMO = ROOT / "fixtures" / "demo"
 PAGE = str(ROOT / "pages" / "replay.py")
 
 
+def replay_link(case_id: str, *, timeout: float = 60, identity: dict | None = None,
+                **more: str) -> AppTest:
+    """Replay opened from a link to ``case_id`` of dataset demo (``?dataset=demo&case=...``
+    and ``more`` parameters), run once; ``identity``: who is signed in."""
+    at = AppTest.from_file(PAGE, default_timeout=timeout)
+    if identity is not None:
+        at.session_state["identity"] = identity
+    at.query_params.update({"dataset": "demo", "case": case_id, **more})
+    return at.run()
+
+
 @pytest.fixture
 def db(demo_db):
     eng, index, cases = demo_db
@@ -90,9 +101,7 @@ def test_replay_shows_a_case_judged_in_parts(demo_db):
 
 def test_violated_rule_links_to_its_graph_view(db):
     _, case, cited = db
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.query_params.update({"dataset": "demo", "case": case.id})
-    at.run()
+    at = replay_link(case.id)
     assert not at.exception
     link = f"(/graph?skill=merchant-order-refund&rule={cited})"
     assert any(m.value.startswith("**Violated rule [") and link in m.value for m in at.markdown)
@@ -138,9 +147,7 @@ def test_a_gold_label_that_disagrees_is_a_warning_and_compliant_evidence_is_not_
     trace.verdict = Verdict(False, "complies", [], probability=0.1, probability_source="logprobs",
                             evidence=[{"start": 0, "end": 30, "quote": quote}])
     audit_repo.save_trace(eng, trace, run_id="t", dataset="demo", actor=COMMAND_LINE)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.query_params.update({"dataset": "demo", "case": case.id})
-    at.run()
+    at = replay_link(case.id)
     assert not at.exception
     assert [s.value for s in at.success][:1] == ["Compliant"]
     assert "Gold label: violation — the verdict says compliant" in [w.value for w in at.warning]

@@ -4,18 +4,14 @@ run of its own."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.rerun_preview import trace_diff
 from store import audit_repo
+from tests.test_page_replay import replay_link
 from workbench.audit import AuditIndex, AuditOptions, AuditTrace, Verdict, audit_case
 from workbench.identity.roles import COMMAND_LINE
-
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "replay.py")
 
 
 def test_trace_diff_names_what_changed():
@@ -43,9 +39,7 @@ def test_a_rerun_without_a_judge_is_a_preview_that_cannot_be_stored(db):
     """Issue #35: storing a no-judge re-run made the case show "not judged" over its judged
     trace and put a one-case run with ACC 0.000 on Evaluate. It stays a preview."""
     eng, case = db
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.query_params.update({"dataset": "demo", "case": case.id})
-    at.run()
+    at = replay_link(case.id, timeout=120)
     at.selectbox(key="replay_judge").set_value("none").run()
     assert any("nothing is stored" in c.value or "no verdict to store" in c.value
                for c in at.caption)
@@ -77,11 +71,7 @@ def fake_judge(monkeypatch):
 
 
 def judged_preview(case, identity: dict | None = None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    if identity is not None:
-        at.session_state["identity"] = identity
-    at.query_params.update({"dataset": "demo", "case": case.id})
-    at.run()
+    at = replay_link(case.id, timeout=120, identity=identity)
     at.selectbox(key="replay_judge").set_value("whole").run()
     at.button(key="replay_run").click().run()
     assert not at.exception
@@ -132,16 +122,12 @@ def test_a_newer_contexts_only_trace_does_not_hide_the_judged_one(db):
     context_only = audit_case(case, AuditIndex(_index(eng)), "cdg", None,
                               AuditOptions(judge_mode="none"))
     audit_repo.save_trace(eng, context_only, run_id="contexts-1", dataset="demo", actor=COMMAND_LINE)
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.query_params.update({"dataset": "demo", "case": case.id})
-    at.run()
+    at = replay_link(case.id, timeout=120)
     assert not at.exception
     assert [e.value for e in at.error][:1] == ["Violation"]
     shown = "\n".join(c.value.replace("\\", "") for c in at.caption)
     assert "A newer trace of cdg without a verdict (run contexts-1, contexts only)" in shown
-    pinned = AppTest.from_file(PAGE, default_timeout=120)
-    pinned.query_params.update({"dataset": "demo", "case": case.id, "run": "contexts-1"})
-    pinned.run()
+    pinned = replay_link(case.id, timeout=120, run="contexts-1")
     assert any("Not judged" in i.value for i in pinned.info)
 
 
