@@ -17,7 +17,7 @@ import pytest
 
 from tests.decided_demo import DATASET, seed_decided_demo
 
-from .conftest import ROOT, Server, demo_index, seed_database
+from .conftest import ROOT, demo_index, make_server
 from .flows import goto
 from .identity import sign_in
 from .review_queue import expect_card, leave_fields
@@ -46,12 +46,7 @@ _BOTTOMS = """() => {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("review_fold")
-    db = f"sqlite:///{tmp / 'e2e.db'}"
-    seed_database(db, demo_index())
-    seed_decided_demo(db)
-    srv = Server(db, tmp / "server.log")
-    srv.wait()
+    srv = make_server(tmp_path_factory.mktemp("review_fold"), demo_index(), seed_decided_demo)
     yield srv
     srv.stop()
 
