@@ -144,6 +144,20 @@ def make_server(tmp_path: Path, index_data: dict, *seeds: Callable[[str], None],
     return server
 
 
+def demo_server(folder: str, *seeds: Callable[[str], None], env: dict[str, str] | None = None):
+    """A module-scoped ``server`` fixture (assign it as ``server = demo_server(...)``): a
+    server on the demo index in a new database under a temporary folder named ``folder``,
+    filled by ``seeds`` before it starts (with ``env``), stopped after the module."""
+
+    @pytest.fixture(scope="module")
+    def server(tmp_path_factory):
+        srv = make_server(tmp_path_factory.mktemp(folder), demo_index(), *seeds, env=env)
+        yield srv
+        srv.stop()
+
+    return server
+
+
 def demo_index() -> dict:
     path = ROOT / "fixtures" / "demo" / "index.json"
     return json.loads(path.read_text())

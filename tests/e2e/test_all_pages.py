@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import demo_index, make_server, seed_demo_run
+from .conftest import demo_server, seed_demo_run
 from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
@@ -18,11 +18,7 @@ URL_PATHS = re.findall(r'url_path="([a-z-]+)"', (ROOT / "app.py").read_text())
 DEFAULT_PAGE = re.search(r'url_path="([a-z-]+)", default=True', (ROOT / "app.py").read_text()).group(1)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = make_server(tmp_path_factory.mktemp("allpages"), demo_index(), seed_demo_run)
-    yield srv
-    srv.stop()
+server = demo_server("allpages", seed_demo_run)
 
 
 def test_app_registers_pages():

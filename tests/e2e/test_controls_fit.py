@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, demo_index, make_server, seed_demo_run
+from .conftest import ROOT, demo_server, seed_demo_run
 from .flows import assert_no_exception, goto
 from .identity import sign_in
 from .screen import idle, new_page, screen, shown
@@ -104,11 +104,7 @@ OPEN = {"graph": "graph?skill=merchant-order-refund&rule=MOR-S009"}
 ELSEWHERE: dict[tuple[str, str], str] = {}  # controls cut by code this test cannot fix
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = make_server(tmp_path_factory.mktemp("controls_fit"), demo_index(), seed_demo_run)
-    yield srv
-    srv.stop()
+server = demo_server("controls_fit", seed_demo_run)
 
 
 def _show_everything(page) -> None:

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from .conftest import demo_index, make_server, seed_demo_run
+from .conftest import demo_server, seed_demo_run
 from .flows import assert_no_exception
 from .identity import sign_in
 from .screen import idle, new_page, screen, shown
@@ -113,13 +113,8 @@ def open_expanders(page) -> None:
         closed.first.click()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    # The demo's training runs (Studies shows them), as `make demo` sets them.
-    srv = make_server(tmp_path_factory.mktemp("rawvalues"), demo_index(), seed_demo_run,
-                      env={"WORKBENCH_TRAIN_RUNS": "fixtures/training"})
-    yield srv
-    srv.stop()
+# The demo's training runs (Studies shows them), as `make demo` sets them.
+server = demo_server("rawvalues", seed_demo_run, env={"WORKBENCH_TRAIN_RUNS": "fixtures/training"})
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (800, 900)], ids=lambda s: f"{s[0]}x{s[1]}")

@@ -12,7 +12,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ROOT, demo_index, make_server, seed_demo_run
+from .conftest import ROOT, demo_server, seed_demo_run
 from .flows import assert_no_exception, goto
 from .screen import new_page, screen, until
 
@@ -46,11 +46,7 @@ _MEASURE = """(key) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = make_server(tmp_path_factory.mktemp("replay_closure"), demo_index(), seed_demo_run)
-    yield srv
-    srv.stop()
+server = demo_server("replay_closure", seed_demo_run)
 
 
 def _trace() -> dict:

@@ -17,7 +17,7 @@ import pytest
 
 from tests.decided_demo import DATASET, seed_decided_demo
 
-from .conftest import ROOT, demo_index, make_server
+from .conftest import ROOT, demo_server
 from .flows import goto
 from .identity import sign_in
 from .review_queue import expect_card, leave_fields
@@ -44,11 +44,7 @@ _BOTTOMS = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = make_server(tmp_path_factory.mktemp("review_fold"), demo_index(), seed_decided_demo)
-    yield srv
-    srv.stop()
+server = demo_server("review_fold", seed_decided_demo)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
