@@ -7,6 +7,8 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+
 from workbench.identity.roles import COMMAND_LINE
 
 from .conftest import ROOT, Server, demo_index, make_server
@@ -48,6 +50,18 @@ def review_server(tmp_path, seed: Callable[[str], None]) -> Iterator[Server]:
         yield srv
     finally:
         srv.stop()
+
+
+def review_fixture(seed: Callable[[str], None]):
+    """A ``server`` fixture (assign it as ``server = review_fixture(seed)``): a fresh
+    :func:`review_server` filled by ``seed`` for each test."""
+
+    @pytest.fixture
+    def server(tmp_path):
+        with review_server(tmp_path, seed) as srv:
+            yield srv
+
+    return server
 
 
 def expect_card(page, text: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .review_queue import expect_card, leave_fields, open_queue, review_server, seed_verdicts, type_note
+from .review_queue import expect_card, leave_fields, open_queue, review_fixture, seed_verdicts, type_note
 from .screen import screen, shown
 
 pytestmark = pytest.mark.e2e
@@ -29,10 +29,7 @@ def seed_review(db_url: str) -> None:
     seed_verdicts(db_url, VERDICTS, verdict)
 
 
-@pytest.fixture
-def server(tmp_path):
-    with review_server(tmp_path, seed_review) as srv:
-        yield srv
+server = review_fixture(seed_review)
 
 
 def test_confirm_by_key_and_overturn_with_a_note(server, page):

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from tests.review_seed import DATASET, MOST_DOUBTFUL, save_setting, seed_labelled
 
 from .flows import submit
-from .review_queue import expect_card, review_server
+from .review_queue import expect_card, review_fixture
 from .screen import idle, new_page, screen
 
 pytestmark = pytest.mark.e2e
@@ -27,10 +27,7 @@ def seed(db_url: str) -> None:
     eng.dispose()
 
 
-@pytest.fixture
-def server(tmp_path):
-    with review_server(tmp_path, seed) as srv:
-        yield srv
+server = review_fixture(seed)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .review_queue import expect_card, leave_fields, open_queue, review_server, type_note
+from .review_queue import expect_card, leave_fields, open_queue, review_fixture, type_note
 from .screen import idle, screen, shown
 from .test_review_flow import seed_review
 
@@ -19,10 +19,7 @@ PREMIER = "mor-003-delay-premier-credit"
 BANDS = "poor|slight|fair|moderate|substantial|almost perfect"
 
 
-@pytest.fixture
-def server(tmp_path):
-    with review_server(tmp_path, seed_review) as srv:
-        yield srv
+server = review_fixture(seed_review)
 
 
 def _decisions(server):

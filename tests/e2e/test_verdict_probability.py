@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .review_queue import expect_card, leave_fields, open_queue, review_server, seed_verdicts
+from .review_queue import expect_card, leave_fields, open_queue, review_fixture, seed_verdicts
 from .screen import idle, screen, shown
 
 pytestmark = pytest.mark.e2e
@@ -34,10 +34,7 @@ def seed(db_url: str) -> None:
     seed_verdicts(db_url, JUDGED, verdict)
 
 
-@pytest.fixture
-def server(tmp_path):
-    with review_server(tmp_path, seed) as srv:
-        yield srv
+server = review_fixture(seed)
 
 
 def test_replay_shows_the_probability_and_marks_the_reply_sentence(server, page):
