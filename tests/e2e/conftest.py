@@ -10,8 +10,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +66,17 @@ class Server:
         output = self.log.read_text() if self.log.exists() else ""
         self.stop()
         raise RuntimeError(f"streamlit server did not come up at {self.url}; its output:\n{output}")
+
+    @contextmanager
+    def store(self) -> Iterator[Any]:
+        """The server's database (an engine), for a test to read or fill; disposed after."""
+        from store.db import make_engine
+
+        eng = make_engine(self.db_url)
+        try:
+            yield eng
+        finally:
+            eng.dispose()
 
     def stop(self) -> None:
         if self.proc.poll() is None:

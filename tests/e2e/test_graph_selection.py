@@ -53,12 +53,6 @@ def _section_node(rule_id: str) -> str:
                 if rule_id in rules)
 
 
-def _store(server):
-    from store.db import make_engine
-
-    return make_engine(server.db_url)
-
-
 def _pick(page, label: str, rule_id: str) -> None:
     """Choose ``rule_id`` in the select box ``label`` by typing it (225 options)."""
     box = screen(page).get_by_role("combobox", name=label, exact=True)
@@ -127,8 +121,7 @@ def test_an_edge_lands_on_the_clicked_rule_after_a_save_and_find_cases(server, p
     _confirmed_beside(page, f"Saved version 3: added edges {CLICKED} → {TARGET}",
                       screen(page).get_by_role("button", name=re.compile(r"^Add edge ")))
     _shows(page, CLICKED)
-    eng = _store(server)
-    try:
+    with server.store() as eng:
         skill = repo.load_skill(eng, SKILL)
         pairs = {e.pair for e in skill.graph.edges}
         assert (CLICKED, TARGET) in pairs and (DEFAULT, TARGET) not in pairs
@@ -137,8 +130,6 @@ def test_an_edge_lands_on_the_clicked_rule_after_a_save_and_find_cases(server, p
         assert [h.summary for h in history][-2:] == [f"edited rules {CLICKED}",
                                                      f"added edges {CLICKED}->{TARGET}"]
         assert history[-2].note == "clearer wording"
-    finally:
-        eng.dispose()
 
     # The other direction: a rule that requires the selected one.
     screen(page).get_by_text(f"… requires {CLICKED}", exact=True).click()
@@ -159,13 +150,10 @@ def test_an_edge_lands_on_the_clicked_rule_after_a_save_and_find_cases(server, p
     _confirmed_beside(page, f"Saved version 5: removed edges {CLICKED} → {TARGET}",
                       screen(page).get_by_role("button", name=re.compile(r"^Remove edge ")))
     _shows(page, CLICKED)
-    eng = _store(server)
-    try:
+    with server.store() as eng:
         assert [v.version for v in repo.versions(eng, SKILL)] == [1, 2, 3, 4, 5]
         pairs = {e.pair for e in repo.load_skill(eng, SKILL).graph.edges}
         assert ("MOR-G001", CLICKED) in pairs and (CLICKED, TARGET) not in pairs
         assert repo.edit_history(eng, SKILL)[-1].summary == f"removed edges {CLICKED}->{TARGET}"
-    finally:
-        eng.dispose()
     assert_no_exception(page, server)
     assert page.external_requests == []

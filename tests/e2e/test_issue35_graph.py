@@ -167,12 +167,6 @@ def test_the_imported_proposals_and_provenance_are_on_the_graph_page(server, pag
     assert_no_exception(page, server)
 
 
-def _store(server):
-    from store.db import make_engine
-
-    return make_engine(server.db_url)
-
-
 def test_ten_proposals_accepted_make_one_version(server, page):
     from store import edge_decisions, repo
 
@@ -188,24 +182,21 @@ def test_ten_proposals_accepted_make_one_version(server, page):
     expect(screen(page).get_by_role("combobox", name="Version", exact=True)).to_have_value("2")
     shown(page, lambda s: s.get_by_text("No proposed edge is waiting"))
     assert_no_exception(page, server)
-    eng = _store(server)
-    try:
+    with server.store() as eng:
         assert [v.version for v in repo.versions(eng, "desk")] == [1, 2]
         skill = repo.load_skill(eng, "desk")
         assert len(skill.graph.edges) == 4 + N_PROPOSED and skill.proposed == []
         assert len(edge_decisions.load_edge_decisions(eng, "desk").accepted) == N_PROPOSED
         (entry,) = repo.edit_history(eng, "desk")
         assert entry.summary.startswith("added edges D02->D00, D03->D01")
-    finally:
-        eng.dispose()
 
 
 def test_a_version_diff_names_rules_fields_and_edges(server, page):
     from store import repo
     from workbench.graph.editing import apply_edits
 
-    eng = _store(server)
-    try:  # version 2: an edited action and a removed edge, with a note that claims more
+    # Version 2: an edited action and a removed edge, with a note that claims more.
+    with server.store() as eng:
         skill = repo.load_skill(eng, "desk")
         rows = [{"id": r.id, "condition": r.condition, "action": r.action, "modality": r.modality}
                 for r in skill.graph.rules.values()]
@@ -214,8 +205,6 @@ def test_a_version_diff_names_rules_fields_and_edges(server, page):
         result = apply_edits(skill, rows, edges)
         repo.save_skill(eng, result.skill, author="otto", note="added an edge D05->D00",
                         base_version=1, actor=COMMAND_LINE)
-    finally:
-        eng.dispose()
     goto(page, server, "graph")
     screen(page).get_by_text("Compare versions").click()
     idle(page)
