@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.scaling_fixtures import assert_scored_from, verdict_rows
 from workbench.scaling import AnalysisOptions, FitOptions, analyse_scaling, load_outcomes, session_folds
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "scaling" / "complibench_airlines"
@@ -21,20 +22,14 @@ def outcomes():
 
 @pytest.fixture(scope="module")
 def verdicts():
-    with open(HERE / "verdicts.jsonl", encoding="utf-8") as fh:
-        return {row["instance"]: row for row in map(json.loads, fh)}
+    return {row["instance"]: row for row in verdict_rows(HERE)}
 
 
 def test_outcomes_are_the_verdicts_scored_against_gold(outcomes, verdicts):
     assert set(outcomes["instance"]) == set(verdicts)
     assert outcomes["params_b"].unique().tolist() == [1.5]
     assert outcomes["session"].nunique() == 82  # every conversation of the corpus
-    for row in outcomes.itertuples():
-        v = verdicts[row.instance]
-        assert row.label == v["label"] and row.session == v["session"]
-        judged = v["violation"] is not None
-        expected = judged and v["violation"] == (v["label"] == "negative")
-        assert row.correct == int(expected), row.instance
+    assert_scored_from(outcomes, lambda row: verdicts[row.instance])
 
 
 def test_every_session_stays_in_one_fold(outcomes):

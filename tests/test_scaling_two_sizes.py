@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.scaling_fixtures import assert_scored_from, verdict_rows
 from workbench.scaling import AnalysisOptions, FitOptions, analyse_scaling, load_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,8 +25,7 @@ def outcomes():
 
 @pytest.fixture(scope="module")
 def verdicts():
-    with open(HERE / "verdicts.jsonl", encoding="utf-8") as fh:
-        return {(row["instance"], row["params_b"]): row for row in map(json.loads, fh)}
+    return {(row["instance"], row["params_b"]): row for row in verdict_rows(HERE)}
 
 
 def test_both_sizes_judged_the_same_cases(outcomes):
@@ -37,11 +37,7 @@ def test_both_sizes_judged_the_same_cases(outcomes):
 
 def test_outcomes_are_the_verdicts_scored_against_gold(outcomes, verdicts):
     assert len(verdicts) == len(outcomes)
-    for row in outcomes.itertuples():
-        v = verdicts[(row.instance, row.params_b)]
-        assert row.label == v["label"] and row.session == v["session"]
-        judged = v["violation"] is not None
-        assert row.correct == int(judged and v["violation"] == (v["label"] == "negative")), row.instance
+    assert_scored_from(outcomes, lambda row: verdicts[(row.instance, row.params_b)])
 
 
 def test_the_larger_judge_is_right_more_often_on_these_cases(outcomes):
