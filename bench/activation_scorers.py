@@ -63,6 +63,8 @@ from workbench.vocabulary import label_violation  # noqa: E402
 
 
 def boot_auroc(scores, truth, groups, draws, seed=7):
+    """95 % interval of the AUROC over conversation-bootstrap draws ((None, None) when no
+    draw holds both labels). bench/builtin_scorer.py reads its intervals here too."""
     by = defaultdict(list)
     for i, g in enumerate(groups):
         by[g].append(i)
@@ -74,6 +76,8 @@ def boot_auroc(scores, truth, groups, draws, seed=7):
         a = auroc(scores[idx], truth[idx])
         if a == a:
             vals.append(a)
+    if not vals:
+        return None, None
     return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
 
 

@@ -13,8 +13,8 @@ demo's and the hand-written cases of the bundled SKILLs) can be named one *kind*
 ``--kind handwritten=demo,handwritten``. Every figure is out of sample for what it measures:
 
 - **which feature and C** (one linear probe: a layer read at the last prompt token or pooled
-  over the reply, and the L2 strength) are chosen on the training kinds alone, by the mean
-  AUROC of leaving each training kind out in turn (transfer, not fit);
+  over the reply, and the L2 strength) are chosen on the training kinds alone, by grouped CV
+  by conversation on them pooled (see ``choose_transfer`` for why not by leaving a kind out);
 - **leave one kind out**: the probe chosen and fitted without a kind, scored on it — AUROC
   with a 95 % conversation-bootstrap interval, beside the judge's words on the same cases;
 - **leave one workflow out** inside ``--family`` (CompliBench airlines' 9 workflows, each
@@ -27,8 +27,9 @@ demo's and the hand-written cases of the bundled SKILLs) can be named one *kind*
 - **labels needed** at α = 0.10 for 50 % coverage (``_labelling.labels_needed``), from the
   error of the most confident half of each kind's decisions.
 
-``--save`` fits the chosen probe on every kind, calibrates it on its leave-one-kind-out
-scores (monotone, slope >= 0) and writes the setting the product ships. Paths in the output
+``--save`` fits the chosen probe on every kind, calibrates it on its grouped-CV scores out of
+fold (monotone, slope >= 0) and writes the setting the product ships. A refit changes the
+scores the demo's explanations were asked with: record them again (``make demo-explain``). Paths in the output
 are repository-relative.
 """
 
@@ -46,6 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.activation_scorers import boot_auroc  # noqa: E402
 from workbench.audit import load_cases  # noqa: E402
 from workbench.audit.trace import latest_per_case, trace_key  # noqa: E402
 from workbench.audit.trace_file import read_traces  # noqa: E402
@@ -135,34 +137,23 @@ def score(p: Probe, s: Source) -> np.ndarray:
 
 
 def choose_transfer(train: list[Source], features: list[int]) -> tuple[int, float, dict]:
-    """The (feature, C) with the best mean AUROC over leaving each training source group out
-    (a group: all sources of one kind); with one group, grouped CV inside it."""
-    kinds = sorted({s.kind for s in train})
+    """The (feature, C) with the best AUROC out of fold under grouped CV by conversation on
+    every training case pooled (each kind weighing the same in each fit). Leaving a training
+    kind out in turn was the first rule; with the sources this project holds (200 airline
+    cases, 21 demo cases) its mean was decided by a probe fitted on the 21 demo cases alone
+    (AUROC 0.60 on airlines), noise rather than transfer. Pooled grouped CV keeps every
+    choice out of sample and lets each kind speak in proportion to what it can say."""
+    from workbench.decision.learn import grouped_splits
+
+    one = concat(train)
+    splits = list(grouped_splits(one.groups, 5, seed=0))
     tried: dict[str, float] = {}
     best = None
     for fid in features:
         for c in CS:
-            vals = []
-            if len(kinds) > 1:
-                for k in kinds:
-                    tr = concat([s for s in train if s.kind != k])
-                    te = concat([s for s in train if s.kind == k])
-                    if te.y.all() or not te.y.any():
-                        continue
-                    vals.append(auroc(score(fit(tr, fid, c), te), te.y))
-            else:
-                from workbench.decision.learn import grouped_splits
-
-                one = concat(train)
-                oof = np.full(len(one.y), np.nan)
-                for a, b in grouped_splits(one.groups, 5, seed=0):
-                    part = take(one, a)
-                    if part.y.all() or not part.y.any():
-                        continue
-                    oof[b] = score(fit(part, fid, c), take(one, b))
-                ok = ~np.isnan(oof)
-                vals.append(auroc(oof[ok], one.y[ok]))
-            m = float(np.mean(vals)) if vals else float("nan")
+            oof = out_of_fold(one, fid, c, splits)
+            ok = ~np.isnan(oof)
+            m = auroc(oof[ok], one.y[ok])
             tried[f"{fid}:{c}"] = m
             if m == m and (best is None or m > best[0]):
                 best = (m, fid, c)
@@ -170,19 +161,23 @@ def choose_transfer(train: list[Source], features: list[int]) -> tuple[int, floa
     return best[1], best[2], tried
 
 
-def boot(scores: np.ndarray, y: np.ndarray, groups: list[str], draws: int, seed: int = 7):
-    by = defaultdict(list)
-    for i, g in enumerate(groups):
-        by[g].append(i)
-    keys = sorted(by)
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(draws):
-        idx = [i for k in rng.choice(len(keys), len(keys)) for i in by[keys[k]]]
-        a = auroc(scores[idx], y[idx])
-        if a == a:
-            vals.append(a)
-    return (float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))) if vals else (None, None)
+def out_of_fold(one: Source, fid: int, c: float, splits) -> np.ndarray:
+    """Each case's score from a probe fitted without its conversation (NaN where a fold's
+    training part held one label only)."""
+    oof = np.full(len(one.y), np.nan)
+    for a, b in splits:
+        part = take(one, a)
+        if part.y.all() or not part.y.any():
+            continue
+        oof[b] = score(fit(part, fid, c), take(one, b))
+    return oof
+
+
+def restrict(s: Source, feats: list[int]) -> Source:
+    """``s`` with only the feature ids ``feats`` (every source must hold them)."""
+    cols = [s.features.index(f) for f in feats]
+    return Source(s.name, s.kind, s.ids, s.groups, s.family, s.y, s.verbal, s.x[:, cols, :],
+                  tuple(feats))
 
 
 def verbal_scores(s: Source) -> np.ndarray:
@@ -192,7 +187,7 @@ def verbal_scores(s: Source) -> np.ndarray:
 def figure(scores: np.ndarray, s: Source, draws: int) -> dict:
     ok = ~np.isnan(scores)
     a = auroc(scores[ok], s.y[ok])
-    lo, hi = boot(scores[ok], s.y[ok], [g for g, k in zip(s.groups, ok, strict=True) if k], draws)
+    lo, hi = boot_auroc(scores[ok], s.y[ok], [g for g, k in zip(s.groups, ok, strict=True) if k], draws)
     return {"auroc": a, "low": lo, "high": hi, "cases": int(ok.sum()),
             "violations": int(s.y[ok].sum())}
 
@@ -276,7 +271,10 @@ def main() -> None:
         sources.append(s)
         print(f"{name} ({s.kind}): {len(s.ids)} cases, {int(s.y.sum())} violations, "
               f"{len(set(s.groups))} conversations", flush=True)
-    feats = list(sources[0].features)
+    # the feature ids every source holds (a capture of an older build kept the last prompt
+    # token only)
+    feats = [f for f in sources[0].features if all(f in s.features for s in sources)]
+    sources = [restrict(s, feats) for s in sources]
     if args.features == "last":
         feats = [f for f in feats if f < 100]
     elif args.features != "all":
@@ -341,23 +339,22 @@ def main() -> None:
 
 
 def save_builtin(sources: list[Source], feats: list[int], out: dict, path: Path) -> None:
-    """Fit the shipped scorer on every kind, calibrated on its leave-one-kind-out scores."""
+    """Fit the shipped scorer on every kind, calibrated on its grouped-CV scores out of fold."""
     from workbench.decision._calibration import fit_monotone
     from workbench.decision._decide import DecisionSetting
 
     fid, c, tried = choose_transfer(sources, feats)
     everything = concat(sources)
     probe = fit(everything, fid, c)
-    loko = np.full(len(everything.y), np.nan)
-    at = 0
-    for s in sources:
-        n = len(s.ids)
-        rest = [x for x in sources if x.kind != s.kind]
-        if rest:
-            loko[at:at + n] = score(fit(concat(rest), fid, c), s)
-        at += n
-    ok = ~np.isnan(loko)
-    cal = fit_monotone(loko[ok], everything.y[ok])
+    # Calibrated on scores each case got from a probe fitted without its conversation
+    # (grouped CV on every kind pooled, as the choice was made): leave-one-kind-out scores
+    # came from a probe fitted on the 21 demo cases alone for every airline case, which
+    # flattened the calibration (slope 0.13) to say 'about 45 %' of everything.
+    from workbench.decision.learn import grouped_splits
+
+    oof = out_of_fold(everything, fid, c, list(grouped_splits(everything.groups, 5, seed=0)))
+    ok = ~np.isnan(oof)
+    cal = fit_monotone(oof[ok], everything.y[ok])
     setting = DecisionSetting(
         threshold=0.5, calibration=None if cal is None else {"a": cal.a, "b": cal.b},
         scorer=probe.to_dict(), ranks=True,
@@ -371,7 +368,7 @@ def save_builtin(sources: list[Source], feats: list[int], out: dict, path: Path)
     about = {"what": "the built-in activation scorer: a linear probe on the embedded 1.5B "
              "judge's hidden states, fitted on every labelled case the project holds",
              "chosen": f"probe at {feature_words(fid)}, C={c:g}",
-             "by": "mean AUROC of leaving each kind of source out (transfer, not fit)",
+             "by": "AUROC out of fold, grouped CV by conversation on every labelled case pooled",
              "leave_one_kind_out": setting.cross_validated["leave_one_kind_out"],
              "command": out["command"]}
     path.write_text(json.dumps({"kind": "builtin-scorer", "setting": setting.to_dict(),
