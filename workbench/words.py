@@ -84,8 +84,9 @@ TERMS: tuple[Term, ...] = (
          "probability for a violation, one minus it for a compliant decision. Review can put the "
          "least confident first.", "Review"),
     Term("threshold", "The violation probability from which a case is decided a violation. "
-         "Chosen from labelled cases to give the best violation-F1, by cross-validation grouped "
-         "by conversation; saved per dataset, with every earlier version kept.", "Evaluate"),
+         "Set from the costs of a miss and of a false alarm on the calibrated probability (0.5 "
+         "when they are equal), not at the best F1 of the labelled cases; saved per dataset "
+         "with its decision setting, every earlier version kept.", "Evaluate"),
     Term("AUROC", "How well the violation probability ranks violations above compliant "
          "replies: the chance that a random violation gets a higher probability than a random "
          "compliant reply. 0.5 is chance, 1.0 perfect.", "Evaluate"),
@@ -126,8 +127,9 @@ TERMS: tuple[Term, ...] = (
          "while it judges a reply, learned from labelled cases: a linear probe, a whitening "
          "detector, or the probe with the judge's own probability. It often ranks violations "
          "better than the probability the judge states.", "verdicts"),
-    Term(BUILTIN_TERM, "The activation scorer that ships with the workbench, fitted on labelled "
-         "cases of several sources, none of them your dataset. It decides a dataset with no "
+    Term(BUILTIN_TERM, "The activation scorer that ships with the workbench, fitted on every "
+         "labelled case the project holds (CompliBench airlines and the demo's hand-written "
+         "cases), none of them your dataset. It decides a dataset with no "
          "saved decision setting wherever the judge's activations were kept, before anyone "
          "labels a case there; a setting saved from your own labels replaces it.", "verdicts"),
     # -- policies and their graphs
