@@ -68,7 +68,9 @@ def test_review_at_alpha_with_a_card_that_agrees_above_the_fold(server, laptop):
     expect(card.get_by_text("The judge answered violation; at this dataset's setting its "
                             "probability decides compliant.")).to_be_visible()
     expect(card.get_by_text("Gold label: violation — the verdict says compliant")).to_be_visible()
-    expect(card.locator("mark.wb-compliant")).to_have_count(1)
+    # The reply with its marked words stands beside the card's label (issue 56 item 1), in
+    # the left column (show_case), not inside the verdict's own box.
+    expect(screen(page).locator("mark.wb-compliant")).to_have_count(1)
     # α = 5 %: the guarantee in words, then the press records the verdicts above the level.
     screen(page).get_by_text("Auto-decide with a guaranteed error rate").click()
     pick(page, "Wrong automatic decisions, at most", "5 %")
