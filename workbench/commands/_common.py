@@ -38,6 +38,12 @@ LAB_COMMANDS: dict[str, str] = {
 }
 
 
+def no_stored_traces(dataset: str, runs: Sequence[str] | None, fix: str) -> CliError:
+    """The error of a command that reads a dataset's stored traces and found none."""
+    return CliError(f"no stored traces in dataset {dataset!r}"
+                    + (f" for run(s) {', '.join(runs)}" if runs else ""), fix)
+
+
 def lab_placeholder(subparsers: Any, command: str, missing: Sequence[str]) -> Any:
     """``workbench COMMAND`` of the lab where the lab is not installed: its help says how to
     install it, and run with any arguments it exits 2 saying the same (``workbench.cli.main``

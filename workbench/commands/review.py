@@ -18,7 +18,7 @@ import argparse
 import json
 
 from workbench.commands._acting import acting, add_person
-from workbench.commands._common import CliError, action, command_group
+from workbench.commands._common import CliError, action, command_group, no_stored_traces
 
 DB_HELP = "SQLAlchemy URL of the workbench database (default: WORKBENCH_DB or .workbench/workbench.db)"
 # workbench.review.decisions.DECISIONS, spelled out so building the parser imports nothing
@@ -93,10 +93,9 @@ def _queue(engine, args, saved=True):
 
     records = run_traces(engine, args.dataset, args.run)
     if not records:
-        raise CliError(f"no stored traces in dataset {args.dataset!r}"
-                       + (f" for run(s) {', '.join(args.run)}" if args.run else ""),
-                       "check the name with `workbench review decisions` or audit with "
-                       "`workbench audit --store DATASET`")
+        raise no_stored_traces(args.dataset, args.run,
+                               "check the name with `workbench review decisions` or audit with "
+                               "`workbench audit --store DATASET`")
     labels = {c.id: c.label for c in load_cases(engine, args.dataset) if c.label}
     saved = dataset_setting(engine, args.dataset) if saved is True else saved
     verdicts = {v.key: v for v in decided_verdicts(

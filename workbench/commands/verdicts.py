@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from workbench.commands._common import CliError, action, add_actor_option
+from workbench.commands._common import action, add_actor_option, no_stored_traces
 
 DB_HELP = "SQLAlchemy URL of the workbench database (default: WORKBENCH_DB or .workbench/workbench.db)"
 
@@ -88,10 +88,9 @@ def run_verdicts(args: argparse.Namespace) -> int:
     cases = {c.id: c for c in load_cases(engine, args.dataset)}
     verdicts = dataset_verdicts(engine, args.dataset, args.run)
     if not verdicts:
-        raise CliError(f"no stored traces in dataset {args.dataset!r}"
-                       + (f" for run(s) {', '.join(args.run)}" if args.run else ""),
-                       "audit with `workbench audit --store DATASET` or `workbench "
-                       "import-traces`")
+        raise no_stored_traces(args.dataset, args.run,
+                               "audit with `workbench audit --store DATASET` or `workbench "
+                               "import-traces`")
     if args.explain and _explain(engine, args, verdicts, cases):
         verdicts = dataset_verdicts(engine, args.dataset, args.run)
     rules = _rule_texts(engine)
