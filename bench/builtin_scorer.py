@@ -69,6 +69,17 @@ def rel(path: Path | str) -> str:
         return f"<runs>/{p.name}"
 
 
+def rel_arg(arg: str) -> str:
+    """A command-line word with its paths repository-relative (``NAME=TRACES:CASES`` too)."""
+    if Path(arg).exists():
+        return rel(arg)
+    name, eq, paths = arg.partition("=")
+    if eq and ":" in paths:
+        return name + "=" + ":".join(rel(p) if Path(p).exists() else p
+                                     for p in paths.split(":"))
+    return arg
+
+
 @dataclass
 class Source:
     name: str
@@ -281,8 +292,7 @@ def main() -> None:
         feats = [int(x) for x in args.features.split(",")]
     kinds = sorted({s.kind for s in sources})
     sizes = [int(x) for x in args.sizes.split(",")]
-    out: dict = {"kind": "builtin-scorer", "command": " ".join(
-        rel(a) if Path(a).exists() else a for a in sys.argv),
+    out: dict = {"kind": "builtin-scorer", "command": " ".join(rel_arg(a) for a in sys.argv),
         "sources": {s.name: {"kind": s.kind, "cases": len(s.ids), "violations": int(s.y.sum()),
                              "conversations": len(set(s.groups))} for s in sources},
         "leave_one_kind_out": {}, "curves": {}}
