@@ -34,9 +34,15 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - tr
     # WAL lets readers (the UI) work while a batch job writes; busy_timeout makes concurrent
     # writers wait for the lock instead of failing with "database is locked".
     # busy_timeout first: switching to WAL itself needs the lock a concurrent writer may hold.
+    # WAL is a property of the database file, set once: switching needs the write lock, so a
+    # process opening a database another is migrating (BEGIN IMMEDIATE, minutes of script
+    # loading on a loaded machine) waited the whole busy timeout to set what was already set,
+    # and failed "database is locked" (test_concurrent_writers, suite beside another job).
     cur = dbapi_connection.cursor()
     cur.execute("PRAGMA busy_timeout=30000")
-    cur.execute("PRAGMA journal_mode=WAL")
+    mode = cur.execute("PRAGMA journal_mode").fetchone()
+    if not mode or str(mode[0]).lower() != "wal":
+        cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,19 +60,29 @@ def run_forwarding(cmd: list[str], *, env: dict[str, str] | None = None,
     that reach this process go to the child, which gets :data:`STOP_GRACE_S` to exit before
     it is killed. (``subprocess.call`` left the child running when the parent was killed.)"""
     child = subprocess.Popen(cmd, env=env, cwd=cwd, preexec_fn=_die_with_parent())
-    previous = {sig: signal.signal(sig, _forward_to(child)) for sig in FORWARDED}
+    forwarded: list[float] = []  # when the first forwarded signal was sent
+    previous = {sig: signal.signal(sig, _forward_to(child, forwarded)) for sig in FORWARDED}
     try:
-        return child.wait()  # a forwarded signal interrupts this wait, which then resumes
+        while True:
+            try:
+                return child.wait(0.5)
+            except subprocess.TimeoutExpired:
+                # A child asked to stop gets STOP_GRACE_S from that moment, not forever: a
+                # server slow to act on the signal (SIGHUP on a loaded machine) is killed.
+                if forwarded and time.monotonic() - forwarded[0] > STOP_GRACE_S:
+                    child.kill()
+                    return child.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _stop(child)
 
 
-def _forward_to(child: subprocess.Popen) -> Callable[[int, object], None]:
+def _forward_to(child: subprocess.Popen, forwarded: list[float]) -> Callable[[int, object], None]:
     def forward(signum: int, _frame: object) -> None:
         if child.poll() is None:
             child.send_signal(signum)
+            forwarded[:] = forwarded or [time.monotonic()]
     return forward
 
 
