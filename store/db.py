@@ -32,12 +32,12 @@ def database_url(url: str | None = None) -> str:
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - trivial
     # WAL lets readers (the UI) work while a batch job writes; busy_timeout makes concurrent
-    # writers wait for the lock instead of failing with "database is locked".
-    # busy_timeout first: switching to WAL itself needs the lock a concurrent writer may hold.
-    # WAL is a property of the database file, set once: switching needs the write lock, so a
-    # process opening a database another is migrating (BEGIN IMMEDIATE, minutes of script
-    # loading on a loaded machine) waited the whole busy timeout to set what was already set,
-    # and failed "database is locked" (test_concurrent_writers, suite beside another job).
+    # writers wait for the lock instead of failing with "database is locked". WAL is a
+    # property of the file, set once, and switching to it needs the write lock: it is set
+    # only when the file is not WAL yet (busy_timeout first, for that one switch). Setting it
+    # on every connection made a process opening a database another was migrating (BEGIN
+    # IMMEDIATE, slow on a loaded machine) wait out the busy timeout and fail "database is
+    # locked" (test_concurrent_writers).
     cur = dbapi_connection.cursor()
     cur.execute("PRAGMA busy_timeout=30000")
     mode = cur.execute("PRAGMA journal_mode").fetchone()
