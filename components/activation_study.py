@@ -44,6 +44,9 @@ def study_results(*folders: Path) -> list[tuple[str, dict]]:
             if isinstance(data, dict) and data.get("kind") == KIND and isinstance(data.get("figures"), dict):
                 seen.add(path.name)
                 out.append((path.name, data))
+    # the largest sample first (it is the one expanded): a later, larger study of the same
+    # cases is the better figure, whatever its file is called
+    out.sort(key=lambda item: -item[1]["n"] if isinstance(item[1].get("n"), int) else 0)
     return out
 
 
