@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, wait_idle  # noqa: E402
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
+from tests.e2e.screen import idle  # noqa: E402
 from tests.e2e.graph_drawing import wait_drawn  # noqa: E402
 from workbench.identity.roles import COMMAND_LINE  # noqa: E402
 
@@ -77,9 +78,9 @@ def main() -> None:
             for name, shot in WHOLE.items():
                 skill = index[name]
                 page.goto(f"{server.url}/graph?skill={name}")
-                wait_idle(page, 120_000)
+                idle(page, 120_000)
                 page.get_by_text("whole graph", exact=True).click()
-                wait_idle(page, 120_000)
+                idle(page, 120_000)
                 wait_drawn(page, len(skill.graph))
                 drawing = page.locator("[data-testid='wb-rule-graph']")
                 box = drawing.bounding_box()
@@ -94,9 +95,9 @@ def main() -> None:
             skill = index["merchant-order-refund"]
             ids = skill.graph.dependants(["MOR-R003"])
             page.goto(f"{server.url}/graph?skill=merchant-order-refund&rule=MOR-R003")
-            wait_idle(page, 120_000)
+            idle(page, 120_000)
             page.get_by_text("dependants of this rule", exact=True).click()
-            wait_idle(page, 120_000)
+            idle(page, 120_000)
             wait_drawn(page, len(ids))
             box = page.locator("[data-testid='wb-rule-graph']").bounding_box()
             scale = page.evaluate("() => window.__wbRuleGraphs.graph_drawing.getScale()")
