@@ -122,3 +122,55 @@ def test_a_stored_dataset_with_activations_is_decided_by_the_builtin_unless_a_se
                    actor=COMMAND_LINE)
     version, setting = saved_setting(engine, "d")
     assert version >= 1 and setting.scorer is None  # a saved setting wins
+
+
+def _gate(tmp_path, out, fail_on="violation"):
+    import argparse
+
+    from workbench.commands._ci_gate import GateRun
+
+    args = argparse.Namespace(fail_on=fail_on, junit=None, no_judge=False, out=str(out),
+                              strategy="cdg", judge_mode="whole", keywords="llm",
+                              cases=str(tmp_path / "cases.jsonl"), index="index.json")
+    return GateRun.from_args(args)
+
+
+def test_the_ci_gate_without_store_decides_a_run_with_activations_by_the_builtin_scorer(
+        builtin, tmp_path, capsys):
+    """Before: without --store the gate read the judge's words, so it passed the two cases
+    every other surface calls violations (the words said compliant at 0.2 and 0.3)."""
+    from workbench.audit import load_cases
+    from workbench.audit.trace_file import read_traces
+
+    traces, cases = _write_run(tmp_path, with_features=True)
+    gate = _gate(tmp_path, traces)
+    for t in read_traces(traces)[0]:
+        gate.collect(t)
+    assert gate.finish(load_cases(cases), []) == 1
+    err = capsys.readouterr().err
+    assert "built-in activation scorer" in err
+    assert "2 failed, 0 could not be judged, 2 passed of 4 cases" in err
+    assert "v1" in err and "v2" in err and "c1" not in err.split("2 passed of 4 cases")[1]
+
+
+def test_the_ci_gate_keeps_the_judges_words_without_activations_or_with_its_own_p(
+        builtin, tmp_path, capsys):
+    from workbench.audit import load_cases
+    from workbench.audit.trace_file import read_traces
+
+    traces, cases = _write_run(tmp_path, with_features=False)
+    gate = _gate(tmp_path, traces)
+    for t in read_traces(traces)[0]:
+        gate.collect(t)
+    assert gate.finish(load_cases(cases), []) == 1  # c1, c2: the words said violation
+    err = capsys.readouterr().err
+    assert "built-in" not in err and "[gate] failed: c1" in err and "[gate] failed: v1" not in err
+    # =P names the gate's own threshold on the judge's probability, activations or not
+    (tmp_path / "with").mkdir()
+    traces2, cases2 = _write_run(tmp_path / "with", with_features=True)
+    gate = _gate(tmp_path / "with", traces2, fail_on="violation=0.75")
+    for t in read_traces(traces2)[0]:
+        gate.collect(t)
+    assert gate.finish(load_cases(cases2), []) == 1
+    err = capsys.readouterr().err
+    assert "built-in" not in err and "[gate] failed: c1" in err and "failed: c2" not in err

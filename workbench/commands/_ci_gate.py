@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 GATE_HELP = (
-    "CI gate: exit 1 when a case is judged a violation. With =P (e.g. violation=0.8) a case "
-    "fails when the judge's P(violation) is at least P; a verdict without a probability is "
-    "decided by its bare violation flag. Cases that could not be judged (errors) make the exit "
-    "code 3 when nothing failed; 0 means every case was judged and passed."
+    "CI gate: exit 1 when a case's verdict is a violation: decided as the workbench decides "
+    "it — under --store the dataset's saved setting, else the built-in activation scorer when "
+    "the run keeps activations beside --out, else the judge's words. With =P (e.g. "
+    "violation=0.8) a case fails when the judge's P(violation) is at least P; a verdict "
+    "without a probability is decided by its bare violation flag. Cases that could not be "
+    "judged (errors) make the exit code 3 when nothing failed; 0 means every case was judged "
+    "and passed."
 )
 
 
@@ -59,7 +62,10 @@ class GateRun:
         with their newest trace in ``--out`` (same strategy, judge mode and keywords).
         ``stored``: the ``--store`` sink (``store.audit_repo.StoreSink``): the cases are then
         decided as the dataset's pages show them — under its saved setting (unless ``=P``
-        names the gate's own) with its stored explanations of the run."""
+        names the gate's own) with its stored explanations of the run. Without ``stored``
+        and ``=P``, a run whose activations are kept beside ``--out`` is decided by the
+        built-in activation scorer, as ``workbench verdicts`` and ``export-verdicts`` decide
+        that file; else by the judge's words."""
         from workbench.audit import ci_gate
         from workbench.audit.trace import latest_per_case, run_key, trace_key
         from workbench.audit.trace_file import read_traces
@@ -80,8 +86,13 @@ class GateRun:
             if self.rule.threshold is None:
                 saved = dataset_setting(stored.engine, stored.dataset)
             explanations, run = explanations_for(stored.engine, stored.dataset), stored.run_id
+        elif self.rule.threshold is None and args.out is not None and Path(args.out).is_file():
+            saved = self._builtin_beside(Path(args.out))
         results = ci_gate.outcomes([c.id for c in cases], self.traces, self.rule, saved,
                                    explanations, run)
+        if saved is not None and saved[1].scorer is not None and stored is None:
+            print(f"[gate] decided by the built-in activation scorer on the activations beside "
+                  f"{args.out}", file=sys.stderr)
         if args.junit:
             sources = {s.name: s.source for s in index}
             report = ci_gate.junit_xml(
@@ -98,3 +109,23 @@ class GateRun:
             if o.status != "passed":
                 print(f"[gate] {o.status}: {o.case_id}: {o.message}", file=sys.stderr)
         return ci_gate.exit_code(results) if args.fail_on else 0
+
+    def _builtin_beside(self, out: Path):
+        """The built-in scorer with its scores of this run's cases (keyed as a saved setting
+        keys them: case and strategy), when the activations beside ``out`` hold what it
+        reads; else None."""
+        from dataclasses import replace
+
+        from workbench.commands._common import activation_scores_beside, default_beside
+        from workbench.decision.features import features_dir, read_index
+
+        found = default_beside([out])
+        if found is None:
+            return None
+        version, setting = found
+        strategy = self.args.strategy
+        ours = {r.case_id for r in read_index(features_dir(out)) if r.strategy == strategy}
+        traces = [t for t in self.traces.values() if t.id in ours]
+        scores = activation_scores_beside(setting, [out], traces) or {}
+        return version, replace(setting, case_scores={
+            (cid, strategy): s for cid, s in scores.items() if cid in ours})
