@@ -267,6 +267,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="20,50")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--save", type=Path)
+    ap.add_argument("--holdout", action="append", default=[],
+                    help="NAME=TRACES.jsonl:CASES.jsonl: cases never used to choose or fit; "
+                    "the scorer --save wrote (else the shipped one) decides them as the product "
+                    "does")
     args = ap.parse_args()
 
     kind_of = {}
@@ -344,8 +348,59 @@ def main() -> None:
 
     if args.save:
         save_builtin(sources, feats, out, args.save)
+    for spec in args.holdout:
+        name, _, paths = spec.partition("=")
+        t, _, c = paths.partition(":")
+        got = holdout(Path(t), Path(c), args.save or BUILTIN, args.boot)
+        out.setdefault("held_out_of_everything", {})[name] = got
+        print(f"{name}, never used to choose or fit: the built-in scorer AUROC {got['auroc']:.3f} "
+              f"[{got['low']:.3f}, {got['high']:.3f}], accuracy {got['accuracy']:.3f}; the judge's "
+              f"words AUROC {got['judge']['auroc']:.3f} [{got['judge']['low']:.3f}, "
+              f"{got['judge']['high']:.3f}], accuracy {got['judge']['accuracy']:.3f} "
+              f"({got['cases']} cases, {got['violations']} violations)", flush=True)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
+
+
+BUILTIN = ROOT / "workbench" / "decision" / "builtin_scorer.json"
+
+
+def holdout(traces_path: Path, cases_path: Path, scorer_path: Path, draws: int) -> dict:
+    """The saved scorer on a run it never saw, decided as the product decides it
+    (``decided_verdict`` under the setting with its activation scores attached): AUROC of
+    the calibrated score with its conversation-bootstrap interval and the accuracy of the
+    decided label (a violation with no rule behind it yet, "to review", counts as the
+    violation its score decided), beside the judge's words on the same cases."""
+    from dataclasses import replace
+
+    from workbench.decision import DecisionSetting, decided_verdict
+    from workbench.decision.apply import activation_scores
+
+    setting = DecisionSetting.from_dict(json.loads(scorer_path.read_text(encoding="utf-8"))["setting"])
+    cases = {c.id: c for c in load_cases(cases_path)}
+    traces = [t for t in latest_per_case(read_traces(traces_path)[0], key=trace_key)
+              if t.id in cases and label_violation(cases[t.id].label) is not None
+              and t.error is None and t.verdict is not None]
+    scores = activation_scores(setting, features_dir(traces_path), ids=[t.id for t in traces])
+    traces = [t for t in traces if t.id in scores]
+    setting = replace(setting, case_scores={(t.id, t.strategy): scores[t.id] for t in traces})
+    records = [decided_verdict(t, saved=(0, setting)) for t in traces]
+    y = np.array([bool(label_violation(cases[t.id].label)) for t in traces])
+    groups = [cases[t.id].session or t.id for t in traces]
+
+    def measured(p: np.ndarray, said: np.ndarray) -> dict:
+        low, high = boot_auroc(p, y, groups, draws)
+        return {"auroc": auroc(p, y), "low": low, "high": high,
+                "accuracy": float((said == y).mean())}
+
+    got = measured(np.array([r.score for r in records]),
+                   np.array([bool(r.decided.violation) for r in records]))
+    verbal = np.array([t.verdict.probability if t.verdict.probability is not None
+                       else float(t.verdict.violation) for t in traces])
+    got["judge"] = measured(verbal, np.array([bool(t.verdict.violation) for t in traces]))
+    got.update(cases=len(traces), violations=int(y.sum()), conversations=len(set(groups)),
+               run=rel(traces_path), scorer=rel(scorer_path))
+    return got
 
 
 def save_builtin(sources: list[Source], feats: list[int], out: dict, path: Path) -> None:

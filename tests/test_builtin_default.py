@@ -174,3 +174,16 @@ def test_the_ci_gate_keeps_the_judges_words_without_activations_or_with_its_own_
     assert gate.finish(load_cases(cases2), []) == 1
     err = capsys.readouterr().err
     assert "built-in" not in err and "[gate] failed: c1" in err and "failed: c2" not in err
+
+
+def test_the_bench_holdout_decides_unseen_cases_as_the_product_does(builtin, tmp_path):
+    """bench/builtin_scorer.py --holdout: the saved scorer on a run it never saw, through
+    decided_verdict; the four cases are ranked rightly by the feature, backwards by the words."""
+    from bench.builtin_scorer import holdout
+    from workbench.decision import _prior
+
+    traces, cases = _write_run(tmp_path, with_features=True)
+    got = holdout(traces, cases, _prior.BUILTIN_FILE, 50)
+    assert (got["cases"], got["violations"], got["conversations"]) == (4, 2, 4)
+    assert got["auroc"] == 1.0 and got["accuracy"] == 1.0
+    assert got["judge"]["auroc"] == 0.0 and got["judge"]["accuracy"] == 0.0
