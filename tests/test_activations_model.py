@@ -57,6 +57,34 @@ def test_capture_run_keys_by_prompt_resumes_and_passes_over_cases_without_contex
     assert capture_run(changed, cases, folder, reader).captured == 1
 
 
+class PoolingReader(FakeReader):
+    """Reads the last prompt token and the reply's mean at layers 2 and 4 (ids 2, 4, 102, 104)."""
+
+    feature_ids = (2, 4, 102, 104)
+
+    def capture(self, messages):
+        self.calls += 1
+        return Captured(np.ones((4, 4)), self.feature_ids, 10, 0.01)
+
+
+def test_a_case_captured_with_fewer_features_is_read_again_and_replaced(tmp_path):
+    """An older capture kept the last prompt token only, and its records were 'already there'
+    for ever: the built-in scorer, which reads the reply's mean, could never score the run."""
+    cases = {"a": _case("a", "Yes, refunded.")}
+    traces = [AuditTrace(id="a", strategy="cdg", context=CONTEXT)]
+    folder = tmp_path / "run.features"
+    assert capture_run(traces, cases, folder, FakeReader()).captured == 1  # ids (2, 4)
+    reader = PoolingReader()
+    assert capture_run(traces, cases, folder, reader).captured == 1 and reader.calls == 1
+    (rec,) = ff.read_index(folder)
+    assert rec.layers == (2, 4, 102, 104)
+    assert ff.load_features(folder, ids=["a"]).layers == (2, 4, 102, 104)
+    again = capture_run(traces, cases, folder, reader)  # now complete: never read twice
+    assert again.captured == 0 and again.already == 1 and reader.calls == 1
+    # a reader of fewer features (the last token only) finds what it reads already there
+    assert capture_run(traces, cases, folder, FakeReader()).already == 1
+
+
 @pytest.mark.slow
 @pytest.mark.model
 def test_the_real_small_embedded_model_gives_one_vector_per_layer_for_a_judging_prompt():

@@ -33,8 +33,13 @@ class CaptureSummary:
 def capture_run(traces: Sequence[AuditTrace], cases: dict[str, AuditCase], folder: Path,
                 reader, *, limit: int | None = None,
                 progress: Callable[[str], None] | None = None) -> CaptureSummary:
-    """Capture the features of ``traces`` (in their order) into ``folder``."""
-    done = {(r.case_id, r.strategy, r.prompt_sha256) for r in ff.read_index(folder)}
+    """Capture the features of ``traces`` (in their order) into ``folder``. A case captured
+    before for the same prompt is read again only when its record lacks features this reader
+    reads (a capture of an older build kept the last prompt token only, and the built-in
+    scorer reads the reply's poolings); the new record replaces the old (last line wins)."""
+    wanted = set(getattr(reader, "feature_ids", ()))
+    done = {(r.case_id, r.strategy, r.prompt_sha256) for r in ff.read_index(folder)
+            if wanted <= set(r.layers)}
     summary = CaptureSummary()
     for trace in traces:
         if limit is not None and summary.captured >= limit:

@@ -22,8 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = action(actions, "capture", _capture,
                help="capture the judge's activations for the traces of a run",
                description="For each trace with a rendered context, rebuild the whole-context "
-               "judging prompt and read the judge's hidden states at its last token "
-               "(about as long as the judge reads the prompt: ~50 s for 2,500 tokens on 2 cores).")
+               "judging prompt and read the judge's hidden states at its last token and over "
+               "the reply (about as long as the judge reads the prompt: ~50 s for 2,500 tokens "
+               "on 2 idle cores). A case captured before with fewer features (an older "
+               "capture kept the last token only, which the built-in scorer does not read) is "
+               "read again; one already complete is skipped.")
     p.add_argument("traces", help="traces JSONL from `workbench audit` (with or without a judge)")
     p.add_argument("--cases", required=True, help="the cases the traces audited")
     p.add_argument("--model", default="embedded",

@@ -72,6 +72,11 @@ class ActivationReader:
         if bad:
             raise ActivationReaderError(f"layers {bad} are outside 0..{n} of {model}")
 
+    @property
+    def feature_ids(self) -> tuple[int, ...]:
+        """What a reading holds: each layer at the last prompt token only."""
+        return self.layers
+
     def prompt_ids(self, messages: Sequence[dict[str, str]]) -> Any:
         text = self._render(self.tokenizer, list(messages))
         return self.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.decision.features import POOLINGS, pool, prompt_sha
+from workbench.decision.features import POOLINGS, feature_id, pool, prompt_sha
 from workbench.llm.native import NativeModel, NativeUnavailable
 
 log = logging.getLogger(__name__)
@@ -127,8 +127,17 @@ class JudgeReader:
         n = probe.n_layer
         probe.close()
         self.layers = tuple(layers) if layers else tuple(range(DEFAULT_STRIDE, n + 1, DEFAULT_STRIDE))
+        self.n_layer = n
         self.model = NativeModel(path, layers=self.layers, n_seq=slots, threads=threads)
         self.lock = threading.RLock()
+
+    @property
+    def feature_ids(self) -> tuple[int, ...]:
+        """What a reading holds (``pool``): every layer at the last prompt token, and the
+        reply's poolings of every layer but the model's last, whose rows llama.cpp prunes to
+        the output token."""
+        return tuple(feature_id(p, layer) for p in POOLINGS for layer in self.layers
+                     if p == "last" or layer < self.n_layer)
 
     def tokens(self, messages: Sequence[dict[str, str]]) -> tuple[str, list[int]]:
         prompt = chatml(messages)
