@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
-from tests.e2e.screen import idle  # noqa: E402
 from tests.e2e.graph_drawing import wait_drawn  # noqa: E402
+from tests.e2e.screen import idle  # noqa: E402
 from workbench.identity.roles import COMMAND_LINE  # noqa: E402
 
 FONT_PX = 14  # the label font of both drawings

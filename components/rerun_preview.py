@@ -15,6 +15,7 @@ from components import identity
 from components.case_table import trace_verdict_word
 from components.safe import md
 from workbench.audit.trace import AuditTrace
+from workbench.vocabulary import error_words
 from workbench.words import plural
 
 
@@ -74,8 +75,9 @@ def show_rerun_preview(strategy: str, stored: AuditTrace | None,
             with st.expander("New reason"):
                 st.text(str(reason))
         if new.verdict is None:
+            stopped = f" ({error_words(new.error.kind)})" if new.error else ""
             why = ("it was run without a judge" if new.judge_mode == "none" else
-                   "the audit stopped before a verdict" + (f" ({new.error.kind})" if new.error else ""))
+                   "the audit stopped before a verdict" + stopped)
             st.caption(md(f"Nothing to store: {why}, so it has no verdict; the stored trace "
                           "stays as it is. Re-run with a judge to store a new result."))
             return False

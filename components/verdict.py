@@ -44,7 +44,7 @@ from workbench.decision import (
     judgement,
 )
 from workbench.graph import PolicyIndex, Span
-from workbench.vocabulary import label_violation, verdict_word
+from workbench.vocabulary import error_words, label_violation, verdict_word
 from workbench.words import BUILTIN_TERM, gold_word, help_for, percent, setting_words
 
 # Evidence of a violation is marked red; evidence of a compliant decision (the words that
@@ -187,7 +187,7 @@ def show_verdict(trace: AuditTrace, index: PolicyIndex | None, key: str, reply: 
     error = trace.error
     with st.container(border=True, key=f"verdict_{key}"):
         if error is not None:
-            st.error(f"No verdict — {md(error.kind)}: {md(error.message)}")
+            st.error(f"No verdict — {md(error_words(error.kind))}: {md(error.message)}")
             if actions is not None:
                 actions()
             return

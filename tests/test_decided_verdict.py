@@ -164,7 +164,8 @@ def test_which_setting_applies_is_one_function():
 
 def test_an_unjudged_case_is_to_review_with_its_error():
     v = decided_verdict(trace(error=True))
-    assert v.label == REVIEW and "ModelCallError: timeout" in v.doubt and v.decided is None
+    assert v.label == REVIEW and "the model call failed: timeout" in v.doubt and v.decided is None
+    assert "ModelCallError" not in v.doubt  # the code stays in the trace, not on the card
 
 
 def test_the_record_as_json_has_every_field_the_command_prints():

@@ -157,3 +157,13 @@ def test_metrics_gold_comes_from_the_case(tmp_path, capsys) -> None:
                  "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["coverage"] == 0.0  # B is governing and missing from the context
+
+
+def test_every_error_kind_has_words_and_an_unknown_one_reads_as_an_error():
+    from workbench.vocabulary import ErrorKind, error_words
+
+    for kind in ErrorKind:
+        words = error_words(kind.value)
+        assert words and words == kind.words and kind.value not in words
+    assert error_words("NoRoute") == "no SKILL matched the case"
+    assert error_words("SomethingNew") == "an error"

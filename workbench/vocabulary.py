@@ -141,6 +141,34 @@ class ErrorKind(StrEnum):
     INTERNAL_ERROR = "InternalError"  # an unexpected exception in the pipeline
     NOT_JUDGED = "NotJudged"  # reports only: a case with neither a verdict nor a trace error
 
+    @property
+    def words(self) -> str:
+        """The analyst's words for it (screens; traces and reports keep the code)."""
+        return _ERROR_WORDS[self]
+
+
+_ERROR_WORDS = {
+    ErrorKind.EMPTY_SEED: "no rule matched the case",
+    ErrorKind.BUDGET_EXCEEDED: "the rules found exceed the context budget",
+    ErrorKind.NO_ROUTE: "no SKILL matched the case",
+    ErrorKind.UNKNOWN_SKILL: "the case names a SKILL that is not loaded",
+    ErrorKind.WINDOW_EXCEEDED: "the case is too long for the judge",
+    ErrorKind.MODEL_CALL_ERROR: "the model call failed",
+    ErrorKind.TIME_LIMIT: "the case ran out of time",
+    ErrorKind.INTERNAL_ERROR: "an unexpected error in the workbench",
+    ErrorKind.NOT_JUDGED: "not judged",
+}
+
+
+def error_words(kind: object) -> str:
+    """Words for a trace error's ``kind`` as a screen shows it: ``NoRoute`` -> "no SKILL
+    matched the case"; a kind this build does not know -> "an error" (its message, shown
+    beside, says the rest)."""
+    try:
+        return ErrorKind(str(kind)).words
+    except ValueError:
+        return "an error"
+
 
 class LightragPresetName(StrEnum):
     """The LightRAG baseline's settings (see ``workbench.audit.baselines.lightrag_presets``):

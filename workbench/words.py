@@ -111,8 +111,9 @@ TERMS: tuple[Term, ...] = (
          "Review"),
     Term("labels needed", "How many labelled cases a promise at the chosen α needs before it "
          "can pass: from the binomial test and the error rate of the most confident half of "
-         "the labelled cases so far, at the share of cases it would decide automatically. While that error rate "
-         "is α or more no number is given: more labels cannot make that promise.", "Review"),
+         "the labelled cases so far, at the share of cases it would decide automatically. "
+         "While that error rate is α or more no number is given: more labels cannot make that "
+         "promise.", "Review"),
     Term("label next", "A Review order: the cases nobody has labelled yet (no gold label, no "
          "analyst's decision) that the current scorer is least sure of come first, one per "
          "conversation and SKILL in turn, so each label teaches the scorer most.", "Review"),

@@ -46,6 +46,7 @@ from typing import Any
 
 from workbench.decision._decide import Decided, DecisionSetting, ScoreSource, decide, judgement
 from workbench.review.decisions import ReviewDecision, current_decisions
+from workbench.vocabulary import error_words
 
 VIOLATION, COMPLIANT, REVIEW = "violation", "compliant", "review"
 LABELS = (VIOLATION, COMPLIANT, REVIEW)
@@ -263,7 +264,8 @@ def decided_verdict(trace: Any, *, run: str = "", saved: Saved | None = None,
     setting = applied[1] if applied else None
     scored = judgement(trace, setting) if trace.error is None else None
     if v is None and (scored is None or scored.source is not ScoreSource.ACTIVATIONS):
-        why = (f"not judged: {trace.error.kind}: {trace.error.message}" if trace.error is not None
+        why = (f"not judged: {error_words(trace.error.kind)}: {trace.error.message}"
+               if trace.error is not None
                else "not judged (audited without a judge)")
         return DecidedVerdict(label=REVIEW, score=None, score_source=None, setting_version=None,
                               doubt=why, **base)
